@@ -1,0 +1,23 @@
+# vqarobust: how robust are VQA models to image corruptions?
+# Stages live in rules/*.smk; all logic lives in the vqarobust package (src/).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/datasets.smk"
+include: "rules/models.smk"
+include: "rules/corrupt.smk"
+include: "rules/infer.smk"
+include: "rules/aggregate.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        get_final_outputs,
+    default_target: True

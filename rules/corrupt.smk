@@ -1,0 +1,16 @@
+rule corrupt_images:
+    input:
+        "resources/datasets/{dataset}/eval/images",
+    output:
+        directory("results/{dataset}/images/{corruption}/{severity}"),
+    log:
+        "logs/{dataset}/corrupt_images/{corruption}/{severity}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/corrupt_images/{corruption}/{severity}.tsv"
+    params:
+        seed=config["seed"],
+        storage=config["storage"],
+    conda:
+        "../envs/vqarobust.yaml"
+    script:
+        "../workflow/scripts/corrupt_images.py"

@@ -1,0 +1,21 @@
+# One job per (model, subset): the model loads once and answers every severity of the
+# subset ("clean" is severity 0 alone).
+rule run_model:
+    input:
+        unpack(get_infer_input),
+    output:
+        "results/{dataset}/predictions/{model}/{subset}.parquet",
+    log:
+        "logs/{dataset}/run_model/{model}/{subset}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
+    params:
+        spec=get_model_spec,
+        severities=get_subset_severities,
+    threads: config["threads"]["infer"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/vqarobust.yaml"
+    script:
+        "../workflow/scripts/run_model.py"

@@ -1,0 +1,17 @@
+rule train_model:
+    input:
+        questions="resources/datasets/{dataset}/train/questions.parquet",
+        images="resources/datasets/{dataset}/train/images",
+    output:
+        directory("resources/models/{dataset}/{model}"),
+    log:
+        "logs/{dataset}/train_model/{model}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/train_model/{model}.tsv"
+    params:
+        train=get_train_params,
+    threads: config["threads"]["train"]
+    conda:
+        "../envs/vqarobust.yaml"
+    script:
+        "../workflow/scripts/train_model.py"

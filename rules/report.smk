@@ -1,0 +1,17 @@
+rule render_report:
+    input:
+        "results/{dataset}/robustness.duckdb",
+    output:
+        report(
+            "results/{dataset}/report/index.html",
+            caption="../workflow/report/index.rst",
+            category="Report",
+        ),
+    log:
+        "logs/{dataset}/render_report.log",
+    benchmark:
+        "benchmarks/out/{dataset}/render_report.tsv"
+    conda:
+        "../envs/vqarobust.yaml"
+    script:
+        "../workflow/scripts/render_report.py"

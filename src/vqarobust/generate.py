@@ -1,0 +1,52 @@
+"""Materialize a corrupted subset: read clean image shards, corrupt each image, write shards."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+
+from vqarobust import store
+from vqarobust.corruptions import corrupt_item, max_severity
+
+log = logging.getLogger(__name__)
+
+
+def corrupt_subset(
+    clean_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    corruption: str,
+    severity: int,
+    global_seed: int = 0,
+    image_format: str = "png",
+    jpeg_quality: int = 95,
+    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+) -> int:
+    """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
+
+    Each image's seed derives from (global seed, image id, corruption, severity), so the
+    output does not depend on shard layout or job order. Returns the number of images.
+    """
+    if not 1 <= severity <= max_severity(corruption):
+        raise ValueError(
+            f"{corruption} has severities 1..{max_severity(corruption)}, not {severity}"
+        )
+
+    def rows() -> Iterator[dict]:
+        for row in store.iter_images(clean_dir):
+            try:
+                image = store.decode_image(row["bytes"])
+            except Exception as exc:
+                raise ValueError(f"image {row['image_id']} in {clean_dir} does not decode") from exc
+            out = corrupt_item(image, corruption, severity, global_seed, row["image_id"])
+            yield {
+                "image_id": row["image_id"],
+                "bytes": store.encode_image(out, image_format, jpeg_quality),
+                "format": image_format,
+                "width": out.shape[1],
+                "height": out.shape[0],
+            }
+
+    n = store.write_image_shards(rows(), out_dir, shard_bytes)
+    log.info("%s severity %d: %d images -> %s", corruption, severity, n, out_dir)
+    return n

@@ -1,0 +1,22 @@
+"""Logging set-up shared by the Snakemake scripts and the CLI."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+
+def setup_logging(path: str | os.PathLike[str] | None = None, level: int = logging.INFO) -> None:
+    """Log to ``path`` (and stderr), capturing Python warnings too."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w", encoding="utf-8"))
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    logging.captureWarnings(True)

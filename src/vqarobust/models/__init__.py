@@ -1,0 +1,40 @@
+"""Model repository: adapter families behind a registry, and ``load_model``.
+
+Families are registered as factories that import their adapter lazily, so listing
+names (config validation at workflow start) does not import torch or transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from vqarobust.registry import Registry
+
+if TYPE_CHECKING:
+    from vqarobust.models.base import VQAModel
+
+FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
+
+
+@FAMILIES.register("vqa-classifier")
+def _vqa_classifier(**kwargs: Any) -> VQAModel:
+    """Answer classifiers: ViLT, the reference CNN+BoW, any AutoModelForVQA checkpoint."""
+    from vqarobust.models.classifier import ClassifierVQA
+
+    return ClassifierVQA(**kwargs)
+
+
+# Keys of a config entry that say how the workflow builds a model, not how it loads.
+_WORKFLOW_KEYS = {"family", "train"}
+
+
+def load_model(spec: dict[str, Any], name: str = "model", device: str = "cpu") -> VQAModel:
+    """Instantiate the adapter of ``spec['family']`` with the rest of the entry as kwargs."""
+    if "family" not in spec:
+        raise KeyError(f"model {name!r}: entry has no 'family'; known: {FAMILIES.list()}")
+    kwargs = {k: v for k, v in spec.items() if k not in _WORKFLOW_KEYS}
+    return FAMILIES.create(spec["family"], name=name, device=device, **kwargs)
+
+
+__all__ = ["FAMILIES", "load_model"]

@@ -1,0 +1,87 @@
+"""Adapter for answer-classifier VQA models (ViLT, the CNN+BoW reference model, ...).
+
+Loads any ``AutoModelForVisualQuestionAnswering`` checkpoint with its ``AutoProcessor``
+and answers with the argmax over ``config.id2label``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+
+import torch
+from PIL import Image
+from transformers import AutoModelForVisualQuestionAnswering, AutoProcessor
+
+import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model with Auto)
+from vqarobust.models.base import VQAModel
+from vqarobust.models.loading import resolve_weights
+
+
+class ClassifierVQA(VQAModel):
+    """A classifier over a fixed answer vocabulary."""
+
+    def __init__(
+        self,
+        path_or_id: str,
+        name: str = "model",
+        batch_size: int = 64,
+        device: str = "cpu",
+        dtype: str = "auto",
+        allow_download: bool = False,
+        trust_remote_code: bool = False,
+    ) -> None:
+        super().__init__(batch_size)
+        local = resolve_weights(name, path_or_id, allow_download)
+        self.device = torch.device(device)
+        torch_dtype = _dtype(dtype, self.device)
+        self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
+        self.model = AutoModelForVisualQuestionAnswering.from_pretrained(
+            local, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+        self.model.to(self.device).eval()
+        self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        self.max_text_length = int(limit) if limit else None
+        # Late-fusion models take one pixel row per distinct image plus an index.
+        self._reuses_images = "image_index" in inspect.signature(self.model.forward).parameters
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Argmax answers for one batch; each distinct image object is preprocessed once."""
+        unique: dict[int, int] = {}
+        for im in images:
+            unique.setdefault(id(im), len(unique))
+        distinct = list({id(im): im for im in images}.values())
+        pixels = self.processor.image_processor(distinct, return_tensors="pt")
+        index = torch.tensor([unique[id(im)] for im in images])
+        text = self.processor.tokenizer(
+            list(questions),
+            padding="longest",
+            truncation=self.max_text_length is not None,
+            max_length=self.max_text_length,
+            return_tensors="pt",
+        )
+        inputs = {k: v.to(self.device) for k, v in text.items()}
+        if self._reuses_images:
+            inputs["image_index"] = index.to(self.device)
+        for key, value in pixels.items():
+            if not self._reuses_images:
+                value = value[index]
+            value = value.to(self.device)
+            inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
+        logits = self.model(**inputs).logits
+        return [self.id2label[i] for i in logits.argmax(-1).tolist()]
+
+
+def _dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    try:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+            name
+        ]
+    except KeyError:
+        raise ValueError(
+            f"unknown dtype {name!r}; use auto, float32, bfloat16 or float16"
+        ) from None

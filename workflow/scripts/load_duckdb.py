@@ -1,0 +1,15 @@
+"""Snakemake adapter: score predictions and write every results table to DuckDB."""
+
+from vqarobust.db import build_database
+from vqarobust.logs import setup_logging
+from vqarobust.metrics import softmax_weights
+
+setup_logging(snakemake.log[0])
+build_database(
+    snakemake.output[0],
+    snakemake.input.questions,
+    list(snakemake.input.predictions),
+    metric=snakemake.params.metric,
+    weights=softmax_weights(snakemake.params.preferences),
+    families=dict(snakemake.params.families),
+)
