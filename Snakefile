@@ -21,3 +21,7 @@ rule all:
     input:
         get_final_outputs,
     default_target: True
+
+
+onsuccess:
+    print(f"Report: results/{DATASET}/report/index.html")

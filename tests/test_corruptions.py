@@ -1,0 +1,110 @@
+import numpy as np
+import pytest
+
+from vqarobust import corruptions
+from vqarobust.corruptions import corrupt, corrupt_item, max_severity, names
+
+BENCHMARK = [
+    "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "defocus_blur",
+    "zoom_blur", "snow", "brightness", "contrast", "saturate", "elastic_transform",
+    "spatter", "pixelate", "jpeg_compression",
+]  # fmt: skip
+RANDOM = {"gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow",
+          "elastic_transform", "spatter", "glass_blur", "motion_blur", "frost", "fog"}  # fmt: skip
+
+
+def _image(h, w, seed=0):
+    rng = np.random.default_rng(seed)
+    # Smooth gradients plus noise, like a photo rather than pure noise.
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], axis=-1)
+    return np.clip(base + rng.normal(0, 10, (h, w, 3)), 0, 255).astype(np.uint8)
+
+
+def test_the_14_benchmark_corruptions_are_registered_with_classes():
+    assert sorted(names(benchmark=True)) == sorted(BENCHMARK)
+    assert corruptions.family("snow") == "weather"
+    assert set(names(family="noise")) == {"gaussian_noise", "shot_noise", "impulse_noise",
+                                          "speckle_noise"}  # fmt: skip
+    assert max_severity("grayscale") == 1 and max_severity("fog") == 5
+
+
+@pytest.mark.parametrize("name", sorted(n for n in names() if max_severity(n) == 5))
+@pytest.mark.parametrize("shape", [(32, 32), (64, 64), (37, 53)])
+def test_every_severity_keeps_shape_and_dtype(name, shape):
+    img = _image(*shape)
+    for severity in range(1, 6):
+        out = corrupt(img, name, severity, seed=3)
+        assert out.shape == img.shape and out.dtype == np.uint8
+
+
+@pytest.mark.parametrize("name", ["grayscale", "colour_inversion", "grayscale_inversion"])
+def test_colour_transforms(name):
+    img = _image(40, 48)
+    out = corrupt(img, name, 1)
+    assert out.shape == img.shape
+    if name == "colour_inversion":
+        assert (out == 255 - img).all()
+    else:
+        assert (out[..., 0] == out[..., 1]).all() and (out[..., 1] == out[..., 2]).all()
+    with pytest.raises(ValueError, match="0..1"):
+        corrupt(img, name, 2)
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM))
+def test_output_is_a_pure_function_of_the_seed(name):
+    img = _image(48, 48)
+    a = corrupt(img, name, 3, seed=11)
+    b = corrupt(img, name, 3, seed=11)
+    assert (a == b).all()
+    # Global numpy state must neither matter nor be disturbed.
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    c = corrupt(img, name, 3, seed=11)
+    assert (np.random.get_state()[1] == before).all()
+    assert (a == c).all()
+    d = corrupt(img, name, 3, seed=12)
+    assert (a != d).any()
+
+
+def test_item_seed_depends_on_image_id_not_on_call_order():
+    img = _image(48, 48)
+    first = corrupt_item(img, "gaussian_noise", 2, 0, image_id=5)
+    corrupt_item(img, "gaussian_noise", 2, 0, image_id=6)
+    again = corrupt_item(img, "gaussian_noise", 2, 0, image_id=5)
+    other = corrupt_item(img, "gaussian_noise", 2, 0, image_id=6)
+    assert (first == again).all() and (first != other).any()
+
+
+def test_severity_zero_is_the_clean_image():
+    img = _image(32, 32)
+    assert (corrupt(img, "snow", 0) == img).all()
+
+
+@pytest.mark.parametrize("name", ["gaussian_noise", "defocus_blur", "contrast", "pixelate"])
+def test_severity_increases_the_distortion(name):
+    img = _image(64, 64)
+    diffs = [np.abs(corrupt(img, name, s, seed=1).astype(float) - img).mean() for s in range(1, 6)]
+    assert all(b >= a - 1e-9 for a, b in zip(diffs, diffs[1:], strict=False)), diffs
+
+
+def test_grayscale_and_rgba_inputs_are_converted():
+    img = _image(32, 32)
+    gray = img[..., 0]
+    assert corrupt(gray, "brightness", 1).shape == (32, 32, 3)
+    rgba = np.concatenate([img, np.full((32, 32, 1), 255, np.uint8)], axis=-1)
+    assert (corrupt(rgba, "contrast", 2) == corrupt(img, "contrast", 2)).all()
+
+
+def test_bad_inputs_raise_clear_errors():
+    img = _image(32, 32)
+    with pytest.raises(TypeError, match="uint8"):
+        corrupt(img.astype(np.float32), "snow", 1)
+    with pytest.raises(ValueError, match="at least 32x32"):
+        corrupt(img[:16], "snow", 1)
+    with pytest.raises(ValueError, match="severity"):
+        corrupt(img, "snow", 6)
+    with pytest.raises(KeyError, match="unknown corruption 'snowfall'"):
+        corrupt(img, "snowfall", 1)
+    with pytest.raises(ValueError, match="shape"):
+        corrupt(np.zeros((32, 32, 2), np.uint8), "snow", 1)

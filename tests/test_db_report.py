@@ -1,0 +1,90 @@
+import duckdb
+import polars as pl
+import pytest
+
+from vqarobust import store
+from vqarobust.db import build_database
+from vqarobust.report import render_report
+
+TABLES = {
+    "questions", "predictions", "accuracy", "question_type_accuracy", "submetrics",
+    "vre_model", "vre_corruption", "vre_sweep", "run_info",
+}  # fmt: skip
+
+
+def _write_predictions(tmp_path, questions, model, corruption, severities, correct_share):
+    rows = []
+    for sev in severities:
+        share = correct_share(sev)
+        for i, q in enumerate(questions):
+            ok = i < round(share * len(questions))
+            rows.append(
+                (q["question_id"], q["answers"][0] if ok else "wrong", model, corruption, sev)
+            )
+    df = pl.DataFrame(
+        rows, schema=["question_id", "answer", "model", "corruption", "severity"], orient="row"
+    ).with_columns(pl.col("severity").cast(pl.Int8))
+    path = tmp_path / f"{model}-{corruption}.parquet"
+    store.write_table(df.to_arrow(), path)
+    return path
+
+
+@pytest.fixture()
+def database(tmp_path, easy_vqa_eval):
+    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
+    paths = []
+    for model, slope in (("good", 0.05), ("bad", 0.15)):
+        paths.append(_write_predictions(tmp_path, questions, model, "clean", [0], lambda s: 0.9))
+        for corruption in ("snow", "blur"):
+            paths.append(
+                _write_predictions(
+                    tmp_path,
+                    questions,
+                    model,
+                    corruption,
+                    [1, 2, 3, 4, 5],
+                    lambda s, k=slope: 0.9 - k * s,
+                )  # fmt: skip
+            )
+    db = tmp_path / "robustness.duckdb"
+    counts = build_database(
+        db, easy_vqa_eval["questions"], paths, families={"snow": "weather", "blur": "blur"}
+    )
+    return db, counts, len(questions)
+
+
+def test_database_has_every_table_with_consistent_numbers(database):
+    db, counts, n_questions = database
+    assert set(counts) >= TABLES
+    assert counts["predictions"] == n_questions * 2 * 11
+    with duckdb.connect(str(db), read_only=True) as con:
+        acc = con.sql("SELECT * FROM accuracy").pl()
+        assert acc.height == 2 * 11 and (acc["n"] == n_questions).all()
+        clean = acc.filter(pl.col("corruption") == "clean")["accuracy"].to_list()
+        expected = round(0.9 * n_questions) / n_questions
+        assert clean == pytest.approx([expected, expected])
+        vre = dict(con.execute("SELECT model, vre FROM vre_model").fetchall())
+        assert vre["good"] < vre["bad"]
+        fam = dict(con.execute("SELECT DISTINCT corruption, family FROM submetrics").fetchall())
+        assert fam == {"snow": "weather", "blur": "blur"}
+        qt = con.sql("SELECT sum(n) AS n FROM question_type_accuracy").pl()["n"][0]
+        assert qt == counts["predictions"]
+
+
+def test_duplicate_predictions_are_rejected(tmp_path, easy_vqa_eval):
+    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
+    p = _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 1.0)
+    with pytest.raises(ValueError, match="duplicated predictions"):
+        build_database(tmp_path / "x.duckdb", easy_vqa_eval["questions"], [p, p])
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_report_is_self_contained(database, tmp_path):
+    db, _, _ = database
+    out = render_report(db, tmp_path / "report" / "index.html")
+    text = out.read_text()
+    assert "VRE per model" in text and "data:image/png;base64," in text
+    assert 'src="http' not in text and "<script" not in text
+    for name in ("relative_drop", "error_vs_severity", "average_error"):
+        assert (tmp_path / "report" / "figures" / f"{name}.png").stat().st_size > 1000
+    assert (tmp_path / "report" / "tables" / "vre_model.csv").exists()

@@ -1,0 +1,122 @@
+"""Offline tests of the model adapters on tiny random-initialised checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vqarobust import store
+from vqarobust.models import FAMILIES, load_model
+from vqarobust.models.architectures import ARCHITECTURES
+from vqarobust.models.base import VQAModel
+from vqarobust.models.loading import MissingWeightsError
+from vqarobust.models.training import train_reference_model
+
+
+@pytest.fixture(scope="module")
+def checkpoints(easy_vqa_train, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ckpt")
+    out = {}
+    for arch, kw in (
+        ("vilt", {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}),
+        ("cnn-bow", {"channels": [4, 8], "hidden_dim": 16}),
+    ):
+        stats = train_reference_model(
+            str(easy_vqa_train["questions"]),
+            str(easy_vqa_train["images"]),
+            root / arch,
+            arch,
+            epochs=0.5,
+            batch_size=32,
+            **kw,
+        )
+        assert stats["steps"] >= 1
+        out[arch] = root / arch
+    return out
+
+
+def _batch(easy_vqa_eval, n=7):
+    q = store.read_questions(easy_vqa_eval["questions"]).slice(0, n).to_pylist()
+    imgs = {
+        r["image_id"]: Image.fromarray(store.decode_image(r["bytes"]))
+        for r in store.iter_images(easy_vqa_eval["images"])
+    }
+    return [imgs[r["image_id"]] for r in q], [r["question"] for r in q]
+
+
+@pytest.mark.parametrize("arch", ["vilt", "cnn-bow"])
+def test_saved_checkpoint_loads_through_auto_classes(checkpoints, easy_vqa_eval, arch):
+    from transformers import AutoConfig, AutoModelForVisualQuestionAnswering, AutoProcessor
+
+    path = str(checkpoints[arch])
+    config = AutoConfig.from_pretrained(path)
+    assert config.model_type == {"vilt": "vilt", "cnn-bow": "vqarobust-cnn-bow"}[arch]
+    AutoModelForVisualQuestionAnswering.from_pretrained(path)
+    AutoProcessor.from_pretrained(path)
+
+    model = load_model({"family": "vqa-classifier", "path_or_id": path, "batch_size": 3})
+    images, questions = _batch(easy_vqa_eval)
+    answers = model.answer_all(images, questions)
+    assert len(answers) == len(questions)
+    assert set(answers) <= set(config.id2label.values())
+    # Batching and sorting must not change any answer.
+    one_by_one = [model.answer([im], [q])[0] for im, q in zip(images, questions, strict=True)]
+    assert answers == one_by_one
+
+
+def test_training_is_seeded(easy_vqa_train, tmp_path):
+    from safetensors.numpy import load_file
+
+    kw = {"channels": [4], "hidden_dim": 8, "epochs": 0.3, "batch_size": 16}
+    for name in ("a", "b"):
+        train_reference_model(
+            str(easy_vqa_train["questions"]),
+            str(easy_vqa_train["images"]),
+            tmp_path / name,
+            "cnn-bow",
+            **kw,
+        )
+    a = load_file(tmp_path / "a" / "model.safetensors")
+    b = load_file(tmp_path / "b" / "model.safetensors")
+    assert a.keys() == b.keys()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+class Echo(VQAModel):
+    def __init__(self):
+        super().__init__(batch_size=2)
+        self.batches: list[list[str]] = []
+
+    def answer(self, images, questions):
+        self.batches.append(list(questions))
+        return [q.upper() for q in questions]
+
+
+def test_answer_all_sorts_longest_first_and_restores_order():
+    m = Echo()
+    qs = ["a", "ccc", "bb", "dddd", "e"]
+    assert m.answer_all([None] * 5, qs) == [q.upper() for q in qs]
+    assert m.batches[0] == ["dddd", "ccc"]
+    with pytest.raises(ValueError, match="5 images but 4 questions"):
+        m.answer_all([None] * 5, qs[:4])
+
+
+def test_missing_weights_fail_fast_with_a_clear_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(MissingWeightsError, match="model 'vilt'.*not in the local Hugging Face"):
+        load_model({"family": "vqa-classifier", "path_or_id": "dandelin/vilt-b32-finetuned-vqa"},
+                   name="vilt")  # fmt: skip
+    with pytest.raises(MissingWeightsError, match="no checkpoint directory"):
+        load_model({"family": "vqa-classifier", "path_or_id": str(tmp_path / "nowhere")})
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MissingWeightsError, match="no config.json"):
+        load_model({"family": "vqa-classifier", "path_or_id": str(tmp_path / "empty")})
+
+
+def test_registries_list_their_names():
+    assert FAMILIES.list() == ["vqa-classifier"]
+    assert ARCHITECTURES.list() == ["cnn-bow", "vilt"]
+    with pytest.raises(KeyError, match="unknown model family 'llava'"):
+        load_model({"family": "llava", "path_or_id": "x"})

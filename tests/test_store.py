@@ -1,0 +1,76 @@
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from vqarobust import store
+
+
+def _rows(n, size=32):
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        img = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
+        yield {"image_id": i, "bytes": store.encode_image(img), "format": "png",
+               "width": size, "height": size}  # fmt: skip
+
+
+def test_shards_are_sized_by_bytes_and_round_trip(tmp_path):
+    rows = list(_rows(10))
+    one = len(rows[0]["bytes"])
+    n = store.write_image_shards(rows, tmp_path / "imgs", shard_bytes=3 * one)
+    assert n == 10
+    shards = store.image_shards(tmp_path / "imgs")
+    assert 3 <= len(shards) <= 5
+    back = list(store.iter_images(tmp_path / "imgs"))
+    assert [r["image_id"] for r in back] == list(range(10))
+    assert back[4]["bytes"] == rows[4]["bytes"]
+    assert pq.read_schema(shards[0]).names == store.IMAGE_SCHEMA.names
+
+
+def test_png_is_lossless_and_jpeg_is_close():
+    img = np.random.default_rng(1).integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    assert (store.decode_image(store.encode_image(img, "png")) == img).all()
+    smooth = np.tile(np.linspace(0, 255, 50, dtype=np.uint8)[None, :, None], (40, 1, 3))
+    jpeg = store.decode_image(store.encode_image(smooth, "jpeg", 95))
+    assert jpeg.shape == smooth.shape
+    assert np.abs(jpeg.astype(int) - smooth).mean() < 2
+    with pytest.raises(ValueError, match="unknown image format"):
+        store.encode_image(img, "gif")
+
+
+def test_atomic_path_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.parquet"
+    with pytest.raises(RuntimeError), store.atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed")
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_shard_writer_keeps_no_directory(tmp_path):
+    def broken():
+        yield from _rows(2)
+        raise ValueError("bad image")
+
+    with pytest.raises(ValueError, match="bad image"):
+        store.write_image_shards(broken(), tmp_path / "imgs")
+    assert not (tmp_path / "imgs").exists()
+
+
+def test_write_table_replaces_atomically(tmp_path):
+    path = tmp_path / "t.parquet"
+    store.write_table(pa.table({"a": [1]}), path)
+    store.write_table(pa.table({"a": [2, 3]}), path)
+    assert pq.read_table(path).column("a").to_pylist() == [2, 3]
+
+
+def test_read_questions_checks_columns(tmp_path):
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"question_id": [1], "question": ["why?"]}), path)
+    with pytest.raises(ValueError, match="lacks columns"):
+        store.read_questions(path)
+
+
+def test_missing_shards_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no image shards"):
+        store.image_shards(tmp_path)

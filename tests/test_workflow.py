@@ -1,0 +1,123 @@
+"""Runs the Snakemake workflow end to end on a tiny config (a few images, two
+corruptions, two severities, seconds of training) and checks what reruns when."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.workflow
+
+
+def snakemake(workdir: Path, *args: str) -> str:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--cores", "2", *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out[-6000:]}")
+    return out
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """Job counts from the 'Job stats' table of a dry run."""
+    counts = {}
+    for rule, n in re.findall(r"^(\w+)\s+(\d+)$", output, flags=re.MULTILINE):
+        if rule != "total":
+            counts[rule] = int(n)
+    return counts
+
+
+def write_config(workdir: Path, config: dict) -> None:
+    (workdir / "config").mkdir(exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture(scope="module")
+def workflow_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("wf")
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    write_config(workdir, config)
+    snakemake(workdir)
+    return workdir, config
+
+
+def test_results_and_report(workflow_run):
+    workdir, config = workflow_run
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert {"questions", "predictions", "accuracy", "submetrics", "vre_model",
+                "vre_corruption", "question_type_accuracy"} <= tables  # fmt: skip
+        n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
+        n_p = con.execute("SELECT count(*) FROM predictions").fetchone()[0]
+        # 2 models x (clean + 2 corruptions x 2 severities) subsets, every question each.
+        assert n_p == n_q * 2 * 5
+        models = {m for (m,) in con.execute("SELECT model FROM vre_model").fetchall()}
+        assert models == {"vilt-tiny", "cnn-bow"}
+        corr = {c for (c,) in con.execute("SELECT corruption FROM vre_corruption").fetchall()}
+        assert corr == {"gaussian_noise", "brightness"}
+    html = (workdir / "results" / "easy-vqa" / "report" / "index.html").read_text()
+    assert "VRE per model" in html and "data:image/png;base64," in html
+    assert (workdir / "resources" / "models" / "easy-vqa" / "cnn-bow" / "config.json").exists()
+
+
+def test_second_run_has_nothing_to_do(workflow_run):
+    workdir, _ = workflow_run
+    assert "Nothing to be done" in snakemake(workdir, "-n")
+
+
+def test_changing_one_model_reruns_only_its_inference(workflow_run):
+    workdir, config = workflow_run
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["models"]["cnn-bow"]["batch_size"] = 7
+    write_config(workdir, changed)
+    try:
+        jobs = planned_jobs(snakemake(workdir, "-n"))
+    finally:
+        write_config(workdir, config)
+    # cnn-bow on clean + 2 corruptions, then aggregation and report; nothing else.
+    assert jobs == {"run_model": 3, "load_duckdb": 1, "render_report": 1, "all": 1}
+
+
+def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
+    workdir, config = workflow_run
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["corruptions"].append("contrast")
+    write_config(workdir, changed)
+    try:
+        jobs = planned_jobs(snakemake(workdir, "-n"))
+    finally:
+        write_config(workdir, config)
+    assert jobs == {"corrupt_images": 2, "run_model": 2, "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
+
+
+def test_bad_config_fails_before_any_job(tmp_path):
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["corruptions"] = ["gaussian_noise", "gausian_blur"]
+    write_config(tmp_path, config)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+           "--cores", "1", "-n"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "corruptions[1]" in proc.stdout + proc.stderr
+    assert "gausian_blur" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists() and not (tmp_path / "resources").exists()
+
+
+def test_lint_is_clean():
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile")],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Congratulations" in out.stdout + out.stderr
