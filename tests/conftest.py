@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny prepared datasets and tiny trained models, built once per session."""
+"""Shared fixtures: tiny prepared easy-VQA splits, built once per session."""
 
 from __future__ import annotations
 
@@ -9,37 +9,53 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="session")
-def easy_vqa_eval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Six test-split images of easy-VQA with all their questions."""
+def _prepare(root: Path, split: str, n_images: int) -> dict[str, Path]:
     from vqarobust.datasets import prepare_dataset
 
-    root = tmp_path_factory.mktemp("easy_vqa_eval")
     out = {"questions": root / "questions.parquet", "images": root / "images"}
     prepare_dataset(
         "easy-vqa",
         questions_out=out["questions"],
         images_out=out["images"],
-        split="test",
-        n_images=6,
+        split=split,
+        n_images=n_images,
         seed=0,
     )
     return out
 
 
 @pytest.fixture(scope="session")
+def easy_vqa_eval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Six test-split images of easy-VQA with all their questions."""
+    return _prepare(tmp_path_factory.mktemp("easy_vqa_eval"), "test", 6)
+
+
+@pytest.fixture(scope="session")
 def easy_vqa_train(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Forty train-split images of easy-VQA, for a few training steps."""
-    from vqarobust.datasets import prepare_dataset
+    return _prepare(tmp_path_factory.mktemp("easy_vqa_train"), "train", 40)
 
-    root = tmp_path_factory.mktemp("easy_vqa_train")
-    out = {"questions": root / "questions.parquet", "images": root / "images"}
-    prepare_dataset(
-        "easy-vqa",
-        questions_out=out["questions"],
-        images_out=out["images"],
-        split="train",
-        n_images=40,
-        seed=0,
-    )
+
+@pytest.fixture(scope="session")
+def checkpoints(easy_vqa_train, tmp_path_factory):
+    """Tiny ViLT and CNN+BoW checkpoints trained for a few steps, in HF format."""
+    from vqarobust.models.training import train_reference_model
+
+    root = tmp_path_factory.mktemp("ckpt")
+    out = {}
+    for arch, kw in (
+        ("vilt", {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}),
+        ("cnn-bow", {"channels": [4, 8], "hidden_dim": 16}),
+    ):
+        stats = train_reference_model(
+            str(easy_vqa_train["questions"]),
+            str(easy_vqa_train["images"]),
+            root / arch,
+            arch,
+            epochs=0.5,
+            batch_size=32,
+            **kw,
+        )
+        assert stats["steps"] >= 1
+        out[arch] = root / arch
     return out

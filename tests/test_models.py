@@ -14,28 +14,6 @@ from vqarobust.models.loading import MissingWeightsError
 from vqarobust.models.training import train_reference_model
 
 
-@pytest.fixture(scope="module")
-def checkpoints(easy_vqa_train, tmp_path_factory):
-    root = tmp_path_factory.mktemp("ckpt")
-    out = {}
-    for arch, kw in (
-        ("vilt", {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}),
-        ("cnn-bow", {"channels": [4, 8], "hidden_dim": 16}),
-    ):
-        stats = train_reference_model(
-            str(easy_vqa_train["questions"]),
-            str(easy_vqa_train["images"]),
-            root / arch,
-            arch,
-            epochs=0.5,
-            batch_size=32,
-            **kw,
-        )
-        assert stats["steps"] >= 1
-        out[arch] = root / arch
-    return out
-
-
 def _batch(easy_vqa_eval, n=7):
     q = store.read_questions(easy_vqa_eval["questions"]).slice(0, n).to_pylist()
     imgs = {

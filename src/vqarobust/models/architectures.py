@@ -57,6 +57,7 @@ def build_cnn_bow(
     channels: list[int] | None = None,
     embed_dim: int = 64,
     hidden_dim: int = 128,
+    pool_size: int = 4,
     **_: Any,
 ) -> Any:
     """A randomly initialised late-fusion CNN + bag-of-words classifier."""
@@ -67,6 +68,7 @@ def build_cnn_bow(
         channels=channels,
         embed_dim=embed_dim,
         hidden_dim=hidden_dim,
+        pool_size=pool_size,
         **_labels(labels),
     )
     return CnnBowForQuestionAnswering(config)

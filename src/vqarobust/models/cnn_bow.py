@@ -26,6 +26,7 @@ class CnnBowConfig(PretrainedConfig):
         embed_dim: int = 64,
         hidden_dim: int = 128,
         num_channels: int = 3,
+        pool_size: int = 4,
         **kwargs,
     ) -> None:
         self.vocab_size = vocab_size
@@ -33,6 +34,7 @@ class CnnBowConfig(PretrainedConfig):
         self.embed_dim = embed_dim
         self.hidden_dim = hidden_dim
         self.num_channels = num_channels
+        self.pool_size = pool_size
         super().__init__(**kwargs)
 
 
@@ -55,8 +57,11 @@ class CnnBowForQuestionAnswering(PreTrainedModel):
                 nn.MaxPool2d(2),
             ]
             in_ch = out_ch
-        self.image_encoder = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
-        self.image_proj = nn.Linear(in_ch, config.hidden_dim)
+        # Pool to a small grid rather than to one vector: telling a triangle from a
+        # rectangle needs the layout of edges, and any input size still works.
+        pool = config.pool_size
+        self.image_encoder = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(pool), nn.Flatten())
+        self.image_proj = nn.Linear(in_ch * pool * pool, config.hidden_dim)
         self.word_embeddings = nn.Embedding(config.vocab_size, config.embed_dim, padding_idx=0)
         self.text_proj = nn.Linear(config.embed_dim, config.hidden_dim)
         self.classifier = nn.Sequential(

@@ -88,29 +88,32 @@ def train_reference_model(
     model.train()
     reuses_images = "image_index" in inspect.signature(model.forward).parameters
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    # Batches are whole images with all of their questions, so a late-fusion model
-    # encodes each image once per step.
+    # A late-fusion model takes whole images with all of their questions per step, so it
+    # encodes each image once; other models take random questions (more varied batches).
     questions_of = [torch.nonzero(q_image == i).flatten() for i in range(len(image_ids))]
-    per_step = max(1, round(batch_size * len(image_ids) / len(y)))
-    steps = max(1, int(round(epochs * len(image_ids) / per_step)))
+    units = len(image_ids) if reuses_images else len(y)
+    per_step = max(1, round(batch_size * units / len(y)))
+    steps = max(1, int(round(epochs * units / per_step)))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=learning_rate, total_steps=steps, pct_start=0.1
     )
     gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(image_ids), generator=gen)
+    order = torch.randperm(units, generator=gen)
     pos, correct, seen = 0, 0, 0
     t0 = time.perf_counter()
     for step in range(steps):
         if pos + per_step > len(order):
-            order, pos = torch.randperm(len(image_ids), generator=gen), 0
-        imgs = order[pos : pos + per_step]
+            order, pos = torch.randperm(units, generator=gen), 0
+        chosen = order[pos : pos + per_step]
         pos += per_step
-        idx = torch.cat([questions_of[i] for i in imgs.tolist()])
-        local = torch.cat([torch.full((len(questions_of[i]),), k) for k, i in enumerate(imgs)])
         if reuses_images:
-            pv, extra = pixels[imgs], {"image_index": local}
+            idx = torch.cat([questions_of[i] for i in chosen.tolist()])
+            sizes = [len(questions_of[i]) for i in chosen.tolist()]
+            local = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+            pv, extra = pixels[chosen], {"image_index": local}
         else:
-            pv, extra = pixels[imgs][local], {}
+            idx = chosen
+            pv, extra = pixels[q_image[idx]], {}
         out = model(
             input_ids=enc["input_ids"][idx],
             attention_mask=enc["attention_mask"][idx],

@@ -1,0 +1,44 @@
+"""Clean accuracy of the trained reference models on the whole easy-VQA test split.
+
+Run after the default workflow has trained them:
+
+    .venv/bin/python benchmarks/reference_models.py [resources/models/easy-vqa]
+
+Prints accuracy (VQA accuracy = exact match on easy-VQA) and questions per second.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+from vqarobust.datasets import prepare_dataset
+from vqarobust.inference import Subset, predict_subset
+from vqarobust.metrics import score_predictions
+from vqarobust.models import load_model
+from vqarobust.store import read_questions
+
+
+def main(models_dir: str = "resources/models/easy-vqa") -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        q_path, img_dir = Path(tmp) / "q.parquet", Path(tmp) / "images"
+        prepare_dataset("easy-vqa", questions_out=q_path, images_out=img_dir, split="test")
+        questions = read_questions(q_path)
+        q_df = pl.from_arrow(questions)
+        print(f"easy-VQA test split: {questions.num_rows} questions")
+        for path in sorted(Path(models_dir).iterdir()):
+            model = load_model({"family": "vqa-classifier", "path_or_id": str(path),
+                                "batch_size": 256})  # fmt: skip
+            t0 = time.perf_counter()
+            preds = predict_subset(model, questions, Subset("clean", 0, str(img_dir)), path.name)
+            dt = time.perf_counter() - t0
+            acc = score_predictions(pl.from_arrow(preds), q_df)["score"].mean()
+            print(f"{path.name:12s} accuracy {acc:.4f}  ({questions.num_rows / dt:.0f} q/s)")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
