@@ -12,6 +12,7 @@ rule load_duckdb:
         metric=config["scoring"]["metric"],
         preferences=get_vre_preferences,
         families=get_families,
+        rscore=config["rscore"],
     conda:
         "../envs/vqarobust.yaml"
     script:

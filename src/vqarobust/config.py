@@ -67,6 +67,12 @@ def validate_config(
         e = errors[0]
         raise ConfigError(f"config error at {_where(e.absolute_path)}: {e.message}")
 
+    r = config["rscore"]
+    if not r["tolerance"] < r["maximum"]:
+        raise ConfigError(
+            f"config error at rscore: tolerance ({r['tolerance']}) must be below "
+            f"maximum ({r['maximum']})"
+        )
     known = set(corruptions.names())
     for i, name in enumerate(config["corruptions"]):
         if name not in known:

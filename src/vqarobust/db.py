@@ -2,7 +2,8 @@
 
 Table names are part of the interface (DESIGN.md): ``questions``, ``predictions``,
 ``accuracy``, ``question_type_accuracy``, ``submetrics``, ``vre_model``,
-``vre_corruption``, plus ``vre_sweep`` and ``run_info``. Reports read only this file.
+``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep`` and ``run_info``.
+Reports read only this file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.metrics import robustness_tables, score_predictions
+from vqarobust.metrics.mmi import mmi_table
+from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,8 @@ def build_database(
     metric: str = "vqa_accuracy",
     weights: Mapping[str, float] | None = None,
     families: Mapping[str, str] | None = None,
+    rscore_tolerance: float = DEFAULT_TOLERANCE,
+    rscore_maximum: float = DEFAULT_MAXIMUM,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -86,6 +91,8 @@ def build_database(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             tables = robustness_tables(accuracy, weights)
+            mmi = mmi_table(accuracy, families)
+            rscore = rscore_table(accuracy, rscore_tolerance, rscore_maximum)
         for w in caught:
             log.warning("%s", w.message)
         fam = pl.DataFrame(
@@ -100,12 +107,15 @@ def build_database(
             ("vre_model", tables.vre_model),
             ("vre_corruption", tables.vre_corruption.join(fam, on="corruption", how="left")),
             ("vre_sweep", tables.vre_sweep),
+            ("mmi", mmi),
+            ("rscore", rscore),
         ):
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
         info = {
             "metric": metric,
             "weights": json.dumps(dict(weights) if weights else "uniform"),
+            "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
             "warnings": json.dumps([str(w.message) for w in caught]),
         }
         con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")

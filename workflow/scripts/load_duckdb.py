@@ -12,4 +12,6 @@ build_database(
     metric=snakemake.params.metric,
     weights=softmax_weights(snakemake.params.preferences),
     families=dict(snakemake.params.families),
+    rscore_tolerance=snakemake.params.rscore["tolerance"],
+    rscore_maximum=snakemake.params.rscore["maximum"],
 )

@@ -1,5 +1,6 @@
 """Scoring (VQA accuracy, exact match) and robustness metrics (VRE suite)."""
 
+from vqarobust.metrics.mmi import mmi_table
 from vqarobust.metrics.robustness import (
     METRIC_NAMES,
     SUBMETRICS,
@@ -9,6 +10,7 @@ from vqarobust.metrics.robustness import (
     softmax_weights,
     weight_sweep,
 )
+from vqarobust.metrics.rscore import r_score, rscore_table
 from vqarobust.metrics.vqa_accuracy import (
     exact_match,
     normalize_answer,
@@ -22,8 +24,11 @@ __all__ = [
     "RobustnessTables",
     "RobustnessWarning",
     "exact_match",
+    "mmi_table",
     "normalize_answer",
+    "r_score",
     "robustness_tables",
+    "rscore_table",
     "score_predictions",
     "softmax_weights",
     "vqa_accuracy",
