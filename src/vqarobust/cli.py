@@ -31,6 +31,48 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pairs(items: list[str] | None, flag: str) -> dict[str, float] | None:
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"{flag} takes NAME=VALUE pairs, got {item!r}")
+        out[key] = float(value)
+    return out
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from vqarobust.corruptions import CORRUPTIONS
+    from vqarobust.metrics.robustness import check_weights, softmax_weights
+    from vqarobust.metrics.tables import TableError, read_accuracy_table, write_metric_tables
+
+    try:
+        table = read_accuracy_table(args.table)
+        weights = _pairs(args.weights, "--weights")
+        prefs = _pairs(args.preferences, "--preferences")
+        w = check_weights(weights) if weights else softmax_weights(prefs)
+    except (TableError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    families = {c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"])
+                if c in CORRUPTIONS}  # fmt: skip
+    tables = write_metric_tables(table, args.out, w, families)
+    with pl.Config(tbl_hide_dataframe_shape=True, float_precision=4, tbl_rows=40):
+        print("weights:", ", ".join(f"{k}={v:.3f}" for k, v in w.items()))
+        print("VRE per model (lower = more robust):")
+        print(tables["vre_model"].select("model", "clean_accuracy", "accuracy",
+                                          "relative_drop", "vre").sort("vre"))  # fmt: skip
+        print("VRE per corruption (higher = stronger corruption):")
+        print(tables["vre_corruption"].select("corruption", "accuracy", "relative_drop", "vre")
+              .sort("vre", descending=True))  # fmt: skip
+    print(f"wrote {', '.join(f'{n}.csv' for n in tables)} to {args.out}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
@@ -48,6 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("validate-config", help="validate a workflow config file")
     p.add_argument("config")
     p.set_defaults(func=_validate)
+    p = sub.add_parser("metrics", help="robustness metrics from a long accuracy table")
+    p.add_argument("table", help="CSV/TSV/Parquet with model, corruption, severity, accuracy")
+    p.add_argument("--out", required=True, help="directory for the CSV tables")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--weights", nargs="+", metavar="METRIC=W", help="explicit weights (sum 1)")
+    g.add_argument("--preferences", nargs="+", metavar="METRIC=S", help="softmax preferences")
+    p.set_defaults(func=_metrics)
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
     p.add_argument("--out", required=True, help="path of index.html to write")

@@ -30,9 +30,10 @@ def build_vilt(
     num_hidden_layers: int = 4,
     num_attention_heads: int = 4,
     patch_size: int = 16,
+    intermediate_size: int | None = None,
     **_: Any,
 ) -> Any:
-    """A randomly initialised tiny ``ViltForQuestionAnswering``."""
+    """A randomly initialised tiny ``ViltForQuestionAnswering`` (MLP width 4x hidden by default)."""
     from transformers import ViltConfig, ViltForQuestionAnswering
 
     config = ViltConfig(
@@ -40,7 +41,7 @@ def build_vilt(
         hidden_size=hidden_size,
         num_hidden_layers=num_hidden_layers,
         num_attention_heads=num_attention_heads,
-        intermediate_size=4 * hidden_size,
+        intermediate_size=intermediate_size or 4 * hidden_size,
         image_size=image_size,
         patch_size=patch_size,
         max_position_embeddings=40,
