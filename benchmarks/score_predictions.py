@@ -21,7 +21,8 @@ from vqarobust.metrics import score_predictions
 BASE = ["yes", "no", "2", "1", "3", "white", "red", "blue", "black", "green", "dog", "cat",
         "tennis", "baseball", "kitchen", "pizza", "frisbee", "umbrella", "skateboarding",
         "giraffe", "0", "4", "10", "man", "woman", "left", "right", "table", "snow", "wood",
-        "hot dog", "cell phone", "fire hydrant", "stop sign", "1000", "3.5", "don't know"]  # fmt: skip
+        "hot dog", "cell phone", "fire hydrant", "stop sign", "1000", "3.5",
+        "don't know"]  # fmt: skip
 VARIANTS = {"yes": ["Yes", "yes.", "YES!"], "no": ["No", "no."], "2": ["two", "Two"],
             "1": ["one"], "3": ["three"], "4": ["four"], "10": ["ten"], "0": ["zero", "none"],
             "dog": ["a dog", "the dog", "Dog."], "cat": ["a cat"],

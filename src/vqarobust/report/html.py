@@ -62,6 +62,21 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         sub = con.sql("SELECT * FROM submetrics ORDER BY model, corruption").pl()
         vre_model = con.sql("SELECT * FROM vre_model ORDER BY vre").pl()
         vre_corr = con.sql("SELECT * FROM vre_corruption ORDER BY vre DESC").pl()
+        mmi = con.sql(
+            "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE scope IN ('all', 'family')) "
+            'ON "group" USING first(mmi) ORDER BY model'
+        ).pl()
+        rscore = con.sql(
+            "PIVOT (SELECT model, severity, rscore FROM rscore WHERE corruption = 'all') "
+            "ON severity USING first(rscore) ORDER BY model"
+        ).pl()
+        qtype = con.sql(
+            """SELECT model, question_type,
+                      avg(accuracy) FILTER (WHERE severity = 0) AS clean,
+                      avg(accuracy) FILTER (WHERE severity > 0) AS corrupted,
+                      max(n) FILTER (WHERE severity = 0) AS n
+               FROM question_type_accuracy GROUP BY ALL ORDER BY model, question_type"""
+        ).pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         n_images = con.execute("SELECT count(DISTINCT image_id) FROM questions").fetchone()[0]
@@ -82,6 +97,9 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         ("submetrics", sub),
         ("vre_model", vre_model),
         ("vre_corruption", vre_corr),
+        ("mmi", mmi),
+        ("rscore", rscore),
+        ("question_type_accuracy", qtype),
     ):
         with store.atomic_path(tables / f"{name}.csv") as tmp:
             df.write_csv(tmp)
@@ -108,6 +126,13 @@ model x corruption matrix.</p>
 <h2>Relative drop</h2><img alt="relative drop heatmap" src="data:image/png;base64,{rel}">
 <h2>Error vs severity</h2><img alt="error vs severity" src="data:image/png;base64,{evs}">
 <h2>Average error</h2><img alt="average error heatmap" src="data:image/png;base64,{avg}">
+<h2>MMI per model (all corruptions, and per corruption class; lower = more robust)</h2>
+{_table_html(mmi)}
+<h2>R_score per model and severity, over all corruptions (higher = more robust)</h2>
+<p class="note">R_score parameters: {html.escape(info.get("rscore", "?"))} (percentage points).</p>
+{_table_html(rscore)}
+<h2>Accuracy per question type (clean, and mean over every corrupted subset)</h2>
+{_table_html(qtype)}
 <h2>Accuracy per model, corruption and severity</h2>{_table_html(pivot)}
 <h2>Warnings</h2><p class="note">{html.escape(info.get("warnings", "[]"))}</p>
 </body></html>"""
