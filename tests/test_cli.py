@@ -16,3 +16,15 @@ def test_validate_config(tmp_path, capsys):
     )
     assert main(["validate-config", str(bad)]) == 2
     assert "foo" in capsys.readouterr().err
+
+
+def test_preview_writes_a_grid(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    src = tmp_path / "img.png"
+    Image.fromarray(np.full((40, 48, 3), 128, np.uint8)).save(src)
+    out = tmp_path / "grid.png"
+    assert main(["preview", str(src), "--out", str(out), "--corruptions", "snow", "grayscale"]) == 0
+    with Image.open(out) as im:
+        assert im.size[0] > 300 and im.size[1] > 100

@@ -73,6 +73,14 @@ def _metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preview(args: argparse.Namespace) -> int:
+    from vqarobust.report.preview import write_preview
+
+    write_preview(args.image, args.out, args.corruptions, args.seed)
+    print(args.out)
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
@@ -97,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--weights", nargs="+", metavar="METRIC=W", help="explicit weights (sum 1)")
     g.add_argument("--preferences", nargs="+", metavar="METRIC=S", help="softmax preferences")
     p.set_defaults(func=_metrics)
+    p = sub.add_parser("preview", help="corruption x severity grid of one image")
+    p.add_argument("image")
+    p.add_argument("--out", required=True, help="PNG to write")
+    p.add_argument("--corruptions", nargs="+", help="names (default: the 14 of the benchmark)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_preview)
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
     p.add_argument("--out", required=True, help="path of index.html to write")
