@@ -98,3 +98,33 @@ def test_registries_list_their_names():
     assert ARCHITECTURES.list() == ["cnn-bow", "vilt"]
     with pytest.raises(KeyError, match="unknown model family 'llava'"):
         load_model({"family": "llava", "path_or_id": "x"})
+
+
+class Flaky(VQAModel):
+    """Runs out of memory on batches larger than 2."""
+
+    def __init__(self, error: Exception):
+        super().__init__(batch_size=8)
+        self.error = error
+        self.sizes: list[int] = []
+
+    def answer(self, images, questions):
+        self.sizes.append(len(questions))
+        if len(questions) > 2:
+            raise self.error
+        return list(questions)
+
+
+def test_out_of_memory_halves_the_batch_and_retries():
+    import torch
+
+    m = Flaky(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
+    qs = [f"q{i}" for i in range(7)]
+    assert m.answer_all([None] * 7, qs) == qs
+    assert m.sizes[:3] == [7, 4, 2] and m.batch_size == 2
+
+
+def test_other_errors_propagate():
+    m = Flaky(ValueError("bad input"))
+    with pytest.raises(ValueError, match="bad input"):
+        m.answer_all([None] * 4, ["a", "b", "c", "d"])

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image
+
+log = logging.getLogger(__name__)
 
 
 class VQAModel(ABC):
@@ -14,8 +17,9 @@ class VQAModel(ABC):
 
     Subclasses implement :meth:`answer` for one batch; :meth:`answer_all` sorts
     requests by question length (so an out-of-memory error shows on the first batch),
-    batches them and restores the input order. Exceptions propagate: an empty answer
-    would be a silently wrong score.
+    batches them and restores the input order. A batch that runs out of memory is halved
+    and retried. Other exceptions propagate: an empty answer would be a silently wrong
+    score.
     """
 
     def __init__(self, batch_size: int = 32) -> None:
@@ -34,9 +38,19 @@ class VQAModel(ABC):
         # Longest first: the batch most likely to run out of memory comes first.
         order = np.argsort([-len(q) for q in questions], kind="stable")
         answers: list[str | None] = [None] * len(questions)
-        for start in range(0, len(order), self.batch_size):
+        start = 0
+        while start < len(order):
             idx = order[start : start + self.batch_size]
-            batch = self.answer([images[i] for i in idx], [questions[i] for i in idx])
+            try:
+                batch = self.answer([images[i] for i in idx], [questions[i] for i in idx])
+            except Exception as exc:
+                if not is_out_of_memory(exc) or self.batch_size == 1:
+                    raise
+                # Halve and retry the same requests; later batches keep the smaller size.
+                self.batch_size = max(1, self.batch_size // 2)
+                log.warning("out of memory; batch size halved to %d", self.batch_size)
+                _empty_cache()
+                continue
             if len(batch) != len(idx):
                 raise RuntimeError(
                     f"{type(self).__name__}.answer returned {len(batch)} answers "
@@ -44,4 +58,21 @@ class VQAModel(ABC):
                 )
             for i, a in zip(idx, batch, strict=True):
                 answers[i] = a
+            start += len(idx)
         return answers  # type: ignore[return-value]
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a CUDA (or CPU allocator) out-of-memory error."""
+    if type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _empty_cache() -> None:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
