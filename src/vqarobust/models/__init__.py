@@ -25,6 +25,14 @@ def _vqa_classifier(**kwargs: Any) -> VQAModel:
     return ClassifierVQA(**kwargs)
 
 
+@FAMILIES.register("blip")
+def _blip(**kwargs: Any) -> VQAModel:
+    """BLIP VQA (BlipForQuestionAnswering): generative answers, vision features shared."""
+    from vqarobust.models.blip import BlipVQA
+
+    return BlipVQA(**kwargs)
+
+
 # Keys of a config entry that say how the workflow builds a model, not how it loads.
 _WORKFLOW_KEYS = {"family", "train"}
 

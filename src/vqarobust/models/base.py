@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -60,6 +61,35 @@ class VQAModel(ABC):
                 answers[i] = a
             start += len(idx)
         return answers  # type: ignore[return-value]
+
+
+def distinct_images(images: Sequence[Image.Image]) -> tuple[list[Image.Image], Any]:
+    """The distinct image objects of a batch and, per request, the index of its image.
+
+    Requests about the same image share one PIL object (the inference loop decodes each
+    image once), so identity finds them without hashing pixels.
+    """
+    import torch
+
+    position: dict[int, int] = {}
+    distinct: list[Image.Image] = []
+    for im in images:
+        if id(im) not in position:
+            position[id(im)] = len(distinct)
+            distinct.append(im)
+    return distinct, torch.tensor([position[id(im)] for im in images], dtype=torch.long)
+
+
+def torch_dtype(name: str, device: Any) -> Any:
+    """The torch dtype for a config name: ``auto`` is bfloat16 on CUDA, float32 on CPU."""
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in table:
+        raise ValueError(f"unknown dtype {name!r}; use auto, {', '.join(table)}")
+    return table[name]
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

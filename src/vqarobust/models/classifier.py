@@ -14,7 +14,7 @@ from PIL import Image
 from transformers import AutoModelForVisualQuestionAnswering, AutoProcessor
 
 import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model with Auto)
-from vqarobust.models.base import VQAModel
+from vqarobust.models.base import VQAModel, distinct_images, torch_dtype
 from vqarobust.models.loading import resolve_weights
 
 
@@ -34,10 +34,10 @@ class ClassifierVQA(VQAModel):
         super().__init__(batch_size)
         local = resolve_weights(name, path_or_id, allow_download)
         self.device = torch.device(device)
-        torch_dtype = _dtype(dtype, self.device)
+        dtype_ = torch_dtype(dtype, self.device)
         self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
         self.model = AutoModelForVisualQuestionAnswering.from_pretrained(
-            local, dtype=torch_dtype, trust_remote_code=trust_remote_code
+            local, dtype=dtype_, trust_remote_code=trust_remote_code
         )
         self.model.to(self.device).eval()
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
@@ -49,12 +49,8 @@ class ClassifierVQA(VQAModel):
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Argmax answers for one batch; each distinct image object is preprocessed once."""
-        unique: dict[int, int] = {}
-        for im in images:
-            unique.setdefault(id(im), len(unique))
-        distinct = list({id(im): im for im in images}.values())
+        distinct, index = distinct_images(images)
         pixels = self.processor.image_processor(distinct, return_tensors="pt")
-        index = torch.tensor([unique[id(im)] for im in images])
         text = self.processor.tokenizer(
             list(questions),
             padding="longest",
@@ -72,16 +68,3 @@ class ClassifierVQA(VQAModel):
             inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
         logits = self.model(**inputs).logits
         return [self.id2label[i] for i in logits.argmax(-1).tolist()]
-
-
-def _dtype(name: str, device: torch.device) -> torch.dtype:
-    if name == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    try:
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
-            name
-        ]
-    except KeyError:
-        raise ValueError(
-            f"unknown dtype {name!r}; use auto, float32, bfloat16 or float16"
-        ) from None

@@ -1,0 +1,75 @@
+"""Adapter for BLIP VQA models (``BlipForQuestionAnswering``): generative answer decoder.
+
+Each distinct image of a batch is encoded once by the vision model and its features are
+shared by all of its questions; the question encoder and answer decoder then run as in
+``BlipForQuestionAnswering.generate`` (greedy decoding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from PIL import Image
+from transformers import AutoProcessor, BlipForQuestionAnswering
+
+from vqarobust.models.base import VQAModel, distinct_images, torch_dtype
+from vqarobust.models.loading import resolve_weights
+from vqarobust.models.postprocess import short_answer
+
+
+class BlipVQA(VQAModel):
+    """BLIP for VQA (e.g. ``Salesforce/blip-vqa-base``)."""
+
+    def __init__(
+        self,
+        path_or_id: str,
+        name: str = "model",
+        batch_size: int = 32,
+        device: str = "cpu",
+        dtype: str = "auto",
+        allow_download: bool = False,
+        trust_remote_code: bool = False,
+        max_new_tokens: int = 10,
+    ) -> None:
+        super().__init__(batch_size)
+        local = resolve_weights(name, path_or_id, allow_download)
+        self.device = torch.device(device)
+        self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
+        self.model = BlipForQuestionAnswering.from_pretrained(
+            local, dtype=torch_dtype(dtype, self.device), trust_remote_code=trust_remote_code
+        )
+        self.model.to(self.device).eval()
+        self.max_new_tokens = max_new_tokens
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy answers for one batch."""
+        distinct, index = distinct_images(images)
+        pixels = self.processor.image_processor(distinct, return_tensors="pt")["pixel_values"]
+        pixels = pixels.to(self.device, self.model.dtype)
+        text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
+        text = {k: v.to(self.device) for k, v in text.items()}
+        m = self.model
+        image_embeds = m.vision_model(pixel_values=pixels)[0][index.to(self.device)]
+        image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=self.device)
+        question_embeds = m.text_encoder(
+            input_ids=text["input_ids"],
+            attention_mask=text["attention_mask"],
+            encoder_hidden_states=image_embeds,
+            encoder_attention_mask=image_mask,
+            return_dict=False,
+        )[0]
+        question_mask = torch.ones(question_embeds.shape[:-1], dtype=torch.long, device=self.device)
+        bos = torch.full((len(questions), 1), m.decoder_start_token_id, device=self.device)
+        out = m.text_decoder.generate(
+            input_ids=bos,
+            eos_token_id=m.config.text_config.sep_token_id,
+            pad_token_id=m.config.text_config.pad_token_id,
+            encoder_hidden_states=question_embeds,
+            encoder_attention_mask=question_mask,
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+        )
+        replies = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
+        return [short_answer(r) for r in replies]

@@ -1,0 +1,34 @@
+"""Offline tests of the generative adapters on tiny random-initialised checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.tiny_checkpoints import tiny_blip
+from vqarobust.models import load_model
+
+
+def _requests(n_images=3, per_image=3):
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8))
+              for _ in range(n_images)]  # fmt: skip
+    qs = ["what color is the shape?", "is there a circle?", "how many dog?"]
+    return ([im for im in images for _ in range(per_image)],
+            [qs[k % len(qs)] for k in range(n_images * per_image)])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def blip_path(tmp_path_factory):
+    return tiny_blip(tmp_path_factory.mktemp("blip"))
+
+
+def test_blip_answers_batches_like_single_requests(blip_path):
+    model = load_model({"family": "blip", "path_or_id": str(blip_path), "batch_size": 4,
+                        "max_new_tokens": 3})  # fmt: skip
+    images, questions = _requests()
+    answers = model.answer_all(images, questions)
+    assert len(answers) == len(questions) and all(isinstance(a, str) for a in answers)
+    single = [model.answer([im], [q])[0] for im, q in zip(images, questions, strict=True)]
+    assert answers == single
