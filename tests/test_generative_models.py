@@ -32,3 +32,28 @@ def test_blip_answers_batches_like_single_requests(blip_path):
     assert len(answers) == len(questions) and all(isinstance(a, str) for a in answers)
     single = [model.answer([im], [q])[0] for im, q in zip(images, questions, strict=True)]
     assert answers == single
+
+
+@pytest.fixture(scope="module")
+def llava_path(tmp_path_factory):
+    from tests.tiny_checkpoints import tiny_llava
+
+    return tiny_llava(tmp_path_factory.mktemp("llava"))
+
+
+@pytest.mark.parametrize("family", ["llava", "image-text-to-text"])
+def test_chat_models_answer_with_left_padding(llava_path, family):
+    model = load_model({"family": family, "path_or_id": str(llava_path), "batch_size": 4,
+                        "max_new_tokens": 3})  # fmt: skip
+    assert model.processor.tokenizer.padding_side == "left"
+    images, questions = _requests()
+    answers = model.answer_all(images, questions)
+    assert len(answers) == len(questions) and all(isinstance(a, str) for a in answers)
+    # Left padding: a padded batch answers exactly like one request at a time.
+    single = [model.answer([im], [q])[0] for im, q in zip(images, questions, strict=True)]
+    assert answers == single
+
+
+def test_chat_prompt_must_hold_the_question(llava_path):
+    with pytest.raises(ValueError, match="prompt must contain"):
+        load_model({"family": "llava", "path_or_id": str(llava_path), "prompt": "Answer!"})

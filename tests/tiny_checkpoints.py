@@ -32,3 +32,55 @@ def tiny_blip(path: Path) -> Path:
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] | upper }}: "
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<image>\n"
+    "{% else %}{{ part['text'] }}{% endif %}{% endfor %}\n{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def tiny_llava(path: Path) -> Path:
+    """A LlavaForConditionalGeneration with a 1-layer CLIP vision tower and Llama LM."""
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tok = build_tokenizer([" ".join([*WORDS, "user", "assistant", "answer", "single", "word",
+                                     "or", "phrase", "using", "question", ":", "."])])  # fmt: skip
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"], "eos_token": "[SEP]",
+                            "bos_token": "[CLS]"})  # fmt: skip
+    image_token = tok.convert_tokens_to_ids("<image>")
+    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                              num_attention_heads=2, image_size=32, patch_size=8,
+                              projection_dim=32)  # fmt: skip
+    text = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                       max_position_embeddings=256, pad_token_id=tok.pad_token_id,
+                       bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)  # fmt: skip
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=image_token,
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+    )
+    model = LlavaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tok.sep_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
+                                           crop_size={"height": 32, "width": 32}),
+        tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
+        chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
+    )  # fmt: skip
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path

@@ -33,6 +33,22 @@ def _blip(**kwargs: Any) -> VQAModel:
     return BlipVQA(**kwargs)
 
 
+@FAMILIES.register("llava")
+def _llava(**kwargs: Any) -> VQAModel:
+    """LLaVA (LlavaForConditionalGeneration) with the processor's chat template."""
+    from vqarobust.models.chat import LlavaVQA
+
+    return LlavaVQA(**kwargs)
+
+
+@FAMILIES.register("image-text-to-text")
+def _image_text_to_text(**kwargs: Any) -> VQAModel:
+    """Any AutoModelForImageTextToText chat checkpoint (Qwen2-VL, SmolVLM, Idefics3, ...)."""
+    from vqarobust.models.chat import ChatVQA
+
+    return ChatVQA(**kwargs)
+
+
 # Keys of a config entry that say how the workflow builds a model, not how it loads.
 _WORKFLOW_KEYS = {"family", "train"}
 
