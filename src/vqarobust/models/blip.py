@@ -8,38 +8,24 @@ shared by all of its questions; the question encoder and answer decoder then run
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from PIL import Image
-from transformers import AutoProcessor, BlipForQuestionAnswering
+from transformers import BlipForQuestionAnswering
 
-from vqarobust.models.base import VQAModel, distinct_images, torch_dtype
-from vqarobust.models.loading import resolve_weights
+from vqarobust.models.base import distinct_images
+from vqarobust.models.hf import HFVQAModel
 from vqarobust.models.postprocess import short_answer
 
 
-class BlipVQA(VQAModel):
+class BlipVQA(HFVQAModel):
     """BLIP for VQA (e.g. ``Salesforce/blip-vqa-base``)."""
 
-    def __init__(
-        self,
-        path_or_id: str,
-        name: str = "model",
-        batch_size: int = 32,
-        device: str = "cpu",
-        dtype: str = "auto",
-        allow_download: bool = False,
-        trust_remote_code: bool = False,
-        max_new_tokens: int = 10,
-    ) -> None:
-        super().__init__(batch_size)
-        local = resolve_weights(name, path_or_id, allow_download)
-        self.device = torch.device(device)
-        self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
-        self.model = BlipForQuestionAnswering.from_pretrained(
-            local, dtype=torch_dtype(dtype, self.device), trust_remote_code=trust_remote_code
-        )
-        self.model.to(self.device).eval()
+    model_class = BlipForQuestionAnswering
+
+    def __init__(self, path_or_id: str, max_new_tokens: int = 10, **kwargs: Any) -> None:
+        super().__init__(path_or_id, **kwargs)
         self.max_new_tokens = max_new_tokens
 
     @torch.inference_mode()

@@ -9,55 +9,41 @@ and cut to a short answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from PIL import Image
-from transformers import (
-    AutoModelForImageTextToText,
-    AutoProcessor,
-    LlavaForConditionalGeneration,
-)
+from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
 
-from vqarobust.models.base import VQAModel, torch_dtype
-from vqarobust.models.loading import resolve_weights
+from vqarobust.models.hf import HFVQAModel
 from vqarobust.models.postprocess import short_answer
 
 DEFAULT_PROMPT = "{question}\nAnswer the question using a single word or phrase."
 
 
-class ChatVQA(VQAModel):
+class ChatVQA(HFVQAModel):
     """A chat-template image-text-to-text model answering one question per conversation."""
 
-    model_class: type = AutoModelForImageTextToText
+    model_class = AutoModelForImageTextToText
 
     def __init__(
         self,
         path_or_id: str,
-        name: str = "model",
         batch_size: int = 8,
-        device: str = "cpu",
-        dtype: str = "auto",
-        allow_download: bool = False,
-        trust_remote_code: bool = False,
         max_new_tokens: int = 10,
         prompt: str = DEFAULT_PROMPT,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size)
+        name = kwargs.get("name", "model")
         if "{question}" not in prompt:
             raise ValueError(f"model {name!r}: prompt must contain '{{question}}', got {prompt!r}")
-        local = resolve_weights(name, path_or_id, allow_download)
-        self.device = torch.device(device)
-        self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
+        super().__init__(path_or_id, batch_size=batch_size, **kwargs)
+        if getattr(self.processor, "chat_template", None) is None:
+            raise ValueError(f"model {name!r}: its processor has no chat template")
         # Generation continues the last token of each row: pad on the left.
         self.processor.tokenizer.padding_side = "left"
         if self.processor.tokenizer.pad_token is None:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
-        if getattr(self.processor, "chat_template", None) is None:
-            raise ValueError(f"model {name!r}: its processor has no chat template")
-        self.model = self.model_class.from_pretrained(
-            local, dtype=torch_dtype(dtype, self.device), trust_remote_code=trust_remote_code
-        )
-        self.model.to(self.device).eval()
         self.max_new_tokens = max_new_tokens
         self.prompt = prompt
 

@@ -8,38 +8,24 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from PIL import Image
-from transformers import AutoModelForVisualQuestionAnswering, AutoProcessor
+from transformers import AutoModelForVisualQuestionAnswering
 
 import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model with Auto)
-from vqarobust.models.base import VQAModel, distinct_images, torch_dtype
-from vqarobust.models.loading import resolve_weights
+from vqarobust.models.base import distinct_images
+from vqarobust.models.hf import HFVQAModel
 
 
-class ClassifierVQA(VQAModel):
+class ClassifierVQA(HFVQAModel):
     """A classifier over a fixed answer vocabulary."""
 
-    def __init__(
-        self,
-        path_or_id: str,
-        name: str = "model",
-        batch_size: int = 64,
-        device: str = "cpu",
-        dtype: str = "auto",
-        allow_download: bool = False,
-        trust_remote_code: bool = False,
-    ) -> None:
-        super().__init__(batch_size)
-        local = resolve_weights(name, path_or_id, allow_download)
-        self.device = torch.device(device)
-        dtype_ = torch_dtype(dtype, self.device)
-        self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
-        self.model = AutoModelForVisualQuestionAnswering.from_pretrained(
-            local, dtype=dtype_, trust_remote_code=trust_remote_code
-        )
-        self.model.to(self.device).eval()
+    model_class = AutoModelForVisualQuestionAnswering
+
+    def __init__(self, path_or_id: str, batch_size: int = 64, **kwargs: Any) -> None:
+        super().__init__(path_or_id, batch_size=batch_size, **kwargs)
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         limit = getattr(self.model.config, "max_position_embeddings", None)
         self.max_text_length = int(limit) if limit else None
