@@ -128,3 +128,50 @@ def test_other_errors_propagate():
     m = Flaky(ValueError("bad input"))
     with pytest.raises(ValueError, match="bad input"):
         m.answer_all([None] * 4, ["a", "b", "c", "d"])
+
+
+def test_repository_lists_the_papers_models():
+    from vqarobust.models.repository import read_repository
+
+    repo = read_repository()
+    ids = {e.get("path_or_id") for e in repo.values()}
+    assert {"dandelin/vilt-b32-finetuned-vqa", "Salesforce/blip-vqa-base",
+            "Salesforce/blip-vqa-capfilt-large", "llava-hf/llava-1.5-7b-hf",
+            "llava-hf/llava-1.5-13b-hf"} <= ids  # fmt: skip
+    for name, entry in repo.items():
+        if entry["family"] != "unavailable":
+            assert entry["family"] in FAMILIES, name
+            assert {"dtype", "batch_size", "gpu_memory_gb"} <= set(entry), name
+
+
+def test_repository_names_load_or_fail_fast(tmp_path, monkeypatch):
+    import time
+
+    from vqarobust.models.repository import ModelUnavailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    t0 = time.perf_counter()
+    with pytest.raises(MissingWeightsError, match="model 'llava-1.5-7b'.*hf download"):
+        load_model("llava-1.5-7b")
+    assert time.perf_counter() - t0 < 30
+    with pytest.raises(ModelUnavailableError, match="LAVIS"):
+        load_model("pnp-vqa")
+    with pytest.raises(KeyError, match="repository lists"):
+        load_model("gpt-17")
+
+
+def test_config_entries_can_start_from_the_repository():
+    from vqarobust.config import ConfigError, validate_config
+
+    cfg = {
+        "dataset": {"name": "d", "adapter": "easy-vqa"},
+        "corruptions": ["snow"],
+        "models": {"blip": {"from_repository": "blip-vqa-base", "batch_size": 8}},
+    }
+    entry = validate_config(cfg)["models"]["blip"]
+    assert entry["family"] == "blip" and entry["path_or_id"] == "Salesforce/blip-vqa-base"
+    assert entry["batch_size"] == 8
+    cfg["models"] = {"vle": {"from_repository": "vle"}}
+    with pytest.raises(ConfigError, match="models.vle.from_repository.*no adapter"):
+        validate_config(cfg)

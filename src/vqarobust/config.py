@@ -87,7 +87,21 @@ def validate_config(
                 f"config error at severities: {name!r} has severities 1..{top} only, "
                 f"but {too_high} are configured"
             )
-    for name, entry in config["models"].items():
+    from vqarobust.models.repository import ModelUnavailableError, resolve_spec
+
+    for name, entry in list(config["models"].items()):
+        try:
+            # Merge the repository entry in, so that params (and reruns) see the full entry.
+            resolved = resolve_spec(entry)
+        except (KeyError, ModelUnavailableError) as exc:
+            raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
+        resolved.setdefault("batch_size", 64)
+        resolved.setdefault("dtype", "auto")
+        resolved.setdefault("allow_download", False)
+        resolved.setdefault("trust_remote_code", False)
+        config["models"][name] = entry = resolved
+        if "family" not in entry:
+            raise ConfigError(f"config error at models.{name}: give family or from_repository")
         if entry["family"] not in FAMILIES:
             raise ConfigError(
                 f"config error at models.{name}.family: unknown family {entry['family']!r}; "

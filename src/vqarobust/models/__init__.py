@@ -49,16 +49,26 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
-# Keys of a config entry that say how the workflow builds a model, not how it loads.
-_WORKFLOW_KEYS = {"family", "train"}
+# Keys of an entry that describe the model for the workflow or the reader, not the adapter.
+_NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository"}
 
 
-def load_model(spec: dict[str, Any], name: str = "model", device: str = "cpu") -> VQAModel:
-    """Instantiate the adapter of ``spec['family']`` with the rest of the entry as kwargs."""
-    if "family" not in spec:
+def load_model(
+    spec: str | dict[str, Any], name: str | None = None, device: str = "cpu"
+) -> VQAModel:
+    """Instantiate a model adapter.
+
+    ``spec`` is a name from ``config/models.yaml`` or an entry dict (``family``,
+    ``path_or_id`` and the adapter's options; ``from_repository`` merges a named entry).
+    """
+    from vqarobust.models.repository import resolve_spec
+
+    entry = resolve_spec(spec)
+    name = name or (spec if isinstance(spec, str) else "model")
+    if "family" not in entry:
         raise KeyError(f"model {name!r}: entry has no 'family'; known: {FAMILIES.list()}")
-    kwargs = {k: v for k, v in spec.items() if k not in _WORKFLOW_KEYS}
-    return FAMILIES.create(spec["family"], name=name, device=device, **kwargs)
+    kwargs = {k: v for k, v in entry.items() if k not in _NON_ADAPTER_KEYS}
+    return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
 __all__ = ["FAMILIES", "load_model"]
