@@ -4,6 +4,7 @@ import pytest
 from vqarobust import store
 from vqarobust.generate import corrupt_subset
 from vqarobust.inference import Subset, run_inference
+from vqarobust.models.base import VQAModel
 
 
 def test_one_job_answers_every_subset(checkpoints, easy_vqa_eval, tmp_path):
@@ -34,3 +35,62 @@ def test_missing_images_fail_without_output(checkpoints, easy_vqa_eval, tmp_path
     with pytest.raises(ValueError, match="images asked about are missing"):
         run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, device="cpu")
     assert not out.exists()
+
+
+class Counting(VQAModel):
+    """Answers 'x'; raises after `fail_after` batches, like a job killed mid-way."""
+
+    def __init__(self, fail_after=None):
+        super().__init__(batch_size=4)
+        self.fail_after = fail_after
+        self.answered = 0
+        self.batches = 0
+
+    def answer(self, images, questions):
+        if self.fail_after is not None and self.batches >= self.fail_after:
+            raise RuntimeError("killed")
+        self.batches += 1
+        self.answered += len(questions)
+        return ["x"] * len(questions)
+
+
+def test_a_restarted_job_resumes_from_finished_chunks(easy_vqa_eval, tmp_path):
+    corrupt_subset(easy_vqa_eval["images"], tmp_path / "s1", "snow", 1)
+    subsets = [
+        Subset("clean", 0, str(easy_vqa_eval["images"])),
+        Subset("snow", 1, str(tmp_path / "s1")),
+    ]
+    out = tmp_path / "pred.parquet"
+    n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
+    spec = {"family": "test"}
+
+    first = Counting(fail_after=5)  # 4-question batches, 8-question chunks: dies in chunk 3
+    with pytest.raises(RuntimeError, match="killed"):
+        run_inference("m", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8,
+                      loader=lambda *a, **k: first)  # fmt: skip
+    assert not out.exists()
+    done = sorted(p.name for p in (tmp_path / "pred.parquet.partial").glob("*-*.parquet"))
+    assert done == ["clean-0-00000.parquet", "clean-0-00008.parquet"]
+
+    second = Counting()
+    n = run_inference("m", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8,
+                      loader=lambda *a, **k: second)  # fmt: skip
+    assert n == 2 * n_q
+    assert second.answered == 2 * n_q - 16  # the two finished chunks are not recomputed
+    df = pl.read_parquet(out)
+    assert df.height == 2 * n_q and df["question_id"].n_unique() == n_q
+    assert not (tmp_path / "pred.parquet.partial").exists()
+
+
+def test_partial_results_of_other_inputs_are_discarded(easy_vqa_eval, tmp_path):
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    out = tmp_path / "pred.parquet"
+    first = Counting(fail_after=2)
+    with pytest.raises(RuntimeError):
+        run_inference("m", {"family": "a"}, easy_vqa_eval["questions"], subsets, out, "cpu",
+                      chunk_size=8, loader=lambda *a, **k: first)  # fmt: skip
+    second = Counting()
+    run_inference("m", {"family": "b"}, easy_vqa_eval["questions"], subsets, out, "cpu",
+                  chunk_size=8, loader=lambda *a, **k: second)  # fmt: skip
+    n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
+    assert second.answered == n_q  # a changed spec recomputes everything

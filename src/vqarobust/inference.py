@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from PIL import Image
 
 from vqarobust import store
+from vqarobust.devices import lease_device
 from vqarobust.models import load_model
 from vqarobust.models.base import VQAModel
 
@@ -28,21 +33,26 @@ class Subset:
     images_dir: str
 
 
-def pick_device() -> str:
-    """``cuda`` when a GPU is visible to torch, else ``cpu``."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def predict_subset(
-    model: VQAModel, questions: pa.Table, subset: Subset, model_name: str
-) -> pa.Table:
-    """Answer every question about the subset's images; a table of PREDICTION_SCHEMA."""
-    images = {
+def _decode_subset(subset: Subset) -> dict[int, Image.Image]:
+    return {
         row["image_id"]: Image.fromarray(store.decode_image(row["bytes"]))
         for row in store.iter_images(subset.images_dir)
     }
+
+
+def predict_subset(
+    model: VQAModel,
+    questions: pa.Table,
+    subset: Subset,
+    model_name: str,
+    images: dict[int, Image.Image] | None = None,
+) -> pa.Table:
+    """Answer every question about the subset's images; a table of PREDICTION_SCHEMA.
+
+    ``images`` (image id -> decoded image) saves decoding the subset again.
+    """
+    if images is None:
+        images = _decode_subset(subset)
     image_ids = questions.column("image_id").to_pylist()
     missing = sorted({i for i in image_ids if i not in images})
     if missing:
@@ -73,26 +83,85 @@ def run_inference(
     subsets: Sequence[Subset],
     out_path: str | os.PathLike[str],
     device: str | None = None,
+    chunk_size: int = 4096,
+    loader: Callable[..., VQAModel] = load_model,
 ) -> int:
     """Load the model once, answer every question on every subset, write one Parquet file.
 
-    Returns the number of predictions written.
+    Work is done in chunks of ``chunk_size`` questions per subset; each finished chunk is
+    kept in ``<out_path>.partial/``, so a killed job restarted with the same inputs only
+    computes what is missing. The chunks are merged into ``out_path`` (atomically) and the
+    partial folder is removed at the end. Without ``device``, the job leases a free GPU
+    (see :mod:`vqarobust.devices`) or runs on the CPU. Returns the number of predictions.
     """
+    if device is None:
+        with lease_device() as leased:
+            return run_inference(
+                model_name, spec, questions_path, subsets, out_path, leased, chunk_size, loader
+            )
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     questions = store.read_questions(questions_path)
-    device = device or pick_device()
-    t0 = time.perf_counter()
-    model = load_model(spec, name=model_name, device=device)
-    log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
-    tables = []
+    partial = _partial_dir(out_path, model_name, spec, questions_path, subsets, chunk_size)
+    model: VQAModel | None = None
+    chunk_files = []
     for subset in subsets:
+        starts = range(0, questions.num_rows, chunk_size)
+        files = [partial / f"{subset.corruption}-{subset.severity}-{k:05d}.parquet" for k in starts]
+        chunk_files += files
+        todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
+        if len(todo) < len(files):
+            done = len(files) - len(todo)
+            log.info("%s %s/%d: resuming, %d of %d chunks already done",
+                     model_name, subset.corruption, subset.severity, done, len(files))  # fmt: skip
+        if not todo:
+            continue
+        if model is None:
+            t0 = time.perf_counter()
+            model = loader(spec, name=model_name, device=device)
+            log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
+        images = _decode_subset(subset)
         t = time.perf_counter()
-        tables.append(predict_subset(model, questions, subset, model_name))
+        for start, path in todo:
+            chunk = questions.slice(start, chunk_size)
+            store.write_table(predict_subset(model, chunk, subset, model_name, images), path)
+        n = sum(min(chunk_size, questions.num_rows - k) for k, _ in todo)
         dt = time.perf_counter() - t
-        log.info(
-            "%s %s/%d: %d questions in %.1fs (%.0f q/s)",
-            model_name, subset.corruption, subset.severity,
-            questions.num_rows, dt, questions.num_rows / max(dt, 1e-9),
-        )  # fmt: skip
-    table = pa.concat_tables(tables)
+        log.info("%s %s/%d: %d questions in %.1fs (%.0f q/s)", model_name, subset.corruption,
+                 subset.severity, n, dt, n / max(dt, 1e-9))  # fmt: skip
+    table = pa.concat_tables([pq.read_table(f) for f in chunk_files]).cast(store.PREDICTION_SCHEMA)
     store.write_table(table, out_path)
+    shutil.rmtree(partial)
     return table.num_rows
+
+
+def _partial_dir(
+    out_path: str | os.PathLike[str],
+    model_name: str,
+    spec: dict[str, Any],
+    questions_path: str | os.PathLike[str],
+    subsets: Sequence[Subset],
+    chunk_size: int,
+) -> Path:
+    """The folder of finished chunks; emptied when it belongs to other inputs."""
+    partial = Path(f"{out_path}.partial")
+    q = Path(questions_path).stat()
+    fingerprint = json.dumps(
+        {
+            "model": model_name,
+            "spec": spec,
+            "questions": [str(questions_path), q.st_size, q.st_mtime_ns],
+            "subsets": [[s.corruption, s.severity, s.images_dir] for s in subsets],
+            "chunk_size": chunk_size,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    meta = partial / "inputs.json"
+    if partial.exists() and (not meta.exists() or meta.read_text() != fingerprint):
+        log.warning("discarding partial results in %s: they belong to other inputs", partial)
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True, exist_ok=True)
+    if not meta.exists():
+        meta.write_text(fingerprint)
+    return partial

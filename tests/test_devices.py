@@ -1,0 +1,57 @@
+import subprocess
+import sys
+import time
+
+import pytest
+
+from vqarobust.devices import lease_device, visible_gpus
+
+
+@pytest.fixture(autouse=True)
+def _no_visible_devices_env(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def test_concurrent_leases_get_distinct_gpus_then_cpu(tmp_path):
+    with lease_device(tmp_path, n_gpus=2) as a, lease_device(tmp_path, n_gpus=2) as b:
+        assert {a, b} == {"cuda:0", "cuda:1"}
+        with lease_device(tmp_path, n_gpus=2) as c:
+            assert c == "cpu"
+    with lease_device(tmp_path, n_gpus=2) as again:
+        assert again == "cuda:0"  # released on exit
+
+
+def test_no_gpu_means_cpu(tmp_path):
+    with lease_device(tmp_path, n_gpus=0) as d:
+        assert d == "cpu"
+
+
+def test_existing_cuda_visible_devices_is_honoured(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert visible_gpus() == ["3", "5"]
+    with lease_device(tmp_path) as a, lease_device(tmp_path) as b:
+        assert (a, b) == ("cuda:0", "cuda:1")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-3.lock", "gpu-5.lock"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus() == []
+
+
+def test_a_killed_job_releases_its_gpu(tmp_path):
+    code = (
+        "import sys, time\n"
+        "from vqarobust.devices import lease_device\n"
+        f"with lease_device({str(tmp_path)!r}, n_gpus=1) as d:\n"
+        "    print(d, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "cuda:0"
+        with lease_device(tmp_path, n_gpus=1) as d:
+            assert d == "cpu"  # held by the other process
+    finally:
+        proc.kill()
+        proc.wait()
+    time.sleep(0.1)
+    with lease_device(tmp_path, n_gpus=1) as d:
+        assert d == "cuda:0"
