@@ -10,24 +10,32 @@ WORDS = ["what", "color", "is", "the", "shape", "there", "a", "circle", "red", "
          "no", "does", "image", "contain", "triangle", "?", "2", "dog", "how", "many"]  # fmt: skip
 
 
-def tiny_blip(path: Path) -> Path:
-    """A BlipForQuestionAnswering with 1-layer encoders and a BERT word tokenizer."""
+def tiny_blip(path: Path, vision: dict | None = None) -> Path:
+    """A BlipForQuestionAnswering with 1-layer encoders and a BERT word tokenizer.
+
+    ``vision`` overrides the vision config (e.g. a heavier tower for benchmarks).
+    """
     from transformers import BlipConfig, BlipForQuestionAnswering, BlipProcessor
     from transformers.models.blip import BlipImageProcessor
 
     tok = build_tokenizer([" ".join(WORDS)])
     tok.add_special_tokens({"bos_token": "[DEC]"})
     vocab = len(tok)
-    text = {"vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 1,
-            "num_attention_heads": 2, "intermediate_size": 64, "encoder_hidden_size": 32,
-            "bos_token_id": tok.convert_tokens_to_ids("[DEC]"), "pad_token_id": tok.pad_token_id,
-            "sep_token_id": tok.sep_token_id, "eos_token_id": tok.sep_token_id,
-            "max_position_embeddings": 64}  # fmt: skip
-    vision = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-              "intermediate_size": 64, "image_size": 32, "patch_size": 8}  # fmt: skip
+    defaults = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                "intermediate_size": 64, "image_size": 32, "patch_size": 8}  # fmt: skip
+    vision = {**defaults, **(vision or {})}
+    # BLIP's answer decoder cross-attends to question embeddings with the vision width,
+    # so the text side shares the vision hidden size.
+    width = vision["hidden_size"]
+    text = {"vocab_size": vocab, "hidden_size": width, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "intermediate_size": 2 * width,
+            "encoder_hidden_size": width, "bos_token_id": tok.convert_tokens_to_ids("[DEC]"),
+            "pad_token_id": tok.pad_token_id, "sep_token_id": tok.sep_token_id,
+            "eos_token_id": tok.sep_token_id, "max_position_embeddings": 64}  # fmt: skip
     model = BlipForQuestionAnswering(BlipConfig(text_config=text, vision_config=vision))
+    side = vision["image_size"]
     processor = BlipProcessor(
-        image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok
+        image_processor=BlipImageProcessor(size={"height": side, "width": side}), tokenizer=tok
     )
     model.save_pretrained(path)
     processor.save_pretrained(path)

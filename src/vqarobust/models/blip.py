@@ -24,14 +24,25 @@ class BlipVQA(HFVQAModel):
 
     model_class = BlipForQuestionAnswering
 
-    def __init__(self, path_or_id: str, max_new_tokens: int = 10, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        path_or_id: str,
+        max_new_tokens: int = 10,
+        share_image_features: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(path_or_id, **kwargs)
         self.max_new_tokens = max_new_tokens
+        # Off only to measure what sharing saves (benchmarks/feature_reuse.py).
+        self.share_image_features = share_image_features
 
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Greedy answers for one batch."""
-        distinct, index = distinct_images(images)
+        if self.share_image_features:
+            distinct, index = distinct_images(images)
+        else:
+            distinct, index = list(images), torch.arange(len(images))
         pixels = self.processor.image_processor(distinct, return_tensors="pt")["pixel_values"]
         pixels = pixels.to(self.device, self.model.dtype)
         text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
