@@ -1,7 +1,8 @@
 """Adapter for BLIP VQA models (``BlipForQuestionAnswering``): generative answer decoder.
 
-Each distinct image of a batch is encoded once by the vision model and its features are
-shared by all of its questions; the question encoder and answer decoder then run as in
+Each distinct image is encoded once by the vision model per ``answer_all`` call (one
+chunk of a job) and its features are shared by all of its questions; the question
+encoder and answer decoder then run as in
 ``BlipForQuestionAnswering.generate`` (greedy decoding).
 """
 
@@ -35,20 +36,44 @@ class BlipVQA(HFVQAModel):
         self.max_new_tokens = max_new_tokens
         # Off only to measure what sharing saves (benchmarks/feature_reuse.py).
         self.share_image_features = share_image_features
+        # Vision features by image object id; valid only within one answer_all call,
+        # while the caller holds the images (ids of freed objects can be reused).
+        self._features: dict[int, torch.Tensor] = {}
+        self._in_call = False
+
+    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """As :meth:`VQAModel.answer_all`, encoding each distinct image once per call."""
+        self._features, self._in_call = {}, True
+        try:
+            return super().answer_all(images, questions)
+        finally:
+            self._features, self._in_call = {}, False
+
+    def _image_embeds(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        """Vision features per request; cached per image object within one answer_all call."""
+        if not self.share_image_features:
+            pixels = self.processor.image_processor(list(images), return_tensors="pt")
+            pixels = pixels["pixel_values"].to(self.device, self.model.dtype)
+            return self.model.vision_model(pixel_values=pixels)[0]
+        distinct, _ = distinct_images(images)
+        missing = [im for im in distinct if id(im) not in self._features]
+        if missing:
+            pixels = self.processor.image_processor(missing, return_tensors="pt")
+            pixels = pixels["pixel_values"].to(self.device, self.model.dtype)
+            encoded = self.model.vision_model(pixel_values=pixels)[0]
+            self._features.update({id(im): encoded[i] for i, im in enumerate(missing)})
+        features = torch.stack([self._features[id(im)] for im in images])
+        if not self._in_call:
+            self._features = {}  # a bare answer() call keeps nothing
+        return features
 
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Greedy answers for one batch."""
-        if self.share_image_features:
-            distinct, index = distinct_images(images)
-        else:
-            distinct, index = list(images), torch.arange(len(images))
-        pixels = self.processor.image_processor(distinct, return_tensors="pt")["pixel_values"]
-        pixels = pixels.to(self.device, self.model.dtype)
         text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
         text = {k: v.to(self.device) for k, v in text.items()}
         m = self.model
-        image_embeds = m.vision_model(pixel_values=pixels)[0][index.to(self.device)]
+        image_embeds = self._image_embeds(images)
         image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=self.device)
         question_embeds = m.text_encoder(
             input_ids=text["input_ids"],
