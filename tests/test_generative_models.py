@@ -57,3 +57,11 @@ def test_chat_models_answer_with_left_padding(llava_path, family):
 def test_chat_prompt_must_hold_the_question(llava_path):
     with pytest.raises(ValueError, match="prompt must contain"):
         load_model({"family": "llava", "path_or_id": str(llava_path), "prompt": "Answer!"})
+
+
+def test_llava_shared_image_features_match_the_plain_path(llava_path):
+    spec = {"family": "llava", "path_or_id": str(llava_path), "batch_size": 9, "max_new_tokens": 3}
+    shared = load_model(spec)
+    plain = load_model({**spec, "share_image_features": False})
+    images, questions = _requests()
+    assert shared.answer_all(images, questions) == plain.answer_all(images, questions)
