@@ -63,6 +63,39 @@ class VQAModel(ABC):
         return answers  # type: ignore[return-value]
 
 
+class SharesImageFeatures(VQAModel):
+    """Mixin: encode each distinct image once per :meth:`answer_all` call.
+
+    Features are cached by image object id, which is valid only while the caller holds
+    the images, that is, within one call (the inference loop passes a chunk of questions
+    whose images it keeps alive). A bare :meth:`answer` call caches nothing.
+    """
+
+    share_image_features: bool = True
+
+    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """As :meth:`VQAModel.answer_all`, with image features shared across batches."""
+        self._features: dict[int, Any] = {}
+        self._in_call = True
+        try:
+            return super().answer_all(images, questions)
+        finally:
+            self._features, self._in_call = {}, False
+
+    def image_features(self, images: Sequence[Image.Image], encode: Any) -> list[Any]:
+        """Per request, the features ``encode(list_of_images)`` gives its image (row i)."""
+        if not self.share_image_features:
+            encoded = encode(list(images))
+            return [encoded[i] for i in range(len(images))]
+        cache = self._features if getattr(self, "_in_call", False) else {}
+        distinct, _ = distinct_images(images)
+        missing = [im for im in distinct if id(im) not in cache]
+        if missing:
+            encoded = encode(missing)
+            cache.update({id(im): encoded[i] for i, im in enumerate(missing)})
+        return [cache[id(im)] for im in images]
+
+
 def distinct_images(images: Sequence[Image.Image]) -> tuple[list[Image.Image], Any]:
     """The distinct image objects of a batch and, per request, the index of its image.
 

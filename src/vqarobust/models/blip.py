@@ -15,12 +15,12 @@ import torch
 from PIL import Image
 from transformers import BlipForQuestionAnswering
 
-from vqarobust.models.base import distinct_images
+from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
 from vqarobust.models.postprocess import short_answer
 
 
-class BlipVQA(HFVQAModel):
+class BlipVQA(SharesImageFeatures, HFVQAModel):
     """BLIP for VQA (e.g. ``Salesforce/blip-vqa-base``)."""
 
     model_class = BlipForQuestionAnswering
@@ -36,36 +36,10 @@ class BlipVQA(HFVQAModel):
         self.max_new_tokens = max_new_tokens
         # Off only to measure what sharing saves (benchmarks/feature_reuse.py).
         self.share_image_features = share_image_features
-        # Vision features by image object id; valid only within one answer_all call,
-        # while the caller holds the images (ids of freed objects can be reused).
-        self._features: dict[int, torch.Tensor] = {}
-        self._in_call = False
 
-    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """As :meth:`VQAModel.answer_all`, encoding each distinct image once per call."""
-        self._features, self._in_call = {}, True
-        try:
-            return super().answer_all(images, questions)
-        finally:
-            self._features, self._in_call = {}, False
-
-    def _image_embeds(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        """Vision features per request; cached per image object within one answer_all call."""
-        if not self.share_image_features:
-            pixels = self.processor.image_processor(list(images), return_tensors="pt")
-            pixels = pixels["pixel_values"].to(self.device, self.model.dtype)
-            return self.model.vision_model(pixel_values=pixels)[0]
-        distinct, _ = distinct_images(images)
-        missing = [im for im in distinct if id(im) not in self._features]
-        if missing:
-            pixels = self.processor.image_processor(missing, return_tensors="pt")
-            pixels = pixels["pixel_values"].to(self.device, self.model.dtype)
-            encoded = self.model.vision_model(pixel_values=pixels)[0]
-            self._features.update({id(im): encoded[i] for i, im in enumerate(missing)})
-        features = torch.stack([self._features[id(im)] for im in images])
-        if not self._in_call:
-            self._features = {}  # a bare answer() call keeps nothing
-        return features
+    def _encode(self, images: list[Image.Image]) -> torch.Tensor:
+        pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
+        return self.model.vision_model(pixel_values=pixels.to(self.device, self.model.dtype))[0]
 
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
@@ -73,7 +47,7 @@ class BlipVQA(HFVQAModel):
         text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
         text = {k: v.to(self.device) for k, v in text.items()}
         m = self.model
-        image_embeds = self._image_embeds(images)
+        image_embeds = torch.stack(self.image_features(images, self._encode))
         image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=self.device)
         question_embeds = m.text_encoder(
             input_ids=text["input_ids"],

@@ -15,7 +15,7 @@ import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
 
-from vqarobust.models.base import distinct_images
+from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
 from vqarobust.models.postprocess import short_answer
 
@@ -73,10 +73,11 @@ class ChatVQA(HFVQAModel):
         return [short_answer(r) for r in replies]
 
 
-class LlavaVQA(ChatVQA):
+class LlavaVQA(SharesImageFeatures, ChatVQA):
     """LLaVA-1.5 (``LlavaForConditionalGeneration``), e.g. ``llava-hf/llava-1.5-7b-hf``.
 
-    The vision tower and projector run once per distinct image of a batch; the projected
+    The vision tower and projector run once per distinct image per ``answer_all`` call
+    (a chunk of a job); the projected
     features are scattered into the placeholder tokens of every question about it, and
     the language model generates from those embeddings.
     """
@@ -87,12 +88,20 @@ class LlavaVQA(ChatVQA):
         super().__init__(path_or_id, **kwargs)
         self.share_image_features = share_image_features
 
+    def _encode(self, images: list[Image.Image]) -> list[torch.Tensor]:
+        pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
+        cfg = self.model.config
+        return self.model.model.get_image_features(
+            pixel_values=pixels.to(self.device, self.model.dtype),
+            vision_feature_layer=cfg.vision_feature_layer,
+            vision_feature_select_strategy=cfg.vision_feature_select_strategy,
+        ).pooler_output
+
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Greedy short answers for one batch, encoding each distinct image once."""
         if not self.share_image_features:
             return super().answer(images, questions)
-        distinct, index = distinct_images(images)
         texts = [
             self.processor.apply_chat_template(self._conversation(q), add_generation_prompt=True)
             for q in questions
@@ -101,14 +110,8 @@ class LlavaVQA(ChatVQA):
         text = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
         input_ids = text["input_ids"].to(self.device)
         attention_mask = text["attention_mask"].to(self.device)
-        pixels = self.processor.image_processor(distinct, return_tensors="pt")["pixel_values"]
         cfg = self.model.config
-        features = self.model.model.get_image_features(
-            pixel_values=pixels.to(self.device, self.model.dtype),
-            vision_feature_layer=cfg.vision_feature_layer,
-            vision_feature_select_strategy=cfg.vision_feature_select_strategy,
-        ).pooler_output
-        per_request = torch.cat([features[i] for i in index.tolist()], dim=0)
+        per_request = torch.cat(self.image_features(images, self._encode), dim=0)
         embeds = self.model.get_input_embeddings()(input_ids)
         mask = (input_ids == cfg.image_token_id).unsqueeze(-1).expand_as(embeds)
         embeds = embeds.masked_scatter(mask, per_request.to(embeds.dtype))
