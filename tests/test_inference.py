@@ -94,3 +94,49 @@ def test_partial_results_of_other_inputs_are_discarded(easy_vqa_eval, tmp_path):
                   chunk_size=8, loader=lambda *a, **k: second)  # fmt: skip
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     assert second.answered == n_q  # a changed spec recomputes everything
+
+
+class Slow(Counting):
+    """Answers slowly, so a test can kill the job between chunks."""
+
+    def answer(self, images, questions):
+        import time
+
+        time.sleep(0.3)
+        return super().answer(images, questions)
+
+
+def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    out = tmp_path / "pred.parquet"
+    code = (
+        "from tests.test_inference import Slow\n"
+        "from vqarobust.inference import Subset, run_inference\n"
+        f"run_inference('m', {{'family': 't'}}, {str(easy_vqa_eval['questions'])!r}, "
+        f"[Subset('clean', 0, {str(easy_vqa_eval['images'])!r})], {str(out)!r}, 'cpu', "
+        "chunk_size=8, loader=lambda *a, **k: Slow())\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    partial = tmp_path / "pred.parquet.partial"
+    deadline = time.monotonic() + 60
+    while len(list(partial.glob("clean-*.parquet"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = list(partial.glob("clean-*.parquet"))
+    assert len(finished) >= 2 and not out.exists()
+    kept = sum(pl.read_parquet(f).height for f in finished)
+
+    model = Counting()
+    n = run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets, out, "cpu",
+                      chunk_size=8, loader=lambda *a, **k: model)  # fmt: skip
+    n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
+    assert n == n_q and model.answered == n_q - kept  # finished chunks are not recomputed
+    assert pl.read_parquet(out)["question_id"].n_unique() == n_q
