@@ -44,3 +44,15 @@ def test_severity_out_of_range_is_rejected_before_writing(easy_vqa_eval, tmp_pat
     with pytest.raises(ValueError, match="severities 1..1"):
         corrupt_subset(easy_vqa_eval["images"], tmp_path / "g", "grayscale", 2)
     assert not (tmp_path / "g").exists()
+
+
+def test_jpeg_corruption_stores_its_own_bytes(easy_vqa_eval, tmp_path):
+    from vqarobust.corruptions import corrupt
+
+    corrupt_subset(easy_vqa_eval["images"], tmp_path / "j", "jpeg_compression", 4)
+    clean = _by_id(easy_vqa_eval["images"])
+    for k, row in _by_id(tmp_path / "j").items():
+        assert row["format"] == "jpeg" and store.image_format_of(row["bytes"]) == "jpeg"
+        reference = corrupt(store.decode_image(clean[k]["bytes"]), "jpeg_compression", 4)
+        # Decoding the stored file gives exactly the corruption's output: no second encode.
+        assert np.array_equal(store.decode_image(row["bytes"]), reference)

@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterator
 
 from vqarobust import store
-from vqarobust.corruptions import corrupt_item, max_severity
+from vqarobust.corruptions import corrupt_item, max_severity, to_rgb
+from vqarobust.corruptions.imagenet_c import jpeg_compression_bytes
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,10 @@ def corrupt_subset(
 ) -> int:
     """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
 
+    Images are stored as ``image_format`` (png, or jpeg at ``jpeg_quality``); the
+    jpeg_compression corruption stores its own JPEG bytes. The shard's ``format`` column
+    records the encoding of each image.
+
     Each image's seed derives from (global seed, image id, corruption, severity), so the
     output does not depend on shard layout or job order. Returns the number of images.
     """
@@ -38,13 +43,18 @@ def corrupt_subset(
                 image = store.decode_image(row["bytes"])
             except Exception as exc:
                 raise ValueError(f"image {row['image_id']} in {clean_dir} does not decode") from exc
-            out = corrupt_item(image, corruption, severity, global_seed, row["image_id"])
+            if corruption == "jpeg_compression":
+                # Store the corruption's own JPEG file; re-encoding would compress twice.
+                data, fmt = jpeg_compression_bytes(to_rgb(image), severity), "jpeg"
+            else:
+                out = corrupt_item(image, corruption, severity, global_seed, row["image_id"])
+                data, fmt = store.encode_image(out, image_format, jpeg_quality), image_format
             yield {
                 "image_id": row["image_id"],
-                "bytes": store.encode_image(out, image_format, jpeg_quality),
-                "format": image_format,
-                "width": out.shape[1],
-                "height": out.shape[0],
+                "bytes": data,
+                "format": fmt,
+                "width": image.shape[1],
+                "height": image.shape[0],
             }
 
     n = store.write_image_shards(rows(), out_dir, shard_bytes)

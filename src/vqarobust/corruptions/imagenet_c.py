@@ -10,6 +10,7 @@ global state, get the seed explicitly. Parameters per severity are the reference
 from __future__ import annotations
 
 import contextlib
+import io
 import warnings
 from collections.abc import Iterator
 
@@ -75,3 +76,17 @@ def _make(name: str):
 
 for _name, _family in _FAMILY.items():
     CORRUPTIONS.register(_name, family=_family, benchmark=_name in BENCHMARK)(_make(_name))
+
+
+# JPEG quality per severity, as in imagecorruptions' jpeg_compression.
+JPEG_QUALITY = (25, 18, 15, 10, 7)
+
+
+def jpeg_compression_bytes(image: np.ndarray, severity: int) -> bytes:
+    """The JPEG file that ``jpeg_compression`` decodes: storing it keeps the corruption's
+    own compressed bytes instead of re-encoding its decoded output."""
+    if not 1 <= severity <= len(JPEG_QUALITY):
+        raise ValueError(f"jpeg_compression severity must be 1..5, got {severity}")
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="JPEG", quality=JPEG_QUALITY[severity - 1])
+    return buf.getvalue()
