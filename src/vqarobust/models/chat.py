@@ -58,10 +58,7 @@ class ChatVQA(HFVQAModel):
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Greedy short answers for one batch."""
-        texts = [
-            self.processor.apply_chat_template(self._conversation(q), add_generation_prompt=True)
-            for q in questions
-        ]
+        texts = self._prompts(questions)
         inputs = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
         inputs = {
             k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
@@ -102,10 +99,7 @@ class LlavaVQA(SharesImageFeatures, ChatVQA):
         """Greedy short answers for one batch, encoding each distinct image once."""
         if not self.share_image_features:
             return super().answer(images, questions)
-        texts = [
-            self.processor.apply_chat_template(self._conversation(q), add_generation_prompt=True)
-            for q in questions
-        ]
+        texts = self._prompts(questions)
         # The processor expands each image placeholder to the image's token count.
         text = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
         input_ids = text["input_ids"].to(self.device)
