@@ -48,12 +48,16 @@ class ChatVQA(HFVQAModel):
         self.max_new_tokens = max_new_tokens
         self.prompt = prompt
 
-    def _conversation(self, question: str) -> list[dict]:
-        content = [
-            {"type": "image"},
-            {"type": "text", "text": self.prompt.format(question=question)},
-        ]
-        return [{"role": "user", "content": content}]
+    def _prompts(self, questions: Sequence[str]) -> list[str]:
+        """Each question as a one-turn conversation rendered by the chat template."""
+        prompts = []
+        for q in questions:
+            text = {"type": "text", "text": self.prompt.format(question=q)}
+            conversation = [{"role": "user", "content": [{"type": "image"}, text]}]
+            prompts.append(
+                self.processor.apply_chat_template(conversation, add_generation_prompt=True)
+            )
+        return prompts
 
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
