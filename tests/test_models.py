@@ -175,3 +175,23 @@ def test_config_entries_can_start_from_the_repository():
     cfg["models"] = {"vle": {"from_repository": "vle"}}
     with pytest.raises(ConfigError, match="models.vle.from_repository.*no adapter"):
         validate_config(cfg)
+
+
+def test_training_rejects_mixed_image_sizes(tmp_path):
+    import pyarrow as pa
+
+    from vqarobust import store
+
+    rows = []
+    for i, side in enumerate((32, 40)):
+        img = np.zeros((side, side, 3), np.uint8)
+        rows.append({"image_id": i, "bytes": store.encode_image(img), "format": "png",
+                     "width": side, "height": side})  # fmt: skip
+    store.write_image_shards(rows, tmp_path / "images")
+    q = [{"question_id": i, "image_id": i, "question": "is it?", "answers": ["yes"] * 10,
+          "question_type": "is"} for i in range(2)]  # fmt: skip
+    store.write_table(pa.Table.from_pylist(q, schema=store.QUESTION_SCHEMA), tmp_path / "q.parquet")
+    with pytest.raises(ValueError, match="images of one size"):
+        train_reference_model(str(tmp_path / "q.parquet"), str(tmp_path / "images"),
+                              tmp_path / "m", "cnn-bow")  # fmt: skip
+    assert not (tmp_path / "m").exists()

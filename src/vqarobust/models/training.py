@@ -15,13 +15,13 @@ import os
 import time
 from typing import Any
 
-import pyarrow.compute as pc
 import torch
 from PIL import Image
 from transformers import ViltProcessor
 from transformers.models.vilt import ViltImageProcessor
 
 from vqarobust import store
+from vqarobust.metrics.vqa_accuracy import most_common_answer
 from vqarobust.models.architectures import ARCHITECTURES
 from vqarobust.models.vocab import build_tokenizer
 
@@ -59,12 +59,16 @@ def train_reference_model(
     torch.set_num_threads(max(1, threads))
     questions, images = _load_split(questions_path, images_dir)
     texts = questions.column("question").to_pylist()
-    first_answers = pc.list_element(questions.column("answers"), 0).to_pylist()
-    labels = sorted(set(first_answers))
+    # The training target is each question's most common answer (easy-VQA has one).
+    targets = [most_common_answer(a) for a in questions.column("answers").to_pylist()]
+    labels = sorted(set(targets))
     label_ids = {a: i for i, a in enumerate(labels)}
 
     sizes = {im.size for im in images.values()}
-    image_size = min(min(s) for s in sizes)
+    if len(sizes) != 1:
+        # Padding mixed sizes would feed padding to the model as image content.
+        raise ValueError(f"training expects images of one size, found {sorted(sizes)[:5]}")
+    image_size = min(next(iter(sizes)))
     tokenizer = build_tokenizer(texts)
     image_processor = ViltImageProcessor(
         size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
@@ -76,7 +80,7 @@ def train_reference_model(
     pixels = image_processor([images[i] for i in image_ids], return_tensors="pt")["pixel_values"]
     enc = tokenizer(texts, padding="longest", return_tensors="pt")
     q_image = torch.tensor([row_of[i] for i in questions.column("image_id").to_pylist()])
-    y = torch.tensor([label_ids[a] for a in first_answers])
+    y = torch.tensor([label_ids[a] for a in targets])
 
     model = ARCHITECTURES.create(
         architecture,
