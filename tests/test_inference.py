@@ -140,3 +140,14 @@ def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     assert n == n_q and model.answered == n_q - kept  # finished chunks are not recomputed
     assert pl.read_parquet(out)["question_id"].n_unique() == n_q
+
+
+def test_an_undecodable_image_is_named(easy_vqa_eval, tmp_path):
+    rows = list(store.iter_images(easy_vqa_eval["images"]))
+    rows[2] = {**rows[2], "bytes": b"not an image"}
+    store.write_image_shards(rows, tmp_path / "broken")
+    subsets = [Subset("clean", 0, str(tmp_path / "broken"))]
+    bad_id = rows[2]["image_id"]
+    with pytest.raises(ValueError, match=f"image {bad_id} does not decode"):
+        run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets,
+                      tmp_path / "p.parquet", "cpu", loader=lambda *a, **k: Counting())  # fmt: skip

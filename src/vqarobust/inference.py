@@ -34,10 +34,14 @@ class Subset:
 
 
 def _decode_subset(subset: Subset) -> dict[int, Image.Image]:
-    return {
-        row["image_id"]: Image.fromarray(store.decode_image(row["bytes"]))
-        for row in store.iter_images(subset.images_dir)
-    }
+    images = {}
+    for row in store.iter_images(subset.images_dir):
+        try:
+            images[row["image_id"]] = Image.fromarray(store.decode_image(row["bytes"]))
+        except Exception as exc:
+            msg = f"{subset.images_dir}: image {row['image_id']} does not decode"
+            raise ValueError(msg) from exc
+    return images
 
 
 def predict_subset(

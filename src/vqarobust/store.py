@@ -103,10 +103,17 @@ def decode_image(data: bytes) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
+def image_info(data: bytes, verify: bool = False) -> tuple[str, int, int]:
+    """(format, width, height) of encoded image bytes; ``verify`` decodes all pixels too."""
+    with Image.open(io.BytesIO(data)) as im:
+        if verify:
+            im.load()
+        return (im.format or "unknown").lower(), im.width, im.height
+
+
 def image_format_of(data: bytes) -> str:
     """The lowercase format name PIL reads from encoded bytes ('png', 'jpeg', ...)."""
-    with Image.open(io.BytesIO(data)) as im:
-        return (im.format or "unknown").lower()
+    return image_info(data)[0]
 
 
 def write_image_shards(

@@ -80,14 +80,20 @@ def prepare_easy_vqa(
 
     def image_rows():
         for image_id in sorted(keep):
-            data = Path(paths[image_id]).read_bytes()
-            array = store.decode_image(data)
+            path = Path(paths[image_id])
+            data = path.read_bytes()
+            try:
+                fmt, width, height = store.image_info(data, verify=True)
+            except Exception as exc:
+                raise ValueError(
+                    f"easy-vqa {split}: image {image_id} ({path}) does not decode"
+                ) from exc
             yield {
                 "image_id": image_id,
                 "bytes": data,
-                "format": store.image_format_of(data),
-                "width": array.shape[1],
-                "height": array.shape[0],
+                "format": fmt,
+                "width": width,
+                "height": height,
             }
 
     n_written = store.write_image_shards(image_rows(), images_out, shard_bytes)
