@@ -167,5 +167,6 @@ def _partial_dir(
         shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
     if not meta.exists():
-        meta.write_text(fingerprint)
+        with store.atomic_path(meta) as tmp:
+            tmp.write_text(fingerprint)
     return partial
