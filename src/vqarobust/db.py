@@ -20,7 +20,7 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.metrics import robustness_tables, score_predictions
-from vqarobust.metrics.mmi import mmi_table
+from vqarobust.metrics.mmi import families_frame, mmi_table
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
 
 log = logging.getLogger(__name__)
@@ -95,13 +95,7 @@ def build_database(
             rscore = rscore_table(accuracy, rscore_tolerance, rscore_maximum)
         for w in caught:
             log.warning("%s", w.message)
-        fam = pl.DataFrame(
-            {
-                "corruption": list((families or {}).keys()),
-                "family": list((families or {}).values()),
-            },
-            schema={"corruption": pl.String, "family": pl.String},
-        )
+        fam = families_frame(families)
         for name, df in (
             ("submetrics", tables.submetrics.join(fam, on="corruption", how="left")),
             ("vre_model", tables.vre_model),

@@ -16,6 +16,15 @@ import polars as pl
 from vqarobust.metrics.robustness import CLEAN, RobustnessWarning
 
 
+def families_frame(families: Mapping[str, str] | None) -> pl.DataFrame:
+    """A (corruption, family) table from a name -> class mapping, for joins."""
+    families = dict(families or {})
+    return pl.DataFrame(
+        {"corruption": list(families), "family": list(families.values())},
+        schema={"corruption": pl.String, "family": pl.String},
+    )
+
+
 def mmi_table(accuracy: pl.DataFrame, families: Mapping[str, str] | None = None) -> pl.DataFrame:
     """MMI per model x corruption, per model x corruption class and per model overall.
 
@@ -29,10 +38,7 @@ def mmi_table(accuracy: pl.DataFrame, families: Mapping[str, str] | None = None)
         .agg(pl.col("accuracy").mean().alias("clean"))
     )
     pert = accuracy.filter((pl.col("severity") > 0) & (pl.col("corruption") != CLEAN))
-    fam = pl.DataFrame(
-        {"corruption": list((families or {}).keys()), "family": list((families or {}).values())},
-        schema={"corruption": pl.String, "family": pl.String},
-    )
+    fam = families_frame(families)
     pert = pert.join(fam, on="corruption", how="left").with_columns(
         pl.col("family").fill_null("unknown")
     )
