@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vqarobust import store
 from vqarobust.corruptions import corrupt_item, max_severity, to_rgb
-from vqarobust.corruptions.imagenet_c import jpeg_compression_bytes
+from vqarobust.corruptions.digital import jpeg_compression_bytes
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,23 @@
-"""Image corruptions: a registry of ``(image, severity, rng) -> image`` functions."""
+"""Image corruptions: a registry of ``(image, severity, rng) -> image`` functions.
+
+One module per class: ``noise``, ``blur``, ``weather``, ``attribute``, ``physical``,
+``digital``, ``colour``; shared image operations in ``filters``; the reference package,
+seeded alike, in ``reference`` (tests and benchmarks only).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from vqarobust.corruptions import colour, imagenet_c  # noqa: F401  (register corruptions)
+from vqarobust.corruptions import (  # noqa: F401  (importing registers the corruptions)
+    attribute,
+    blur,
+    colour,
+    digital,
+    noise,
+    physical,
+    weather,
+)
 from vqarobust.corruptions.registry import CORRUPTIONS
 from vqarobust.seeding import derive_seed
 
@@ -65,12 +78,11 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int = 0) -> np.nd
     if severity == 0:
         return image.copy()
     out = fn(image, int(severity), np.random.default_rng(seed))
-    out = np.clip(np.rint(np.asarray(out, dtype=np.float64)), 0, 255).astype(np.uint8)
-    if out.shape[:2] != (h, w):
-        # A few reference corruptions (e.g. frost on odd sizes) return a crop; the
-        # contract is "same size as the input".
-        raise RuntimeError(f"{name} severity {severity} changed size {(h, w)} -> {out.shape[:2]}")
-    return to_rgb(out)
+    if out.dtype != np.uint8 or out.shape != image.shape:
+        raise RuntimeError(
+            f"{name} severity {severity} returned {out.dtype} {out.shape}, not uint8 {image.shape}"
+        )
+    return out
 
 
 def corrupt_item(
