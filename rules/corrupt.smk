@@ -10,6 +10,7 @@ rule corrupt_images:
     params:
         seed=config["seed"],
         storage=config["storage"],
+    threads: 1
     conda:
         "../envs/vqarobust.yaml"
     script:

@@ -1,8 +1,11 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vqarobust import corruptions
 from vqarobust.corruptions import corrupt, corrupt_item, max_severity, names
+from vqarobust.corruptions.samples import photo_like
 
 BENCHMARK = [
     "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "defocus_blur",
@@ -29,13 +32,70 @@ def test_the_14_benchmark_corruptions_are_registered_with_classes():
     assert max_severity("grayscale") == 1 and max_severity("fog") == 5
 
 
-@pytest.mark.parametrize("name", sorted(n for n in names() if max_severity(n) == 5))
-@pytest.mark.parametrize("shape", [(32, 32), (64, 64), (37, 53)])
+@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("shape", [(32, 32), (64, 64), (480, 640), (37, 53), (53, 37)])
 def test_every_severity_keeps_shape_and_dtype(name, shape):
     img = _image(*shape)
-    for severity in range(1, 6):
+    for severity in range(1, max_severity(name) + 1):
         out = corrupt(img, name, severity, seed=3)
         assert out.shape == img.shape and out.dtype == np.uint8
+        if name != "contrast" or severity < 5:
+            assert (out != img).any(), (name, severity)
+
+
+@pytest.fixture(scope="module")
+def large_image():
+    return photo_like(3000, 4000, 0)
+
+
+@pytest.mark.parametrize("name", names())
+def test_works_on_a_4000x3000_image(name, large_image):
+    img = large_image
+    out = corrupt(img, name, max_severity(name), seed=1)
+    assert out.shape == img.shape and out.dtype == np.uint8
+
+
+@given(
+    name=st.sampled_from(names()),
+    h=st.integers(32, 90),
+    w=st.integers(32, 90),
+    seed=st.integers(0, 2**63 - 1),
+    data=st.data(),
+)
+@settings(max_examples=60, deadline=None)
+def test_any_size_any_seed_gives_a_deterministic_image_of_that_size(name, h, w, seed, data):
+    severity = data.draw(st.integers(1, max_severity(name)))
+    img = _image(h, w, seed % 1000)
+    out = corrupt(img, name, severity, seed=seed)
+    assert out.shape == (h, w, 3) and out.dtype == np.uint8
+    assert np.array_equal(out, corrupt(img, name, severity, seed=seed))
+
+
+# Severity pairs (s, s + 1) where the distortion may drop, and why. They come from the
+# ImageNet-C parameter tables themselves (docs/corruptions.md has the measured table).
+NOT_MONOTONE = {
+    "frost": {3: "severity 4 keeps less of the image (0.65 vs 0.7) under the same frost"},
+    "glass_blur": {3: "severity 3 scrambles 3 times, severity 4 twice"},
+    "saturate": {2: "severities 1-2 desaturate, 3-5 oversaturate"},
+    "snow": {2: "severities 2 and 3 distort equally, either may come out ahead"},
+}
+
+
+@pytest.mark.parametrize("name", [n for n in names() if max_severity(n) == 5])
+def test_distortion_does_not_decrease_with_severity(name):
+    images = [photo_like(96, 128, s) for s in range(4)]
+    distortion = [
+        np.mean([np.abs(corrupt(im, name, s, seed=k).astype(float) - im).mean()
+                 for k, im in enumerate(images)])
+        for s in range(1, 6)
+    ]  # fmt: skip
+    for s in range(1, 5):
+        drop = distortion[s - 1] - distortion[s]
+        if s in NOT_MONOTONE.get(name, {}):
+            continue
+        assert drop <= 0, (name, s, distortion)
+    if name == "snow":
+        assert abs(distortion[1] - distortion[2]) < 2, distortion
 
 
 @pytest.mark.parametrize("name", ["grayscale", "colour_inversion", "grayscale_inversion"])
@@ -79,13 +139,6 @@ def test_item_seed_depends_on_image_id_not_on_call_order():
 def test_severity_zero_is_the_clean_image():
     img = _image(32, 32)
     assert (corrupt(img, "snow", 0) == img).all()
-
-
-@pytest.mark.parametrize("name", ["gaussian_noise", "defocus_blur", "contrast", "pixelate"])
-def test_severity_increases_the_distortion(name):
-    img = _image(64, 64)
-    diffs = [np.abs(corrupt(img, name, s, seed=1).astype(float) - img).mean() for s in range(1, 6)]
-    assert all(b >= a - 1e-9 for a, b in zip(diffs, diffs[1:], strict=False)), diffs
 
 
 def test_grayscale_and_rgba_inputs_are_converted():

@@ -22,6 +22,7 @@ def corrupt_subset(
     image_format: str = "png",
     jpeg_quality: int = 95,
     shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+    threads: int | None = None,
 ) -> int:
     """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
 
@@ -31,7 +32,14 @@ def corrupt_subset(
 
     Each image's seed derives from (global seed, image id, corruption, severity), so the
     output does not depend on shard layout or job order. Returns the number of images.
+
+    ``threads`` caps OpenCV's (process-wide) thread pool, so a job stays within the cores
+    the scheduler gave it; None leaves OpenCV's default (all cores).
     """
+    if threads is not None:
+        import cv2
+
+        cv2.setNumThreads(int(threads))
     if not 1 <= severity <= max_severity(corruption):
         raise ValueError(
             f"{corruption} has severities 1..{max_severity(corruption)}, not {severity}"

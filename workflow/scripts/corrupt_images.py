@@ -14,4 +14,5 @@ corrupt_subset(
     image_format=storage["image_format"],
     jpeg_quality=storage["jpeg_quality"],
     shard_bytes=int(storage["shard_mb"] * 1024 * 1024),
+    threads=snakemake.threads,
 )

@@ -24,9 +24,9 @@ def elastic_transform(image: np.ndarray, severity: int, rng: np.random.Generator
     stream = legacy_stream(rng)
     shifts = []
     for _ in range(2):  # x then y displacement
-        noise = stream.uniform(-max_shift, max_shift, size=(h, w))
-        field = gaussian_filter(noise, sigma, mode="reflect", truncate=3) * alpha
-        shifts.append(field.astype(np.float32))
+        # float32 filtering: the reference rounds the field to float32 anyway.
+        noise = stream.uniform(-max_shift, max_shift, size=(h, w)).astype(np.float32)
+        shifts.append(gaussian_filter(noise, sigma, mode="reflect", truncate=3) * alpha)
     grid_y, grid_x = np.indices((h, w), dtype=np.float32)
     x = image.astype(np.float32) / 255
     out = cv2.remap(

@@ -41,7 +41,13 @@ def snow(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarr
     x = image.astype(np.float32) / 255
     gray = cv2.cvtColor(x, cv2.COLOR_RGB2GRAY)[..., None]
     x = keep * x + (1 - keep) * np.maximum(x, gray * 1.5 + 0.5)
-    return to_uint8(x + layer + np.rot90(layer, k=2))
+    # The reference's dtypes and order of additions (float32 image + float64 layers): many
+    # sums land on integers once scaled, where truncation follows the last bit.
+    out = x.astype(np.float64)
+    out += layer
+    out += np.rot90(layer, k=2)
+    out *= 255
+    return to_uint8(out, 1.0)
 
 
 @functools.lru_cache(maxsize=len(FROST_FILES))
