@@ -105,5 +105,5 @@ def test_plasma_fractal_needs_a_power_of_two():
 def test_to_uint8_truncates_like_np_uint8_of_clipped_values(values):
     x = np.array(values)
     expected = np.uint8(np.clip(x, 0, 1) * 255)  # imagecorruptions' conversion
-    assert np.array_equal(filters.to_uint8(x), expected)
+    assert np.array_equal(filters.to_uint8(x.copy()), expected)
     assert np.array_equal(filters.to_uint8(x * 255, 1.0), np.uint8(np.clip(x * 255, 0, 255)))

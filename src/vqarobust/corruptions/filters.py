@@ -192,6 +192,12 @@ def plasma_fractal(size: int, decay: float, rs: np.random.RandomState) -> np.nda
 
 def to_uint8(x: np.ndarray, scale: float = 255.0) -> np.ndarray:
     """``np.uint8(np.clip(x * scale, 0, 255))``: truncation, as ``imagecorruptions.corrupt``
-    converts its float output."""
-    out = x * scale if scale != 1 else x
-    return np.clip(out, 0, 255).astype(np.uint8)
+    converts its float output.
+
+    ``x``, a float temporary, is scaled and clipped in place: two fewer image-sized
+    allocations per call, which at COCO sizes cost page faults worth a few milliseconds.
+    """
+    if scale != 1:
+        np.multiply(x, scale, out=x)
+    np.clip(x, 0, 255, out=x)
+    return x.astype(np.uint8)
