@@ -1,7 +1,7 @@
 import re
 
 from vqarobust.config import validate_config
-from vqarobust.corruptions import family
+from vqarobust.corruptions import ENGINE_VERSION, family
 
 # Validate before any job runs: a wrong key or value fails here, naming it.
 validate_config(config, workflow.source_path("../workflow/schemas/config.schema.yaml"))

@@ -10,6 +10,7 @@ rule corrupt_images:
     params:
         seed=config["seed"],
         storage=config["storage"],
+        engine=ENGINE_VERSION,
     threads: 1
     conda:
         "../envs/vqarobust.yaml"

@@ -22,6 +22,10 @@ from vqarobust.corruptions.registry import CORRUPTIONS
 from vqarobust.seeding import derive_seed
 
 MIN_SIZE = 32
+# Bump when any corruption's output changes. The workflow passes it to corrupt_images as a
+# param, so Snakemake's params trigger re-materializes subsets made by an older engine
+# (a change in package code alone would not rerun them). 2: native engine, truncation.
+ENGINE_VERSION = 2
 
 
 def names(family: str | None = None, benchmark: bool | None = None) -> list[str]:
@@ -92,4 +96,12 @@ def corrupt_item(
     return corrupt(image, name, severity, derive_seed(global_seed, image_id, name, severity))
 
 
-__all__ = ["CORRUPTIONS", "corrupt", "corrupt_item", "family", "max_severity", "names"]
+__all__ = [
+    "CORRUPTIONS",
+    "ENGINE_VERSION",
+    "corrupt",
+    "corrupt_item",
+    "family",
+    "max_severity",
+    "names",
+]
