@@ -39,6 +39,7 @@ def test_every_severity_keeps_shape_and_dtype(name, shape):
     for severity in range(1, max_severity(name) + 1):
         out = corrupt(img, name, severity, seed=3)
         assert out.shape == img.shape and out.dtype == np.uint8
+        assert out.flags.writeable and out.flags.c_contiguous
         if name != "contrast" or severity < 5:
             assert (out != img).any(), (name, severity)
 

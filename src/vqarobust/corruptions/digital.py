@@ -19,14 +19,14 @@ def pixelate(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.n
     factor = (0.6, 0.5, 0.4, 0.3, 0.25)[severity - 1]
     h, w = image.shape[:2]
     small = Image.fromarray(image).resize((int(w * factor), int(h * factor)), Image.Resampling.BOX)
-    return np.asarray(small.resize((w, h), Image.Resampling.NEAREST))
+    return np.array(small.resize((w, h), Image.Resampling.NEAREST))
 
 
 @CORRUPTIONS.register(family="digital", benchmark=True)
 def jpeg_compression(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
     """Encoded as JPEG at a low quality and decoded."""
     with Image.open(io.BytesIO(jpeg_compression_bytes(image, severity))) as decoded:
-        return np.asarray(decoded.convert("RGB"))
+        return np.array(decoded.convert("RGB"))
 
 
 def jpeg_compression_bytes(image: np.ndarray, severity: int) -> bytes:
