@@ -22,6 +22,11 @@ IMAGES = [photo_like(96, 128, 0), photo_like(72, 100, 1), edge_cases(64, 64)]
 MAX_MEAN_ABS_DIFF = 0.25
 
 
+def test_every_imagenet_c_corruption_is_compared():
+    assert len(REFERENCE_NAMES) == 19
+    assert set(REFERENCE_NAMES) <= set(ref.__dict__)
+
+
 @pytest.mark.parametrize("name", SAME_STREAM)
 def test_matches_the_reference_with_the_same_seed(name):
     for k, img in enumerate(IMAGES):

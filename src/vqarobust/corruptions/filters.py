@@ -23,10 +23,10 @@ _BORDERS = {
 def gaussian_kernel(sigma: float, truncate: float = 4.0) -> np.ndarray:
     """The normalized 1-D Gaussian that ``scipy.ndimage.gaussian_filter`` uses (radius
     ``int(truncate * sigma + 0.5)``)."""
-    radius = int(truncate * float(sigma) + 0.5)
-    x = np.arange(-radius, radius + 1, dtype=np.float64)
     if sigma == 0:
         return np.ones(1)
+    radius = int(truncate * float(sigma) + 0.5)
+    x = np.arange(-radius, radius + 1, dtype=np.float64)
     phi = np.exp(-0.5 / (float(sigma) ** 2) * x**2)
     return phi / phi.sum()
 

@@ -15,15 +15,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vqarobust.corruptions import names
 from vqarobust.corruptions.randomness import stream_seed
 
 # The 19 ImageNet-C corruptions the reference implements (the colour transforms are ours).
-REFERENCE_NAMES = (
-    "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "defocus_blur",
-    "zoom_blur", "glass_blur", "motion_blur", "gaussian_blur", "snow", "frost", "fog",
-    "brightness", "contrast", "saturate", "elastic_transform", "spatter", "pixelate",
-    "jpeg_compression",
-)  # fmt: skip
+REFERENCE_NAMES = tuple(n for n in names() if n not in names(family="colour"))
 _SEED_ARGUMENT = {"impulse_noise", "glass_blur"}
 
 

@@ -46,8 +46,7 @@ def snow(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarr
     out = x.astype(np.float64)
     out += layer
     out += np.rot90(layer, k=2)
-    out *= 255
-    return to_uint8(out, 1.0)
+    return to_uint8(out)
 
 
 @functools.lru_cache(maxsize=len(FROST_FILES))
