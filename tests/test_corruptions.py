@@ -1,3 +1,7 @@
+import hashlib
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -126,6 +130,22 @@ def test_output_is_a_pure_function_of_the_seed(name):
     assert (a == c).all()
     d = corrupt(img, name, 3, seed=12)
     assert (a != d).any()
+
+
+def _digests(corruption_names):
+    img = _image(48, 64)
+    return {
+        name: hashlib.sha256(corrupt(img, name, 1, seed=5).tobytes()).hexdigest()
+        for name in corruption_names
+    }
+
+
+def test_same_bytes_in_a_fresh_process():
+    # A spawned interpreter has its own numpy state, hash seed and numba cache load.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        theirs = pool.submit(_digests, names()).result(timeout=120)
+    assert theirs == _digests(names())
 
 
 def test_item_seed_depends_on_image_id_not_on_call_order():
