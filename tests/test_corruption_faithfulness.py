@@ -11,7 +11,7 @@ import pytest
 from imagecorruptions import corruptions as ref
 
 from vqarobust.corruptions import corrupt
-from vqarobust.corruptions.blur import _scramble
+from vqarobust.corruptions.blur import scramble_pixels
 from vqarobust.corruptions.reference import REFERENCE_NAMES, reference_corrupt
 from vqarobust.corruptions.samples import edge_cases, photo_like
 
@@ -105,7 +105,7 @@ def _splitmix_scramble(x, max_delta, iterations, seed):
 def test_glass_blur_scramble_equals_its_plain_python_loop(max_delta, iterations):
     img = np.random.default_rng(0).integers(0, 256, (24, 30, 3), dtype=np.uint8)
     compiled = img.copy()
-    _scramble(compiled, max_delta, iterations, 12345)
+    scramble_pixels()(compiled, max_delta, iterations, 12345)
     assert np.array_equal(compiled, _splitmix_scramble(img.copy(), max_delta, iterations, 12345))
 
 
@@ -122,7 +122,7 @@ def test_the_reference_glass_blur_copies_pixels_rather_than_swapping_them():
     img = _unique_pixels()
     theirs = ref._shuffle_pixels_njit_glass_blur(40, 40, img.copy(), (0.7, 1, 2), 3)
     ours = img.copy()
-    _scramble(ours, 1, 2, 3)
+    scramble_pixels()(ours, 1, 2, 3)
     for out in (theirs, ours):
         n_unique = len(np.unique(out.reshape(-1, 3), axis=0))
         assert 0.4 * 1600 < n_unique < 0.8 * 1600

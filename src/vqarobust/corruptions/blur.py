@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import cv2
-import numba
 import numpy as np
 
 from vqarobust.corruptions.filters import (
@@ -62,12 +64,21 @@ def glass_blur(image: np.ndarray, severity: int, rng: np.random.Generator) -> np
                                     (1.5, 4, 2))[severity - 1]  # fmt: skip
     # Blurring on the 0..255 scale equals blurring x / 255 and scaling back (linear filter).
     x = gaussian_filter(image, sigma).astype(np.uint8)  # truncation; C order for _scramble
-    _scramble(x, max_delta, iterations, int(rng.integers(0, 2**63)))
+    scramble_pixels()(x, max_delta, iterations, int(rng.integers(0, 2**63)))
     return to_uint8(gaussian_filter(x, sigma), 1.0)
 
 
-@numba.njit(cache=True, nogil=True)
+@functools.cache
+def scramble_pixels() -> Callable[[np.ndarray, int, int, int], None]:
+    """Glass blur's scrambling loop ``(x, max_delta, iterations, seed)``, compiled by numba
+    on first use (cached on disk), so importing the corruptions does not import numba."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_scramble)
+
+
 def _scramble(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> None:
+    """Scramble HxWx3 uint8 ``x`` in place (see ``glass_blur``); plain Python until compiled."""
     h, w, _ = x.shape
     pixels = x.reshape(h * w, 3)  # a view: x is C-contiguous HxWx3
     span = np.uint64(2 * max_delta)
