@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from vqarobust import corruptions
 from vqarobust.corruptions import corrupt, corrupt_item, max_severity, names
+from vqarobust.corruptions.physical import water_layer
 from vqarobust.corruptions.samples import photo_like
 
 BENCHMARK = [
@@ -182,3 +183,13 @@ def test_bad_inputs_raise_clear_errors():
         corrupt(img, "snowfall", 1)
     with pytest.raises(ValueError, match="shape"):
         corrupt(np.zeros((32, 32, 2), np.uint8), "snow", 1)
+
+
+def test_spatter_without_a_surviving_drop_adds_no_water():
+    # The reference divides by zero here and returns NaN.
+    with np.errstate(all="raise"):
+        water = water_layer(np.zeros((32, 40)), 0.6)
+    assert water.shape == (32, 40) and not water.any()
+    drops = np.zeros((32, 40))
+    drops[10:20, 10:20] = 0.8
+    assert water_layer(drops, 0.6).max() == pytest.approx(0.6)

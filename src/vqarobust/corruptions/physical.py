@@ -60,14 +60,20 @@ def spatter(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.nd
         mask = gaussian_filter((liquid > threshold).astype(np.float32), strength)
         mask[mask < 0.8] = 0
         return to_uint8(x * (1 - mask[..., None]) + _MUD * mask[..., None])
+    return to_uint8(x + water_layer(liquid, strength)[..., None] * _WATER)
+
+
+def water_layer(liquid: np.ndarray, strength: float) -> np.ndarray:
+    """Per-pixel water of spatter's drops: the thresholded layer times its rim shading,
+    scaled so the strongest pixel is ``strength``.
+
+    The reference divides by the peak unguarded (NaN output when no drop survives the
+    threshold); here no drop means no water.
+    """
     drops = (liquid * 255).astype(np.uint8)
-    shade = _drop_shading(drops)
-    m = drops * shade
+    m = drops * _drop_shading(drops)
     peak = m.max()
-    # The reference divides by the peak unguarded (NaN output when no drop survives the
-    # threshold); no drop means no spatter.
-    m = m / peak * strength if peak > 0 else np.zeros_like(m)
-    return to_uint8(x + m[..., None] * _WATER)
+    return m / peak * strength if peak > 0 else np.zeros_like(m)
 
 
 def _drop_shading(drops: np.ndarray) -> np.ndarray:
