@@ -41,8 +41,10 @@ def test_the_14_benchmark_corruptions_are_registered_with_classes():
 @pytest.mark.parametrize("shape", [(32, 32), (64, 64), (480, 640), (37, 53), (53, 37)])
 def test_every_severity_keeps_shape_and_dtype(name, shape):
     img = _image(*shape)
+    before = img.copy()
     for severity in range(1, max_severity(name) + 1):
         out = corrupt(img, name, severity, seed=3)
+        assert np.array_equal(img, before), "the input was modified"
         assert out.shape == img.shape and out.dtype == np.uint8
         assert out.flags.writeable and out.flags.c_contiguous
         if name != "contrast" or severity < 5:
