@@ -1,4 +1,5 @@
 # vqarobust: how robust are VQA models to image corruptions?
+# docs/workflow.md describes the rules; docs/paper.md the paper protocol and clusters.
 # Stages live in rules/*.smk; all logic lives in the vqarobust package (src/).
 from snakemake.utils import min_version
 
@@ -6,6 +7,13 @@ min_version("9.0")
 
 
 configfile: "config/config.yaml"
+
+
+# Aggregation and the report take seconds: never worth a cluster job.
+localrules:
+    all,
+    load_duckdb,
+    render_report,
 
 
 include: "rules/common.smk"

@@ -26,7 +26,9 @@ from vqarobust.store import read_questions
 def main(models_dir: str = "resources/models/easy-vqa") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         q_path, img_dir = Path(tmp) / "q.parquet", Path(tmp) / "images"
-        prepare_dataset("easy-vqa", questions_out=q_path, images_out=img_dir, split="test")
+        prepare_dataset("easy-vqa", questions_out=q_path, images_out=img_dir, split="test",
+                        manifest_out=Path(tmp) / "manifest.txt",
+                        info_out=Path(tmp) / "dataset.json")  # fmt: skip
         questions = read_questions(q_path)
         q_df = pl.from_arrow(questions)
         print(f"easy-VQA test split: {questions.num_rows} questions")

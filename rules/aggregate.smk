@@ -1,6 +1,7 @@
 rule load_duckdb:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
+        info="resources/datasets/{dataset}/eval/dataset.json",
         predictions=get_prediction_files,
     output:
         "results/{dataset}/robustness.duckdb",
@@ -12,8 +13,6 @@ rule load_duckdb:
         metric=config["scoring"]["metric"],
         preferences=get_vre_preferences,
         families=get_families,
-        rscore=config["rscore"],
-    conda:
-        "../envs/vqarobust.yaml"
+        rscore=canonical(config["rscore"]),
     script:
         "../workflow/scripts/load_duckdb.py"

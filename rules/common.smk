@@ -2,9 +2,11 @@ import re
 
 from vqarobust.config import validate_config
 from vqarobust.corruptions import ENGINE_VERSION, family
+from vqarobust.datasets import dataset_job
+from vqarobust.params import answer_spec, canonical
 
 # Validate before any job runs: a wrong key or value fails here, naming it.
-validate_config(config, workflow.source_path("../workflow/schemas/config.schema.yaml"))
+validate_config(config)
 
 DATASET = config["dataset"]["name"]
 MODELS = list(config["models"])
@@ -32,15 +34,16 @@ def get_final_outputs(wildcards):
     ]
 
 
+def get_dataset_input(wildcards):
+    return dataset_job(config["dataset"], wildcards.split, config["seed"])[0]
+
+
 def get_dataset_params(wildcards):
-    ds = config["dataset"]
-    if wildcards.split == "train":
-        return {"split": ds["train_split"], "n_images": ds["train_n_images"]}
-    return {"split": ds["split"], "n_images": ds["n_images"]}
+    return dataset_job(config["dataset"], wildcards.split, config["seed"])[1]
 
 
 def get_train_params(wildcards):
-    return config["models"][wildcards.model]["train"]
+    return canonical(config["models"][wildcards.model]["train"])
 
 
 def get_model_dir(model):
@@ -51,12 +54,29 @@ def get_model_dir(model):
 
 
 def get_model_spec(wildcards):
-    """The model's config entry as load_model takes it (training settings left out)."""
-    entry = {k: v for k, v in config["models"][wildcards.model].items() if k != "train"}
+    """What can change the model's answers (canonical); runtime settings stay out."""
+    entry = dict(config["models"][wildcards.model])
     trained = get_model_dir(wildcards.model)
     if trained is not None:
         entry["path_or_id"] = trained
-    return entry
+    return answer_spec(entry)
+
+
+def get_model_gpus(wildcards):
+    return 0 if config["models"][wildcards.model]["device"] == "cpu" else 1
+
+
+def get_model_gpu_model(wildcards):
+    entry = config["models"][wildcards.model]
+    return entry.get("gpu_model", "") if get_model_gpus(wildcards) else ""
+
+
+def get_model_mem_mb(wildcards):
+    return config["models"][wildcards.model]["mem_mb"]
+
+
+def get_model_runtime(wildcards):
+    return config["models"][wildcards.model]["runtime"]
 
 
 def get_infer_input(wildcards):
@@ -94,4 +114,9 @@ def get_families(wildcards):
 
 
 def get_vre_preferences(wildcards):
-    return config["vre"]["preferences"]
+    return canonical(config["vre"]["preferences"])
+
+
+def get_image_encoding(wildcards):
+    encoding = {k: config["storage"][k] for k in ("image_format", "jpeg_quality")}
+    return canonical(encoding)

@@ -9,10 +9,8 @@ rule corrupt_images:
         "benchmarks/out/{dataset}/corrupt_images/{corruption}/{severity}.tsv"
     params:
         seed=config["seed"],
-        storage=config["storage"],
+        encoding=get_image_encoding,
         engine=ENGINE_VERSION,
     threads: 1
-    conda:
-        "../envs/vqarobust.yaml"
     script:
         "../workflow/scripts/corrupt_images.py"

@@ -1,5 +1,5 @@
 # One job per (model, subset): the model loads once and answers every severity of the
-# subset ("clean" is severity 0 alone).
+# subset ("clean" is severity 0 alone). GPUs, memory and time come from the model entry.
 rule run_model:
     input:
         unpack(get_infer_input),
@@ -14,8 +14,9 @@ rule run_model:
         severities=get_subset_severities,
     threads: config["threads"]["infer"]
     resources:
-        gpu=1,
-    conda:
-        "../envs/vqarobust.yaml"
+        gpu=get_model_gpus,
+        gpu_model=get_model_gpu_model,
+        mem_mb=get_model_mem_mb,
+        runtime=get_model_runtime,
     script:
         "../workflow/scripts/run_model.py"

@@ -11,7 +11,5 @@ rule train_model:
     params:
         train=get_train_params,
     threads: config["threads"]["train"]
-    conda:
-        "../envs/vqarobust.yaml"
     script:
         "../workflow/scripts/train_model.py"

@@ -11,7 +11,5 @@ rule render_report:
         "logs/{dataset}/render_report.log",
     benchmark:
         "benchmarks/out/{dataset}/render_report.tsv"
-    conda:
-        "../envs/vqarobust.yaml"
     script:
         "../workflow/scripts/render_report.py"

@@ -12,11 +12,18 @@ REPO = Path(__file__).resolve().parents[1]
 def _prepare(root: Path, split: str, n_images: int) -> dict[str, Path]:
     from vqarobust.datasets import prepare_dataset
 
-    out = {"questions": root / "questions.parquet", "images": root / "images"}
+    out = {
+        "questions": root / "questions.parquet",
+        "images": root / "images",
+        "manifest": root / "manifest.txt",
+        "info": root / "dataset.json",
+    }
     prepare_dataset(
         "easy-vqa",
         questions_out=out["questions"],
         images_out=out["images"],
+        manifest_out=out["manifest"],
+        info_out=out["info"],
         split=split,
         n_images=n_images,
         seed=0,

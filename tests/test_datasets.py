@@ -3,7 +3,7 @@ import pytest
 
 from vqarobust import store
 from vqarobust.datasets import question_type
-from vqarobust.datasets.easy_vqa import select_images
+from vqarobust.datasets.prepare import select_images
 from vqarobust.metrics import vqa_accuracy
 
 

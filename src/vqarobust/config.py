@@ -1,8 +1,10 @@
 """Validate a workflow config against its JSON schema and fill in defaults.
 
-The schema (``workflow/schemas/config.schema.yaml``) rejects unknown keys; names that
-live in registries (corruptions, model families, architectures) are checked here against
-the registries themselves, so there is no second hand-kept list to drift.
+The schema (``vqarobust/schemas/config.schema.yaml``, package data, so that a
+non-editable install validates too; ``workflow/schemas/`` links to it) rejects unknown
+keys; names that live in registries (corruptions, model families, architectures,
+dataset adapters) are checked here against the registries themselves, so there is no
+second hand-kept list to drift.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-DEFAULT_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(ValueError):
@@ -61,6 +63,9 @@ def validate_config(
     from vqarobust.models.architectures import ARCHITECTURES
 
     schema = load_schema(schema_path)
+    given = config.get("dataset")
+    # Keys the user wrote, before the schema's defaults are filled in.
+    explicit = set(given) if isinstance(given, dict) else set()
     cls = _with_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
@@ -73,6 +78,7 @@ def validate_config(
             f"config error at rscore: tolerance ({r['tolerance']}) must be below "
             f"maximum ({r['maximum']})"
         )
+    _check_dataset(config["dataset"], explicit)
     known = set(corruptions.names())
     for i, name in enumerate(config["corruptions"]):
         if name not in known:
@@ -96,6 +102,11 @@ def validate_config(
         except (KeyError, ModelUnavailableError) as exc:
             raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
         resolved.setdefault("batch_size", 64)
+        # Trained reference models are small CPU models; checkpoints expect a GPU.
+        resolved.setdefault("device", "cpu" if "train" in resolved else "cuda")
+        # Scheduler requests of one inference job (a cluster profile reads them).
+        resolved.setdefault("mem_mb", 4000)
+        resolved.setdefault("runtime", 60)
         resolved.setdefault("dtype", "auto")
         resolved.setdefault("allow_download", False)
         resolved.setdefault("trust_remote_code", False)
@@ -110,12 +121,50 @@ def validate_config(
         train = entry.get("train")
         if train is None and "path_or_id" not in entry:
             raise ConfigError(f"config error at models.{name}: give path_or_id or train")
+        if train is not None and config["dataset"]["adapter"] != "easy-vqa":
+            raise ConfigError(
+                f"config error at models.{name}.train: reference models train on easy-vqa "
+                f"only, not on dataset.adapter {config['dataset']['adapter']!r}; give "
+                "path_or_id (a trained checkpoint) instead"
+            )
         if train is not None and train["architecture"] not in ARCHITECTURES:
             raise ConfigError(
                 f"config error at models.{name}.train.architecture: unknown architecture "
                 f"{train['architecture']!r}; known: {', '.join(ARCHITECTURES.list())}"
             )
     return config
+
+
+def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
+    """Adapter-specific keys: required sources present, other adapters' keys absent."""
+    from vqarobust.datasets import ADAPTERS, SOURCE_KEYS
+
+    name = dataset["adapter"]
+    if name not in ADAPTERS:
+        raise ConfigError(
+            f"config error at dataset.adapter: unknown adapter {name!r}; "
+            f"known: {', '.join(ADAPTERS.list())}"
+        )
+    tags = ADAPTERS.entry(name).tags
+    needed = [k for k in tags["sources"] if not dataset.get(k)]
+    if needed:
+        raise ConfigError(f"config error at dataset: adapter {name!r} needs {needed}")
+    foreign = [k for k in SOURCE_KEYS if k in explicit and k not in tags["sources"]]
+    if not tags["splits"]:
+        foreign += [k for k in ("split", "train_split", "train_n_images") if k in explicit]
+    if foreign:
+        raise ConfigError(
+            f"config error at dataset.{foreign[0]}: adapter {name!r} does not read it "
+            f"(it reads {', '.join(tags['sources']) or 'no source files'})"
+        )
+    if dataset.get("manifest"):
+        if dataset.get("n_images") is not None:
+            raise ConfigError(
+                "config error at dataset.n_images: give n_images or manifest, not both "
+                "(the manifest fixes the images)"
+            )
+    else:
+        dataset.setdefault("n_images", tags["default_n_images"])
 
 
 def load_config(path: str | os.PathLike[str]) -> MutableMapping[str, Any]:

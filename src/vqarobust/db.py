@@ -1,9 +1,9 @@
 """Load questions and predictions into DuckDB and compute every results table there.
 
-Table names are part of the interface (DESIGN.md): ``questions``, ``predictions``,
-``accuracy``, ``question_type_accuracy``, ``submetrics``, ``vre_model``,
-``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep`` and ``run_info``.
-Reports read only this file.
+Table names are part of the interface (docs/workflow.md): ``questions``, ``predictions``,
+``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
+``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
+``skipped_images`` and ``run_info``. Reports read only this file.
 """
 
 from __future__ import annotations
@@ -51,11 +51,17 @@ def build_database(
     families: Mapping[str, str] | None = None,
     rscore_tolerance: float = DEFAULT_TOLERANCE,
     rscore_maximum: float = DEFAULT_MAXIMUM,
+    dataset_info_path: str | os.PathLike[str] | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
     ``families`` maps corruption names to their class, stored with the corruption tables.
+    ``dataset_info_path`` is the prepared dataset's ``dataset.json``: its counts go into
+    ``run_info`` and its skipped images into ``skipped_images``.
     """
+    dataset_info = (
+        json.loads(Path(dataset_info_path).read_text(encoding="utf-8")) if dataset_info_path else {}
+    )
     questions = pl.from_arrow(store.read_questions(questions_path))
     predictions = read_predictions(prediction_paths)
     unknown = predictions.join(questions.select("question_id"), on="question_id", how="anti")
@@ -87,6 +93,19 @@ def build_database(
                FROM predictions p JOIN questions q USING (question_id)
                GROUP BY ALL ORDER BY ALL"""
         )
+        con.execute(
+            """CREATE TABLE answer_type_accuracy AS
+               SELECT p.model, p.corruption, p.severity, q.answer_type,
+                      count(*) AS n, avg(p.score) AS accuracy
+               FROM predictions p JOIN questions q USING (question_id)
+               GROUP BY ALL ORDER BY ALL"""
+        )
+        skipped = pl.DataFrame(
+            dataset_info.get("skipped_images", []),
+            schema={"image_id": pl.Int64, "reason": pl.String},
+        )
+        con.register("skipped_df", skipped.to_arrow())
+        con.execute("CREATE TABLE skipped_images AS SELECT * FROM skipped_df")
         accuracy = con.sql("SELECT * FROM accuracy").pl()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -112,6 +131,9 @@ def build_database(
             "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
             "warnings": json.dumps([str(w.message) for w in caught]),
         }
+        for key, value in dataset_info.items():
+            if key != "skipped_images":
+                info[f"dataset.{key}"] = value if isinstance(value, str) else json.dumps(value)
         con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
         con.executemany("INSERT INTO run_info VALUES (?, ?)", list(info.items()))
         for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():

@@ -4,8 +4,11 @@ Snakemake's ``--resources gpu=N`` only counts GPUs; it does not say which one a 
 use. A job leases a GPU by taking an exclusive ``flock`` on ``gpu-<id>.lock`` in a lock
 directory shared by the jobs of the machine. The kernel drops the lock when the process
 exits, however it exits, so a killed job never leaves a GPU leased. An existing
-``CUDA_VISIBLE_DEVICES`` limits the candidates; with no GPU present or none free, the job
-runs on the CPU.
+``CUDA_VISIBLE_DEVICES`` limits the candidates.
+
+What happens without a free GPU is the model entry's ``device`` policy, never a silent
+fallback: ``cuda`` fails with a message saying what to change, ``auto`` runs on the CPU
+with a warning, ``cpu`` never looks for a GPU.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 LOCK_DIR_ENV = "VQAROBUST_GPU_LOCK_DIR"
+POLICIES = ("cuda", "auto", "cpu")
+
+
+class NoGPUError(RuntimeError):
+    """The job needs a GPU (device: cuda) and none is visible or free."""
 
 
 def visible_gpus(n_gpus: int | None = None) -> list[str]:
@@ -47,18 +55,40 @@ def default_lock_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"vqarobust-gpu-locks-{os.getuid()}"
 
 
+def _no_gpu(policy: str, who: str, why: str) -> str:
+    if policy == "cuda":
+        raise NoGPUError(
+            f"{who} needs a GPU (device: cuda) but {why}. Run it where a GPU is free "
+            "(with --resources gpu=N, at most the number of GPUs), or set device: cpu "
+            "(or auto) in its entry to run it on the CPU"
+        )
+    log.warning("%s: %s; running on the CPU (device: auto)", who, why)
+    return "cpu"
+
+
 @contextlib.contextmanager
 def lease_device(
-    lock_dir: str | os.PathLike[str] | None = None, n_gpus: int | None = None
+    lock_dir: str | os.PathLike[str] | None = None,
+    n_gpus: int | None = None,
+    policy: str = "auto",
+    who: str = "this job",
 ) -> Iterator[str]:
-    """Yield ``cuda:<local index>`` of a GPU no other job holds, or ``cpu``.
+    """Yield ``cuda:<local index>`` of a GPU no other job holds, or ``cpu`` as ``policy`` allows.
 
-    The lease lasts until the block exits or the process dies.
+    ``policy`` is ``cuda`` (a GPU or :class:`NoGPUError`), ``auto`` (a GPU, else the CPU
+    with a warning) or ``cpu``. The lease lasts until the block exits or the process dies.
     """
+    if policy not in POLICIES:
+        raise ValueError(f"device must be one of {POLICIES}, not {policy!r}")
+    if policy == "cpu":
+        yield "cpu"
+        return
     gpus = visible_gpus(n_gpus)
     if not gpus:
-        log.info("no GPU visible: running on CPU")
-        yield "cpu"
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
+        why = "no GPU is visible" + (f" (CUDA_VISIBLE_DEVICES={env!r})" if env is not None else
+                                     " (torch finds no CUDA device)")  # fmt: skip
+        yield _no_gpu(policy, who, why)
         return
     folder = Path(lock_dir) if lock_dir else default_lock_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,5 +110,4 @@ def lease_device(
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
         return
-    log.warning("all %d visible GPUs are leased by other jobs: running on CPU", len(gpus))
-    yield "cpu"
+    yield _no_gpu(policy, who, f"all {len(gpus)} visible GPUs are leased by other jobs")

@@ -33,14 +33,14 @@ class Subset:
     images_dir: str
 
 
-def _decode_subset(subset: Subset) -> dict[int, Image.Image]:
+def decode_images(shards: store.ImageShards, image_ids: Sequence[int]) -> dict[int, Image.Image]:
+    """Decode the given images of a subset (each once), naming any that does not decode."""
     images = {}
-    for row in store.iter_images(subset.images_dir):
+    for image_id, data in shards.read(image_ids).items():
         try:
-            images[row["image_id"]] = Image.fromarray(store.decode_image(row["bytes"]))
+            images[image_id] = Image.fromarray(store.decode_image(data))
         except Exception as exc:
-            msg = f"{subset.images_dir}: image {row['image_id']} does not decode"
-            raise ValueError(msg) from exc
+            raise ValueError(f"{shards.directory}: image {image_id} does not decode") from exc
     return images
 
 
@@ -53,10 +53,12 @@ def predict_subset(
 ) -> pa.Table:
     """Answer every question about the subset's images; a table of PREDICTION_SCHEMA.
 
-    ``images`` (image id -> decoded image) saves decoding the subset again.
+    ``images`` (image id -> decoded image) saves decoding the chunk's images again.
     """
     if images is None:
-        images = _decode_subset(subset)
+        shards = store.ImageShards(subset.images_dir)
+        wanted = questions.column("image_id").unique().to_pylist()
+        images = decode_images(shards, [i for i in wanted if i in shards])
     image_ids = questions.column("image_id").to_pylist()
     missing = sorted({i for i in image_ids if i not in images})
     if missing:
@@ -87,25 +89,35 @@ def run_inference(
     subsets: Sequence[Subset],
     out_path: str | os.PathLike[str],
     device: str | None = None,
-    chunk_size: int = 4096,
+    chunk_size: int = 1024,
     loader: Callable[..., VQAModel] = load_model,
+    options: dict[str, Any] | None = None,
 ) -> int:
     """Load the model once, answer every question on every subset, write one Parquet file.
 
-    Work is done in chunks of ``chunk_size`` questions per subset; each finished chunk is
-    kept in ``<out_path>.partial/``, so a killed job restarted with the same inputs only
-    computes what is missing. The chunks are merged into ``out_path`` (atomically) and the
-    partial folder is removed at the end. Without ``device``, the job leases a free GPU
-    (see :mod:`vqarobust.devices`) or runs on the CPU. Returns the number of predictions.
+    ``spec`` is what can change answers (it fingerprints resumed work); ``options``
+    (batch size, ...) only how the model runs. Questions are taken in chunks of
+    ``chunk_size``, in image order, and only the images of the current chunk are decoded,
+    so memory stays flat however large the subset. Each finished chunk is kept in
+    ``<out_path>.partial/``, so a killed job restarted with the same inputs only computes
+    what is missing. The chunks are merged into ``out_path`` (atomically) and the partial
+    folder is removed at the end.
+
+    Without ``device``, the job leases one as the entry's ``device`` asks (see
+    :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
+    than running on the CPU. Returns the number of predictions.
     """
     if device is None:
-        with lease_device() as leased:
-            return run_inference(
-                model_name, spec, questions_path, subsets, out_path, leased, chunk_size, loader
-            )
+        policy = spec.get("device", "auto")
+        with lease_device(policy=policy, who=f"model {model_name!r}") as leased:
+            return run_inference(model_name, spec, questions_path, subsets, out_path, leased,
+                                 chunk_size, loader, options)  # fmt: skip
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-    questions = store.read_questions(questions_path)
+    # Image order keeps a chunk's questions on few images (and few row groups).
+    questions = store.read_questions(questions_path).sort_by(
+        [("image_id", "ascending"), ("question_id", "ascending")]
+    )
     partial = _partial_dir(out_path, model_name, spec, questions_path, subsets, chunk_size)
     model: VQAModel | None = None
     chunk_files = []
@@ -120,14 +132,22 @@ def run_inference(
                      model_name, subset.corruption, subset.severity, done, len(files))  # fmt: skip
         if not todo:
             continue
+        shards = store.ImageShards(subset.images_dir)
+        asked = set(questions.column("image_id").to_pylist())
+        missing = sorted(i for i in asked if i not in shards)
+        if missing:
+            raise ValueError(
+                f"{subset.images_dir}: {len(missing)} images asked about are missing, "
+                f"e.g. {missing[:10]}"
+            )
         if model is None:
             t0 = time.perf_counter()
-            model = loader(spec, name=model_name, device=device)
+            model = loader({**spec, **(options or {})}, name=model_name, device=device)
             log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
-        images = _decode_subset(subset)
         t = time.perf_counter()
         for start, path in todo:
             chunk = questions.slice(start, chunk_size)
+            images = decode_images(shards, chunk.column("image_id").unique().to_pylist())
             store.write_table(predict_subset(model, chunk, subset, model_name, images), path)
         n = sum(min(chunk_size, questions.num_rows - k) for k, _ in todo)
         dt = time.perf_counter() - t

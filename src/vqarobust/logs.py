@@ -5,10 +5,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from types import TracebackType
+
+
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    # A job's stderr goes to the scheduler's output, not to the rule's log file; put the
+    # traceback where a person looks first.
+    logging.getLogger("vqarobust").critical("job failed", exc_info=(kind, exc, tb))
 
 
 def setup_logging(path: str | os.PathLike[str] | None = None, level: int = logging.INFO) -> None:
-    """Log to ``path`` (and stderr), capturing Python warnings too."""
+    """Log to ``path`` (and stderr), capturing Python warnings and uncaught exceptions."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -20,3 +27,5 @@ def setup_logging(path: str | os.PathLike[str] | None = None, level: int = loggi
         force=True,
     )
     logging.captureWarnings(True)
+    if path:
+        sys.excepthook = _log_uncaught

@@ -36,6 +36,7 @@ QUESTION_SCHEMA = pa.schema(
         ("question", pa.string()),
         ("answers", pa.list_(pa.string())),
         ("question_type", pa.string()),
+        ("answer_type", pa.string()),
     ]
 )
 
@@ -116,6 +117,11 @@ def image_format_of(data: bytes) -> str:
     return image_info(data)[0]
 
 
+# Images per Parquet row group: inference reads only the row groups holding the images
+# of its current chunk, so a row group is the unit of image I/O.
+ROW_GROUP_IMAGES = 32
+
+
 def write_image_shards(
     rows: Iterable[dict],
     out_dir: str | os.PathLike[str],
@@ -123,8 +129,9 @@ def write_image_shards(
 ) -> int:
     """Write image rows (IMAGE_SCHEMA fields) as ``shard-NNNNN.parquet`` files in ``out_dir``.
 
-    Shards close once they hold ``shard_bytes`` of encoded images. The directory is
-    written atomically. Returns the number of images written.
+    Shards close once they hold ``shard_bytes`` of encoded images; row groups hold
+    ``ROW_GROUP_IMAGES`` images. The directory is written atomically. Returns the number
+    of images written.
     """
     if shard_bytes <= 0:
         raise ValueError(f"shard_bytes must be positive, got {shard_bytes}")
@@ -140,7 +147,12 @@ def write_image_shards(
             if batch:
                 table = pa.Table.from_pylist(batch, schema=IMAGE_SCHEMA)
                 # Encoded images do not compress further; skip the codec's CPU time.
-                pq.write_table(table, tmp / f"shard-{shard:05d}.parquet", compression="none")
+                pq.write_table(
+                    table,
+                    tmp / f"shard-{shard:05d}.parquet",
+                    compression="none",
+                    row_group_size=ROW_GROUP_IMAGES,
+                )
                 shard += 1
                 batch, size = [], 0
 
@@ -168,6 +180,44 @@ def iter_images(directory: str | os.PathLike[str]) -> Iterator[dict]:
         pf = pq.ParquetFile(shard)
         for batch in pf.iter_batches(batch_size=256):
             yield from batch.to_pylist()
+
+
+class ImageShards:
+    """Random access by image id to the images of a shard directory.
+
+    Only the ``image_id`` column is read up front; :meth:`read` then loads just the row
+    groups that hold the requested images, so memory follows the request, not the subset.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._files = [pq.ParquetFile(p) for p in image_shards(directory)]
+        self._where: dict[int, tuple[int, int]] = {}
+        for s, pf in enumerate(self._files):
+            for rg in range(pf.num_row_groups):
+                ids = pf.read_row_group(rg, columns=["image_id"]).column(0).to_pylist()
+                self._where.update((i, (s, rg)) for i in ids)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __contains__(self, image_id: object) -> bool:
+        return image_id in self._where
+
+    def read(self, image_ids: Iterable[int]) -> dict[int, bytes]:
+        """Encoded bytes of each requested image; unknown ids raise ``KeyError``."""
+        wanted = set(image_ids)
+        missing = sorted(i for i in wanted if i not in self._where)
+        if missing:
+            raise KeyError(f"{self.directory}: no images with ids {missing[:10]}")
+        groups = sorted({self._where[i] for i in wanted})
+        out: dict[int, bytes] = {}
+        for s, rg in groups:
+            t = self._files[s].read_row_group(rg, columns=["image_id", "bytes"])
+            for i, data in zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True):
+                if i in wanted:
+                    out[i] = data
+        return out
 
 
 def read_questions(path: str | os.PathLike[str]) -> pa.Table:

@@ -14,4 +14,5 @@ build_database(
     families=dict(snakemake.params.families),
     rscore_tolerance=snakemake.params.rscore["tolerance"],
     rscore_maximum=snakemake.params.rscore["maximum"],
+    dataset_info_path=snakemake.input.info,
 )

@@ -1,4 +1,4 @@
-"""Snakemake adapter: write a dataset split's questions table and image shards."""
+"""Snakemake adapter: write a dataset split's questions, image shards, manifest and info."""
 
 from vqarobust.datasets import prepare_dataset
 from vqarobust.logs import setup_logging
@@ -8,7 +8,10 @@ prepare_dataset(
     snakemake.params.adapter,
     questions_out=snakemake.output.questions,
     images_out=snakemake.output.images,
-    seed=snakemake.params.seed,
-    shard_bytes=int(snakemake.params.shard_mb * 1024 * 1024),
+    manifest_out=snakemake.output.manifest,
+    info_out=snakemake.output.info,
+    # Shard size is read from the config, not params: it changes files, not images.
+    shard_bytes=int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024),
+    **dict(snakemake.input.items()),
     **snakemake.params.selection,
 )

@@ -37,3 +37,24 @@ def question_type(question: str) -> str:
         if words == prefix or words.startswith(prefix + " "):
             return prefix
     return NONE_TYPE
+
+
+ANSWER_TYPES: tuple[str, ...] = ("yes/no", "number", "other")
+
+
+def answer_type(answers: list[str]) -> str:
+    """VQAv2's answer type for a question whose annotations give no type.
+
+    The most common answer decides, as in VQAv2's annotation: ``yes/no`` for yes or no,
+    ``number`` for a whole number (digits or a number word zero..ten), else ``other``.
+    """
+    from vqarobust.metrics.vqa_accuracy import most_common_answer
+
+    if not answers:
+        return "other"
+    top = most_common_answer(answers)
+    if top in ("yes", "no"):
+        return "yes/no"
+    if top.isdigit():
+        return "number"
+    return "other"

@@ -1,4 +1,4 @@
-"""Scoring one prediction: the official VQA accuracy and exact match (SPEC section 3).
+"""Scoring one prediction: VQA accuracy and exact match (docs/metrics.md).
 
 ``normalize_answer`` follows the official VQA evaluation (vqaEval.py) step for step,
 including its quirks, so that numbers match published ones:
@@ -7,9 +7,18 @@ including its quirks, so that numbers match published ones:
 * punctuation in ``PUNCT`` is deleted when it touches a space or when the text contains
   a digit-comma-digit group anywhere, otherwise it becomes a space;
 * a period is removed unless a digit follows (the official ``periodStrip`` regex; its
-  intended look-behind is written as a look-ahead, so "1.5" keeps its period);
+  intended look-behind is written as a look-ahead, so "1.5" keeps its period), at most
+  32 times (the official call passes ``re.UNICODE``, 32, where ``re.sub`` takes a count);
 * lowercase; number words zero..ten (and "none") become digits; articles a/an/the go;
   the official list of contractions missing an apostrophe is restored.
+
+VQA accuracy comes in two normalizations (``NORMALIZATIONS``):
+
+* ``official`` (vqaEval.py): the prediction is fully normalized; the human answers are
+  compared as they are, except that when they disagree (more than one distinct string)
+  each gets the punctuation step only. So when all ten say "two", the prediction "two"
+  becomes "2" and scores 0;
+* ``both``: prediction and human answers are all fully normalized (lmms-eval).
 
 Scores are vectorized over tables: each distinct string is normalized once, then joined.
 """
@@ -18,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import polars as pl
@@ -67,9 +76,13 @@ PUNCT = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", 
          "@", "`", ",", "?", "!")  # fmt: skip
 _PERIOD_STRIP = re.compile(r"(?!<=\d)(\.)(?!\d)")
 _COMMA_STRIP = re.compile(r"(\d)(,)(\d)")
+# vqaEval.py calls periodStrip.sub("", text, re.UNICODE): the flag lands in ``count``.
+_OFFICIAL_PERIOD_COUNT = int(re.UNICODE)
+NORMALIZATIONS = ("official", "both")
 
 
-def _process_punctuation(text: str) -> str:
+def process_punctuation(text: str) -> str:
+    """The official punctuation step (see the module docstring)."""
     out = text
     has_digit_comma = _COMMA_STRIP.search(text) is not None
     for p in PUNCT:
@@ -77,7 +90,7 @@ def _process_punctuation(text: str) -> str:
             out = out.replace(p, "")
         else:
             out = out.replace(p, " ")
-    return _PERIOD_STRIP.sub("", out)
+    return _PERIOD_STRIP.sub("", out, count=_OFFICIAL_PERIOD_COUNT)
 
 
 def _process_digit_article(text: str) -> str:
@@ -90,7 +103,7 @@ def _process_digit_article(text: str) -> str:
 def normalize_answer(text: str) -> str:
     """Normalize an answer as the official VQA evaluation does (see the module docstring)."""
     text = text.replace("\n", " ").replace("\t", " ").strip()
-    return _process_digit_article(_process_punctuation(text))
+    return _process_digit_article(process_punctuation(text))
 
 
 def _loo_accuracy(matches: int, n: int) -> float:
@@ -100,15 +113,31 @@ def _loo_accuracy(matches: int, n: int) -> float:
     return (matches * min((matches - 1) / 3, 1.0) + (n - matches) * min(matches / 3, 1.0)) / n
 
 
-def vqa_accuracy(prediction: str, answers: Sequence[str]) -> float:
+def reference_answers(answers: Sequence[str], normalization: str = "official") -> list[str]:
+    """The human answers as a prediction is compared with them (see the module docstring)."""
+    if normalization == "official":
+        if len(set(answers)) > 1:
+            return [process_punctuation(a) for a in answers]
+        return list(answers)
+    if normalization == "both":
+        return [normalize_answer(a) for a in answers]
+    raise ValueError(f"unknown normalization {normalization!r}; use one of {NORMALIZATIONS}")
+
+
+def vqa_accuracy(prediction: str, answers: Sequence[str], normalization: str = "official") -> float:
     """VQA accuracy: mean over leave-one-out subsets of min(#matches / 3, 1).
 
-    With ten answers this is the official metric; with fewer, the same rule over the
-    answers given. Both sides are normalized. No answers scores 0.
+    With ten answers and ``normalization="official"`` this is vqaEval.py's score; with
+    fewer answers, the same rule over the answers given. No answers scores 0.
     """
     pred = normalize_answer(prediction)
-    matches = sum(normalize_answer(a) == pred for a in answers)
+    matches = sum(a == pred for a in reference_answers(answers, normalization))
     return _loo_accuracy(matches, len(answers))
+
+
+def vqa_accuracy_both(prediction: str, answers: Sequence[str]) -> float:
+    """VQA accuracy with prediction and human answers both fully normalized."""
+    return vqa_accuracy(prediction, answers, normalization="both")
 
 
 def most_common_answer(answers: Sequence[str]) -> str:
@@ -124,12 +153,26 @@ def exact_match(prediction: str, answers: Sequence[str]) -> float:
     return float(normalize_answer(prediction) == most_common_answer(answers))
 
 
-def _normalize_column(df: pl.DataFrame, column: str, out: str) -> pl.DataFrame:
+def _normalize_column(
+    df: pl.DataFrame, column: str, out: str, fn: Callable[[str], str] = normalize_answer
+) -> pl.DataFrame:
     distinct = df.select(pl.col(column).unique())
     mapping = distinct.with_columns(
-        pl.col(column).map_elements(normalize_answer, return_dtype=pl.String).alias(out)
+        pl.col(column).map_elements(fn, return_dtype=pl.String).alias(out)
     )
     return df.join(mapping, on=column, how="left")
+
+
+def _reference_column(gts: pl.DataFrame, normalization: str) -> pl.DataFrame:
+    """Add ``gt_norm``: each human answer as the normalization compares it."""
+    if normalization == "both":
+        return _normalize_column(gts, "gt", "gt_norm")
+    gts = _normalize_column(gts, "gt", "_gt_punct", process_punctuation)
+    disagree = pl.col("gt").n_unique().over("question_id") > 1
+    gts = gts.with_columns(
+        pl.when(disagree).then(pl.col("_gt_punct")).otherwise(pl.col("gt")).alias("gt_norm")
+    )
+    return gts.drop("_gt_punct")
 
 
 def score_predictions(
@@ -138,7 +181,8 @@ def score_predictions(
     """Add a ``score`` column to ``predictions`` (question_id, answer, ...).
 
     ``questions`` holds question_id and ``answers`` (a list of strings). ``metric`` is
-    ``vqa_accuracy`` or ``exact_match``. Predictions whose question is unknown raise.
+    ``vqa_accuracy`` (official normalization), ``vqa_accuracy_both`` or ``exact_match``.
+    Predictions whose question is unknown raise.
     """
     if metric not in METRIC_NAMES:
         raise ValueError(f"unknown metric {metric!r}; known: {sorted(METRIC_NAMES)}")
@@ -148,14 +192,17 @@ def score_predictions(
         raise ValueError(f"{unknown.height} predictions for unknown question ids, e.g. {ids}")
     gts = questions.select("question_id", "answers").explode("answers")
     gts = gts.rename({"answers": "gt"}).filter(pl.col("gt").is_not_null())
-    gts = _normalize_column(gts, "gt", "gt_norm")
+    if metric == "exact_match":
+        gts = _normalize_column(gts, "gt", "gt_norm")
+    else:
+        gts = _reference_column(gts, "both" if metric == "vqa_accuracy_both" else "official")
     n = gts.group_by("question_id").agg(pl.len().alias("_n"))
     preds = _normalize_column(
         predictions.with_columns(pl.col("answer").fill_null("")).with_row_index("_row"),
         "answer",
         "_pred_norm",
     )
-    if metric == "vqa_accuracy":
+    if metric != "exact_match":
         counts = gts.group_by("question_id", "gt_norm").agg(pl.len().alias("_m"))
         out = preds.join(
             counts,
@@ -184,4 +231,8 @@ def score_predictions(
     return out.with_columns(score.alias("score")).sort("_row").select(*predictions.columns, "score")
 
 
-METRIC_NAMES = {"vqa_accuracy": vqa_accuracy, "exact_match": exact_match}
+METRIC_NAMES = {
+    "vqa_accuracy": vqa_accuracy,
+    "vqa_accuracy_both": vqa_accuracy_both,
+    "exact_match": exact_match,
+}

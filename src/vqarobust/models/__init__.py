@@ -49,8 +49,10 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
-# Keys of an entry that describe the model for the workflow or the reader, not the adapter.
-_NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository"}
+# Keys of an entry that describe the model for the workflow, the scheduler or the reader,
+# not the adapter.
+_NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",
+                     "mem_mb", "runtime", "gpu_model", "postprocess_version"}  # fmt: skip
 
 
 def load_model(

@@ -28,10 +28,11 @@ class HFVQAModel(VQAModel):
         dtype: str = "auto",
         allow_download: bool = False,
         trust_remote_code: bool = False,
+        revision: str | None = None,
     ) -> None:
         super().__init__(batch_size)
         self.name = name
-        local = resolve_weights(name, path_or_id, allow_download)
+        local = resolve_weights(name, path_or_id, allow_download, revision)
         self.device = torch.device(device)
         self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
         self.model = self.model_class.from_pretrained(

@@ -1,4 +1,6 @@
-"""The model repository file (``config/models.yaml``): named, ready-to-use model entries."""
+"""The model repository (``repository.yaml`` beside this module, linked as
+``config/models.yaml``): named, ready-to-use model entries. It is package data, so a
+non-editable install finds it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 import yaml
 
-DEFAULT_REPOSITORY = Path(__file__).resolve().parents[3] / "config" / "models.yaml"
+DEFAULT_REPOSITORY = Path(__file__).resolve().parent / "repository.yaml"
 
 
 class ModelUnavailableError(NotImplementedError):

@@ -77,6 +77,14 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
                       max(n) FILTER (WHERE severity = 0) AS n
                FROM question_type_accuracy GROUP BY ALL ORDER BY model, question_type"""
         ).pl()
+        atype = con.sql(
+            """SELECT model, answer_type,
+                      avg(accuracy) FILTER (WHERE severity = 0) AS clean,
+                      avg(accuracy) FILTER (WHERE severity > 0) AS corrupted,
+                      max(n) FILTER (WHERE severity = 0) AS n
+               FROM answer_type_accuracy GROUP BY ALL ORDER BY model, answer_type"""
+        ).pl()
+        skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         n_images = con.execute("SELECT count(DISTINCT image_id) FROM questions").fetchone()[0]
@@ -100,6 +108,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         ("mmi", mmi),
         ("rscore", rscore),
         ("question_type_accuracy", qtype),
+        ("answer_type_accuracy", atype),
+        ("skipped_images", skipped),
     ):
         with store.atomic_path(tables / f"{name}.csv") as tmp:
             df.write_csv(tmp)
@@ -113,6 +123,16 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
     )
     evs = _png(error_vs_severity(accuracy), figures / "error_vs_severity.png")
     metric_list = ", ".join(SUBMETRICS.get(m).label for m in SUBMETRICS)
+    n_skipped = int(info.get("dataset.n_skipped_images", "0"))
+    skipped_html = ""
+    if n_skipped:
+        listed = ", ".join(f"{i} ({r})" for i, r in skipped.head(20).iter_rows())
+        skipped_html = (
+            f'<p class="note"><b>{n_skipped} images were skipped</b> '
+            f"(missing or undecodable, policy on_bad_image: skip) with their "
+            f"{html.escape(info.get('dataset.n_skipped_questions', '?'))} questions: "
+            f"{html.escape(listed)}{' ...' if n_skipped > 20 else ''}</p>"
+        )
     body = f"""<!doctype html><html><head><meta charset="utf-8">
 <title>vqarobust report</title><style>{_CSS}</style></head><body>
 <h1>VQA robustness report</h1>
@@ -120,7 +140,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
 score: {html.escape(info.get("metric", "?"))};
 VRE weights: {html.escape(info.get("weights", "?"))}. Lower VRE = more robust.
 Sub-metrics ({html.escape(metric_list)}) are min-max scaled over the
-model x corruption matrix.</p>
+model x corruption matrix.</p>{skipped_html}
 <h2>VRE per model</h2>{_table_html(vre_model)}
 <h2>VRE per corruption</h2>{_table_html(vre_corr)}
 <h2>Relative drop</h2><img alt="relative drop heatmap" src="data:image/png;base64,{rel}">
@@ -133,6 +153,8 @@ model x corruption matrix.</p>
 {_table_html(rscore)}
 <h2>Accuracy per question type (clean, and mean over every corrupted subset)</h2>
 {_table_html(qtype)}
+<h2>Accuracy per answer type (clean, and mean over every corrupted subset)</h2>
+{_table_html(atype)}
 <h2>Accuracy per model, corruption and severity</h2>{_table_html(pivot)}
 <h2>Warnings</h2><p class="note">{html.escape(info.get("warnings", "[]"))}</p>
 </body></html>"""
