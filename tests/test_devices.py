@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from vqarobust.devices import lease_device, visible_gpus
+from vqarobust.devices import NoGPUError, lease_device, visible_gpus
 
 
 @pytest.fixture(autouse=True)
@@ -28,12 +28,14 @@ def test_no_gpu_means_cpu(tmp_path):
 
 def test_existing_cuda_visible_devices_is_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
-    assert visible_gpus() == ["3", "5"]
-    with lease_device(tmp_path) as a, lease_device(tmp_path) as b:
+    assert visible_gpus(n_gpus=2) == ["3", "5"]
+    # A scheduler's CUDA_VISIBLE_DEVICES on a node where CUDA finds nothing: no GPU.
+    assert visible_gpus(n_gpus=0) == []
+    with lease_device(tmp_path, n_gpus=2) as a, lease_device(tmp_path, n_gpus=2) as b:
         assert (a, b) == ("cuda:0", "cuda:1")
         assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-3.lock", "gpu-5.lock"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert visible_gpus() == []
+    assert visible_gpus(n_gpus=2) == []
 
 
 def test_a_killed_job_releases_its_gpu(tmp_path):
@@ -55,3 +57,27 @@ def test_a_killed_job_releases_its_gpu(tmp_path):
     time.sleep(0.1)
     with lease_device(tmp_path, n_gpus=1) as d:
         assert d == "cuda:0"
+
+
+def test_device_cuda_never_falls_back_to_the_cpu(tmp_path):
+    with (
+        pytest.raises(NoGPUError, match=r"model 'llava' needs a GPU \(device: cuda\).*device: cpu"),
+        lease_device(tmp_path, n_gpus=0, policy="cuda", who="model 'llava'"),
+    ):
+        pass
+    with lease_device(tmp_path, n_gpus=1, policy="cuda") as held:
+        assert held == "cuda:0"
+        busy = lease_device(tmp_path, n_gpus=1, policy="cuda")
+        with pytest.raises(NoGPUError, match="all 1 visible GPUs are leased"), busy:
+            pass
+
+
+def test_device_auto_falls_back_with_a_warning_and_cpu_never_leases(tmp_path, caplog):
+    with lease_device(tmp_path, n_gpus=0, policy="auto") as d:
+        assert d == "cpu"
+    assert "running on the CPU (device: auto)" in caplog.text
+    with lease_device(tmp_path, n_gpus=1, policy="cpu") as d:
+        assert d == "cpu"
+    assert not list(tmp_path.glob("gpu-*.lock"))
+    with pytest.raises(ValueError, match="device must be one of"), lease_device(policy="gpu"):
+        pass

@@ -34,16 +34,18 @@ class NoGPUError(RuntimeError):
 def visible_gpus(n_gpus: int | None = None) -> list[str]:
     """Physical ids of the GPUs this process may use, in CUDA's local order.
 
-    ``n_gpus`` overrides the count torch reports (for tests and dry planning).
+    ``n_gpus`` overrides the count torch reports (for tests and dry planning). A
+    ``CUDA_VISIBLE_DEVICES`` set by a scheduler names GPUs only as far as CUDA finds
+    them: on a node without a working driver, none are usable whatever it says.
     """
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        ids = [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
-        return ids if n_gpus is None else ids[:n_gpus]
     if n_gpus is None:
         import torch
 
         n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        ids = [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+        return ids[:n_gpus]
     return [str(i) for i in range(n_gpus)]
 
 

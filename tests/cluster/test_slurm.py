@@ -1,0 +1,97 @@
+"""Submit the tiny workflow to a real one-node SLURM through profiles/slurm and check
+that its metric tables equal those of a local run.
+
+``local_slurm.sh`` installs Debian's slurm-wlm and munge when absent (root and the Debian
+registry needed; otherwise the test is skipped with the reason), starts the daemons and
+stops them afterwards. Run alone with ``pytest -m slurm``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
+
+SCRIPT = REPO / "tests" / "cluster" / "local_slurm.sh"
+TABLES = ["accuracy", "answer_type_accuracy", "question_type_accuracy", "submetrics",
+          "vre_model", "vre_corruption", "mmi", "rscore"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory):
+    if not shutil.which("slurmctld") and (os.geteuid() != 0 or not shutil.which("apt-get")):
+        pytest.skip("SLURM is not installed and cannot be installed here (needs root and apt)")
+    state = tmp_path_factory.mktemp("slurm")
+    proc = subprocess.run([str(SCRIPT), "start", str(state)], capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+    if proc.returncode != 0:
+        logs = "\n".join(p.read_text()[-2000:] for p in (state / "log").glob("*.log"))
+        pytest.fail(f"local SLURM did not start:\n{proc.stdout}\n{proc.stderr}\n{logs}")
+    yield proc.stdout.strip().splitlines()[-1]
+    subprocess.run([str(SCRIPT), "stop", str(state)], timeout=60, check=False)
+
+
+def cluster_profile(folder: Path, partition: str) -> Path:
+    """profiles/slurm with its placeholders (and CPUs per GPU) set for the local cluster."""
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    del profile["default-resources"]["slurm_account"]  # no accounting database here
+    profile["default-resources"]["slurm_partition"] = partition
+    profile["set-resources"]["run_model"]["slurm_partition"] = partition
+    profile["set-resources"]["run_model"]["cpus_per_gpu"] = 1  # the local node has 2 CPUs
+    folder.mkdir()
+    (folder / "config.yaml").write_text(yaml.safe_dump(profile))
+    return folder
+
+
+def run(workdir: Path, *args: str) -> str:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
+           str(workdir), *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-8000:]
+    return out
+
+
+def tables(workdir: Path) -> dict:
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {t: con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in TABLES}
+
+
+def test_tiny_workflow_on_slurm_equals_a_local_run(partition, tmp_path):
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    # cnn-bow asks for a GPU: its jobs go through --gpus to the node's (fake) GPU and,
+    # finding no CUDA there, run on the CPU as device: auto allows.
+    config["models"]["cnn-bow"]["device"] = "auto"
+    runs = {}
+    for name in ("local", "slurm"):
+        workdir = tmp_path / name
+        (workdir / "config").mkdir(parents=True)
+        (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+        runs[name] = workdir
+    run(runs["local"], "--cores", "2")
+    profile = cluster_profile(tmp_path / "profile", partition)
+    out = run(runs["slurm"], "--profile", str(profile), "--slurm-no-account",
+              "--slurm-status-command", "squeue",
+              "--slurm-init-seconds-before-status-checks", "1")  # fmt: skip
+    submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
+    # prepare x2, train x2, run_model x6 and one group job for the four corruption jobs;
+    # load_duckdb, render_report and all are local rules.
+    assert len(submitted) == 11, out[-6000:]
+    assert "--gpus=1" in out or "gpu=1" in out, out[-6000:]
+    local, cluster = tables(runs["local"]), tables(runs["slurm"])
+    for name in TABLES:
+        assert local[name].equals(cluster[name]), name
+    logs = list((runs["slurm"] / "logs").rglob("*.log"))
+    assert any("running on the CPU (device: auto)" in p.read_text() for p in logs)
