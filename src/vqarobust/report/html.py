@@ -128,7 +128,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
     if n_skipped:
         listed = ", ".join(f"{i} ({r})" for i, r in skipped.head(20).iter_rows())
         skipped_html = (
-            f'<p class="note"><b>{n_skipped} images were skipped</b> '
+            f'<p class="note"><b>{n_skipped} image{" was" if n_skipped == 1 else "s were"} '
+            "skipped</b> "
             f"(missing or undecodable, policy on_bad_image: skip) with their "
             f"{html.escape(info.get('dataset.n_skipped_questions', '?'))} questions: "
             f"{html.escape(listed)}{' ...' if n_skipped > 20 else ''}</p>"

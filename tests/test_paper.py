@@ -1,0 +1,131 @@
+"""config/paper.yaml end to end on a generated miniature of VQAv2 (official layout, COCO
+sizes, realistic answer disagreement), on the CPU with tiny models, and its plan at
+3,000 images."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.tiny_checkpoints import tiny_blip, tiny_llava
+from vqarobust import store
+from vqarobust.datasets.miniature import write_mini_vqav2
+from vqarobust.datasets.prepare import read_manifest
+from vqarobust.metrics import vqa_accuracy
+
+pytestmark = pytest.mark.workflow
+PAPER = REPO / "config" / "paper.yaml"
+
+
+def snakemake(workdir: Path, override: dict, *args: str) -> str:
+    (workdir / "override.yaml").write_text(yaml.safe_dump(override))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(PAPER), str(workdir / "override.yaml"),
+           "--replace-workflow-config", "--cores", "2", *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-8000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def paper_run(tmp_path_factory, checkpoints):
+    root = tmp_path_factory.mktemp("paper")
+    mini = write_mini_vqav2(root / "vqav2", n_images=40)
+    broken = sorted(mini["images"].iterdir())[5]
+    broken.write_bytes(b"\xff\xd8 not really a JPEG")
+    blip, llava = tiny_blip(root / "blip"), tiny_llava(root / "llava")
+    cpu = {"device": "cpu", "batch_size": 8}
+    override = {
+        "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
+                    "images": str(mini["images"]), "on_bad_image": "skip"},
+        "corruptions": ["gaussian_noise", "jpeg_compression"],
+        "severities": [1, 3],
+        "threads": {"infer": 1},
+        "models": {
+            "vilt": {"path_or_id": str(checkpoints["vilt"]), **cpu},
+            "blip": {"path_or_id": str(blip), **cpu},
+            "llava-1.5-7b": {"path_or_id": str(llava), **cpu},
+            "llava-1.5-13b": {"path_or_id": str(llava), **cpu},
+        },
+    }  # fmt: skip
+    workdir = root / "run"
+    workdir.mkdir()
+    snakemake(workdir, override)
+    return workdir, mini, broken
+
+
+def test_paper_config_end_to_end(paper_run):
+    workdir, mini, broken = paper_run
+    broken_id = int(re.search(r"(\d+)\.jpg$", broken.name).group(1))
+    annotations = json.loads(mini["annotations"].read_text())["annotations"]
+    n_all = len(annotations)
+    n_broken = sum(a["image_id"] == broken_id for a in annotations)
+    db = workdir / "results" / "vqav2-val-3000" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
+        assert n_q == n_all - n_broken
+        assert con.execute("SELECT image_id FROM skipped_images").fetchall() == [(broken_id,)]
+        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+        assert info["dataset.n_skipped_images"] == "1"
+        assert info["dataset.n_skipped_questions"] == str(n_broken)
+        assert info["metric"] == "vqa_accuracy"
+        n_p = con.execute("SELECT count(*) FROM predictions").fetchone()[0]
+        assert n_p == n_q * 4 * (1 + 2 * 2)  # 4 models x (clean + 2 corruptions x 2)
+        types = con.execute("SELECT DISTINCT answer_type FROM answer_type_accuracy").fetchall()
+        assert {t for (t,) in types} == {"yes/no", "number", "other"}
+        # The stored score is the official one, recomputed here from the raw answers.
+        rows = con.sql(
+            "SELECT p.answer, q.answers, p.score FROM predictions p JOIN questions q "
+            "USING (question_id) WHERE p.model = 'blip' AND p.severity = 0"
+        ).fetchall()
+        assert all(vqa_accuracy(a, list(ans)) == pytest.approx(s) for a, ans, s in rows)
+    prepared = workdir / "resources" / "datasets" / "vqav2-val-3000" / "eval"
+    manifest = read_manifest(prepared / "manifest.txt")
+    assert len(manifest) == 39 and broken_id not in manifest
+    # Clean images keep their original JPEG bytes; corrupted ones are stored as JPEG.
+    clean = {r["image_id"]: r for r in store.iter_images(prepared / "images")}
+    first = manifest[0]
+    assert clean[first]["bytes"] == (mini["images"] / f"COCO_val2014_{first:012d}.jpg").read_bytes()
+    noisy = workdir / "results" / "vqav2-val-3000" / "images" / "gaussian_noise" / "3"
+    assert {r["format"] for r in store.iter_images(noisy)} == {"jpeg"}
+    html = (workdir / "results" / "vqav2-val-3000" / "report" / "index.html").read_text()
+    assert "1 image was skipped" in html and str(broken_id) in html
+    assert "Accuracy per answer type" in html
+
+
+def test_rerun_with_the_manifest_reproduces_the_subset(paper_run, tmp_path):
+    workdir, mini, _ = paper_run
+    manifest = workdir / "resources" / "datasets" / "vqav2-val-3000" / "eval" / "manifest.txt"
+    from vqarobust.datasets import prepare_dataset
+
+    names = {"questions_out": "q.parquet", "images_out": "img", "manifest_out": "m.txt",
+             "info_out": "i.json"}  # fmt: skip
+    out = {k: tmp_path / n for k, n in names.items()}
+    prepare_dataset("vqav2", questions=str(mini["questions"]), annotations=str(mini["annotations"]),
+                    images=str(mini["images"]), manifest=str(manifest), **out)  # fmt: skip
+    assert (
+        out["manifest_out"].read_text().split("\n")[-10:] == manifest.read_text().split("\n")[-10:]
+    )
+    a = pl.read_parquet(out["questions_out"])
+    b = pl.read_parquet(manifest.parent / "questions.parquet")
+    assert a.equals(b)
+
+
+def test_paper_plan_at_3000_images(tmp_path):
+    mini = write_mini_vqav2(tmp_path / "vqav2", n_images=3000, images="none")
+    override = {"dataset": {k: str(v) for k, v in mini.items()}}
+    out = snakemake(tmp_path, override, "-n")
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
+    expected = {"prepare_dataset": "1", "corrupt_images": "70", "run_model": "60",
+                "load_duckdb": "1", "render_report": "1", "all": "1", "total": "134"}  # fmt: skip
+    assert counts == expected
