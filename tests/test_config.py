@@ -61,3 +61,74 @@ def test_single_severity_corruption_rejects_higher_severities(default_config):
         validate_config(default_config)
     default_config["severities"] = [1]
     validate_config(default_config)
+
+
+def test_paper_config_is_valid_with_adapter_defaults():
+    cfg = validate_config(yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))
+    assert cfg["dataset"]["n_images"] == 3000 and cfg["dataset"]["on_bad_image"] == "fail"
+    assert cfg["models"]["llava-1.5-13b"]["device"] == "cuda"  # checkpoints need a GPU
+    assert cfg["models"]["vilt"]["path_or_id"] == "dandelin/vilt-b32-finetuned-vqa"
+    assert len(cfg["corruptions"]) == 14 and cfg["storage"]["image_format"] == "jpeg"
+
+
+def test_reference_models_default_to_the_cpu(default_config):
+    cfg = validate_config(default_config)
+    assert {m["device"] for m in cfg["models"].values()} == {"cpu"}
+
+
+VQAV2 = {"name": "v", "adapter": "vqav2", "questions": "q.json", "annotations": "a.json",
+         "images": "val2014.zip"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("dataset", "message"),
+    [
+        ({"name": "v", "adapter": "vqa2"}, r"dataset.adapter: unknown adapter 'vqa2'; known: "),
+        ({"name": "v", "adapter": "vqav2", "questions": "q.json"},
+         r"adapter 'vqav2' needs \['annotations', 'images'\]"),
+        ({**VQAV2, "split": "val"}, r"dataset.split: adapter 'vqav2' does not read it"),
+        ({**VQAV2, "path": "x.jsonl"}, r"dataset.path: adapter 'vqav2' does not read it"),
+        ({"name": "e", "adapter": "easy-vqa", "images": "x"}, r"dataset.images: adapter 'easy"),
+        ({**VQAV2, "manifest": "ids.txt", "n_images": 10}, "give n_images or manifest, not both"),
+        ({**VQAV2, "on_bad_image": "ignore"}, r"dataset.on_bad_image: 'ignore' is not one of"),
+        ({"name": "j", "adapter": "jsonl"}, r"adapter 'jsonl' needs \['path'\]"),
+    ],
+)  # fmt: skip
+def test_dataset_keys_are_checked_per_adapter(dataset, message):
+    config = {"dataset": dataset, "corruptions": ["snow"],
+              "models": {"m": {"family": "vqa-classifier", "path_or_id": "x/y"}}}  # fmt: skip
+    with pytest.raises(ConfigError, match=message):
+        validate_config(config)
+
+
+def test_adapter_defaults_fill_n_images():
+    blip = {"m": {"family": "blip", "path_or_id": "x/y"}}
+    for dataset, n in ((VQAV2, 3000), ({"name": "e", "adapter": "easy-vqa"}, 200),
+                       ({"name": "j", "adapter": "jsonl", "path": "d.jsonl"}, None)):  # fmt: skip
+        cfg = validate_config({"dataset": dict(dataset), "corruptions": ["snow"], "models": blip})
+        assert cfg["dataset"]["n_images"] == n
+    cfg = validate_config({"dataset": {**VQAV2, "manifest": "ids.txt"}, "corruptions": ["snow"],
+                           "models": blip})  # fmt: skip
+    assert "n_images" not in cfg["dataset"]
+
+
+def test_training_needs_easy_vqa(default_config):
+    default_config["dataset"] = dict(VQAV2)
+    with pytest.raises(ConfigError, match=r"models.vilt-tiny.train: reference models train on"):
+        validate_config(default_config)
+
+
+def test_params_are_canonical_and_leave_runtime_settings_out():
+    from vqarobust.params import answer_spec, canonical, runtime_options
+
+    a = {"family": "blip", "path_or_id": "x", "dtype": "auto", "batch_size": 8,
+         "mem_mb": 9000, "gpu_model": "a100", "prompt": "p"}  # fmt: skip
+    b = dict(reversed(list(a.items())), batch_size=64, mem_mb=1)
+    assert repr(answer_spec(a)) == repr(answer_spec(b))
+    assert "batch_size" not in answer_spec(a) and "postprocess_version" in answer_spec(a)
+    assert answer_spec({**a, "dtype": "bfloat16"}) != answer_spec(a)
+    assert answer_spec({**a, "revision": "v2"}) != answer_spec(a)
+    assert runtime_options(a) == {"batch_size": 8}
+    assert repr(canonical({"b": {"y": 1, "x": [{"d": 1, "c": 2}]}, "a": 0})) == (
+        "{'a': 0, 'b': {'x': [{'c': 2, 'd': 1}], 'y': 1}}"
+    )

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 # Model-entry keys that never change an answer. batch_size does not either: every
-# adapter pads per batch and masks the padding (tests/test_models.py checks the answers
-# do not depend on it).
+# adapter masks its padding (tests/test_models.py and test_generative_models.py check
+# that batched answers equal one-at-a-time answers; docs/paper.md notes the bf16 caveat).
 RUNTIME_KEYS = frozenset(
     {"batch_size", "gpu_memory_gb", "mem_mb", "runtime", "gpu_model", "allow_download",
      "share_image_features"}

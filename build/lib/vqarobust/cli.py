@@ -1,0 +1,124 @@
+"""Command line: ``vqarobust <command>``, for use without Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vqarobust.logs import setup_logging
+
+
+def _corruptions(args: argparse.Namespace) -> int:
+    from vqarobust import corruptions
+
+    for name in corruptions.names(family=args.family):
+        entry = corruptions.CORRUPTIONS.entry(name)
+        bench = "benchmark" if entry.tags.get("benchmark") else ""
+        print(f"{name:20s} {entry.tags['family']:10s} 1..{corruptions.max_severity(name)} {bench}")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from vqarobust.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(f"{args.config}: valid ({len(config['models'])} models, "
+          f"{len(config['corruptions'])} corruptions)")  # fmt: skip
+    return 0
+
+
+def _pairs(items: list[str] | None, flag: str) -> dict[str, float] | None:
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"{flag} takes NAME=VALUE pairs, got {item!r}")
+        out[key] = float(value)
+    return out
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from vqarobust.corruptions import CORRUPTIONS
+    from vqarobust.metrics.robustness import check_weights, softmax_weights
+    from vqarobust.metrics.tables import TableError, read_accuracy_table, write_metric_tables
+
+    try:
+        table = read_accuracy_table(args.table)
+        weights = _pairs(args.weights, "--weights")
+        prefs = _pairs(args.preferences, "--preferences")
+        w = check_weights(weights) if weights else softmax_weights(prefs)
+    except (TableError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    families = {c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"])
+                if c in CORRUPTIONS}  # fmt: skip
+    tables = write_metric_tables(table, args.out, w, families)
+    with pl.Config(tbl_hide_dataframe_shape=True, float_precision=4, tbl_rows=40):
+        print("weights:", ", ".join(f"{k}={v:.3f}" for k, v in w.items()))
+        print("VRE per model (lower = more robust):")
+        print(tables["vre_model"].select("model", "clean_accuracy", "accuracy",
+                                          "relative_drop", "vre").sort("vre"))  # fmt: skip
+        print("VRE per corruption (higher = stronger corruption):")
+        print(tables["vre_corruption"].select("corruption", "accuracy", "relative_drop", "vre")
+              .sort("vre", descending=True))  # fmt: skip
+    print(f"wrote {', '.join(f'{n}.csv' for n in tables)} to {args.out}")
+    return 0
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from vqarobust.report.preview import write_preview
+
+    write_preview(args.image, args.out, args.corruptions, args.seed)
+    print(args.out)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from vqarobust.report import render_report
+
+    print(render_report(args.database, args.out))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``vqarobust`` command."""
+    parser = argparse.ArgumentParser(prog="vqarobust", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("corruptions", help="list registered corruptions")
+    p.add_argument("--family", help="only this class (noise, blur, weather, ...)")
+    p.set_defaults(func=_corruptions)
+    p = sub.add_parser("validate-config", help="validate a workflow config file")
+    p.add_argument("config")
+    p.set_defaults(func=_validate)
+    p = sub.add_parser("metrics", help="robustness metrics from a long accuracy table")
+    p.add_argument("table", help="CSV/TSV/Parquet with model, corruption, severity, accuracy")
+    p.add_argument("--out", required=True, help="directory for the CSV tables")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--weights", nargs="+", metavar="METRIC=W", help="explicit weights (sum 1)")
+    g.add_argument("--preferences", nargs="+", metavar="METRIC=S", help="softmax preferences")
+    p.set_defaults(func=_metrics)
+    p = sub.add_parser("preview", help="corruption x severity grid of one image")
+    p.add_argument("image")
+    p.add_argument("--out", required=True, help="PNG to write")
+    p.add_argument("--corruptions", nargs="+", help="names (default: the 14 of the benchmark)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_preview)
+    p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
+    p.add_argument("database")
+    p.add_argument("--out", required=True, help="path of index.html to write")
+    p.set_defaults(func=_report)
+    args = parser.parse_args(argv)
+    setup_logging()
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

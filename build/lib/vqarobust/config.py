@@ -1,0 +1,174 @@
+"""Validate a workflow config against its JSON schema and fill in defaults.
+
+The schema (``vqarobust/schemas/config.schema.yaml``, package data, so that a
+non-editable install validates too; ``workflow/schemas/`` links to it) rejects unknown
+keys; names that live in registries (corruptions, model families, architectures,
+dataset adapters) are checked here against the registries themselves, so there is no
+second hand-kept list to drift.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """The config is invalid; the message names the offending key."""
+
+
+def _with_defaults(validator_class: type) -> type:
+    validate_props = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):  # noqa: ANN001
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _where(path: Any) -> str:
+    parts = []
+    for p in path:
+        parts.append(f"[{p}]" if isinstance(p, int) else (f".{p}" if parts else str(p)))
+    return "".join(parts) or "(top level)"
+
+
+def load_schema(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Read the config schema YAML."""
+    with open(path or DEFAULT_SCHEMA, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def validate_config(
+    config: MutableMapping[str, Any], schema_path: str | os.PathLike[str] | None = None
+) -> MutableMapping[str, Any]:
+    """Validate ``config`` in place (defaults filled in) and return it.
+
+    Raises :class:`ConfigError` naming the first offending key.
+    """
+    from vqarobust import corruptions
+    from vqarobust.models import FAMILIES
+    from vqarobust.models.architectures import ARCHITECTURES
+
+    schema = load_schema(schema_path)
+    given = config.get("dataset")
+    # Keys the user wrote, before the schema's defaults are filled in.
+    explicit = set(given) if isinstance(given, dict) else set()
+    cls = _with_defaults(jsonschema.validators.validator_for(schema))
+    errors = sorted(cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        raise ConfigError(f"config error at {_where(e.absolute_path)}: {e.message}")
+
+    r = config["rscore"]
+    if not r["tolerance"] < r["maximum"]:
+        raise ConfigError(
+            f"config error at rscore: tolerance ({r['tolerance']}) must be below "
+            f"maximum ({r['maximum']})"
+        )
+    _check_dataset(config["dataset"], explicit)
+    known = set(corruptions.names())
+    for i, name in enumerate(config["corruptions"]):
+        if name not in known:
+            raise ConfigError(
+                f"config error at corruptions[{i}]: unknown corruption {name!r}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        top = corruptions.max_severity(name)
+        too_high = [s for s in config["severities"] if s > top]
+        if too_high:
+            raise ConfigError(
+                f"config error at severities: {name!r} has severities 1..{top} only, "
+                f"but {too_high} are configured"
+            )
+    from vqarobust.models.repository import ModelUnavailableError, resolve_spec
+
+    for name, entry in list(config["models"].items()):
+        try:
+            # Merge the repository entry in, so that params (and reruns) see the full entry.
+            resolved = resolve_spec(entry)
+        except (KeyError, ModelUnavailableError) as exc:
+            raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
+        resolved.setdefault("batch_size", 64)
+        # Trained reference models are small CPU models; checkpoints expect a GPU.
+        resolved.setdefault("device", "cpu" if "train" in resolved else "cuda")
+        # Scheduler requests of one inference job (a cluster profile reads them).
+        resolved.setdefault("mem_mb", 4000)
+        resolved.setdefault("runtime", 60)
+        resolved.setdefault("dtype", "auto")
+        resolved.setdefault("allow_download", False)
+        resolved.setdefault("trust_remote_code", False)
+        config["models"][name] = entry = resolved
+        if "family" not in entry:
+            raise ConfigError(f"config error at models.{name}: give family or from_repository")
+        if entry["family"] not in FAMILIES:
+            raise ConfigError(
+                f"config error at models.{name}.family: unknown family {entry['family']!r}; "
+                f"known: {', '.join(FAMILIES.list())}"
+            )
+        train = entry.get("train")
+        if train is None and "path_or_id" not in entry:
+            raise ConfigError(f"config error at models.{name}: give path_or_id or train")
+        if train is not None and config["dataset"]["adapter"] != "easy-vqa":
+            raise ConfigError(
+                f"config error at models.{name}.train: reference models train on easy-vqa "
+                f"only, not on dataset.adapter {config['dataset']['adapter']!r}; give "
+                "path_or_id (a trained checkpoint) instead"
+            )
+        if train is not None and train["architecture"] not in ARCHITECTURES:
+            raise ConfigError(
+                f"config error at models.{name}.train.architecture: unknown architecture "
+                f"{train['architecture']!r}; known: {', '.join(ARCHITECTURES.list())}"
+            )
+    return config
+
+
+def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
+    """Adapter-specific keys: required sources present, other adapters' keys absent."""
+    from vqarobust.datasets import ADAPTERS, SOURCE_KEYS
+
+    name = dataset["adapter"]
+    if name not in ADAPTERS:
+        raise ConfigError(
+            f"config error at dataset.adapter: unknown adapter {name!r}; "
+            f"known: {', '.join(ADAPTERS.list())}"
+        )
+    tags = ADAPTERS.entry(name).tags
+    needed = [k for k in tags["sources"] if not dataset.get(k)]
+    if needed:
+        raise ConfigError(f"config error at dataset: adapter {name!r} needs {needed}")
+    foreign = [k for k in SOURCE_KEYS if k in explicit and k not in tags["sources"]]
+    if not tags["splits"]:
+        foreign += [k for k in ("split", "train_split", "train_n_images") if k in explicit]
+    if foreign:
+        raise ConfigError(
+            f"config error at dataset.{foreign[0]}: adapter {name!r} does not read it "
+            f"(it reads {', '.join(tags['sources']) or 'no source files'})"
+        )
+    if dataset.get("manifest"):
+        if dataset.get("n_images") is not None:
+            raise ConfigError(
+                "config error at dataset.n_images: give n_images or manifest, not both "
+                "(the manifest fixes the images)"
+            )
+    else:
+        dataset.setdefault("n_images", tags["default_n_images"])
+
+
+def load_config(path: str | os.PathLike[str]) -> MutableMapping[str, Any]:
+    """Read a YAML config file and validate it."""
+    with open(path, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh) or {}
+    return validate_config(config)

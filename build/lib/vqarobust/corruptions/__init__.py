@@ -1,0 +1,107 @@
+"""Image corruptions: a registry of ``(image, severity, rng) -> image`` functions.
+
+One module per class: ``noise``, ``blur``, ``weather``, ``attribute``, ``physical``,
+``digital``, ``colour``; shared image operations in ``filters``; the reference package,
+seeded alike, in ``reference`` (tests and benchmarks only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vqarobust.corruptions import (  # noqa: F401  (importing registers the corruptions)
+    attribute,
+    blur,
+    colour,
+    digital,
+    noise,
+    physical,
+    weather,
+)
+from vqarobust.corruptions.registry import CORRUPTIONS
+from vqarobust.seeding import derive_seed
+
+MIN_SIZE = 32
+# Bump when any corruption's output changes. The workflow passes it to corrupt_images as a
+# param, so Snakemake's params trigger re-materializes subsets made by an older engine
+# (a change in package code alone would not rerun them). 2: native engine, truncation.
+ENGINE_VERSION = 2
+
+
+def names(family: str | None = None, benchmark: bool | None = None) -> list[str]:
+    """Registered corruption names, optionally filtered by family or benchmark membership."""
+    tags: dict[str, object] = {}
+    if family is not None:
+        tags["family"] = family
+    if benchmark is not None:
+        tags["benchmark"] = benchmark
+    return CORRUPTIONS.list(**tags)
+
+
+def family(name: str) -> str:
+    """The class of a corruption (noise, blur, weather, ...)."""
+    return CORRUPTIONS.entry(name).tags["family"]
+
+
+def max_severity(name: str) -> int:
+    """The highest severity a corruption defines (5, or 1 for colour transforms)."""
+    return int(CORRUPTIONS.entry(name).tags.get("severities", 5))
+
+
+def to_rgb(image: np.ndarray) -> np.ndarray:
+    """An HxWx3 uint8 view of a grayscale (HxW, HxWx1) or RGB(A) uint8 image."""
+    if not isinstance(image, np.ndarray):
+        raise TypeError(f"image must be a numpy array, got {type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise TypeError(f"image must be uint8, got {image.dtype}")
+    if image.ndim == 2:
+        image = image[..., None]
+    if image.ndim != 3 or image.shape[2] not in (1, 3, 4):
+        raise ValueError(f"image must be HxW, HxWx1, HxWx3 or HxWx4, got shape {image.shape}")
+    if image.shape[2] == 1:
+        image = np.repeat(image, 3, axis=2)
+    elif image.shape[2] == 4:
+        # Alpha is dropped, not composited: corruptions act on the colour content.
+        image = image[..., :3]
+    return np.ascontiguousarray(image)
+
+
+def corrupt(image: np.ndarray, name: str, severity: int, seed: int = 0) -> np.ndarray:
+    """Apply corruption ``name`` at ``severity`` (0 = unchanged) with a seeded generator.
+
+    Returns an array of the input's height and width, HxWx3 uint8.
+    """
+    image = to_rgb(image)
+    h, w = image.shape[:2]
+    if min(h, w) < MIN_SIZE:
+        raise ValueError(f"image is {w}x{h}; corruptions need at least {MIN_SIZE}x{MIN_SIZE}")
+    fn = CORRUPTIONS.get(name)
+    top = max_severity(name)
+    if not isinstance(severity, (int, np.integer)) or not 0 <= severity <= top:
+        raise ValueError(f"severity of {name!r} must be an integer in 0..{top}, got {severity!r}")
+    if severity == 0:
+        return image.copy()
+    out = fn(image, int(severity), np.random.default_rng(seed))
+    if out.dtype != np.uint8 or out.shape != image.shape:
+        raise RuntimeError(
+            f"{name} severity {severity} returned {out.dtype} {out.shape}, not uint8 {image.shape}"
+        )
+    return out
+
+
+def corrupt_item(
+    image: np.ndarray, name: str, severity: int, global_seed: int, image_id: object
+) -> np.ndarray:
+    """Corrupt one dataset image with the seed of (global seed, image id, name, severity)."""
+    return corrupt(image, name, severity, derive_seed(global_seed, image_id, name, severity))
+
+
+__all__ = [
+    "CORRUPTIONS",
+    "ENGINE_VERSION",
+    "corrupt",
+    "corrupt_item",
+    "family",
+    "max_severity",
+    "names",
+]

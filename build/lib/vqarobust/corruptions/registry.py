@@ -1,0 +1,11 @@
+"""The corruption registry. A corruption is ``(image uint8 HxWx3, severity, rng) -> uint8 HxWx3``.
+
+Tags: ``family`` (noise, blur, weather, attribute, physical, digital, colour),
+``benchmark`` (one of SPEC's 14), ``severities`` (5, or 1 for single-severity transforms).
+"""
+
+from __future__ import annotations
+
+from vqarobust.registry import Registry
+
+CORRUPTIONS: Registry = Registry("corruption")

@@ -1,0 +1,142 @@
+"""Load questions and predictions into DuckDB and compute every results table there.
+
+Table names are part of the interface (docs/workflow.md): ``questions``, ``predictions``,
+``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
+``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
+``skipped_images`` and ``run_info``. Reports read only this file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from vqarobust import store
+from vqarobust.metrics import robustness_tables, score_predictions
+from vqarobust.metrics.mmi import families_frame, mmi_table
+from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
+
+log = logging.getLogger(__name__)
+
+
+def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
+    """Concatenate prediction Parquet files; duplicate (model, corruption, severity,
+    question_id) rows are an error, since they would silently weigh some questions twice."""
+    if not paths:
+        raise ValueError("no prediction files given")
+    df = pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
+    missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns)
+    if missing:
+        raise ValueError(f"prediction files lack columns {sorted(missing)}")
+    keys = ["model", "corruption", "severity", "question_id"]
+    dup = df.group_by(keys).len().filter(pl.col("len") > 1)
+    if dup.height:
+        raise ValueError(f"{dup.height} duplicated predictions, e.g.\n{dup.head(5)}")
+    return df
+
+
+def build_database(
+    db_path: str | os.PathLike[str],
+    questions_path: str | os.PathLike[str],
+    prediction_paths: Sequence[str | os.PathLike[str]],
+    metric: str = "vqa_accuracy",
+    weights: Mapping[str, float] | None = None,
+    families: Mapping[str, str] | None = None,
+    rscore_tolerance: float = DEFAULT_TOLERANCE,
+    rscore_maximum: float = DEFAULT_MAXIMUM,
+    dataset_info_path: str | os.PathLike[str] | None = None,
+) -> dict[str, int]:
+    """Write ``db_path`` atomically with all tables; returns the row count of each table.
+
+    ``families`` maps corruption names to their class, stored with the corruption tables.
+    ``dataset_info_path`` is the prepared dataset's ``dataset.json``: its counts go into
+    ``run_info`` and its skipped images into ``skipped_images``.
+    """
+    dataset_info = (
+        json.loads(Path(dataset_info_path).read_text(encoding="utf-8")) if dataset_info_path else {}
+    )
+    questions = pl.from_arrow(store.read_questions(questions_path))
+    predictions = read_predictions(prediction_paths)
+    unknown = predictions.join(questions.select("question_id"), on="question_id", how="anti")
+    if unknown.height:
+        raise ValueError(
+            f"{unknown.height} predictions refer to question ids not in {questions_path}"
+        )
+    scored = score_predictions(predictions, questions, metric)
+    counts: dict[str, int] = {}
+    with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
+        con.register("questions_df", questions.to_arrow())
+        con.register("scored_df", scored.to_arrow())
+        con.execute("CREATE TABLE questions AS SELECT * FROM questions_df")
+        con.execute(
+            """CREATE TABLE predictions AS
+               SELECT model, corruption, CAST(severity AS TINYINT) AS severity,
+                      question_id, answer, score
+               FROM scored_df ORDER BY ALL"""
+        )
+        con.execute(
+            """CREATE TABLE accuracy AS
+               SELECT model, corruption, severity, count(*) AS n, avg(score) AS accuracy
+               FROM predictions GROUP BY ALL ORDER BY ALL"""
+        )
+        con.execute(
+            """CREATE TABLE question_type_accuracy AS
+               SELECT p.model, p.corruption, p.severity, q.question_type,
+                      count(*) AS n, avg(p.score) AS accuracy
+               FROM predictions p JOIN questions q USING (question_id)
+               GROUP BY ALL ORDER BY ALL"""
+        )
+        con.execute(
+            """CREATE TABLE answer_type_accuracy AS
+               SELECT p.model, p.corruption, p.severity, q.answer_type,
+                      count(*) AS n, avg(p.score) AS accuracy
+               FROM predictions p JOIN questions q USING (question_id)
+               GROUP BY ALL ORDER BY ALL"""
+        )
+        skipped = pl.DataFrame(
+            dataset_info.get("skipped_images", []),
+            schema={"image_id": pl.Int64, "reason": pl.String},
+        )
+        con.register("skipped_df", skipped.to_arrow())
+        con.execute("CREATE TABLE skipped_images AS SELECT * FROM skipped_df")
+        accuracy = con.sql("SELECT * FROM accuracy").pl()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tables = robustness_tables(accuracy, weights)
+            mmi = mmi_table(accuracy, families)
+            rscore = rscore_table(accuracy, rscore_tolerance, rscore_maximum)
+        for w in caught:
+            log.warning("%s", w.message)
+        fam = families_frame(families)
+        for name, df in (
+            ("submetrics", tables.submetrics.join(fam, on="corruption", how="left")),
+            ("vre_model", tables.vre_model),
+            ("vre_corruption", tables.vre_corruption.join(fam, on="corruption", how="left")),
+            ("vre_sweep", tables.vre_sweep),
+            ("mmi", mmi),
+            ("rscore", rscore),
+        ):
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        info = {
+            "metric": metric,
+            "weights": json.dumps(dict(weights) if weights else "uniform"),
+            "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
+            "warnings": json.dumps([str(w.message) for w in caught]),
+        }
+        for key, value in dataset_info.items():
+            if key != "skipped_images":
+                info[f"dataset.{key}"] = value if isinstance(value, str) else json.dumps(value)
+        con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
+        con.executemany("INSERT INTO run_info VALUES (?, ?)", list(info.items()))
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            counts[table] = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    log.info("wrote %s: %s", Path(db_path), counts)
+    return counts

@@ -1,0 +1,70 @@
+"""Materialize a corrupted subset: read clean image shards, corrupt each image, write shards."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+
+from vqarobust import store
+from vqarobust.corruptions import corrupt_item, max_severity, to_rgb
+from vqarobust.corruptions.digital import jpeg_compression_bytes
+
+log = logging.getLogger(__name__)
+
+
+def corrupt_subset(
+    clean_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    corruption: str,
+    severity: int,
+    global_seed: int = 0,
+    image_format: str = "png",
+    jpeg_quality: int = 95,
+    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+    threads: int | None = None,
+) -> int:
+    """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
+
+    Images are stored as ``image_format`` (png, or jpeg at ``jpeg_quality``); the
+    jpeg_compression corruption stores its own JPEG bytes. The shard's ``format`` column
+    records the encoding of each image.
+
+    Each image's seed derives from (global seed, image id, corruption, severity), so the
+    output does not depend on shard layout or job order. Returns the number of images.
+
+    ``threads`` caps OpenCV's (process-wide) thread pool, so a job stays within the cores
+    the scheduler gave it; None leaves OpenCV's default (all cores).
+    """
+    if threads is not None:
+        import cv2
+
+        cv2.setNumThreads(int(threads))
+    if not 1 <= severity <= max_severity(corruption):
+        raise ValueError(
+            f"{corruption} has severities 1..{max_severity(corruption)}, not {severity}"
+        )
+
+    def rows() -> Iterator[dict]:
+        for row in store.iter_images(clean_dir):
+            try:
+                image = store.decode_image(row["bytes"])
+            except Exception as exc:
+                raise ValueError(f"image {row['image_id']} in {clean_dir} does not decode") from exc
+            if corruption == "jpeg_compression":
+                # Store the corruption's own JPEG file; re-encoding would compress twice.
+                data, fmt = jpeg_compression_bytes(to_rgb(image), severity), "jpeg"
+            else:
+                out = corrupt_item(image, corruption, severity, global_seed, row["image_id"])
+                data, fmt = store.encode_image(out, image_format, jpeg_quality), image_format
+            yield {
+                "image_id": row["image_id"],
+                "bytes": data,
+                "format": fmt,
+                "width": image.shape[1],
+                "height": image.shape[0],
+            }
+
+    n = store.write_image_shards(rows(), out_dir, shard_bytes)
+    log.info("%s severity %d: %d images -> %s", corruption, severity, n, out_dir)
+    return n

@@ -1,0 +1,192 @@
+"""Run one model over several image subsets of a dataset and collect its predictions."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+from vqarobust import store
+from vqarobust.devices import lease_device
+from vqarobust.models import load_model
+from vqarobust.models.base import VQAModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Subset:
+    """One perturbed version of the dataset's images."""
+
+    corruption: str
+    severity: int
+    images_dir: str
+
+
+def decode_images(shards: store.ImageShards, image_ids: Sequence[int]) -> dict[int, Image.Image]:
+    """Decode the given images of a subset (each once), naming any that does not decode."""
+    images = {}
+    for image_id, data in shards.read(image_ids).items():
+        try:
+            images[image_id] = Image.fromarray(store.decode_image(data))
+        except Exception as exc:
+            raise ValueError(f"{shards.directory}: image {image_id} does not decode") from exc
+    return images
+
+
+def predict_subset(
+    model: VQAModel,
+    questions: pa.Table,
+    subset: Subset,
+    model_name: str,
+    images: dict[int, Image.Image] | None = None,
+) -> pa.Table:
+    """Answer every question about the subset's images; a table of PREDICTION_SCHEMA.
+
+    ``images`` (image id -> decoded image) saves decoding the chunk's images again.
+    """
+    if images is None:
+        shards = store.ImageShards(subset.images_dir)
+        wanted = questions.column("image_id").unique().to_pylist()
+        images = decode_images(shards, [i for i in wanted if i in shards])
+    image_ids = questions.column("image_id").to_pylist()
+    missing = sorted({i for i in image_ids if i not in images})
+    if missing:
+        raise ValueError(
+            f"{subset.images_dir}: {len(missing)} images asked about are missing, "
+            f"e.g. {missing[:10]}"
+        )
+    answers = model.answer_all(
+        [images[i] for i in image_ids], questions.column("question").to_pylist()
+    )
+    n = questions.num_rows
+    return pa.table(
+        {
+            "question_id": questions.column("question_id"),
+            "answer": pa.array(answers, pa.string()),
+            "model": pa.array([model_name] * n, pa.string()),
+            "corruption": pa.array([subset.corruption] * n, pa.string()),
+            "severity": pa.array([subset.severity] * n, pa.int8()),
+        },
+        schema=store.PREDICTION_SCHEMA,
+    )
+
+
+def run_inference(
+    model_name: str,
+    spec: dict[str, Any],
+    questions_path: str | os.PathLike[str],
+    subsets: Sequence[Subset],
+    out_path: str | os.PathLike[str],
+    device: str | None = None,
+    chunk_size: int = 1024,
+    loader: Callable[..., VQAModel] = load_model,
+    options: dict[str, Any] | None = None,
+) -> int:
+    """Load the model once, answer every question on every subset, write one Parquet file.
+
+    ``spec`` is what can change answers (it fingerprints resumed work); ``options``
+    (batch size, ...) only how the model runs. Questions are taken in chunks of
+    ``chunk_size``, in image order, and only the images of the current chunk are decoded,
+    so memory stays flat however large the subset. Each finished chunk is kept in
+    ``<out_path>.partial/``, so a killed job restarted with the same inputs only computes
+    what is missing. The chunks are merged into ``out_path`` (atomically) and the partial
+    folder is removed at the end.
+
+    Without ``device``, the job leases one as the entry's ``device`` asks (see
+    :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
+    than running on the CPU. Returns the number of predictions.
+    """
+    if device is None:
+        policy = spec.get("device", "auto")
+        with lease_device(policy=policy, who=f"model {model_name!r}") as leased:
+            return run_inference(model_name, spec, questions_path, subsets, out_path, leased,
+                                 chunk_size, loader, options)  # fmt: skip
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    # Image order keeps a chunk's questions on few images (and few row groups).
+    questions = store.read_questions(questions_path).sort_by(
+        [("image_id", "ascending"), ("question_id", "ascending")]
+    )
+    partial = _partial_dir(out_path, model_name, spec, questions_path, subsets, chunk_size)
+    model: VQAModel | None = None
+    chunk_files = []
+    for subset in subsets:
+        starts = range(0, questions.num_rows, chunk_size)
+        files = [partial / f"{subset.corruption}-{subset.severity}-{k:05d}.parquet" for k in starts]
+        chunk_files += files
+        todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
+        if len(todo) < len(files):
+            done = len(files) - len(todo)
+            log.info("%s %s/%d: resuming, %d of %d chunks already done",
+                     model_name, subset.corruption, subset.severity, done, len(files))  # fmt: skip
+        if not todo:
+            continue
+        shards = store.ImageShards(subset.images_dir)
+        asked = set(questions.column("image_id").to_pylist())
+        missing = sorted(i for i in asked if i not in shards)
+        if missing:
+            raise ValueError(
+                f"{subset.images_dir}: {len(missing)} images asked about are missing, "
+                f"e.g. {missing[:10]}"
+            )
+        if model is None:
+            t0 = time.perf_counter()
+            model = loader({**spec, **(options or {})}, name=model_name, device=device)
+            log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
+        t = time.perf_counter()
+        for start, path in todo:
+            chunk = questions.slice(start, chunk_size)
+            images = decode_images(shards, chunk.column("image_id").unique().to_pylist())
+            store.write_table(predict_subset(model, chunk, subset, model_name, images), path)
+        n = sum(min(chunk_size, questions.num_rows - k) for k, _ in todo)
+        dt = time.perf_counter() - t
+        log.info("%s %s/%d: %d questions in %.1fs (%.0f q/s)", model_name, subset.corruption,
+                 subset.severity, n, dt, n / max(dt, 1e-9))  # fmt: skip
+    table = pa.concat_tables([pq.read_table(f) for f in chunk_files]).cast(store.PREDICTION_SCHEMA)
+    store.write_table(table, out_path)
+    shutil.rmtree(partial)
+    return table.num_rows
+
+
+def _partial_dir(
+    out_path: str | os.PathLike[str],
+    model_name: str,
+    spec: dict[str, Any],
+    questions_path: str | os.PathLike[str],
+    subsets: Sequence[Subset],
+    chunk_size: int,
+) -> Path:
+    """The folder of finished chunks; emptied when it belongs to other inputs."""
+    partial = Path(f"{out_path}.partial")
+    q = Path(questions_path).stat()
+    fingerprint = json.dumps(
+        {
+            "model": model_name,
+            "spec": spec,
+            "questions": [str(questions_path), q.st_size, q.st_mtime_ns],
+            "subsets": [[s.corruption, s.severity, s.images_dir] for s in subsets],
+            "chunk_size": chunk_size,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    meta = partial / "inputs.json"
+    if partial.exists() and (not meta.exists() or meta.read_text() != fingerprint):
+        log.warning("discarding partial results in %s: they belong to other inputs", partial)
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True, exist_ok=True)
+    if not meta.exists():
+        with store.atomic_path(meta) as tmp:
+            tmp.write_text(fingerprint)
+    return partial

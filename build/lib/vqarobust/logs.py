@@ -1,0 +1,31 @@
+"""Logging set-up shared by the Snakemake scripts and the CLI."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from types import TracebackType
+
+
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    # A job's stderr goes to the scheduler's output, not to the rule's log file; put the
+    # traceback where a person looks first.
+    logging.getLogger("vqarobust").critical("job failed", exc_info=(kind, exc, tb))
+
+
+def setup_logging(path: str | os.PathLike[str] | None = None, level: int = logging.INFO) -> None:
+    """Log to ``path`` (and stderr), capturing Python warnings and uncaught exceptions."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w", encoding="utf-8"))
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    logging.captureWarnings(True)
+    if path:
+        sys.excepthook = _log_uncaught

@@ -1,0 +1,280 @@
+"""The visual robustness suite of SPEC section 4: relative drops, five sub-metrics, VRE.
+
+Input is a long accuracy table ``(model, corruption, severity, accuracy)``; severity 0
+is the clean accuracy, given once per model (corruption ``"clean"``) or once per
+(model, corruption). Everything is computed on a (model x corruption x severity) array.
+
+Degenerate inputs get defined results and a :class:`RobustnessWarning`:
+
+* a ratio whose denominator is zero (E0 = 0 in First-Drop, min E = 0 in Range of Error,
+  A(v,0) = 0 in a relative drop) is 0 when its numerator is 0 too; otherwise it takes
+  the largest finite value of that metric in the matrix (as bad as the worst observed),
+  or 0 if there is none;
+* a metric constant over the matrix (max = min, e.g. one model and one corruption)
+  scales to 0 everywhere;
+* a missing severity is left out of the means, slope and range; First-Drop then uses
+  the lowest severity present; a missing clean accuracy is an error.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from vqarobust.registry import Registry
+
+CLEAN = "clean"
+LEVELS = np.arange(6)
+
+
+class RobustnessWarning(UserWarning):
+    """A robustness metric met a degenerate input and used its documented fallback."""
+
+
+@dataclass(frozen=True)
+class SubMetric:
+    """Metadata of a sub-metric, read by the DuckDB writer and the report."""
+
+    name: str
+    label: str
+    higher_is_better: bool = False
+    aggregation: str = "mean"
+
+
+SUBMETRICS: Registry[SubMetric] = Registry("sub-metric")
+for _m in (
+    SubMetric("first_drop", "First-Drop F"),
+    SubMetric("range_of_error", "Range of Error R"),
+    SubMetric("error_rate", "Error Rate rho"),
+    SubMetric("average_error", "Average Error mu"),
+    SubMetric("corruption_error_diff", "Avg. Difference of Corruption Error Delta"),
+):
+    SUBMETRICS.register(_m.name)(_m)
+METRIC_NAMES: tuple[str, ...] = (
+    "first_drop",
+    "range_of_error",
+    "error_rate",
+    "average_error",
+    "corruption_error_diff",
+)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RobustnessWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class AccuracyCube:
+    """Accuracy as an array ``acc[model, corruption, severity]`` (NaN where missing)."""
+
+    models: list[str]
+    corruptions: list[str]
+    acc: np.ndarray
+
+
+def accuracy_cube(table: pl.DataFrame) -> AccuracyCube:
+    """Pivot a long accuracy table into an :class:`AccuracyCube`; validates the table."""
+    required = {"model", "corruption", "severity", "accuracy"}
+    missing = required - set(table.columns)
+    if missing:
+        raise ValueError(f"accuracy table lacks columns {sorted(missing)}")
+    df = table.select(
+        pl.col("model").cast(pl.String),
+        pl.col("corruption").cast(pl.String),
+        pl.col("severity").cast(pl.Int64),
+        pl.col("accuracy").cast(pl.Float64),
+    )
+    bad = df.filter(~pl.col("severity").is_between(0, 5) | ~pl.col("accuracy").is_between(0, 1))
+    if bad.height:
+        raise ValueError(f"severity must be 0..5 and accuracy in [0, 1]; offending rows:\n{bad}")
+    models = sorted(df["model"].unique().to_list())
+    corruptions = sorted(c for c in df["corruption"].unique().to_list() if c != CLEAN)
+    if not corruptions:
+        raise ValueError("accuracy table holds no corrupted rows (severity 1..5)")
+    acc = np.full((len(models), len(corruptions), 6), np.nan)
+    mi = {m: i for i, m in enumerate(models)}
+    ci = {c: i for i, c in enumerate(corruptions)}
+    for m, c, s, a in df.filter(pl.col("corruption") != CLEAN).iter_rows():
+        acc[mi[m], ci[c], s] = a
+    for m, _, s, a in df.filter(pl.col("corruption") == CLEAN).iter_rows():
+        if s != 0:
+            raise ValueError(f"clean rows must have severity 0; model {m!r} has {s}")
+        row = acc[mi[m], :, 0]
+        acc[mi[m], :, 0] = np.where(np.isnan(row), a, row)
+    no_clean = [models[i] for i in range(len(models)) if np.isnan(acc[i, :, 0]).any()]
+    if no_clean:
+        raise ValueError(f"no clean accuracy (severity 0) for models {no_clean}")
+    holes = np.argwhere(np.isnan(acc[:, :, 1:]))
+    if len(holes):
+        where = [f"{models[v]}/{corruptions[c]}/{s + 1}" for v, c, s in holes[:10]]
+        _warn(f"{len(holes)} missing severities left out of the metrics, e.g. {where}")
+    return AccuracyCube(models, corruptions, acc)
+
+
+def _safe_ratio(num: np.ndarray, den: np.ndarray, what: str) -> np.ndarray:
+    zero = den == 0
+    out = np.divide(num, den, out=np.zeros_like(num, dtype=float), where=~zero)
+    bad = zero & (num != 0) & ~np.isnan(num)
+    if zero.any():
+        finite = out[~zero & np.isfinite(out)]
+        worst = float(finite.max()) if finite.size else 0.0
+        out[bad] = worst
+        out[zero & ~bad] = 0.0
+        _warn(f"{what}: {int(zero.sum())} zero denominators (fallback {worst:.4g})")
+    out[np.isnan(num) | np.isnan(den)] = np.nan
+    return out
+
+
+def _slope(errors: np.ndarray) -> np.ndarray:
+    """Least-squares slope of E against severity over the levels present, per cell."""
+    present = ~np.isnan(errors)
+    x = np.where(present, LEVELS, np.nan)
+    xm = np.nanmean(x, axis=-1, keepdims=True)
+    ym = np.nanmean(errors, axis=-1, keepdims=True)
+    num = np.nansum((x - xm) * (errors - ym), axis=-1)
+    den = np.nansum((x - xm) ** 2, axis=-1)
+    return np.divide(num, den, out=np.full_like(num, np.nan), where=den > 0)
+
+
+def raw_submetrics(cube: AccuracyCube) -> dict[str, np.ndarray]:
+    """The five sub-metrics, each a (model x corruption) array, before scaling."""
+    err = 1.0 - cube.acc
+    e0 = err[..., 0]
+    corrupted = err[..., 1:]
+    # First-Drop uses E1, or the lowest severity present when E1 is missing.
+    first_idx = np.argmax(~np.isnan(corrupted), axis=-1)
+    e_first = np.take_along_axis(corrupted, first_idx[..., None], axis=-1)[..., 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        e_max, e_min = np.nanmax(err, axis=-1), np.nanmin(err, axis=-1)
+        return {
+            "first_drop": _safe_ratio(e_first - e0, e0, "First-Drop (E0 = 0)"),
+            "range_of_error": _safe_ratio(e_max - e_min, e_min, "Range of Error (min E = 0)"),
+            "error_rate": _slope(err),
+            "average_error": np.nanmean(err, axis=-1),
+            "corruption_error_diff": np.nanmean(corrupted - e0[..., None], axis=-1),
+        }
+
+
+def min_max_scale(values: np.ndarray, name: str = "metric") -> np.ndarray:
+    """Scale to [0, 1] over the whole matrix; a constant metric scales to 0."""
+    lo, hi = np.nanmin(values), np.nanmax(values)
+    if not hi > lo:
+        _warn(f"{name} is constant ({lo:.4g}) over the matrix; scaled to 0")
+        return np.where(np.isnan(values), np.nan, 0.0)
+    return (values - lo) / (hi - lo)
+
+
+def softmax_weights(preferences: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Weights W = softmax(preference scores) over the five sub-metrics (default uniform)."""
+    prefs = dict(preferences or {})
+    unknown = set(prefs) - set(METRIC_NAMES)
+    if unknown:
+        raise ValueError(f"unknown sub-metrics in preferences: {sorted(unknown)}")
+    scores = np.array([float(prefs.get(m, 0.0)) for m in METRIC_NAMES])
+    w = np.exp(scores - scores.max())
+    w /= w.sum()
+    return dict(zip(METRIC_NAMES, w.tolist(), strict=True))
+
+
+def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    """Validate explicit weights: all five present, non-negative, summing to 1."""
+    if set(weights) != set(METRIC_NAMES):
+        raise ValueError(f"weights must name exactly {list(METRIC_NAMES)}, got {sorted(weights)}")
+    w = {k: float(v) for k, v in weights.items()}
+    if min(w.values()) < 0 or not np.isclose(sum(w.values()), 1.0):
+        raise ValueError(f"weights must be >= 0 and sum to 1, got {w}")
+    return w
+
+
+def weight_sweep() -> dict[str, dict[str, float]]:
+    """SPEC section 9's weightings: uniform, and each metric at 0.6 with the rest at 0.1."""
+    sweep = {"uniform": {m: 0.2 for m in METRIC_NAMES}}
+    for m in METRIC_NAMES:
+        sweep[f"{m}_0.6"] = {k: (0.6 if k == m else 0.1) for k in METRIC_NAMES}
+    return sweep
+
+
+@dataclass(frozen=True)
+class RobustnessTables:
+    """The outputs of :func:`robustness_tables`, named as the DuckDB tables."""
+
+    submetrics: pl.DataFrame
+    vre_model: pl.DataFrame
+    vre_corruption: pl.DataFrame
+    vre_sweep: pl.DataFrame
+
+
+def robustness_tables(
+    accuracy: pl.DataFrame, weights: Mapping[str, float] | None = None
+) -> RobustnessTables:
+    """Compute the whole VRE suite from a long accuracy table.
+
+    ``weights`` maps each sub-metric to its weight (default: uniform 0.2).
+    """
+    w = check_weights(weights) if weights is not None else softmax_weights()
+    cube = accuracy_cube(accuracy)
+    acc = cube.acc
+    a_clean = acc[:, 0, 0]  # per model; identical over corruptions when given once
+    a_vc = np.nanmean(acc, axis=-1)
+    a_v = a_vc.mean(axis=1)
+    a_c = a_vc.mean(axis=0)
+    rel_vc = _safe_ratio(acc[..., 0] - a_vc, acc[..., 0], "relative drop (A(v,0) = 0)")
+    rel_v = _safe_ratio(a_clean - a_v, a_clean, "relative drop (A(v,0) = 0)")
+    rel_c = _safe_ratio(
+        (acc[..., 0] - a_vc).sum(axis=0), acc[..., 0].sum(axis=0), "relative drop of corruption"
+    )
+    raw = raw_submetrics(cube)
+    scaled = {m: min_max_scale(raw[m], m) for m in METRIC_NAMES}
+
+    v_idx, c_idx = np.meshgrid(range(len(cube.models)), range(len(cube.corruptions)), indexing="ij")
+    sub = pl.DataFrame(
+        {
+            "model": np.array(cube.models, dtype=object)[v_idx.ravel()].tolist(),
+            "corruption": np.array(cube.corruptions, dtype=object)[c_idx.ravel()].tolist(),
+            "clean_accuracy": acc[..., 0].ravel(),
+            "accuracy": a_vc.ravel(),
+            "relative_drop": rel_vc.ravel(),
+            **{m: raw[m].ravel() for m in METRIC_NAMES},
+            **{f"{m}_scaled": scaled[m].ravel() for m in METRIC_NAMES},
+        }
+    )
+    m_v = {m: np.nanmean(scaled[m], axis=1) for m in METRIC_NAMES}
+    m_c = {m: np.nanmean(scaled[m], axis=0) for m in METRIC_NAMES}
+
+    def vre(ms: dict[str, np.ndarray], weights_: Mapping[str, float]) -> np.ndarray:
+        return sum(weights_[m] * ms[m] for m in METRIC_NAMES)
+
+    vre_model = pl.DataFrame(
+        {
+            "model": cube.models,
+            "clean_accuracy": a_clean,
+            "accuracy": a_v,
+            "relative_drop": rel_v,
+            **{m: m_v[m] for m in METRIC_NAMES},
+            "vre": vre(m_v, w),
+        }
+    )
+    vre_corruption = pl.DataFrame(
+        {
+            "corruption": cube.corruptions,
+            "accuracy": a_c,
+            "relative_drop": rel_c,
+            **{m: m_c[m] for m in METRIC_NAMES},
+            "vre": vre(m_c, w),
+        }
+    )
+    sweep_rows = []
+    for label, ws in weight_sweep().items():
+        for scope, names, ms in (
+            ("model", cube.models, m_v),
+            ("corruption", cube.corruptions, m_c),
+        ):
+            for name, value in zip(names, vre(ms, ws), strict=True):
+                sweep_rows.append((scope, name, label, float(value)))
+    vre_sweep = pl.DataFrame(sweep_rows, schema=["scope", "name", "weighting", "vre"], orient="row")
+    return RobustnessTables(sub, vre_model, vre_corruption, vre_sweep)

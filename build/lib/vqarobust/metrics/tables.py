@@ -1,0 +1,121 @@
+"""Metric tables for accuracy results from anywhere (CSV or Parquet long tables).
+
+The input holds ``model, corruption, severity, accuracy`` (severity 0 = clean; a clean
+row may appear once per model, or once per model and corruption). Problems are reported
+with the offending rows rather than silently fixed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+import polars as pl
+
+from vqarobust import store
+from vqarobust.metrics.mmi import mmi_table
+from vqarobust.metrics.robustness import CLEAN, RobustnessWarning, robustness_tables
+
+log = logging.getLogger(__name__)
+COLUMNS = ("model", "corruption", "severity", "accuracy")
+
+
+class TableError(ValueError):
+    """The accuracy table is malformed; the message shows the offending rows."""
+
+
+def read_accuracy_table(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Read and validate a long accuracy table; clean rows get corruption ``clean``."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        df = pl.read_parquet(path)
+    elif path.suffix.lower() in {".csv", ".tsv"}:
+        df = pl.read_csv(path, separator="\t" if path.suffix.lower() == ".tsv" else ",")
+    else:
+        raise TableError(f"{path}: expected a .csv, .tsv or .parquet file")
+    return validate_accuracy_table(df, str(path))
+
+
+def validate_accuracy_table(df: pl.DataFrame, source: str = "table") -> pl.DataFrame:
+    """Check columns, ranges, duplicates and clean rows; return the normalized table."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise TableError(f"{source}: missing columns {missing}; found {df.columns}")
+    try:
+        df = df.select(
+            pl.col("model").cast(pl.String),
+            pl.col("corruption").cast(pl.String),
+            pl.col("severity").cast(pl.Int64, strict=True),
+            pl.col("accuracy").cast(pl.Float64, strict=True),
+        )
+    except pl.exceptions.PolarsError as exc:
+        msg = f"{source}: severity must be integer and accuracy numeric ({exc})"
+        raise TableError(msg) from None
+    nulls = df.filter(pl.any_horizontal(pl.all().is_null()))
+    if nulls.height:
+        raise TableError(f"{source}: empty cells in rows:\n{nulls}")
+    bad = df.filter(~pl.col("accuracy").is_between(0, 1))
+    if bad.height:
+        raise TableError(f"{source}: accuracy outside [0, 1] in rows:\n{bad}")
+    bad = df.filter(~pl.col("severity").is_between(0, 5))
+    if bad.height:
+        raise TableError(f"{source}: severity outside 0..5 in rows:\n{bad}")
+    # A clean row may name its corruption or "clean"; either way it is the clean score.
+    clean = df.filter(pl.col("severity") == 0)
+    per_model = clean.group_by("model").agg(pl.col("accuracy").n_unique().alias("values"))
+    conflicting = per_model.filter(pl.col("values") > 1)["model"].to_list()
+    if conflicting:
+        rows = clean.filter(pl.col("model").is_in(conflicting)).sort("model")
+        raise TableError(f"{source}: clean accuracies disagree for a model:\n{rows}")
+    keys = ["model", "corruption", "severity"]
+    dup = df.filter(pl.col("severity") > 0).filter(pl.len().over(keys) > 1)
+    disagree = dup.filter(pl.col("accuracy").n_unique().over(keys) > 1)
+    if disagree.height:
+        raise TableError(f"{source}: duplicate rows that disagree:\n{disagree.sort(keys)}")
+    if dup.height:
+        log.warning(
+            "%s: dropped %d duplicate rows that agree", source, dup.height - dup.unique().height
+        )
+    models = set(df["model"])
+    no_clean = sorted(models - set(clean["model"]))
+    if no_clean:
+        rows = df.filter(pl.col("model").is_in(no_clean)).head(10)
+        raise TableError(f"{source}: no clean accuracy (severity 0) for models {no_clean}:\n{rows}")
+    corrupted = df.filter(pl.col("severity") > 0).unique(keys)
+    clean_rows = (
+        clean.group_by("model")
+        .agg(pl.col("accuracy").first())
+        .with_columns(pl.lit(CLEAN).alias("corruption"), pl.lit(0, pl.Int64).alias("severity"))
+    )
+    return pl.concat([clean_rows.select(*COLUMNS), corrupted.select(*COLUMNS)]).sort(keys)
+
+
+def write_metric_tables(
+    accuracy: pl.DataFrame,
+    out_dir: str | os.PathLike[str],
+    weights: Mapping[str, float] | None = None,
+    families: Mapping[str, str] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Compute and write accuracy, submetrics, vre_model, vre_corruption and mmi as CSV."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RobustnessWarning)
+        t = robustness_tables(accuracy, weights)
+        mmi = mmi_table(accuracy, families)
+    for w in caught:
+        log.warning("%s", w.message)
+    tables = {
+        "accuracy": accuracy,
+        "submetrics": t.submetrics,
+        "vre_model": t.vre_model,
+        "vre_corruption": t.vre_corruption,
+        "mmi": mmi,
+    }
+    for name, df in tables.items():
+        with store.atomic_path(out / f"{name}.csv") as tmp:
+            df.write_csv(tmp)
+    return tables

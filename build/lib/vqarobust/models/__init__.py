@@ -1,0 +1,76 @@
+"""Model repository: adapter families behind a registry, and ``load_model``.
+
+Families are registered as factories that import their adapter lazily, so listing
+names (config validation at workflow start) does not import torch or transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from vqarobust.registry import Registry
+
+if TYPE_CHECKING:
+    from vqarobust.models.base import VQAModel
+
+FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
+
+
+@FAMILIES.register("vqa-classifier")
+def _vqa_classifier(**kwargs: Any) -> VQAModel:
+    """Answer classifiers: ViLT, the reference CNN+BoW, any AutoModelForVQA checkpoint."""
+    from vqarobust.models.classifier import ClassifierVQA
+
+    return ClassifierVQA(**kwargs)
+
+
+@FAMILIES.register("blip")
+def _blip(**kwargs: Any) -> VQAModel:
+    """BLIP VQA (BlipForQuestionAnswering): generative answers, vision features shared."""
+    from vqarobust.models.blip import BlipVQA
+
+    return BlipVQA(**kwargs)
+
+
+@FAMILIES.register("llava")
+def _llava(**kwargs: Any) -> VQAModel:
+    """LLaVA (LlavaForConditionalGeneration) with the processor's chat template."""
+    from vqarobust.models.chat import LlavaVQA
+
+    return LlavaVQA(**kwargs)
+
+
+@FAMILIES.register("image-text-to-text")
+def _image_text_to_text(**kwargs: Any) -> VQAModel:
+    """Any AutoModelForImageTextToText chat checkpoint (Qwen2-VL, SmolVLM, Idefics3, ...)."""
+    from vqarobust.models.chat import ChatVQA
+
+    return ChatVQA(**kwargs)
+
+
+# Keys of an entry that describe the model for the workflow, the scheduler or the reader,
+# not the adapter.
+_NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",
+                     "mem_mb", "runtime", "gpu_model", "postprocess_version"}  # fmt: skip
+
+
+def load_model(
+    spec: str | dict[str, Any], name: str | None = None, device: str = "cpu"
+) -> VQAModel:
+    """Instantiate a model adapter.
+
+    ``spec`` is a name from ``config/models.yaml`` or an entry dict (``family``,
+    ``path_or_id`` and the adapter's options; ``from_repository`` merges a named entry).
+    """
+    from vqarobust.models.repository import resolve_spec
+
+    entry = resolve_spec(spec)
+    name = name or (spec if isinstance(spec, str) else "model")
+    if "family" not in entry:
+        raise KeyError(f"model {name!r}: entry has no 'family'; known: {FAMILIES.list()}")
+    kwargs = {k: v for k, v in entry.items() if k not in _NON_ADAPTER_KEYS}
+    return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
+
+
+__all__ = ["FAMILIES", "load_model"]

@@ -1,0 +1,75 @@
+"""Architectures of the reference models that the workflow trains, by name.
+
+Builders import transformers lazily so that listing names (config validation) stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from vqarobust.registry import Registry
+
+ARCHITECTURES: Registry[Callable[..., Any]] = Registry("architecture")
+
+
+def _labels(labels: list[str]) -> dict[str, Any]:
+    return {
+        "num_labels": len(labels),
+        "id2label": dict(enumerate(labels)),
+        "label2id": {a: i for i, a in enumerate(labels)},
+    }
+
+
+@ARCHITECTURES.register("vilt")
+def build_vilt(
+    vocab_size: int,
+    labels: list[str],
+    image_size: int,
+    hidden_size: int = 128,
+    num_hidden_layers: int = 4,
+    num_attention_heads: int = 4,
+    patch_size: int = 16,
+    intermediate_size: int | None = None,
+    **_: Any,
+) -> Any:
+    """A randomly initialised tiny ``ViltForQuestionAnswering`` (MLP width 4x hidden by default)."""
+    from transformers import ViltConfig, ViltForQuestionAnswering
+
+    config = ViltConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads,
+        intermediate_size=intermediate_size or 4 * hidden_size,
+        image_size=image_size,
+        patch_size=patch_size,
+        max_position_embeddings=40,
+        **_labels(labels),
+    )
+    return ViltForQuestionAnswering(config)
+
+
+@ARCHITECTURES.register("cnn-bow")
+def build_cnn_bow(
+    vocab_size: int,
+    labels: list[str],
+    image_size: int,
+    channels: list[int] | None = None,
+    embed_dim: int = 64,
+    hidden_dim: int = 128,
+    pool_size: int = 4,
+    **_: Any,
+) -> Any:
+    """A randomly initialised late-fusion CNN + bag-of-words classifier."""
+    from vqarobust.models.cnn_bow import CnnBowConfig, CnnBowForQuestionAnswering
+
+    config = CnnBowConfig(
+        vocab_size=vocab_size,
+        channels=channels,
+        embed_dim=embed_dim,
+        hidden_dim=hidden_dim,
+        pool_size=pool_size,
+        **_labels(labels),
+    )
+    return CnnBowForQuestionAnswering(config)

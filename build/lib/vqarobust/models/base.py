@@ -1,0 +1,141 @@
+"""The model adapter interface: answer questions about images, in batches."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+log = logging.getLogger(__name__)
+
+
+class VQAModel(ABC):
+    """A loaded VQA model. Constructor keyword arguments are the model's config entry.
+
+    Subclasses implement :meth:`answer` for one batch; :meth:`answer_all` sorts
+    requests by question length (so an out-of-memory error shows on the first batch),
+    batches them and restores the input order. A batch that runs out of memory is halved
+    and retried. Other exceptions propagate: an empty answer would be a silently wrong
+    score.
+    """
+
+    def __init__(self, batch_size: int = 32) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+
+    @abstractmethod
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Answer one batch: ``questions[i]`` is asked about ``images[i]``."""
+
+    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Answer any number of requests in batches; returns answers in input order."""
+        if len(images) != len(questions):
+            raise ValueError(f"{len(images)} images but {len(questions)} questions")
+        # Longest first: the batch most likely to run out of memory comes first.
+        order = np.argsort([-len(q) for q in questions], kind="stable")
+        answers: list[str | None] = [None] * len(questions)
+        start = 0
+        while start < len(order):
+            idx = order[start : start + self.batch_size]
+            try:
+                batch = self.answer([images[i] for i in idx], [questions[i] for i in idx])
+            except Exception as exc:
+                if not is_out_of_memory(exc) or self.batch_size == 1:
+                    raise
+                # Halve and retry the same requests; later batches keep the smaller size.
+                self.batch_size = max(1, self.batch_size // 2)
+                log.warning("out of memory; batch size halved to %d", self.batch_size)
+                _empty_cache()
+                continue
+            if len(batch) != len(idx):
+                raise RuntimeError(
+                    f"{type(self).__name__}.answer returned {len(batch)} answers "
+                    f"for {len(idx)} questions"
+                )
+            for i, a in zip(idx, batch, strict=True):
+                answers[i] = a
+            start += len(idx)
+        return answers  # type: ignore[return-value]
+
+
+class SharesImageFeatures(VQAModel):
+    """Mixin: encode each distinct image once per :meth:`answer_all` call.
+
+    Features are cached by image object id, which is valid only while the caller holds
+    the images, that is, within one call (the inference loop passes a chunk of questions
+    whose images it keeps alive). A bare :meth:`answer` call caches nothing.
+    """
+
+    share_image_features: bool = True
+
+    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """As :meth:`VQAModel.answer_all`, with image features shared across batches."""
+        self._features: dict[int, Any] = {}
+        self._in_call = True
+        try:
+            return super().answer_all(images, questions)
+        finally:
+            self._features, self._in_call = {}, False
+
+    def image_features(self, images: Sequence[Image.Image], encode: Any) -> list[Any]:
+        """Per request, the features ``encode(list_of_images)`` gives its image (row i)."""
+        if not self.share_image_features:
+            encoded = encode(list(images))
+            return [encoded[i] for i in range(len(images))]
+        cache = self._features if getattr(self, "_in_call", False) else {}
+        distinct, _ = distinct_images(images)
+        missing = [im for im in distinct if id(im) not in cache]
+        if missing:
+            encoded = encode(missing)
+            cache.update({id(im): encoded[i] for i, im in enumerate(missing)})
+        return [cache[id(im)] for im in images]
+
+
+def distinct_images(images: Sequence[Image.Image]) -> tuple[list[Image.Image], Any]:
+    """The distinct image objects of a batch and, per request, the index of its image.
+
+    Requests about the same image share one PIL object (the inference loop decodes each
+    image once), so identity finds them without hashing pixels.
+    """
+    import torch
+
+    position: dict[int, int] = {}
+    distinct: list[Image.Image] = []
+    for im in images:
+        if id(im) not in position:
+            position[id(im)] = len(distinct)
+            distinct.append(im)
+    return distinct, torch.tensor([position[id(im)] for im in images], dtype=torch.long)
+
+
+def torch_dtype(name: str, device: Any) -> Any:
+    """The torch dtype for a config name: ``auto`` is bfloat16 on CUDA, float32 on CPU."""
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in table:
+        raise ValueError(f"unknown dtype {name!r}; use auto, {', '.join(table)}")
+    return table[name]
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a CUDA (or CPU allocator) out-of-memory error."""
+    if type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _empty_cache() -> None:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

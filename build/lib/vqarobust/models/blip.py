@@ -1,0 +1,71 @@
+"""Adapter for BLIP VQA models (``BlipForQuestionAnswering``): generative answer decoder.
+
+Each distinct image is encoded once by the vision model per ``answer_all`` call (one
+chunk of a job) and its features are shared by all of its questions; the question
+encoder and answer decoder then run as in
+``BlipForQuestionAnswering.generate`` (greedy decoding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import BlipForQuestionAnswering
+
+from vqarobust.models.base import SharesImageFeatures
+from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.postprocess import short_answer
+
+
+class BlipVQA(SharesImageFeatures, HFVQAModel):
+    """BLIP for VQA (e.g. ``Salesforce/blip-vqa-base``)."""
+
+    model_class = BlipForQuestionAnswering
+
+    def __init__(
+        self,
+        path_or_id: str,
+        max_new_tokens: int = 10,
+        share_image_features: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(path_or_id, **kwargs)
+        self.max_new_tokens = max_new_tokens
+        # Off only to measure what sharing saves (benchmarks/feature_reuse.py).
+        self.share_image_features = share_image_features
+
+    def _encode(self, images: list[Image.Image]) -> torch.Tensor:
+        pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
+        return self.model.vision_model(pixel_values=pixels.to(self.device, self.model.dtype))[0]
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy answers for one batch."""
+        text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
+        text = {k: v.to(self.device) for k, v in text.items()}
+        m = self.model
+        image_embeds = torch.stack(self.image_features(images, self._encode))
+        image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=self.device)
+        question_embeds = m.text_encoder(
+            input_ids=text["input_ids"],
+            attention_mask=text["attention_mask"],
+            encoder_hidden_states=image_embeds,
+            encoder_attention_mask=image_mask,
+            return_dict=False,
+        )[0]
+        question_mask = torch.ones(question_embeds.shape[:-1], dtype=torch.long, device=self.device)
+        bos = torch.full((len(questions), 1), m.decoder_start_token_id, device=self.device)
+        out = m.text_decoder.generate(
+            input_ids=bos,
+            eos_token_id=m.config.text_config.sep_token_id,
+            pad_token_id=m.config.text_config.pad_token_id,
+            encoder_hidden_states=question_embeds,
+            encoder_attention_mask=question_mask,
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+        )
+        replies = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
+        return [short_answer(r) for r in replies]

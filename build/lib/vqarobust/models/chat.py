@@ -1,0 +1,124 @@
+"""Adapter for chat multimodal LLMs: LLaVA and any ``AutoModelForImageTextToText`` checkpoint.
+
+Each question becomes a one-turn conversation (an image, then the question and an
+instruction to answer with a single word or phrase), rendered with the processor's chat
+template. Batches are left-padded, decoded greedily, and only the new tokens are decoded
+and cut to a short answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
+
+from vqarobust.models.base import SharesImageFeatures
+from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.postprocess import short_answer
+
+DEFAULT_PROMPT = "{question}\nAnswer the question using a single word or phrase."
+
+
+class ChatVQA(HFVQAModel):
+    """A chat-template image-text-to-text model answering one question per conversation."""
+
+    model_class = AutoModelForImageTextToText
+
+    def __init__(
+        self,
+        path_or_id: str,
+        batch_size: int = 8,
+        max_new_tokens: int = 10,
+        prompt: str = DEFAULT_PROMPT,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name", "model")
+        if "{question}" not in prompt:
+            raise ValueError(f"model {name!r}: prompt must contain '{{question}}', got {prompt!r}")
+        super().__init__(path_or_id, batch_size=batch_size, **kwargs)
+        if getattr(self.processor, "chat_template", None) is None:
+            raise ValueError(f"model {name!r}: its processor has no chat template")
+        # Generation continues the last token of each row: pad on the left.
+        self.processor.tokenizer.padding_side = "left"
+        if self.processor.tokenizer.pad_token is None:
+            self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
+        self.max_new_tokens = max_new_tokens
+        self.prompt = prompt
+
+    def _prompts(self, questions: Sequence[str]) -> list[str]:
+        """Each question as a one-turn conversation rendered by the chat template."""
+        prompts = []
+        for q in questions:
+            text = {"type": "text", "text": self.prompt.format(question=q)}
+            conversation = [{"role": "user", "content": [{"type": "image"}, text]}]
+            prompts.append(
+                self.processor.apply_chat_template(conversation, add_generation_prompt=True)
+            )
+        return prompts
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy short answers for one batch."""
+        texts = self._prompts(questions)
+        inputs = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
+        inputs = {
+            k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
+            for k, v in inputs.items()
+        }
+        out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
+        new_tokens = out[:, inputs["input_ids"].shape[1] :]
+        replies = self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        return [short_answer(r) for r in replies]
+
+
+class LlavaVQA(SharesImageFeatures, ChatVQA):
+    """LLaVA-1.5 (``LlavaForConditionalGeneration``), e.g. ``llava-hf/llava-1.5-7b-hf``.
+
+    The vision tower and projector run once per distinct image per ``answer_all`` call
+    (a chunk of a job); the projected
+    features are scattered into the placeholder tokens of every question about it, and
+    the language model generates from those embeddings.
+    """
+
+    model_class = LlavaForConditionalGeneration
+
+    def __init__(self, path_or_id: str, share_image_features: bool = True, **kwargs: Any) -> None:
+        super().__init__(path_or_id, **kwargs)
+        self.share_image_features = share_image_features
+
+    def _encode(self, images: list[Image.Image]) -> list[torch.Tensor]:
+        pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
+        cfg = self.model.config
+        return self.model.model.get_image_features(
+            pixel_values=pixels.to(self.device, self.model.dtype),
+            vision_feature_layer=cfg.vision_feature_layer,
+            vision_feature_select_strategy=cfg.vision_feature_select_strategy,
+        ).pooler_output
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy short answers for one batch, encoding each distinct image once."""
+        if not self.share_image_features:
+            return super().answer(images, questions)
+        texts = self._prompts(questions)
+        # The processor expands each image placeholder to the image's token count.
+        text = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
+        input_ids = text["input_ids"].to(self.device)
+        attention_mask = text["attention_mask"].to(self.device)
+        cfg = self.model.config
+        per_request = torch.cat(self.image_features(images, self._encode), dim=0)
+        embeds = self.model.get_input_embeddings()(input_ids)
+        mask = (input_ids == cfg.image_token_id).unsqueeze(-1).expand_as(embeds)
+        embeds = embeds.masked_scatter(mask, per_request.to(embeds.dtype))
+        # With embeddings only, generate returns just the new tokens.
+        out = self.model.generate(
+            inputs_embeds=embeds,
+            attention_mask=attention_mask,
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+        )
+        replies = self.processor.batch_decode(out, skip_special_tokens=True)
+        return [short_answer(r) for r in replies]

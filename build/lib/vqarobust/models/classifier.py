@@ -1,0 +1,56 @@
+"""Adapter for answer-classifier VQA models (ViLT, the CNN+BoW reference model, ...).
+
+Loads any ``AutoModelForVisualQuestionAnswering`` checkpoint with its ``AutoProcessor``
+and answers with the argmax over ``config.id2label``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import AutoModelForVisualQuestionAnswering
+
+import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model with Auto)
+from vqarobust.models.base import distinct_images
+from vqarobust.models.hf import HFVQAModel
+
+
+class ClassifierVQA(HFVQAModel):
+    """A classifier over a fixed answer vocabulary."""
+
+    model_class = AutoModelForVisualQuestionAnswering
+
+    def __init__(self, path_or_id: str, batch_size: int = 64, **kwargs: Any) -> None:
+        super().__init__(path_or_id, batch_size=batch_size, **kwargs)
+        self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        self.max_text_length = int(limit) if limit else None
+        # Late-fusion models take one pixel row per distinct image plus an index.
+        self._reuses_images = "image_index" in inspect.signature(self.model.forward).parameters
+
+    @torch.inference_mode()
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Argmax answers for one batch; each distinct image object is preprocessed once."""
+        distinct, index = distinct_images(images)
+        pixels = self.processor.image_processor(distinct, return_tensors="pt")
+        text = self.processor.tokenizer(
+            list(questions),
+            padding="longest",
+            truncation=self.max_text_length is not None,
+            max_length=self.max_text_length,
+            return_tensors="pt",
+        )
+        inputs = {k: v.to(self.device) for k, v in text.items()}
+        if self._reuses_images:
+            inputs["image_index"] = index.to(self.device)
+        for key, value in pixels.items():
+            if not self._reuses_images:
+                value = value[index]
+            value = value.to(self.device)
+            inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
+        logits = self.model(**inputs).logits
+        return [self.id2label[i] for i in logits.argmax(-1).tolist()]

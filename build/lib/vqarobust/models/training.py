@@ -1,0 +1,146 @@
+"""Train the small reference models on a prepared dataset split and save them in HF format.
+
+Two architectures: a tiny ``ViltForQuestionAnswering`` and the late-fusion CNN + BoW
+model. Both use a word-level tokenizer built from the training questions and a ViLT
+image processor sized to the training images, saved next to the weights so that
+``AutoProcessor`` / ``AutoModelForVisualQuestionAnswering`` load them like any Hub
+checkpoint. Training is seeded and single-process, so it is reproducible.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import time
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import ViltProcessor
+from transformers.models.vilt import ViltImageProcessor
+
+from vqarobust import store
+from vqarobust.metrics.vqa_accuracy import most_common_answer
+from vqarobust.models.architectures import ARCHITECTURES
+from vqarobust.models.vocab import build_tokenizer
+
+log = logging.getLogger(__name__)
+
+
+def _load_split(questions_path: str, images_dir: str) -> tuple[Any, dict[int, Image.Image]]:
+    questions = store.read_questions(questions_path)
+    images = {
+        row["image_id"]: Image.fromarray(store.decode_image(row["bytes"]))
+        for row in store.iter_images(images_dir)
+    }
+    return questions, images
+
+
+def train_reference_model(
+    questions_path: str,
+    images_dir: str,
+    out_dir: str | os.PathLike[str],
+    architecture: str,
+    epochs: float = 3.0,
+    batch_size: int = 64,
+    learning_rate: float = 1e-3,
+    weight_decay: float = 0.01,
+    seed: int = 0,
+    threads: int = 1,
+    **arch_kwargs: Any,
+) -> dict[str, float]:
+    """Train ``architecture`` on a prepared split; save model + processor to ``out_dir``.
+
+    ``epochs`` may be fractional. Returns training statistics (steps, seconds, final
+    training accuracy over the last 10% of steps).
+    """
+    torch.manual_seed(seed)
+    torch.set_num_threads(max(1, threads))
+    questions, images = _load_split(questions_path, images_dir)
+    texts = questions.column("question").to_pylist()
+    # The training target is each question's most common answer (easy-VQA has one).
+    targets = [most_common_answer(a) for a in questions.column("answers").to_pylist()]
+    labels = sorted(set(targets))
+    label_ids = {a: i for i, a in enumerate(labels)}
+
+    sizes = {im.size for im in images.values()}
+    if len(sizes) != 1:
+        # Padding mixed sizes would feed padding to the model as image content.
+        raise ValueError(f"training expects images of one size, found {sorted(sizes)[:5]}")
+    image_size = min(next(iter(sizes)))
+    tokenizer = build_tokenizer(texts)
+    image_processor = ViltImageProcessor(
+        size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
+    )
+    processor = ViltProcessor(image_processor=image_processor, tokenizer=tokenizer)
+
+    image_ids = sorted(images)
+    row_of = {img: i for i, img in enumerate(image_ids)}
+    pixels = image_processor([images[i] for i in image_ids], return_tensors="pt")["pixel_values"]
+    enc = tokenizer(texts, padding="longest", return_tensors="pt")
+    q_image = torch.tensor([row_of[i] for i in questions.column("image_id").to_pylist()])
+    y = torch.tensor([label_ids[a] for a in targets])
+
+    model = ARCHITECTURES.create(
+        architecture,
+        vocab_size=tokenizer.vocab_size,
+        labels=labels,
+        image_size=image_size,
+        **arch_kwargs,
+    )
+    model.train()
+    reuses_images = "image_index" in inspect.signature(model.forward).parameters
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    # A late-fusion model takes whole images with all of their questions per step, so it
+    # encodes each image once; other models take random questions (more varied batches).
+    questions_of = [torch.nonzero(q_image == i).flatten() for i in range(len(image_ids))]
+    units = len(image_ids) if reuses_images else len(y)
+    per_step = max(1, round(batch_size * units / len(y)))
+    steps = max(1, int(round(epochs * units / per_step)))
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=learning_rate, total_steps=steps, pct_start=0.1
+    )
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(units, generator=gen)
+    pos, correct, seen = 0, 0, 0
+    t0 = time.perf_counter()
+    for step in range(steps):
+        if pos + per_step > len(order):
+            order, pos = torch.randperm(units, generator=gen), 0
+        chosen = order[pos : pos + per_step]
+        pos += per_step
+        if reuses_images:
+            idx = torch.cat([questions_of[i] for i in chosen.tolist()])
+            sizes = [len(questions_of[i]) for i in chosen.tolist()]
+            local = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+            pv, extra = pixels[chosen], {"image_index": local}
+        else:
+            idx = chosen
+            pv, extra = pixels[q_image[idx]], {}
+        out = model(
+            input_ids=enc["input_ids"][idx],
+            attention_mask=enc["attention_mask"][idx],
+            token_type_ids=enc["token_type_ids"][idx],
+            pixel_values=pv,
+            pixel_mask=torch.ones(pv.shape[0], pv.shape[2], pv.shape[3], dtype=torch.long),
+            **extra,
+        )
+        loss = torch.nn.functional.cross_entropy(out.logits, y[idx])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        if step >= steps * 0.9:
+            correct += int((out.logits.argmax(-1) == y[idx]).sum())
+            seen += len(idx)
+        if step % 200 == 0:
+            log.info("step %d/%d loss %.4f", step, steps, loss.item())
+    seconds = time.perf_counter() - t0
+    model.eval()
+    with store.atomic_path(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+    stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1)}
+    log.info("trained %s: %s", architecture, stats)
+    return stats

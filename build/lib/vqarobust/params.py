@@ -1,0 +1,49 @@
+"""What a Snakemake job is told through ``params``, and what it is not.
+
+Snakemake reruns a job when the ``repr`` of one of its params changes. So params hold
+only settings that can change the job's output, in a canonical form (mapping keys
+sorted at every level): reordering the keys of a config mapping reruns nothing.
+Settings that change only how fast or where a job runs (batch size, memory hints,
+scheduler limits) reach the script from the config instead (:func:`runtime_options`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Model-entry keys that never change an answer. batch_size does not either: every
+# adapter masks its padding (tests/test_models.py and test_generative_models.py check
+# that batched answers equal one-at-a-time answers; docs/paper.md notes the bf16 caveat).
+RUNTIME_KEYS = frozenset(
+    {"batch_size", "gpu_memory_gb", "mem_mb", "runtime", "gpu_model", "allow_download",
+     "share_image_features"}
+)  # fmt: skip
+
+
+def canonical(value: Any) -> Any:
+    """``value`` with every mapping's keys sorted (recursively); lists keep their order."""
+    if isinstance(value, Mapping):
+        return {k: canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list | tuple):
+        return [canonical(v) for v in value]
+    return value
+
+
+def answer_spec(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a model entry that can change its answers, canonical.
+
+    Includes the answer post-processing version, so that a change to how replies are
+    cut to short answers reruns the generative models.
+    """
+    from vqarobust.models.postprocess import POSTPROCESS_VERSION
+
+    spec = {k: v for k, v in entry.items() if k not in RUNTIME_KEYS and k != "train"}
+    spec["postprocess_version"] = POSTPROCESS_VERSION
+    return canonical(spec)
+
+
+def runtime_options(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The adapter options of a model entry that do not change answers."""
+    adapter_keys = {"batch_size", "allow_download", "share_image_features"}
+    return {k: v for k, v in entry.items() if k in adapter_keys}

@@ -1,0 +1,78 @@
+"""A small name -> object registry, after timm's model registry.
+
+One decorator registers a function or class under its own name, with free-form tags
+(``family="blur"``); lookups of unknown names raise with the list of known ones.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    """One registered object with its tags."""
+
+    name: str
+    obj: T
+    tags: dict[str, Any] = field(default_factory=dict)
+
+
+class Registry(Generic[T]):
+    """Maps names to registered objects; a duplicate name is an error."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry[T]] = {}
+
+    def register(self, name: str | None = None, **tags: Any) -> Callable[[T], T]:
+        """Decorator: register ``obj`` under ``name`` (default: its ``__name__``)."""
+
+        def decorate(obj: T) -> T:
+            key = name or getattr(obj, "__name__", None)
+            if not key:
+                raise TypeError(f"cannot infer a {self.kind} name for {obj!r}")
+            if key in self._entries:
+                raise ValueError(f"{self.kind} {key!r} is already registered")
+            self._entries[key] = Entry(key, obj, dict(tags))
+            return obj
+
+        return decorate
+
+    def list(self, filter: str = "*", **tags: Any) -> list[str]:
+        """Registered names matching a glob ``filter`` and all given tag values, sorted."""
+        return sorted(
+            e.name
+            for e in self._entries.values()
+            if fnmatch.fnmatch(e.name, filter) and all(e.tags.get(k) == v for k, v in tags.items())
+        )
+
+    def entry(self, name: str) -> Entry[T]:
+        """The entry registered under ``name``; unknown names raise ``KeyError``."""
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries)) or "(none)"
+            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def get(self, name: str) -> T:
+        """The object registered under ``name``."""
+        return self.entry(name).obj
+
+    def create(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Call the registered object with the given arguments."""
+        return self.get(name)(*args, **kwargs)  # type: ignore[operator]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)

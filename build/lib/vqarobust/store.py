@@ -1,0 +1,229 @@
+"""Parquet I/O: atomic writes, image shards sized by bytes, the table contracts.
+
+Images travel inside Parquet as encoded bytes, one row per image, so a subset is a few
+files rather than thousands. Every output is written under a temporary name and renamed
+once complete, so a killed job never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+IMAGE_SCHEMA = pa.schema(
+    [
+        ("image_id", pa.int64()),
+        ("bytes", pa.binary()),
+        ("format", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+    ]
+)
+
+QUESTION_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.int64()),
+        ("image_id", pa.int64()),
+        ("question", pa.string()),
+        ("answers", pa.list_(pa.string())),
+        ("question_type", pa.string()),
+        ("answer_type", pa.string()),
+    ]
+)
+
+PREDICTION_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.int64()),
+        ("answer", pa.string()),
+        ("model", pa.string()),
+        ("corruption", pa.string()),
+        ("severity", pa.int8()),
+    ]
+)
+
+DEFAULT_SHARD_BYTES = 64 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary sibling path; rename it onto ``path`` only if the block succeeds.
+
+    Works for files and directories. An existing ``path`` is replaced.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    _remove(tmp)
+    try:
+        yield tmp
+        if target.exists() and target.is_dir() and tmp.is_dir():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        _remove(tmp)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def write_table(table: pa.Table, path: str | os.PathLike[str]) -> None:
+    """Write one Parquet file atomically."""
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def encode_image(array: np.ndarray, fmt: str = "png", quality: int = 95) -> bytes:
+    """Encode an HxWx3 uint8 array as PNG (lossless) or JPEG bytes."""
+    buf = io.BytesIO()
+    image = Image.fromarray(np.ascontiguousarray(array, dtype=np.uint8))
+    if fmt == "png":
+        image.save(buf, format="PNG", compress_level=1)
+    elif fmt == "jpeg":
+        image.save(buf, format="JPEG", quality=quality)
+    else:
+        raise ValueError(f"unknown image format {fmt!r}; use 'png' or 'jpeg'")
+    return buf.getvalue()
+
+
+def decode_image(data: bytes) -> np.ndarray:
+    """Decode encoded image bytes to an HxWx3 uint8 RGB array."""
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def image_info(data: bytes, verify: bool = False) -> tuple[str, int, int]:
+    """(format, width, height) of encoded image bytes; ``verify`` decodes all pixels too."""
+    with Image.open(io.BytesIO(data)) as im:
+        if verify:
+            im.load()
+        return (im.format or "unknown").lower(), im.width, im.height
+
+
+def image_format_of(data: bytes) -> str:
+    """The lowercase format name PIL reads from encoded bytes ('png', 'jpeg', ...)."""
+    return image_info(data)[0]
+
+
+# Images per Parquet row group: inference reads only the row groups holding the images
+# of its current chunk, so a row group is the unit of image I/O.
+ROW_GROUP_IMAGES = 32
+
+
+def write_image_shards(
+    rows: Iterable[dict],
+    out_dir: str | os.PathLike[str],
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+) -> int:
+    """Write image rows (IMAGE_SCHEMA fields) as ``shard-NNNNN.parquet`` files in ``out_dir``.
+
+    Shards close once they hold ``shard_bytes`` of encoded images; row groups hold
+    ``ROW_GROUP_IMAGES`` images. The directory is written atomically. Returns the number
+    of images written.
+    """
+    if shard_bytes <= 0:
+        raise ValueError(f"shard_bytes must be positive, got {shard_bytes}")
+    n = 0
+    with atomic_path(out_dir) as tmp:
+        tmp.mkdir(parents=True)
+        batch: list[dict] = []
+        size = 0
+        shard = 0
+
+        def flush() -> None:
+            nonlocal batch, size, shard
+            if batch:
+                table = pa.Table.from_pylist(batch, schema=IMAGE_SCHEMA)
+                # Encoded images do not compress further; skip the codec's CPU time.
+                pq.write_table(
+                    table,
+                    tmp / f"shard-{shard:05d}.parquet",
+                    compression="none",
+                    row_group_size=ROW_GROUP_IMAGES,
+                )
+                shard += 1
+                batch, size = [], 0
+
+        for row in rows:
+            batch.append(row)
+            size += len(row["bytes"])
+            n += 1
+            if size >= shard_bytes:
+                flush()
+        flush()
+    return n
+
+
+def image_shards(directory: str | os.PathLike[str]) -> list[Path]:
+    """The shard files of an image directory, in order."""
+    shards = sorted(Path(directory).glob("shard-*.parquet"))
+    if not shards:
+        raise FileNotFoundError(f"no image shards (shard-*.parquet) in {directory}")
+    return shards
+
+
+def iter_images(directory: str | os.PathLike[str]) -> Iterator[dict]:
+    """Yield image rows (dicts with IMAGE_SCHEMA fields) from all shards of a directory."""
+    for shard in image_shards(directory):
+        pf = pq.ParquetFile(shard)
+        for batch in pf.iter_batches(batch_size=256):
+            yield from batch.to_pylist()
+
+
+class ImageShards:
+    """Random access by image id to the images of a shard directory.
+
+    Only the ``image_id`` column is read up front; :meth:`read` then loads just the row
+    groups that hold the requested images, so memory follows the request, not the subset.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._files = [pq.ParquetFile(p) for p in image_shards(directory)]
+        self._where: dict[int, tuple[int, int]] = {}
+        for s, pf in enumerate(self._files):
+            for rg in range(pf.num_row_groups):
+                ids = pf.read_row_group(rg, columns=["image_id"]).column(0).to_pylist()
+                self._where.update((i, (s, rg)) for i in ids)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __contains__(self, image_id: object) -> bool:
+        return image_id in self._where
+
+    def read(self, image_ids: Iterable[int]) -> dict[int, bytes]:
+        """Encoded bytes of each requested image; unknown ids raise ``KeyError``."""
+        wanted = set(image_ids)
+        missing = sorted(i for i in wanted if i not in self._where)
+        if missing:
+            raise KeyError(f"{self.directory}: no images with ids {missing[:10]}")
+        groups = sorted({self._where[i] for i in wanted})
+        out: dict[int, bytes] = {}
+        for s, rg in groups:
+            t = self._files[s].read_row_group(rg, columns=["image_id", "bytes"])
+            for i, data in zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True):
+                if i in wanted:
+                    out[i] = data
+        return out
+
+
+def read_questions(path: str | os.PathLike[str]) -> pa.Table:
+    """Read a questions table and check it against the contract."""
+    table = pq.read_table(path)
+    missing = set(QUESTION_SCHEMA.names) - set(table.column_names)
+    if missing:
+        raise ValueError(f"{path}: questions table lacks columns {sorted(missing)}")
+    return table.select(QUESTION_SCHEMA.names).cast(QUESTION_SCHEMA)
