@@ -4,6 +4,7 @@ the model repository travel as package data, and a failed job logs its traceback
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -21,10 +22,16 @@ print("ok", vqarobust.__file__)
 
 
 def test_wheel_install_from_another_folder_validates_configs(tmp_path):
+    # Build from a copy: an in-tree build would leave build/ in the checkout.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "-q"]
     wheel_dir = str(tmp_path / "wheel")
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir,
-                    str(REPO)], check=True, capture_output=True)  # fmt: skip
+                    str(source)], check=True, capture_output=True)  # fmt: skip
     wheel = next((tmp_path / "wheel").glob("vqarobust-*.whl"))
     subprocess.run([*pip, "install", "--no-deps", "--target", str(tmp_path / "target"),
                     str(wheel)], check=True, capture_output=True)  # fmt: skip
