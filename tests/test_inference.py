@@ -151,3 +151,57 @@ def test_an_undecodable_image_is_named(easy_vqa_eval, tmp_path):
     with pytest.raises(ValueError, match=f"image {bad_id} does not decode"):
         run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets,
                       tmp_path / "p.parquet", "cpu", loader=lambda *a, **k: Counting())  # fmt: skip
+
+
+class ImagesSeen(VQAModel):
+    """Records how many distinct images each answer_all call received."""
+
+    def __init__(self):
+        super().__init__(batch_size=4)
+        self.distinct_per_call: list[int] = []
+
+    def answer_all(self, images, questions):
+        self.distinct_per_call.append(len({id(im) for im in images}))
+        return super().answer_all(images, questions)
+
+    def answer(self, images, questions):
+        return [f"{im.size[0]}" for im in images]
+
+
+def test_a_chunk_decodes_only_its_own_images(easy_vqa_eval, tmp_path, monkeypatch):
+    import vqarobust.inference as inference
+
+    decoded: list[int] = []
+    original = inference.decode_images
+
+    def spy(shards, ids):
+        decoded.append(len(ids))
+        return original(shards, ids)
+
+    monkeypatch.setattr(inference, "decode_images", spy)
+    model = ImagesSeen()
+    questions = store.read_questions(easy_vqa_eval["questions"])
+    out = tmp_path / "pred.parquet"
+    n = run_inference("m", {"family": "x"}, easy_vqa_eval["questions"],
+                      [Subset("clean", 0, str(easy_vqa_eval["images"]))], out, "cpu",
+                      chunk_size=8, loader=lambda *a, **k: model)  # fmt: skip
+    assert n == questions.num_rows
+    # Questions go in image order, so 8 questions span at most 2-3 of the 6 images
+    # (about 9 questions each); never the whole subset at once.
+    assert len(decoded) == -(-questions.num_rows // 8)
+    assert max(decoded) <= 3 and sum(decoded) < 2 * 6 + len(decoded)
+    assert model.distinct_per_call == decoded
+    answers = pl.read_parquet(out)
+    assert answers["question_id"].sort().to_list() == sorted(questions["question_id"].to_pylist())
+
+
+def test_image_shards_read_only_what_is_asked(easy_vqa_eval, tmp_path):
+    rows = list(store.iter_images(easy_vqa_eval["images"]))
+    store.write_image_shards(rows, tmp_path / "imgs", shard_bytes=1)  # one image per shard
+    shards = store.ImageShards(tmp_path / "imgs")
+    ids = [r["image_id"] for r in rows]
+    assert len(shards) == 6 and ids[2] in shards and -1 not in shards
+    got = shards.read([ids[4], ids[1]])
+    assert got == {ids[4]: rows[4]["bytes"], ids[1]: rows[1]["bytes"]}
+    with pytest.raises(KeyError, match=r"no images with ids \[-1\]"):
+        shards.read([ids[0], -1])

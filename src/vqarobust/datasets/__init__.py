@@ -6,19 +6,24 @@ Adapters are registered with the source files they read (config keys under
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from vqarobust.datasets.easy_vqa import prepare_easy_vqa
-from vqarobust.datasets.jsonl import prepare_jsonl
+from vqarobust import store
+from vqarobust.datasets.easy_vqa import read_easy_vqa
+from vqarobust.datasets.jsonl import open_jsonl
+from vqarobust.datasets.prepare import Dataset, write_prepared
 from vqarobust.datasets.question_types import answer_type, question_type
-from vqarobust.datasets.vqav2 import prepare_vqav2
+from vqarobust.datasets.vqav2 import open_vqav2
 from vqarobust.registry import Registry
 
+# Each adapter opens its source as a Dataset; tags: the config keys it reads as files
+# (job inputs), its default number of images, and whether it has named splits.
 ADAPTERS: Registry = Registry("dataset adapter")
-ADAPTERS.register("easy-vqa", sources=(), default_n_images=200, splits=True)(prepare_easy_vqa)
+ADAPTERS.register("easy-vqa", sources=(), default_n_images=200, splits=True)(read_easy_vqa)
 ADAPTERS.register("vqav2", sources=("questions", "annotations", "images"),
-                  default_n_images=3000, splits=False)(prepare_vqav2)  # fmt: skip
-ADAPTERS.register("jsonl", sources=("path",), default_n_images=None, splits=False)(prepare_jsonl)
+                  default_n_images=3000, splits=False)(open_vqav2)  # fmt: skip
+ADAPTERS.register("jsonl", sources=("path",), default_n_images=None, splits=False)(open_jsonl)
 
 # dataset keys that only some adapters read; validation rejects them elsewhere.
 SOURCE_KEYS = ("questions", "annotations", "images", "path")
@@ -33,9 +38,41 @@ __all__ = [
 ]
 
 
-def prepare_dataset(adapter: str, **kwargs: Any) -> dict[str, Any]:
-    """Run the named adapter; returns counts of what it wrote."""
-    return ADAPTERS.create(adapter, **kwargs)
+def prepare_dataset(
+    adapter: str,
+    *,
+    questions_out: str | os.PathLike[str],
+    images_out: str | os.PathLike[str],
+    manifest_out: str | os.PathLike[str],
+    info_out: str | os.PathLike[str],
+    n_images: int | None = None,
+    seed: int = 0,
+    manifest: str | None = None,
+    on_bad_image: str = "fail",
+    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+    **source: Any,
+) -> dict[str, Any]:
+    """Open a dataset with the named adapter (``source``: its keys, e.g. ``split`` or
+    ``questions``/``annotations``/``images``) and write the prepared outputs.
+
+    ``n_images`` None takes every image. Returns counts of what was written.
+    """
+    dataset: Dataset = ADAPTERS.create(adapter, **source)
+    with dataset.images:
+        return write_prepared(
+            dataset.questions,
+            dataset.images,
+            questions_out=questions_out,
+            images_out=images_out,
+            manifest_out=manifest_out,
+            info_out=info_out,
+            n_images=n_images,
+            seed=seed,
+            manifest=manifest,
+            on_bad_image=on_bad_image,
+            shard_bytes=shard_bytes,
+            describe=dataset.describe,
+        )
 
 
 def dataset_job(dataset: dict[str, Any], split: str, seed: int) -> tuple[dict, dict]:

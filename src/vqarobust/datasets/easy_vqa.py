@@ -7,13 +7,9 @@ leave-one-out subset keeps nine matches) and equals exact-match accuracy.
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 import polars as pl
 
-from vqarobust import store
-from vqarobust.datasets.prepare import write_prepared
+from vqarobust.datasets.prepare import Dataset
 from vqarobust.datasets.question_types import answer_type, question_type
 from vqarobust.datasets.sources import PathImages
 
@@ -35,22 +31,11 @@ def _load_split(split: str) -> tuple[list[str], list[str], list[int], dict[int, 
     return list(qs), list(answers), [int(i) for i in image_ids], dict(paths)
 
 
-def prepare_easy_vqa(
-    questions_out: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    manifest_out: str | os.PathLike[str],
-    info_out: str | os.PathLike[str],
-    split: str = "test",
-    n_images: int | None = None,
-    seed: int = 0,
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
-    manifest: str | None = None,
-    on_bad_image: str = "fail",
-) -> dict[str, Any]:
-    """Write the questions table, image shards, manifest and info of one split's subset.
+def read_easy_vqa(split: str = "test") -> Dataset:
+    """One split of easy-VQA as a questions table and its image files.
 
     Question ids are the position of the question in the split, so they stay stable
-    whatever subset is drawn. Returns counts of images and questions written.
+    whatever subset is drawn.
     """
     qs, answers, image_ids, paths = _load_split(split)
     questions = pl.DataFrame(
@@ -71,17 +56,4 @@ def prepare_easy_vqa(
             "answer_type": pl.String,
         },  # fmt: skip
     )
-    return write_prepared(
-        questions,
-        PathImages(paths),
-        questions_out=questions_out,
-        images_out=images_out,
-        manifest_out=manifest_out,
-        info_out=info_out,
-        n_images=n_images,
-        seed=seed,
-        manifest=manifest,
-        on_bad_image=on_bad_image,
-        shard_bytes=shard_bytes,
-        describe={"adapter": "easy-vqa", "split": split},
-    )
+    return Dataset(questions, PathImages(paths), {"adapter": "easy-vqa", "split": split})

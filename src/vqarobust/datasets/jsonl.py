@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from vqarobust import store
-from vqarobust.datasets.prepare import write_prepared
+from vqarobust.datasets.prepare import Dataset
 from vqarobust.datasets.question_types import answer_type, question_type
 from vqarobust.datasets.sources import PathImages
 
@@ -89,31 +89,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[int, Pa
     return table, files
 
 
-def prepare_jsonl(
-    questions_out: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    manifest_out: str | os.PathLike[str],
-    info_out: str | os.PathLike[str],
-    path: str,
-    n_images: int | None = None,
-    seed: int = 0,
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
-    manifest: str | None = None,
-    on_bad_image: str = "fail",
-) -> dict[str, Any]:
-    """Prepare a seeded sample of ``n_images`` images (all when None) of a JSONL VQA file."""
+def open_jsonl(path: str) -> Dataset:
+    """A JSON Lines VQA file as a questions table and its image files."""
     table, files = read_jsonl(path)
-    return write_prepared(
-        table,
-        PathImages(files),
-        questions_out=questions_out,
-        images_out=images_out,
-        manifest_out=manifest_out,
-        info_out=info_out,
-        n_images=n_images,
-        seed=seed,
-        manifest=manifest,
-        on_bad_image=on_bad_image,
-        shard_bytes=shard_bytes,
-        describe={"adapter": "jsonl", "path": path},
-    )
+    return Dataset(table, PathImages(files), {"adapter": "jsonl", "path": path})

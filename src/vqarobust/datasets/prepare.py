@@ -1,8 +1,8 @@
 """What every dataset adapter shares: choose the images, check them, write the outputs.
 
-An adapter turns its source format into a questions table (the columns of
-``store.QUESTION_SCHEMA``) and an :class:`~vqarobust.datasets.sources.ImageSource`;
-:func:`write_prepared` does the rest, the same way for every dataset:
+An adapter turns its source format into a :class:`Dataset`: a questions table (the
+columns of ``store.QUESTION_SCHEMA``), an :class:`~vqarobust.datasets.sources.ImageSource`
+and a description; :func:`write_prepared` does the rest, the same way for every dataset:
 
 * the images are a seeded sample of ``n_images`` (all when None) of the images that have
   questions, or exactly the ids of a manifest file; every question of a chosen image is
@@ -22,6 +22,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,16 @@ log = logging.getLogger(__name__)
 BAD_IMAGE_POLICIES = ("fail", "skip")
 # How many skipped images dataset.json (and so the report) names one by one.
 LISTED_BAD_IMAGES = 100
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What an adapter reads: questions, where their images are, and a description
+    (adapter name, source files) for the manifest header and ``dataset.json``."""
+
+    questions: pl.DataFrame
+    images: ImageSource
+    describe: Mapping[str, Any]
 
 
 class BadImagesError(ValueError):

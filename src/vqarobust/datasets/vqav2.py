@@ -15,12 +15,11 @@ are kept verbatim; scoring decides how to normalize them (docs/metrics.md).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import polars as pl
 
 from vqarobust import store
-from vqarobust.datasets.prepare import write_prepared
+from vqarobust.datasets.prepare import Dataset
 from vqarobust.datasets.sources import open_images
 
 
@@ -87,39 +86,9 @@ def read_vqav2(
     return paired.select(store.QUESTION_SCHEMA.names)
 
 
-def prepare_vqav2(
-    questions_out: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    manifest_out: str | os.PathLike[str],
-    info_out: str | os.PathLike[str],
-    questions: str,
-    annotations: str,
-    images: str,
-    n_images: int | None = 3000,
-    seed: int = 0,
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
-    manifest: str | None = None,
-    on_bad_image: str = "fail",
-) -> dict[str, Any]:
-    """Prepare a seeded sample of ``n_images`` VQAv2 images with all their questions."""
+def open_vqav2(questions: str, annotations: str, images: str) -> Dataset:
+    """VQAv2's paired questions and annotations, and its COCO images (folder or zip)."""
     table = read_vqav2(questions, annotations)
-    with open_images(images) as source:
-        return write_prepared(
-            table,
-            source,
-            questions_out=questions_out,
-            images_out=images_out,
-            manifest_out=manifest_out,
-            info_out=info_out,
-            n_images=n_images,
-            seed=seed,
-            manifest=manifest,
-            on_bad_image=on_bad_image,
-            shard_bytes=shard_bytes,
-            describe={
-                "adapter": "vqav2",
-                "questions": questions,
-                "annotations": annotations,
-                "images": images,
-            },  # fmt: skip
-        )
+    describe = {"adapter": "vqav2", "questions": questions, "annotations": annotations,
+                "images": images}  # fmt: skip
+    return Dataset(table, open_images(images), describe)

@@ -51,6 +51,18 @@ def _png(fig: plt.Figure, path: Path) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _clean_vs_corrupted(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFrame:
+    """Per model and ``kind`` (question_type or answer_type): clean accuracy and the mean
+    over every corrupted subset, from the ``{kind}_accuracy`` table."""
+    return con.sql(
+        f"""SELECT model, {kind},
+                   avg(accuracy) FILTER (WHERE severity = 0) AS clean,
+                   avg(accuracy) FILTER (WHERE severity > 0) AS corrupted,
+                   max(n) FILTER (WHERE severity = 0) AS n
+            FROM {kind}_accuracy GROUP BY ALL ORDER BY model, {kind}"""
+    ).pl()
+
+
 def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[str]) -> Path:
     """Write ``out_html`` plus ``figures/*.png`` and ``tables/*.csv`` beside it."""
     out = Path(out_html)
@@ -70,20 +82,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             "PIVOT (SELECT model, severity, rscore FROM rscore WHERE corruption = 'all') "
             "ON severity USING first(rscore) ORDER BY model"
         ).pl()
-        qtype = con.sql(
-            """SELECT model, question_type,
-                      avg(accuracy) FILTER (WHERE severity = 0) AS clean,
-                      avg(accuracy) FILTER (WHERE severity > 0) AS corrupted,
-                      max(n) FILTER (WHERE severity = 0) AS n
-               FROM question_type_accuracy GROUP BY ALL ORDER BY model, question_type"""
-        ).pl()
-        atype = con.sql(
-            """SELECT model, answer_type,
-                      avg(accuracy) FILTER (WHERE severity = 0) AS clean,
-                      avg(accuracy) FILTER (WHERE severity > 0) AS corrupted,
-                      max(n) FILTER (WHERE severity = 0) AS n
-               FROM answer_type_accuracy GROUP BY ALL ORDER BY model, answer_type"""
-        ).pl()
+        qtype = _clean_vs_corrupted(con, "question_type")
+        atype = _clean_vs_corrupted(con, "answer_type")
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
