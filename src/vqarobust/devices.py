@@ -88,8 +88,12 @@ def lease_device(
     gpus = visible_gpus(n_gpus)
     if not gpus:
         env = os.environ.get("CUDA_VISIBLE_DEVICES")
-        why = "no GPU is visible" + (f" (CUDA_VISIBLE_DEVICES={env!r})" if env is not None else
-                                     " (torch finds no CUDA device)")  # fmt: skip
+        if env is None:
+            why = "no GPU is visible (torch finds no CUDA device)"
+        elif env.strip() in ("", "-1"):
+            why = f"no GPU is visible (CUDA_VISIBLE_DEVICES={env!r})"
+        else:
+            why = f"CUDA finds none of the GPUs that CUDA_VISIBLE_DEVICES={env!r} names"
         yield _no_gpu(policy, who, why)
         return
     folder = Path(lock_dir) if lock_dir else default_lock_dir()
