@@ -1,6 +1,8 @@
 # vqarobust: how robust are VQA models to image corruptions?
 # docs/workflow.md describes the rules; docs/paper.md the paper protocol and clusters.
 # Stages live in rules/*.smk; all logic lives in the vqarobust package (src/).
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -31,5 +33,12 @@ rule all:
     default_target: True
 
 
+REPORT = f"results/{DATASET}/report/index.html"
+
+# Where the report is, also when there is nothing to do (Snakemake then skips onsuccess).
+if workflow.is_main_process and not workflow.dryrun and Path(REPORT).exists():
+    print(f"Report of the last run: {REPORT}")
+
+
 onsuccess:
-    print(f"Report: results/{DATASET}/report/index.html")
+    print(f"Report: {REPORT}")

@@ -1,12 +1,17 @@
 import re
+import sys
 
-from vqarobust.config import validate_config
+from vqarobust.config import ConfigError, validate_config
 from vqarobust.corruptions import ENGINE_VERSION, family
 from vqarobust.datasets import dataset_job
 from vqarobust.params import answer_spec, canonical
 
-# Validate before any job runs: a wrong key or value fails here, naming it.
-validate_config(config)
+# Validate before any job runs: a wrong key or value fails here, naming it. The message
+# is all a person needs; a traceback would only bury it.
+try:
+    validate_config(config)
+except ConfigError as exc:
+    sys.exit(str(exc))
 
 DATASET = config["dataset"]["name"]
 MODELS = list(config["models"])

@@ -1,4 +1,5 @@
 import copy
+import re
 
 import pytest
 import yaml
@@ -83,7 +84,8 @@ VQAV2 = {"name": "v", "adapter": "vqav2", "questions": "q.json", "annotations": 
 @pytest.mark.parametrize(
     ("dataset", "message"),
     [
-        ({"name": "v", "adapter": "vqa2"}, r"dataset.adapter: unknown adapter 'vqa2'; known: "),
+        ({"name": "v", "adapter": "vqa2"},
+         r"dataset.adapter: unknown adapter 'vqa2'; did you mean 'vqav2'\? known: "),
         ({"name": "v", "adapter": "vqav2", "questions": "q.json"},
          r"adapter 'vqav2' needs \['annotations', 'images'\]"),
         ({**VQAV2, "split": "val"}, r"dataset.split: adapter 'vqav2' does not read it"),
@@ -132,3 +134,43 @@ def test_params_are_canonical_and_leave_runtime_settings_out():
     assert repr(canonical({"b": {"y": 1, "x": [{"d": 1, "c": 2}]}, "a": 0})) == (
         "{'a': 0, 'b': {'x': [{'c': 2, 'd': 1}], 'y': 1}}"
     )
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c.update(severitys=c.pop("severities")),
+         r"\(top level\): 'severitys' was unexpected; did you mean 'severities'\?"),
+        (lambda c: c["dataset"].update(n_image=5),
+         r"dataset: 'n_image' was unexpected; did you mean 'n_images'\?"),
+        (lambda c: c["corruptions"].append("gausian_noise"),
+         r"unknown corruption 'gausian_noise'; did you mean 'gaussian_noise'\?"),
+        (lambda c: c["scoring"].update(metric="vqa_acuracy"),
+         r"scoring.metric: .*did you mean 'vqa_accuracy'\?"),
+        (lambda c: c.update(zzz=1), r"'zzz' was unexpected; allowed: \["),
+    ],
+)  # fmt: skip
+def test_misspellings_get_a_hint(default_config, mutate, message):
+    mutate(default_config)
+    with pytest.raises(ConfigError, match=message):
+        validate_config(default_config)
+
+
+def _schema_keys(schema: dict, prefix: str = "") -> set[str]:
+    keys = set()
+    for key, sub in schema.get("properties", {}).items():
+        keys.add(key)
+        keys |= _schema_keys(sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        keys |= _schema_keys(extra)
+    return keys
+
+
+def test_every_setting_is_documented():
+    from vqarobust.config import load_schema
+
+    doc = (REPO / "docs" / "configuration.md").read_text()
+    quoted = " ".join(re.findall(r"`([^`]*)`", doc))
+    missing = sorted(k for k in _schema_keys(load_schema()) if not re.search(rf"\b{k}\b", quoted))
+    assert not missing, f"docs/configuration.md does not document {missing}"

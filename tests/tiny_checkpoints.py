@@ -16,7 +16,7 @@ def tiny_blip(path: Path, vision: dict | None = None) -> Path:
     ``vision`` overrides the vision config (e.g. a heavier tower for benchmarks).
     """
     from transformers import BlipConfig, BlipForQuestionAnswering, BlipProcessor
-    from transformers.models.blip import BlipImageProcessor
+    from transformers.models.blip import BlipImageProcessorPil
 
     tok = build_tokenizer([" ".join(WORDS)])
     tok.add_special_tokens({"bos_token": "[DEC]"})
@@ -35,7 +35,7 @@ def tiny_blip(path: Path, vision: dict | None = None) -> Path:
     model = BlipForQuestionAnswering(BlipConfig(text_config=text, vision_config=vision))
     side = vision["image_size"]
     processor = BlipProcessor(
-        image_processor=BlipImageProcessor(size={"height": side, "width": side}), tokenizer=tok
+        image_processor=BlipImageProcessorPil(size={"height": side, "width": side}), tokenizer=tok
     )
     model.save_pretrained(path)
     processor.save_pretrained(path)
@@ -53,13 +53,13 @@ CHAT_TEMPLATE = (
 def tiny_llava(path: Path) -> Path:
     """A LlavaForConditionalGeneration with a 1-layer CLIP vision tower and Llama LM."""
     from transformers import (
-        CLIPImageProcessor,
         CLIPVisionConfig,
         LlamaConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
         LlavaProcessor,
     )
+    from transformers.models.clip import CLIPImageProcessorPil
 
     tok = build_tokenizer([" ".join([*WORDS, "user", "assistant", "answer", "single", "word",
                                      "or", "phrase", "using", "question", ":", "."])])  # fmt: skip
@@ -84,7 +84,7 @@ def tiny_llava(path: Path) -> Path:
     model.generation_config.eos_token_id = tok.sep_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     processor = LlavaProcessor(
-        image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": 32},
                                            crop_size={"height": 32, "width": 32}),
         tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
         chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,

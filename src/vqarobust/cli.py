@@ -1,4 +1,6 @@
-"""Command line: ``vqarobust <command>``, for use without Snakemake."""
+"""Command line of the vqarobust library, for use without Snakemake.
+
+Run `vqarobust <command> --help` for a command's options."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ from vqarobust.logs import setup_logging
 def _corruptions(args: argparse.Namespace) -> int:
     from vqarobust import corruptions
 
+    print(f"{'name':20s} {'class':10s} {'severities':10s} benchmark")
     for name in corruptions.names(family=args.family):
         entry = corruptions.CORRUPTIONS.entry(name)
-        bench = "benchmark" if entry.tags.get("benchmark") else ""
-        print(f"{name:20s} {entry.tags['family']:10s} 1..{corruptions.max_severity(name)} {bench}")
+        bench = "yes" if entry.tags.get("benchmark") else ""
+        sev = f"1..{corruptions.max_severity(name)}"
+        print(f"{name:20s} {entry.tags['family']:10s} {sev:10s} {bench}".rstrip())
     return 0
 
 
@@ -81,6 +85,18 @@ def _preview(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(args: argparse.Namespace) -> int:
+    from vqarobust.summary import summarize, to_markdown, to_text
+
+    summary = summarize(args.database)
+    if args.markdown:
+        command = f"vqarobust summary {args.database} --markdown"
+        print(to_markdown(summary, command), end="")
+    else:
+        print(to_text(summary), end="")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
@@ -90,7 +106,9 @@ def _report(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``vqarobust`` command."""
-    parser = argparse.ArgumentParser(prog="vqarobust", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="vqarobust", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("corruptions", help="list registered corruptions")
     p.add_argument("--family", help="only this class (noise, blur, weather, ...)")
@@ -111,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corruptions", nargs="+", help="names (default: the 14 of the benchmark)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_preview)
+    p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
+    p.add_argument("database")
+    p.add_argument("--markdown", action="store_true", help="the README's Markdown block")
+    p.set_defaults(func=_summary)
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
     p.add_argument("--out", required=True, help="path of index.html to write")

@@ -10,6 +10,7 @@ second hand-kept list to drift.
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -45,6 +46,33 @@ def _where(path: Any) -> str:
     return "".join(parts) or "(top level)"
 
 
+def _unknown(kind: str, name: str, known: Any) -> str:
+    """'unknown corruption 'gausian_noise'; did you mean 'gaussian_noise'? known: ...'"""
+    options = sorted(known)
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    hint = f" did you mean {close[0]!r}?" if close else ""
+    return f"unknown {kind} {name!r};{hint} known: {', '.join(options)}"
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    """The schema's message, with a "did you mean" for a misspelled key or value."""
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        hints = []
+        for key in error.instance:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {allowed}"
+                hints.append(f"{key!r} was unexpected{hint}")
+        return "; ".join(hints)
+    if error.validator == "enum" and isinstance(error.instance, str):
+        options = [str(v) for v in error.validator_value]
+        close = difflib.get_close_matches(error.instance, options, n=1, cutoff=0.6)
+        if close:
+            return f"{error.message}; did you mean {close[0]!r}?"
+    return error.message
+
+
 def load_schema(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Read the config schema YAML."""
     with open(path or DEFAULT_SCHEMA, encoding="utf-8") as fh:
@@ -70,7 +98,7 @@ def validate_config(
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
-        raise ConfigError(f"config error at {_where(e.absolute_path)}: {e.message}")
+        raise ConfigError(f"config error at {_where(e.absolute_path)}: {_explain(e)}")
 
     r = config["rscore"]
     if not r["tolerance"] < r["maximum"]:
@@ -83,8 +111,7 @@ def validate_config(
     for i, name in enumerate(config["corruptions"]):
         if name not in known:
             raise ConfigError(
-                f"config error at corruptions[{i}]: unknown corruption {name!r}; "
-                f"known: {', '.join(sorted(known))}"
+                f"config error at corruptions[{i}]: {_unknown('corruption', name, known)}"
             )
         top = corruptions.max_severity(name)
         too_high = [s for s in config["severities"] if s > top]
@@ -114,10 +141,8 @@ def validate_config(
         if "family" not in entry:
             raise ConfigError(f"config error at models.{name}: give family or from_repository")
         if entry["family"] not in FAMILIES:
-            raise ConfigError(
-                f"config error at models.{name}.family: unknown family {entry['family']!r}; "
-                f"known: {', '.join(FAMILIES.list())}"
-            )
+            unknown = _unknown("family", entry["family"], FAMILIES.list())
+            raise ConfigError(f"config error at models.{name}.family: {unknown}")
         train = entry.get("train")
         if train is None and "path_or_id" not in entry:
             raise ConfigError(f"config error at models.{name}: give path_or_id or train")
@@ -128,10 +153,8 @@ def validate_config(
                 "path_or_id (a trained checkpoint) instead"
             )
         if train is not None and train["architecture"] not in ARCHITECTURES:
-            raise ConfigError(
-                f"config error at models.{name}.train.architecture: unknown architecture "
-                f"{train['architecture']!r}; known: {', '.join(ARCHITECTURES.list())}"
-            )
+            unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
+            raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
     return config
 
 
@@ -141,10 +164,7 @@ def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
 
     name = dataset["adapter"]
     if name not in ADAPTERS:
-        raise ConfigError(
-            f"config error at dataset.adapter: unknown adapter {name!r}; "
-            f"known: {', '.join(ADAPTERS.list())}"
-        )
+        raise ConfigError(f"config error at dataset.adapter: {_unknown('adapter', name, ADAPTERS)}")
     tags = ADAPTERS.entry(name).tags
     needed = [k for k in tags["sources"] if not dataset.get(k)]
     if needed:
@@ -155,7 +175,9 @@ def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
     if foreign:
         raise ConfigError(
             f"config error at dataset.{foreign[0]}: adapter {name!r} does not read it "
-            f"(it reads {', '.join(tags['sources']) or 'no source files'})"
+            f"(it reads {', '.join(tags['sources']) or 'no source files'}). If it comes "
+            "from config/config.yaml, which a --configfile merges into, run with "
+            "--replace-workflow-config"
         )
     if dataset.get("manifest"):
         if dataset.get("n_images") is not None:

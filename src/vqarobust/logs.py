@@ -14,8 +14,24 @@ def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackTy
     logging.getLogger("vqarobust").critical("job failed", exc_info=(kind, exc, tb))
 
 
+def quiet_progress_bars() -> None:
+    """No per-tensor "Loading weights" / "Writing model shards" bars in job logs.
+
+    The Hugging Face libraries read the switch when first imported, so set it in the
+    environment, and flip it in any of them already imported (without importing them:
+    a corruption job never needs transformers).
+    """
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
 def setup_logging(path: str | os.PathLike[str] | None = None, level: int = logging.INFO) -> None:
-    """Log to ``path`` (and stderr), capturing Python warnings and uncaught exceptions."""
+    """Log to ``path`` (and stderr), capturing Python warnings and uncaught exceptions;
+    library progress bars off."""
+    quiet_progress_bars()
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -9,5 +9,6 @@ train_reference_model(
     snakemake.input.images,
     snakemake.output[0],
     threads=snakemake.threads,
+    name=snakemake.wildcards.model,
     **snakemake.params.train,
 )

@@ -1,4 +1,4 @@
-"""MMI (MultiModal Impact, SPEC section 5): relative drop of a score from clean to perturbed.
+"""MMI (MultiModal Impact, docs/metrics.md): relative drop of a score from clean to perturbed.
 
 MMI = (s_clean - s_pert) / s_clean, where s_pert is the mean score over the perturbed
 sets (severities 1..5) of the group summarized. Lower is more robust; it works for any

@@ -1,4 +1,4 @@
-"""The visual robustness suite of SPEC section 4: relative drops, five sub-metrics, VRE.
+"""The visual robustness suite (docs/metrics.md): relative drops, five sub-metrics, VRE.
 
 Input is a long accuracy table ``(model, corruption, severity, accuracy)``; severity 0
 is the clean accuracy, given once per model (corruption ``"clean"``) or once per
@@ -192,7 +192,8 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 
 def weight_sweep() -> dict[str, dict[str, float]]:
-    """SPEC section 9's weightings: uniform, and each metric at 0.6 with the rest at 0.1."""
+    """The report's weightings (docs/metrics.md): uniform, and each metric at 0.6 with the
+    rest at 0.1."""
     sweep = {"uniform": {m: 0.2 for m in METRIC_NAMES}}
     for m in METRIC_NAMES:
         sweep[f"{m}_0.6"] = {k: (0.6 if k == m else 0.1) for k in METRIC_NAMES}

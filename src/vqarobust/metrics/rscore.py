@@ -1,4 +1,4 @@
-"""R_score (SPEC section 6): robustness of accuracy to a perturbation, in [0, 1].
+"""R_score (docs/metrics.md): robustness of accuracy to a perturbation, in [0, 1].
 
 Acc_di = |Acc_clean - Acc_noisy| in percentage points;
 R_score = clamp((sqrt(m) - sqrt(Acc_di)) / (sqrt(m) - sqrt(t)), 0, 1), with tolerance t and

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import os
 import time
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 from PIL import Image
 from transformers import ViltProcessor
-from transformers.models.vilt import ViltImageProcessor
+from transformers.models.vilt import ViltImageProcessorPil
 
 from vqarobust import store
 from vqarobust.metrics.vqa_accuracy import most_common_answer
@@ -48,13 +49,17 @@ def train_reference_model(
     weight_decay: float = 0.01,
     seed: int = 0,
     threads: int = 1,
+    name: str | None = None,
     **arch_kwargs: Any,
 ) -> dict[str, float]:
     """Train ``architecture`` on a prepared split; save model + processor to ``out_dir``.
 
-    ``epochs`` may be fractional. Returns training statistics (steps, seconds, final
-    training accuracy over the last 10% of steps).
+    ``epochs`` may be fractional. Progress is logged about every 5% of the steps, as
+    ``<name> epoch e/E step s/S loss L`` (``name`` defaults to the architecture).
+    Returns training statistics (steps, seconds, final training accuracy over the last
+    10% of steps).
     """
+    name = name or architecture
     torch.manual_seed(seed)
     torch.set_num_threads(max(1, threads))
     questions, images = _load_split(questions_path, images_dir)
@@ -70,7 +75,9 @@ def train_reference_model(
         raise ValueError(f"training expects images of one size, found {sorted(sizes)[:5]}")
     image_size = min(next(iter(sizes)))
     tokenizer = build_tokenizer(texts)
-    image_processor = ViltImageProcessor(
+    # The PIL processor by name: "ViltImageProcessor" now means the torchvision one, which
+    # is never installed here (docs/models.md); asking for it prints a fallback warning.
+    image_processor = ViltImageProcessorPil(
         size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
     )
     processor = ViltProcessor(image_processor=image_processor, tokenizer=tokenizer)
@@ -104,6 +111,8 @@ def train_reference_model(
     gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(units, generator=gen)
     pos, correct, seen = 0, 0, 0
+    every = max(1, steps // 20)
+    n_epochs = max(1, math.ceil(epochs))
     t0 = time.perf_counter()
     for step in range(steps):
         if pos + per_step > len(order):
@@ -134,13 +143,15 @@ def train_reference_model(
         if step >= steps * 0.9:
             correct += int((out.logits.argmax(-1) == y[idx]).sum())
             seen += len(idx)
-        if step % 200 == 0:
-            log.info("step %d/%d loss %.4f", step, steps, loss.item())
+        if (step + 1) % every == 0 or step + 1 == steps:
+            epoch = min(n_epochs, step * per_step // units + 1)
+            log.info("%s epoch %d/%d step %d/%d loss %.4f (%.0fs)", name, epoch, n_epochs,
+                     step + 1, steps, loss.item(), time.perf_counter() - t0)  # fmt: skip
     seconds = time.perf_counter() - t0
     model.eval()
     with store.atomic_path(out_dir) as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
     stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1)}
-    log.info("trained %s: %s", architecture, stats)
+    log.info("trained %s (%s): %s", name, architecture, stats)
     return stats

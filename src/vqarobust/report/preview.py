@@ -5,43 +5,44 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import matplotlib
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
+from vqarobust import corruptions, store
 
-from vqarobust import corruptions, store  # noqa: E402
+GAP = 2  # pixels between cells
+LABEL_WIDTH = 130  # row labels (corruption names)
+HEADER_HEIGHT = 18  # column labels (clean, severity 1..5)
 
 
 def preview_grid(
-    image: np.ndarray,
-    names: Sequence[str] | None = None,
-    seed: int = 0,
-    cell_inches: float = 1.4,
-):
-    """A matplotlib Figure: one row per corruption, columns clean and severities 1..5."""
+    image: np.ndarray, names: Sequence[str] | None = None, seed: int = 0, cell: int = 160
+) -> Image.Image:
+    """An RGB image: one row per corruption, labelled on the left; columns clean and
+    severities 1..5, labelled on top; cells ``cell`` pixels on their longer side, tight."""
     names = list(names or corruptions.names(benchmark=True))
     image = corruptions.to_rgb(image)
-    fig, axes = plt.subplots(
-        len(names), 6, figsize=(6 * cell_inches, len(names) * cell_inches), squeeze=False
+    h, w = image.shape[:2]
+    scale = cell / max(h, w)
+    cw, ch = max(1, round(w * scale)), max(1, round(h * scale))
+    grid = Image.new(
+        "RGB",
+        (LABEL_WIDTH + 6 * (cw + GAP), HEADER_HEIGHT + len(names) * (ch + GAP)),
+        "white",
     )
+    draw = ImageDraw.Draw(grid)
+    font = ImageFont.load_default()
+    for s in range(6):
+        label = "clean" if s == 0 else f"severity {s}"
+        draw.text((LABEL_WIDTH + s * (cw + GAP) + 2, 3), label, fill="black", font=font)
     for r, name in enumerate(names):
-        top = corruptions.max_severity(name)
-        for s in range(6):
-            ax = axes[r][s]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if s <= top:
-                ax.imshow(corruptions.corrupt(image, name, s, seed=seed))
-            else:
-                ax.axis("off")
-            if r == 0:
-                ax.set_title("clean" if s == 0 else f"severity {s}", fontsize=8)
-        axes[r][0].set_ylabel(name, fontsize=8, rotation=0, ha="right", va="center")
-    fig.tight_layout()
-    return fig
+        top = HEADER_HEIGHT + r * (ch + GAP)
+        draw.text((4, top + ch // 2 - 6), name, fill="black", font=font)
+        for s in range(min(corruptions.max_severity(name), 5) + 1):
+            out = corruptions.corrupt(image, name, s, seed=seed)
+            thumb = Image.fromarray(out).resize((cw, ch), Image.Resampling.LANCZOS)
+            grid.paste(thumb, (LABEL_WIDTH + s * (cw + GAP), top))
+    return grid
 
 
 def write_preview(
@@ -50,10 +51,9 @@ def write_preview(
     names: Sequence[str] | None = None,
     seed: int = 0,
 ) -> None:
-    """Read an image file and write its corruption grid as PNG (atomically)."""
+    """Read an image file and write its corruption grid as an RGB PNG (atomically)."""
     with Image.open(image_path) as im:
         image = np.asarray(im.convert("RGB"))
-    fig = preview_grid(image, names, seed)
+    grid = preview_grid(image, names, seed)
     with store.atomic_path(out_path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
+        grid.save(tmp, format="PNG")
