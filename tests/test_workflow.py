@@ -175,3 +175,17 @@ def test_lint_is_clean_but_for_the_missing_conda_envs():
     assert "Lints for snakefile" not in text, text
     titles = set(re.findall(r"^\s+\* (.+):$", text, flags=re.MULTILINE))
     assert titles <= {NO_SOFTWARE_LINT}, text
+
+
+def test_summary_block_regenerates_from_the_run(workflow_run):
+    workdir, _ = workflow_run
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    out = subprocess.run([sys.executable, "-m", "vqarobust.cli", "summary", str(db), "--markdown"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT model, clean_accuracy, vre FROM vre_model").fetchall()
+        n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
+    for model, clean, vre in rows:
+        assert re.search(rf"^\| {model} \| {clean:.3f} \| [0-9.]+ \| [0-9.]+ \| {vre:.3f} \|", out,
+                         flags=re.MULTILINE), out  # fmt: skip
+    assert f"{n_q:,} questions" in out
