@@ -60,11 +60,11 @@ def main(n_pred: int = 5_000_000, n_q: int = 200_000) -> None:
     predictions, questions = synthetic(int(n_pred), int(n_q))
     print(f"generated {predictions.height:,} predictions / {questions.height:,} questions "
           f"in {time.perf_counter() - t0:.1f}s")  # fmt: skip
-    for metric in ("vqa_accuracy", "exact_match"):
+    for metric in ("vqa_accuracy", "vqa_accuracy_both", "exact_match"):
         t0 = time.perf_counter()
         scored = score_predictions(predictions, questions, metric)
         dt = time.perf_counter() - t0
-        print(f"{metric:13s} {dt:6.1f}s  {predictions.height / dt:12,.0f} predictions/s  "
+        print(f"{metric:17s} {dt:6.1f}s  {predictions.height / dt:12,.0f} predictions/s  "
               f"mean score {scored['score'].mean():.4f}")  # fmt: skip
 
 
