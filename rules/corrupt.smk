@@ -1,6 +1,6 @@
 rule corrupt_images:
     input:
-        "resources/datasets/{dataset}/eval/images",
+        unpack(get_corrupt_input),
     output:
         directory("results/{dataset}/images/{corruption}/{severity}"),
     log:
@@ -11,6 +11,7 @@ rule corrupt_images:
         seed=config["seed"],
         encoding=get_image_encoding,
         engine=ENGINE_VERSION,
+        stylize=get_stylize_params,
     threads: 1
     script:
         "../workflow/scripts/corrupt_images.py"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vqarobust import corruptions
-from vqarobust.corruptions import corrupt, corrupt_item, max_severity, names
+from vqarobust.corruptions import corrupt, corrupt_item, max_severity, names, needs
 from vqarobust.corruptions.physical import water_layer
 from vqarobust.corruptions.samples import photo_like
 
@@ -19,6 +19,11 @@ BENCHMARK = [
 ]  # fmt: skip
 RANDOM = {"gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow",
           "elastic_transform", "spatter", "glass_blur", "motion_blur", "frost", "fog"}  # fmt: skip
+
+
+# Corruptions that need nothing but the image (stylize needs weights and styles; it has
+# its own tests in tests/test_stylize.py).
+SELF_CONTAINED = [n for n in names() if needs(n) is None]
 
 
 def _image(h, w, seed=0):
@@ -35,9 +40,10 @@ def test_the_14_benchmark_corruptions_are_registered_with_classes():
     assert set(names(family="noise")) == {"gaussian_noise", "shot_noise", "impulse_noise",
                                           "speckle_noise"}  # fmt: skip
     assert max_severity("grayscale") == 1 and max_severity("fog") == 5
+    assert names(family="stylize") == ["stylize"] and "AdaIN weights" in needs("stylize")
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", SELF_CONTAINED)
 @pytest.mark.parametrize("shape", [(32, 32), (64, 64), (480, 640), (37, 53), (53, 37)])
 def test_every_severity_keeps_shape_and_dtype(name, shape):
     img = _image(*shape)
@@ -56,7 +62,7 @@ def large_image():
     return photo_like(3000, 4000, 0)
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", SELF_CONTAINED)
 def test_works_on_a_4000x3000_image(name, large_image):
     img = large_image
     out = corrupt(img, name, max_severity(name), seed=1)
@@ -64,7 +70,7 @@ def test_works_on_a_4000x3000_image(name, large_image):
 
 
 @given(
-    name=st.sampled_from(names()),
+    name=st.sampled_from(SELF_CONTAINED),
     h=st.integers(32, 90),
     w=st.integers(32, 90),
     seed=st.integers(0, 2**63 - 1),
@@ -89,7 +95,7 @@ NOT_MONOTONE = {
 }
 
 
-@pytest.mark.parametrize("name", [n for n in names() if max_severity(n) == 5])
+@pytest.mark.parametrize("name", [n for n in SELF_CONTAINED if max_severity(n) == 5])
 def test_distortion_does_not_decrease_with_severity(name):
     images = [photo_like(96, 128, s) for s in range(4)]
     distortion = [
@@ -147,8 +153,8 @@ def test_same_bytes_in_a_fresh_process():
     # A spawned interpreter has its own numpy state, hash seed and numba cache load.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(1, mp_context=context) as pool:
-        theirs = pool.submit(_digests, names()).result(timeout=120)
-    assert theirs == _digests(names())
+        theirs = pool.submit(_digests, SELF_CONTAINED).result(timeout=120)
+    assert theirs == _digests(SELF_CONTAINED)
 
 
 def test_item_seed_depends_on_image_id_not_on_call_order():

@@ -189,3 +189,33 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
         assert re.search(rf"^\| {model} \| {clean:.3f} \| [0-9.]+ \| [0-9.]+ \| {vre:.3f} \|", out,
                          flags=re.MULTILINE), out  # fmt: skip
     assert f"{n_q:,} questions" in out
+
+
+def test_stylize_flows_through_to_the_vre_tables(workflow_run, tmp_path):
+    import shutil
+
+    from tests.tiny_checkpoints import style_images, tiny_adain
+
+    source, config = workflow_run
+    workdir = tmp_path / "wf"
+    shutil.copytree(source, workdir, symlinks=True)
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["corruptions"].append("stylize")
+    changed["stylize"] = {"weights": str(tiny_adain(tmp_path / "adain")),
+                          "styles": str(style_images(tmp_path / "styles"))}  # fmt: skip
+    write_config(workdir, changed)
+    jobs = planned_jobs(snakemake(workdir, "-n"))
+    # Only stylize's own subsets and inference, then aggregation: nothing else reruns.
+    assert jobs == {"corrupt_images": 2, "run_model": 2, "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
+    snakemake(workdir)
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute(
+            "SELECT family, vre FROM vre_corruption WHERE corruption = 'stylize'"
+        ).fetchone()
+        severities = con.execute(
+            "SELECT DISTINCT severity FROM accuracy WHERE corruption = 'stylize' ORDER BY 1"
+        ).fetchall()
+    assert row is not None and row[0] == "stylize"
+    assert [s for (s,) in severities] == [1, 3]

@@ -92,3 +92,60 @@ def tiny_llava(path: Path) -> Path:
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+def tiny_adain(
+    path: Path, widths: tuple[int, int, int, int] = (4, 8, 12, 16), seed: int = 0
+) -> Path:
+    """Random AdaIN weights in the public layout (``vgg_normalised.pth`` with every VGG-19
+    conv up to relu5_4 under its nn.Sequential index, ``decoder.pth``), narrow channels."""
+    import torch
+
+    from vqarobust.corruptions.stylize import DECODER_CONVS, DEEPER_CONVS, ENCODER_CONVS
+
+    w1, w2, w3, w4 = widths
+    enc_io = [
+        (3, 3, 1),
+        (3, w1, 3),
+        (w1, w1, 3),
+        (w1, w2, 3),
+        (w2, w2, 3),
+        (w2, w3, 3),
+        (w3, w3, 3),
+        (w3, w3, 3),
+        (w3, w3, 3),
+        (w3, w4, 3),
+    ] + [(w4, w4, 3)] * 7
+    dec_io = [(w4, w3), (w3, w3), (w3, w3), (w3, w3), (w3, w2), (w2, w2), (w2, w1), (w1, w1),
+              (w1, 3)]  # fmt: skip
+    gen = torch.Generator().manual_seed(seed)
+
+    def conv(c_in: int, c_out: int, k: int) -> tuple:
+        scale = (2 / (c_in * k * k)) ** 0.5
+        return torch.randn(c_out, c_in, k, k, generator=gen) * scale, torch.zeros(c_out)
+
+    vgg, dec = {}, {}
+    for i, (c_in, c_out, k) in zip(ENCODER_CONVS + DEEPER_CONVS, enc_io, strict=True):
+        vgg[f"{i}.weight"], vgg[f"{i}.bias"] = conv(c_in, c_out, k)
+    for i, (c_in, c_out) in zip(DECODER_CONVS, dec_io, strict=True):
+        dec[f"{i}.weight"], dec[f"{i}.bias"] = conv(c_in, c_out, 3)
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save(vgg, path / "vgg_normalised.pth")
+    torch.save(dec, path / "decoder.pth")
+    return path
+
+
+def style_images(path: Path, n: int = 3) -> Path:
+    """A folder of ``n`` generated style images of different sizes and textures."""
+    import numpy as np
+    from PIL import Image
+
+    path.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(7)
+    for k in range(n):
+        h, w = 60 + 20 * k, 90 - 10 * k
+        y, x = np.mgrid[0:h, 0:w]
+        stripes = (np.sin(x / (2 + k)) + np.cos(y / (3 + k))) * 60 + 128
+        image = np.stack([stripes, stripes[::-1], rng.uniform(0, 255, (h, w))], axis=-1)
+        Image.fromarray(image.clip(0, 255).astype(np.uint8)).save(path / f"style{k}.png")
+    return path

@@ -13,12 +13,13 @@ from vqarobust.logs import setup_logging
 def _corruptions(args: argparse.Namespace) -> int:
     from vqarobust import corruptions
 
-    print(f"{'name':20s} {'class':10s} {'severities':10s} benchmark")
+    print(f"{'name':20s} {'class':10s} {'severities':10s} {'benchmark':9s} needs")
     for name in corruptions.names(family=args.family):
         entry = corruptions.CORRUPTIONS.entry(name)
         bench = "yes" if entry.tags.get("benchmark") else ""
         sev = f"1..{corruptions.max_severity(name)}"
-        print(f"{name:20s} {entry.tags['family']:10s} {sev:10s} {bench}".rstrip())
+        need = corruptions.needs(name) or ""
+        print(f"{name:20s} {entry.tags['family']:10s} {sev:10s} {bench:9s} {need}".rstrip())
     return 0
 
 
@@ -80,7 +81,16 @@ def _metrics(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     from vqarobust.report.preview import write_preview
 
-    write_preview(args.image, args.out, args.corruptions, args.seed)
+    stylize = None
+    if args.stylize_weights or args.stylize_styles:
+        stylize = {"weights": args.stylize_weights, "styles": args.stylize_styles}
+    if "stylize" in (args.corruptions or []) and not (stylize and all(stylize.values())):
+        from vqarobust.corruptions import needs
+
+        print(f"stylize needs {needs('stylize')}: give --stylize-weights and --stylize-styles",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    write_preview(args.image, args.out, args.corruptions, args.seed, stylize)
     print(args.out)
     return 0
 
@@ -128,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--corruptions", nargs="+", help="names (default: the 14 of the benchmark)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stylize-weights", help="stylize: folder with the AdaIN weight files")
+    p.add_argument("--stylize-styles", help="stylize: folder of style images")
     p.set_defaults(func=_preview)
     p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
     p.add_argument("database")

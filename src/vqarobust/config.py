@@ -120,6 +120,8 @@ def validate_config(
                 f"config error at severities: {name!r} has severities 1..{top} only, "
                 f"but {too_high} are configured"
             )
+    if "stylize" in config["corruptions"]:
+        _check_stylize(config["stylize"])
     from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
     for name, entry in list(config["models"].items()):
@@ -156,6 +158,26 @@ def validate_config(
             unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
             raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
     return config
+
+
+def _check_stylize(settings: dict[str, Any]) -> None:
+    """The stylize corruption's weights and styles exist (before any job runs)."""
+    from vqarobust.corruptions import needs
+    from vqarobust.corruptions.stylize import WEIGHT_FILES, style_files
+
+    missing = [k for k in ("weights", "styles") if not settings.get(k)]
+    if missing:
+        raise ConfigError(
+            f"config error at stylize: corruption 'stylize' needs {needs('stylize')}; "
+            f"set {', '.join('stylize.' + k for k in missing)}"
+        )
+    absent = [f for f in WEIGHT_FILES if not (Path(settings["weights"]) / f).is_file()]
+    if absent:
+        raise ConfigError(f"config error at stylize.weights: {settings['weights']} lacks {absent}")
+    try:
+        style_files(settings["styles"])
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config error at stylize.styles: {exc}") from None
 
 
 def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:

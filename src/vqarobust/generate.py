@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from vqarobust import store
-from vqarobust.corruptions import corrupt_item, max_severity, to_rgb
+from vqarobust.corruptions import corrupt_item, max_severity, needs, to_rgb
 from vqarobust.corruptions.digital import jpeg_compression_bytes
+from vqarobust.corruptions.stylize import Stylizer
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +25,7 @@ def corrupt_subset(
     jpeg_quality: int = 95,
     shard_bytes: int = store.DEFAULT_SHARD_BYTES,
     threads: int | None = None,
+    stylize: Mapping[str, Any] | None = None,
 ) -> int:
     """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
 
@@ -34,12 +37,23 @@ def corrupt_subset(
     output does not depend on shard layout or job order. Returns the number of images.
 
     ``threads`` caps OpenCV's (process-wide) thread pool, so a job stays within the cores
-    the scheduler gave it; None leaves OpenCV's default (all cores).
+    the scheduler gave it; None leaves OpenCV's default (all cores). ``stylize`` holds
+    the ``weights`` and ``styles`` folders (and ``style_size``) the stylize corruption
+    needs; the network is loaded once for the whole subset.
     """
     if threads is not None:
         import cv2
 
         cv2.setNumThreads(int(threads))
+    context: dict[str, Any] = {}
+    if corruption == "stylize":
+        if not stylize:
+            raise ValueError(f"{corruption} needs {needs(corruption)}")
+        import torch
+
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        context["stylizer"] = Stylizer(**stylize)
     if not 1 <= severity <= max_severity(corruption):
         raise ValueError(
             f"{corruption} has severities 1..{max_severity(corruption)}, not {severity}"
@@ -55,7 +69,8 @@ def corrupt_subset(
                 # Store the corruption's own JPEG file; re-encoding would compress twice.
                 data, fmt = jpeg_compression_bytes(to_rgb(image), severity), "jpeg"
             else:
-                out = corrupt_item(image, corruption, severity, global_seed, row["image_id"])
+                out = corrupt_item(image, corruption, severity, global_seed, row["image_id"],
+                                   **context)  # fmt: skip
                 data, fmt = store.encode_image(out, image_format, jpeg_quality), image_format
             yield {
                 "image_id": row["image_id"],

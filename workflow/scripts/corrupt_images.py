@@ -4,8 +4,12 @@ from vqarobust.generate import corrupt_subset
 from vqarobust.logs import setup_logging
 
 setup_logging(snakemake.log[0])
+stylize = None
+if snakemake.wildcards.corruption == "stylize":
+    stylize = {"weights": snakemake.input.weights, "styles": snakemake.input.styles,
+               **snakemake.params.stylize}  # fmt: skip
 corrupt_subset(
-    snakemake.input[0],
+    snakemake.input.images,
     snakemake.output[0],
     corruption=snakemake.wildcards.corruption,
     severity=int(snakemake.wildcards.severity),
@@ -13,5 +17,6 @@ corrupt_subset(
     # Shard size is read from the config, not params: it changes files, not images.
     shard_bytes=int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024),
     threads=snakemake.threads,
+    stylize=stylize,
     **snakemake.params.encoding,
 )

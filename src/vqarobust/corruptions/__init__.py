@@ -1,11 +1,14 @@
 """Image corruptions: a registry of ``(image, severity, rng) -> image`` functions.
 
 One module per class: ``noise``, ``blur``, ``weather``, ``attribute``, ``physical``,
-``digital``, ``colour``; shared image operations in ``filters``; the reference package,
+``digital``, ``colour``, ``stylize`` (AdaIN, which needs weights and style images passed
+in as ``stylizer=``); shared image operations in ``filters``; the reference package,
 seeded alike, in ``reference`` (tests and benchmarks only).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +19,7 @@ from vqarobust.corruptions import (  # noqa: F401  (importing registers the corr
     digital,
     noise,
     physical,
+    stylize,
     weather,
 )
 from vqarobust.corruptions.registry import CORRUPTIONS
@@ -25,6 +29,7 @@ MIN_SIZE = 32
 # Bump when any corruption's output changes. The workflow passes it to corrupt_images as a
 # param, so Snakemake's params trigger re-materializes subsets made by an older engine
 # (a change in package code alone would not rerun them). 2: native engine, truncation.
+# Adding a corruption (stylize) changes no existing output, so it needs no bump.
 ENGINE_VERSION = 2
 
 
@@ -48,6 +53,11 @@ def max_severity(name: str) -> int:
     return int(CORRUPTIONS.entry(name).tags.get("severities", 5))
 
 
+def needs(name: str) -> str | None:
+    """What a corruption needs beyond the image (None for the self-contained ones)."""
+    return CORRUPTIONS.entry(name).tags.get("needs")
+
+
 def to_rgb(image: np.ndarray) -> np.ndarray:
     """An HxWx3 uint8 view of a grayscale (HxW, HxWx1) or RGB(A) uint8 image."""
     if not isinstance(image, np.ndarray):
@@ -66,10 +76,13 @@ def to_rgb(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(image)
 
 
-def corrupt(image: np.ndarray, name: str, severity: int, seed: int = 0) -> np.ndarray:
+def corrupt(
+    image: np.ndarray, name: str, severity: int, seed: int = 0, **context: Any
+) -> np.ndarray:
     """Apply corruption ``name`` at ``severity`` (0 = unchanged) with a seeded generator.
 
-    Returns an array of the input's height and width, HxWx3 uint8.
+    ``context`` goes to corruptions that need more than the image (``stylize`` takes
+    ``stylizer=``). Returns an array of the input's height and width, HxWx3 uint8.
     """
     image = to_rgb(image)
     h, w = image.shape[:2]
@@ -81,7 +94,7 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int = 0) -> np.nd
         raise ValueError(f"severity of {name!r} must be an integer in 0..{top}, got {severity!r}")
     if severity == 0:
         return image.copy()
-    out = fn(image, int(severity), np.random.default_rng(seed))
+    out = fn(image, int(severity), np.random.default_rng(seed), **context)
     if out.dtype != np.uint8 or out.shape != image.shape:
         raise RuntimeError(
             f"{name} severity {severity} returned {out.dtype} {out.shape}, not uint8 {image.shape}"
@@ -90,10 +103,16 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int = 0) -> np.nd
 
 
 def corrupt_item(
-    image: np.ndarray, name: str, severity: int, global_seed: int, image_id: object
+    image: np.ndarray,
+    name: str,
+    severity: int,
+    global_seed: int,
+    image_id: object,
+    **context: Any,
 ) -> np.ndarray:
     """Corrupt one dataset image with the seed of (global seed, image id, name, severity)."""
-    return corrupt(image, name, severity, derive_seed(global_seed, image_id, name, severity))
+    seed = derive_seed(global_seed, image_id, name, severity)
+    return corrupt(image, name, severity, seed, **context)
 
 
 __all__ = [
@@ -104,4 +123,5 @@ __all__ = [
     "family",
     "max_severity",
     "names",
+    "needs",
 ]

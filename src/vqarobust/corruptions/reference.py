@@ -15,11 +15,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vqarobust.corruptions import names
+from vqarobust.corruptions import family, names
 from vqarobust.corruptions.randomness import stream_seed
 
-# The 19 ImageNet-C corruptions the reference implements (the colour transforms are ours).
-REFERENCE_NAMES = tuple(n for n in names() if n not in names(family="colour"))
+# The 19 ImageNet-C corruptions the reference implements (colour transforms and stylize
+# are not ImageNet-C).
+REFERENCE_NAMES = tuple(n for n in names() if family(n) not in ("colour", "stylize"))
 _SEED_ARGUMENT = {"impulse_noise", "glass_blur"}
 
 
