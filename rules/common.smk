@@ -5,6 +5,9 @@ from vqarobust.config import ConfigError, validate_config
 from vqarobust.corruptions import ENGINE_VERSION, family
 from vqarobust.datasets import dataset_job
 from vqarobust.params import answer_spec, canonical
+from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
+from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
+from vqarobust.report.outputs import TABLES as REPORT_TABLES
 
 # Validate before any job runs: a wrong key or value fails here, naming it. The message
 # is all a person needs; a traceback would only bury it.
@@ -17,6 +20,8 @@ DATASET = config["dataset"]["name"]
 MODELS = list(config["models"])
 CORRUPTIONS = list(config["corruptions"])
 SEVERITIES = sorted(set(config["severities"]) - {0})
+# Figure captions: package data, shared by the HTML report and Snakemake's native report.
+CAPTIONS = "../src/vqarobust/report/captions"
 
 
 def _alternatives(names):

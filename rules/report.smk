@@ -1,12 +1,25 @@
+# Every file of the report is a declared output; the figures are report() items with the
+# captions the HTML shows too, so `snakemake --report report.zip` gives the native report.
 rule render_report:
     input:
         "results/{dataset}/robustness.duckdb",
     output:
-        report(
+        html=report(
             "results/{dataset}/report/index.html",
-            caption="../workflow/report/index.rst",
+            caption=f"{CAPTIONS}/index.rst",
             category="Report",
         ),
+        figures=[
+            report(
+                f"results/{{dataset}}/report/figures/{name}.png",
+                caption=f"{CAPTIONS}/{name}.rst",
+                category="Figures",
+            )
+            for name in REPORT_FIGURES
+        ],
+        svg=expand("results/{{dataset}}/report/figures/{name}.svg", name=REPORT_FIGURES),
+        tables=expand("results/{{dataset}}/report/tables/{name}.csv", name=REPORT_TABLES),
+        latex=expand("results/{{dataset}}/report/tables/{name}.tex", name=REPORT_LATEX),
     log:
         "logs/{dataset}/render_report.log",
     benchmark:

@@ -219,3 +219,58 @@ def test_stylize_flows_through_to_the_vre_tables(workflow_run, tmp_path):
         ).fetchall()
     assert row is not None and row[0] == "stylize"
     assert [s for (s,) in severities] == [1, 3]
+
+
+def _chromium() -> str:
+    """Debian's chromium, installed when absent and possible; else the test is skipped."""
+    import os
+    import shutil
+
+    path = shutil.which("chromium")
+    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env,
+                       capture_output=True, timeout=900)  # fmt: skip
+        path = shutil.which("chromium")
+    if path is None:
+        pytest.skip("Debian's chromium is not installed and cannot be installed here")
+    return path
+
+
+def test_report_in_headless_chromium(workflow_run, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    workdir, _ = workflow_run
+    index = workdir / "results" / "easy-vqa" / "report" / "index.html"
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(index.as_uri())
+        n_images = page.evaluate("document.images.length")
+        broken = page.evaluate(
+            "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
+            ".map(i => i.alt)"
+        )
+        summary = page.inner_text("#summary")
+        settings = page.inner_text("#settings")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert errors == [] and broken == [] and n_images == 6
+    assert "most robust model" in summary and "VRE rank" in summary
+    assert "scoring" in settings and "{" not in settings  # a table, not raw JSON
+    assert (tmp_path / "report.png").stat().st_size > 50_000
+
+
+def test_native_snakemake_report(workflow_run, tmp_path):
+    import zipfile
+
+    workdir, _ = workflow_run
+    snakemake(workdir, "--report", str(tmp_path / "report.zip"))
+    with zipfile.ZipFile(tmp_path / "report.zip") as zf:
+        names = zf.namelist()
+    assert any(n.endswith("relative_drop.png") for n in names)
+    assert any(n.endswith("index.html") for n in names)

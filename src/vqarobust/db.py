@@ -26,6 +26,15 @@ from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_
 log = logging.getLogger(__name__)
 
 
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
     """Concatenate prediction Parquet files; duplicate (model, corruption, severity,
     question_id) rows are an error, since they would silently weigh some questions twice."""
@@ -131,6 +140,8 @@ def build_database(
             "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
             "warnings": json.dumps([str(w.message) for w in caught]),
         }
+        for package in ("vqarobust", "torch", "transformers", "snakemake", "duckdb", "polars"):
+            info[f"version.{package}"] = _version(package)
         for key, value in dataset_info.items():
             if key != "skipped_images":
                 info[f"dataset.{key}"] = value if isinstance(value, str) else json.dumps(value)

@@ -1,6 +1,13 @@
-"""Figures of the report, each a function from a polars table to a matplotlib Figure."""
+"""Figures of the report, each a function from polars tables to a matplotlib Figure.
+
+Colours are fixed across figures: one per model (:func:`model_colours`) and one hue per
+perturbation class (:data:`CLASS_COLOURS`), with the members of a class in shades of it.
+Perturbations are ordered by class everywhere.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import matplotlib
 
@@ -8,59 +15,191 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+# One hue per perturbation class (ImageNet-C classes, colour transforms, stylize).
+CLASS_COLOURS = {
+    "noise": "#d62728", "blur": "#1f77b4", "weather": "#17becf", "attribute": "#ff7f0e",
+    "physical": "#2ca02c", "digital": "#9467bd", "colour": "#8c564b", "stylize": "#e377c2",
+}  # fmt: skip
+OTHER_CLASS = "#7f7f7f"
+MODEL_PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
+                 "#8c8c8c", "#ccb974", "#64b5cd")  # fmt: skip
 
-def heatmap(df: pl.DataFrame, value: str, title: str, cmap: str = "Reds") -> Figure:
-    """A model x corruption heatmap of ``value`` with the numbers written in each cell."""
+
+def model_colours(models: Sequence[str]) -> dict[str, str]:
+    """A colour per model, by sorted name, the same in every figure of a report."""
+    return {m: MODEL_PALETTE[i % len(MODEL_PALETTE)] for i, m in enumerate(sorted(models))}
+
+
+def class_order(families: dict[str, str]) -> list[str]:
+    """Perturbations grouped by class (classes in CLASS_COLOURS order), by name within."""
+    rank = {c: i for i, c in enumerate(CLASS_COLOURS)}
+    return sorted(families, key=lambda p: (rank.get(families[p], len(rank)), families[p], p))
+
+
+def perturbation_colours(families: dict[str, str]) -> dict[str, tuple]:
+    """Shades of its class's hue for each perturbation (darker to lighter by name)."""
+    out = {}
+    for fam in {*families.values()}:
+        members = sorted(p for p in families if families[p] == fam)
+        base = np.array(to_rgb(CLASS_COLOURS.get(fam, OTHER_CLASS)))
+        for k, p in enumerate(members):
+            mix = 0.55 * k / max(1, len(members) - 1)  # toward white, at most 55%
+            out[p] = tuple(base + (1 - base) * mix)
+    return out
+
+
+def heatmap(
+    df: pl.DataFrame, value: str, title: str, families: dict[str, str], cmap: str = "Reds"
+) -> Figure:
+    """A model x perturbation heatmap of ``value``, numbers in the cells, perturbations
+    grouped by class (class names above, separators between classes)."""
     models = sorted(df["model"].unique().to_list())
-    corruptions = sorted(df["corruption"].unique().to_list())
-    grid = np.full((len(models), len(corruptions)), np.nan)
+    cols = [p for p in class_order(families) if p in set(df["corruption"])]
+    grid = np.full((len(models), len(cols)), np.nan)
     for m, c, v in df.select("model", "corruption", value).iter_rows():
-        grid[models.index(m), corruptions.index(c)] = v
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(corruptions), 1.4 + 0.5 * len(models)))
+        if c in cols:
+            grid[models.index(m), cols.index(c)] = v
+    fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(cols), 1.9 + 0.42 * len(models)))
     im = ax.imshow(grid, cmap=cmap, aspect="auto")
-    ax.set_xticks(range(len(corruptions)), corruptions, rotation=45, ha="right")
-    ax.set_yticks(range(len(models)), models)
+    ax.set_xticks(range(len(cols)), cols, rotation=50, ha="right", fontsize=8)
+    ax.set_yticks(range(len(models)), models, fontsize=8)
     finite = grid[np.isfinite(grid)]
     mid = (finite.max() + finite.min()) / 2 if finite.size else 0
     for i in range(len(models)):
-        for j in range(len(corruptions)):
+        for j in range(len(cols)):
             if np.isfinite(grid[i, j]):
                 colour = "white" if grid[i, j] > mid else "black"
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7, c=colour)
-    ax.set_title(title)
-    fig.colorbar(im, ax=ax, fraction=0.03)
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=6.5, c=colour)
+    start = 0
+    for j in range(1, len(cols) + 1):
+        if j == len(cols) or families[cols[j]] != families[cols[start]]:
+            fam = families[cols[start]]
+            ax.text((start + j - 1) / 2, -0.75, fam, ha="center", va="bottom", fontsize=7.5,
+                    color=CLASS_COLOURS.get(fam, OTHER_CLASS), fontweight="bold")  # fmt: skip
+            if j < len(cols):
+                ax.axvline(j - 0.5, color="white", lw=2.5)
+            start = j
+    ax.set_title(title, pad=26, fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
     fig.tight_layout()
     return fig
 
 
-def error_vs_severity(accuracy: pl.DataFrame) -> Figure:
-    """Error (1 - accuracy) against severity, one panel per model, one line per corruption.
-
-    Severity 0 is the clean error, shared by every line of a model.
-    """
+def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figure:
+    """Error (1 - accuracy) against severity, one panel per model, one line per
+    perturbation in its class's shades; severity 0 is the clean error."""
     models = sorted(accuracy["model"].unique().to_list())
-    corruptions = sorted(c for c in accuracy["corruption"].unique().to_list() if c != "clean")
-    fig, axes = plt.subplots(
-        1, len(models), figsize=(4.2 * len(models), 3.6), squeeze=False, sharey=True
-    )
-    cmap = plt.get_cmap("tab20")
-    for ax, model in zip(axes[0], models, strict=True):
+    present = set(accuracy["corruption"]) - {"clean"}
+    order = [p for p in class_order(families) if p in present]
+    colours = perturbation_colours({p: families[p] for p in order})
+    ncols = min(3, len(models))
+    nrows = -(-len(models) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols + 2.2, 3.2 * nrows),
+                             squeeze=False, sharey=True)  # fmt: skip
+    for ax, model in zip(axes.flat, models, strict=False):
         rows = accuracy.filter(pl.col("model") == model)
         clean = rows.filter(pl.col("corruption") == "clean")["accuracy"]
-        for k, corruption in enumerate(corruptions):
-            r = rows.filter(pl.col("corruption") == corruption).sort("severity")
-            sev = r["severity"].to_list()
-            err = (1 - r["accuracy"]).to_list()
+        for p in order:
+            r = rows.filter(pl.col("corruption") == p).sort("severity")
+            sev, err = r["severity"].to_list(), (1 - r["accuracy"]).to_list()
             if clean.len():
                 sev, err = [0, *sev], [1 - clean[0], *err]
-            ax.plot(sev, err, marker="o", ms=3, lw=1.2, color=cmap(k % 20), label=corruption)
-        ax.set_title(model)
-        ax.set_xlabel("severity")
+            ax.plot(sev, err, marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("severity", fontsize=8)
         ax.set_xticks(range(6))
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("error (1 - accuracy)")
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    for ax in axes.flat[len(models) :]:
+        ax.axis("off")
+    for row in axes:
+        row[0].set_ylabel("error (1 - accuracy)", fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def _radar(ax, labels: list[str], series: dict[str, list[float]], colours: dict) -> None:
+    angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False).tolist()
+    for name, values in series.items():
+        ax.plot([*angles, angles[0]], [*values, values[0]], color=colours[name], lw=1.5,
+                label=name)  # fmt: skip
+        ax.fill([*angles, angles[0]], [*values, values[0]], color=colours[name], alpha=0.08)
+    ax.set_xticks(angles, labels, fontsize=7)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([0.25, 0.5, 0.75], ["", "", ""])
+
+
+def radars(submetrics: pl.DataFrame, labels: dict[str, str]) -> Figure:
+    """The five scaled sub-metrics (0 = most robust in the matrix): mean per model, and
+    mean per perturbation class (over models)."""
+    names = list(labels)
+    cols = [f"{m}_scaled" for m in names]
+    short = [m.replace("corruption_error_diff", "corruption error\ndifference").replace("_", " ")
+             for m in names]  # fmt: skip
+    by_model = submetrics.group_by("model").agg(pl.col(cols).mean()).sort("model")
+    by_class = submetrics.group_by("family").agg(pl.col(cols).mean()).sort("family")
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), subplot_kw={"projection": "polar"})
+    mc = model_colours(by_model["model"].to_list())
+    _radar(axes[0], short, {r[0]: list(r[1:]) for r in by_model.iter_rows()}, mc)
+    axes[0].set_title("per model", fontsize=9)
+    cc = {f: CLASS_COLOURS.get(f, OTHER_CLASS) for f in by_class["family"]}
+    _radar(axes[1], short, {r[0]: list(r[1:]) for r in by_class.iter_rows()}, cc)
+    axes[1].set_title("per perturbation class", fontsize=9)
+    for ax in axes:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.05, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def vre_sweep(sweep: pl.DataFrame) -> Figure:
+    """VRE per model under each weighting (uniform, and each sub-metric at 0.6)."""
+    df = sweep.filter(pl.col("scope") == "model")
+    models = sorted(df["name"].unique().to_list())
+    weightings = ["uniform", *sorted(w for w in df["weighting"].unique() if w != "uniform")]
+    colours = model_colours(models)
+    width = 0.8 / len(models)
+    fig, ax = plt.subplots(figsize=(3.5 + 1.2 * len(weightings), 3.4))
+    for k, m in enumerate(models):
+        rows = {w: v for _, w, v in df.filter(pl.col("name") == m)
+                .select("name", "weighting", "vre").iter_rows()}  # fmt: skip
+        xs = np.arange(len(weightings)) + (k - (len(models) - 1) / 2) * width
+        ax.bar(xs, [rows.get(w, np.nan) for w in weightings], width, color=colours[m], label=m)
+    ax.set_xticks(range(len(weightings)),
+                  [w.replace("_0.6", "\n0.6") for w in weightings], fontsize=7)  # fmt: skip
+    ax.set_ylabel("VRE (lower = more robust)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def type_accuracy(table: pl.DataFrame, kind: str, families: dict[str, str]) -> Figure:
+    """Mean accuracy per ``kind`` (answer_type) x perturbation, one panel per model;
+    the first column is the clean accuracy."""
+    models = sorted(table["model"].unique().to_list())
+    present = set(table["corruption"]) - {"clean"}
+    cols = ["clean", *[p for p in class_order(families) if p in present]]
+    types = sorted(table[kind].unique().to_list())
+    means = table.group_by("model", kind, "corruption").agg(pl.col("accuracy").mean())
+    fig, axes = plt.subplots(len(models), 1, figsize=(2.4 + 0.55 * len(cols),
+                             0.9 + 0.35 * len(types) * len(models)), squeeze=False)  # fmt: skip
+    for ax, m in zip(axes[:, 0], models, strict=True):
+        grid = np.full((len(types), len(cols)), np.nan)
+        for _, t, c, v in means.filter(pl.col("model") == m).iter_rows():
+            if c in cols:
+                grid[types.index(t), cols.index(c)] = v
+        ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+        for i in range(len(types)):
+            for j in range(len(cols)):
+                if np.isfinite(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=6.5)
+        ax.set_yticks(range(len(types)), types, fontsize=7)
+        ax.set_xticks(range(len(cols)), cols if ax is axes[-1, 0] else [""] * len(cols),
+                      rotation=50, ha="right", fontsize=7)  # fmt: skip
+        ax.set_title(m, fontsize=8, loc="left")
     fig.tight_layout()
     return fig

@@ -1,7 +1,9 @@
 """Render the self-contained HTML report from the DuckDB results file.
 
-Figures are embedded as base64 PNG, so ``index.html`` opens offline on its own; the
-same figures and tables are also written next to it as PNG and CSV files.
+The report reads only the DuckDB file. ``index.html`` embeds its figures (base64 PNG),
+so it opens offline on its own; every figure is also written beside it as PNG and SVG
+(for papers), every table as CSV, and the VRE tables as LaTeX (booktabs). Figure
+captions live in ``captions/*.rst`` (package data), shared with Snakemake's native report.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import os
 from pathlib import Path
 
@@ -18,19 +21,34 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.metrics import SUBMETRICS
-from vqarobust.report.figures import error_vs_severity, heatmap
+from vqarobust.report import figures as fig
+from vqarobust.report.outputs import FIGURES, LATEX_TABLES, TABLES
+from vqarobust.summary import summarize
+
+CAPTIONS = Path(__file__).resolve().parent / "captions"
+N_FLIPS = 8  # most frequent answer flips shown per model
 
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
-img{max-width:100%} .note{color:#555;font-size:13px}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1180px;
+ color:#222;line-height:1.45;padding:0 1em}
+h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}
+th,td{border:1px solid #d5d5d5;padding:3px 9px;text-align:right}
+th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
+figure{margin:1em 0 2em} figcaption{color:#555;font-size:13px;max-width:900px}
+img{max-width:100%} .note{color:#555;font-size:13px} .reading{background:#f6f8fa;
+ border-left:4px solid #4c72b0;padding:.6em 1em;max-width:900px}
+.warn{background:#fff8e1;border-left:4px solid #f0ad4e;padding:.4em 1em;font-size:13px}
 """
 
 
-def _table_html(df: pl.DataFrame, digits: int = 4) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+def caption(name: str) -> str:
+    """The one-line caption of a figure (shared with the native Snakemake report)."""
+    return (CAPTIONS / f"{name}.rst").read_text(encoding="utf-8").strip()
+
+
+def _table_html(df: pl.DataFrame, digits: int = 3) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = []
     for row in df.iter_rows():
         cells = []
@@ -41,39 +59,114 @@ def _table_html(df: pl.DataFrame, digits: int = 4) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _png(fig: plt.Figure, path: Path) -> str:
+ROW_END = " " + "\\" * 2  # LaTeX's row separator, two backslashes
+
+
+def _latex(df: pl.DataFrame, digits: int = 3) -> str:
+    """A booktabs table (no \\usepackage line; ``\\usepackage{booktabs}`` in the paper)."""
+
+    def cell(v: object) -> str:
+        text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+        return text.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+
+    lines = [r"\begin{tabular}{l" + "r" * (df.width - 1) + "}", r"\toprule",
+             " & ".join(cell(c) for c in df.columns) + ROW_END, r"\midrule"]  # fmt: skip
+    lines += [" & ".join(cell(v) for v in row) + ROW_END for row in df.iter_rows()]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _save(figure: plt.Figure, folder: Path, name: str) -> str:
+    """Write PNG and SVG; return the PNG as base64 for embedding."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    data = buf.getvalue()
-    with store.atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return base64.b64encode(data).decode("ascii")
+    figure.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    svg = io.StringIO()
+    figure.savefig(svg, format="svg", bbox_inches="tight")
+    plt.close(figure)
+    with store.atomic_path(folder / f"{name}.png") as tmp:
+        tmp.write_bytes(buf.getvalue())
+    with store.atomic_path(folder / f"{name}.svg") as tmp:
+        tmp.write_text(svg.getvalue(), encoding="utf-8")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _clean_vs_corrupted(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFrame:
-    """Per model and ``kind`` (question_type or answer_type): clean accuracy and the mean
-    over every corrupted subset, from the ``{kind}_accuracy`` table."""
+def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFrame:
+    """Per model, the most frequent (clean answer -> perturbed answer) changes among
+    questions answered differently under a perturbation than on the clean image."""
     return con.sql(
-        f"""SELECT model, {kind},
-                   avg(accuracy) FILTER (WHERE severity = 0) AS clean,
-                   avg(accuracy) FILTER (WHERE severity > 0) AS corrupted,
-                   max(n) FILTER (WHERE severity = 0) AS n
-            FROM {kind}_accuracy GROUP BY ALL ORDER BY model, {kind}"""
+        f"""WITH flips AS (
+                SELECT p.model, c.answer AS clean_answer, p.answer AS perturbed_answer,
+                       count(*) AS n
+                FROM predictions p JOIN predictions c
+                  ON c.model = p.model AND c.question_id = p.question_id AND c.severity = 0
+                WHERE p.severity > 0 AND p.answer <> c.answer
+                GROUP BY ALL)
+            SELECT model, clean_answer, perturbed_answer, n FROM (
+                SELECT *, row_number() OVER (PARTITION BY model
+                          ORDER BY n DESC, clean_answer, perturbed_answer) AS k FROM flips)
+            WHERE k <= {int(n)} ORDER BY model, n DESC, clean_answer, perturbed_answer"""
     ).pl()
 
 
+def _reading(models: pl.DataFrame, corruptions: pl.DataFrame) -> str:
+    """A plain-language paragraph from the summary numbers."""
+    best, worst = models.row(0, named=True), models.row(-1, named=True)
+    acc = models.sort("clean", descending=True).row(0, named=True)
+    text = [
+        f"{best['model']} is the most robust model (VRE {best['vre']:.3f}, accuracy "
+        f"{best['clean']:.3f} clean and {best['corrupted']:.3f} on average under the "
+        f"perturbations, a relative drop of {best['relative_drop']:.1%})."
+    ]
+    if worst["model"] != best["model"]:
+        text.append(
+            f"{worst['model']} is the least robust (VRE {worst['vre']:.3f}, relative drop "
+            f"{worst['relative_drop']:.1%})."
+        )
+        if acc["model"] != best["model"]:
+            text.append(
+                f"The most accurate model on clean images, {acc['model']} ({acc['clean']:.3f}), "
+                "is not the most robust one: clean accuracy and robustness rank differently."
+            )
+    strong, weak = corruptions.row(0, named=True), corruptions.row(-1, named=True)
+    text.append(
+        f"The strongest perturbation is {strong['corruption']} (VRE {strong['vre']:.3f}, "
+        f"relative drop {strong['relative_drop']:.1%} over the models); the weakest is "
+        f"{weak['corruption']} (VRE {weak['vre']:.3f})."
+    )
+    return " ".join(text)
+
+
+def _settings(info: dict[str, str], n_images: int, n_questions: int) -> pl.DataFrame:
+    weights = json.loads(info.get("weights", '"uniform"'))
+    rscore = json.loads(info.get("rscore", "{}"))
+    rows = [
+        ("dataset", f"{info.get('dataset.adapter', '?')} "
+                    f"({info.get('dataset.split', info.get('dataset.questions', ''))})".strip()),
+        ("images / questions", f"{n_images:,} / {n_questions:,}"),
+        ("seed", info.get("dataset.seed", "?")),
+        ("scoring", info.get("metric", "?")),
+        ("VRE weights", "uniform (0.2 each)" if weights == "uniform"
+         or len(set(weights.values())) == 1 else
+         ", ".join(f"{k} {v:.2f}" for k, v in weights.items())),
+        ("R_score t, m (points)", f"{rscore.get('tolerance', '?')}, {rscore.get('maximum', '?')}"),
+    ]  # fmt: skip
+    rows += [(k.removeprefix("version."), v) for k, v in info.items() if k.startswith("version.")]
+    return pl.DataFrame(rows, schema=["setting", "value"], orient="row")
+
+
 def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[str]) -> Path:
-    """Write ``out_html`` plus ``figures/*.png`` and ``tables/*.csv`` beside it."""
+    """Write ``out_html`` plus ``figures/*.png|svg`` and ``tables/*.csv|tex`` beside it."""
     out = Path(out_html)
     figures, tables = out.parent / "figures", out.parent / "tables"
     figures.mkdir(parents=True, exist_ok=True)
     tables.mkdir(parents=True, exist_ok=True)
+    summary = summarize(db_path)
     with duckdb.connect(str(db_path), read_only=True) as con:
         accuracy = con.sql("SELECT * FROM accuracy ORDER BY ALL").pl()
         sub = con.sql("SELECT * FROM submetrics ORDER BY model, corruption").pl()
         vre_model = con.sql("SELECT * FROM vre_model ORDER BY vre").pl()
         vre_corr = con.sql("SELECT * FROM vre_corruption ORDER BY vre DESC").pl()
+        sweep = con.sql("SELECT * FROM vre_sweep").pl()
         mmi = con.sql(
             "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE scope IN ('all', 'family')) "
             'ON "group" USING first(mmi) ORDER BY model'
@@ -82,83 +175,114 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             "PIVOT (SELECT model, severity, rscore FROM rscore WHERE corruption = 'all') "
             "ON severity USING first(rscore) ORDER BY model"
         ).pl()
-        qtype = _clean_vs_corrupted(con, "question_type")
-        atype = _clean_vs_corrupted(con, "answer_type")
+        qtype = _clean_vs_perturbed(con, "question_type")
+        atype = _clean_vs_perturbed(con, "answer_type")
+        atype_long = con.sql("SELECT * FROM answer_type_accuracy").pl()
+        flips = answer_flips(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
-        n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
-        n_images = con.execute("SELECT count(DISTINCT image_id) FROM questions").fetchone()[0]
-    pivot = (
-        accuracy.filter(pl.col("corruption") != "clean")
-        .pivot(on="severity", index=["model", "corruption"], values="accuracy", sort_columns=True)
-        .join(
-            accuracy.filter(pl.col("corruption") == "clean").select(
-                "model", pl.col("accuracy").alias("clean")
-            ),
-            on="model",
-        )
-        .sort("model", "corruption")
-    )
-    pivot = pivot.select("model", "corruption", "clean", *[c for c in pivot.columns if c.isdigit()])
-    for name, df in (
-        ("accuracy", accuracy),
-        ("submetrics", sub),
-        ("vre_model", vre_model),
-        ("vre_corruption", vre_corr),
-        ("mmi", mmi),
-        ("rscore", rscore),
-        ("question_type_accuracy", qtype),
-        ("answer_type_accuracy", atype),
-        ("skipped_images", skipped),
-    ):
+    families = dict(vre_corr.select("corruption", "family").iter_rows())
+    frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
+              "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
+              "question_type_accuracy": qtype, "answer_type_accuracy": atype,
+              "answer_flips": flips, "skipped_images": skipped}  # fmt: skip
+    for name in TABLES:
         with store.atomic_path(tables / f"{name}.csv") as tmp:
-            df.write_csv(tmp)
-    rel = _png(
-        heatmap(sub, "relative_drop", "Relative accuracy drop A_rel(v, c)"),
-        figures / "relative_drop.png",
-    )
-    avg = _png(
-        heatmap(sub, "average_error", "Average error mu(v, c)", cmap="Blues"),
-        figures / "average_error.png",
-    )
-    evs = _png(error_vs_severity(accuracy), figures / "error_vs_severity.png")
-    metric_list = ", ".join(SUBMETRICS.get(m).label for m in SUBMETRICS)
+            frames[name].write_csv(tmp)
+    for name in LATEX_TABLES:
+        with store.atomic_path(tables / f"{name}.tex") as tmp:
+            tmp.write_text(_latex(frames[name].drop("family", strict=False)), encoding="utf-8")
+    labels = {m: SUBMETRICS.get(m).label for m in SUBMETRICS}
+    made = {
+        "relative_drop": fig.heatmap(sub, "relative_drop", "Relative accuracy drop", families),
+        "average_error": fig.heatmap(sub, "average_error", "Average error", families, "Blues"),
+        "error_vs_severity": fig.error_vs_severity(accuracy, families),
+        "radar": fig.radars(sub, labels),
+        "vre_sweep": fig.vre_sweep(sweep),
+        "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
+    }  # fmt: skip
+    embedded = {name: _save(made[name], figures, name) for name in FIGURES}
+
+    def figure_html(name: str, title: str) -> str:
+        return (f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,'
+                f'{embedded[name]}"><figcaption><b>{html.escape(title)}.</b> '
+                f"{html.escape(caption(name))} (<a href=\"figures/{name}.svg\">SVG</a>)"
+                "</figcaption></figure>")  # fmt: skip
+
+    models = summary.models.select(
+        "model", pl.col("clean").alias("clean accuracy"),
+        pl.col("corrupted").alias("mean perturbed accuracy"),
+        pl.col("relative_drop").alias("relative drop (lower = more robust)"),
+        pl.col("vre").alias("VRE (lower = more robust)"), pl.col("rank").alias("VRE rank"),
+    )  # fmt: skip
+    k = min(3, max(1, summary.corruptions.height // 2))
+    strongest = ", ".join(summary.corruptions.head(k)["corruption"])
+    weakest = ", ".join(summary.corruptions.tail(k).reverse()["corruption"])
+    warnings_list = json.loads(info.get("warnings", "[]"))
+    warnings_html = (
+        "<ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings_list) + "</ul>"
+        if warnings_list else "<p class=\"note\">None.</p>"
+    )  # fmt: skip
     n_skipped = int(info.get("dataset.n_skipped_images", "0"))
     skipped_html = ""
     if n_skipped:
         listed = ", ".join(f"{i} ({r})" for i, r in skipped.head(20).iter_rows())
         skipped_html = (
-            f'<p class="note"><b>{n_skipped} image{" was" if n_skipped == 1 else "s were"} '
-            "skipped</b> "
-            f"(missing or undecodable, policy on_bad_image: skip) with their "
+            f'<p class="warn"><b>{n_skipped} image{" was" if n_skipped == 1 else "s were"} '
+            "skipped</b> (missing or undecodable, policy on_bad_image: skip) with their "
             f"{html.escape(info.get('dataset.n_skipped_questions', '?'))} questions: "
             f"{html.escape(listed)}{' ...' if n_skipped > 20 else ''}</p>"
         )
-    body = f"""<!doctype html><html><head><meta charset="utf-8">
+    settings = _settings(info, summary.n_images, summary.n_questions)
+    body = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>vqarobust report</title><style>{_CSS}</style></head><body>
 <h1>VQA robustness report</h1>
-<p class="note">{n_images} images, {n_questions} questions;
-score: {html.escape(info.get("metric", "?"))};
-VRE weights: {html.escape(info.get("weights", "?"))}. Lower VRE = more robust.
-Sub-metrics ({html.escape(metric_list)}) are min-max scaled over the
-model x corruption matrix.</p>{skipped_html}
-<h2>VRE per model</h2>{_table_html(vre_model)}
-<h2>VRE per corruption</h2>{_table_html(vre_corr)}
-<h2>Relative drop</h2><img alt="relative drop heatmap" src="data:image/png;base64,{rel}">
-<h2>Error vs severity</h2><img alt="error vs severity" src="data:image/png;base64,{evs}">
-<h2>Average error</h2><img alt="average error heatmap" src="data:image/png;base64,{avg}">
-<h2>MMI per model (all corruptions, and per corruption class; lower = more robust)</h2>
-{_table_html(mmi)}
-<h2>R_score per model and severity, over all corruptions (higher = more robust)</h2>
-<p class="note">R_score parameters: {html.escape(info.get("rscore", "?"))} (percentage points).</p>
+<section id="summary"><h2>Summary</h2>
+<p class="reading">{html.escape(_reading(summary.models, summary.corruptions))}</p>
+{_table_html(models)}
+<p class="note">Strongest perturbations (highest VRE): {html.escape(strongest)}; weakest:
+{html.escape(weakest)}. VRE combines five sub-metrics, each min-max scaled over the
+model x perturbation matrix, so it compares the models and perturbations of this run
+only. Lower VRE, relative drop, error and MMI are more robust; higher accuracy and
+R_score are better.</p>{skipped_html}</section>
+<section id="settings"><h2>Settings</h2>{_table_html(settings)}</section>
+<section id="figures"><h2>Figures</h2>
+{figure_html("relative_drop", "Relative drop")}
+{figure_html("average_error", "Average error")}
+{figure_html("error_vs_severity", "Error vs severity")}
+{figure_html("radar", "Scaled sub-metrics")}
+{figure_html("vre_sweep", "VRE under other weightings")}
+{figure_html("answer_type_accuracy", "Accuracy per answer type")}</section>
+<section id="failures"><h2>How answers change</h2>
+<p class="note">The most frequent changes of an answer between the clean image and a
+perturbed one, per model (counted over every perturbation and severity).</p>
+{_table_html(flips)}</section>
+<section id="tables"><h2>Tables</h2>
+<h3>VRE per model</h3>{_table_html(vre_model)}
+<h3>VRE per perturbation</h3>{_table_html(vre_corr)}
+<h3>MMI per model (all perturbations and per class; lower = more robust)</h3>{_table_html(mmi)}
+<h3>R_score per model and severity, over all perturbations (higher = more robust)</h3>
 {_table_html(rscore)}
-<h2>Accuracy per question type (clean, and mean over every corrupted subset)</h2>
+<h3>Accuracy per question type (clean, and mean over every perturbed subset)</h3>
 {_table_html(qtype)}
-<h2>Accuracy per answer type (clean, and mean over every corrupted subset)</h2>
-{_table_html(atype)}
-<h2>Accuracy per model, corruption and severity</h2>{_table_html(pivot)}
-<h2>Warnings</h2><p class="note">{html.escape(info.get("warnings", "[]"))}</p>
+<h3>Accuracy per answer type</h3>{_table_html(atype)}</section>
+<section id="warnings"><h2>Warnings</h2>{warnings_html}</section>
+<p class="note">Every table is also in <code>tables/</code> as CSV (VRE tables as LaTeX
+too); every figure in <code>figures/</code> as PNG and SVG.</p>
 </body></html>"""
     with store.atomic_path(out) as tmp:
         tmp.write_text(body, encoding="utf-8")
     return out
+
+
+def _clean_vs_perturbed(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFrame:
+    """Per model and ``kind`` (question_type or answer_type): clean accuracy and the mean
+    over every perturbed subset, from the ``{kind}_accuracy`` table."""
+    return con.sql(
+        f"""SELECT model, {kind},
+                   avg(accuracy) FILTER (WHERE severity = 0) AS clean,
+                   avg(accuracy) FILTER (WHERE severity > 0) AS perturbed,
+                   max(n) FILTER (WHERE severity = 0) AS n
+            FROM {kind}_accuracy GROUP BY ALL ORDER BY model, {kind}"""
+    ).pl()
