@@ -2,7 +2,7 @@ import re
 import sys
 
 from vqarobust.config import ConfigError, validate_config
-from vqarobust.corruptions import ENGINE_VERSION, family
+from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.datasets import dataset_job
 from vqarobust.params import answer_spec, canonical
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
@@ -19,6 +19,9 @@ except ConfigError as exc:
 DATASET = config["dataset"]["name"]
 MODELS = list(config["models"])
 CORRUPTIONS = list(config["corruptions"])
+# Controls (the blank images) run like corruptions at their one severity; load_duckdb keeps
+# them out of the robustness metrics.
+CONTROLS = list(config["controls"])
 SEVERITIES = sorted(set(config["severities"]) - {0})
 # Figure captions: package data, shared by the HTML report and Snakemake's native report.
 CAPTIONS = "../src/vqarobust/report/captions"
@@ -32,8 +35,8 @@ wildcard_constraints:
     dataset=re.escape(DATASET),
     split="train|eval",
     model=_alternatives(MODELS),
-    corruption=_alternatives(CORRUPTIONS),
-    subset=_alternatives(["clean", *CORRUPTIONS]),
+    corruption=_alternatives([*CORRUPTIONS, *CONTROLS]),
+    subset=_alternatives(["clean", *CORRUPTIONS, *CONTROLS]),
     severity="[1-5]",
 
 
@@ -98,7 +101,7 @@ def get_infer_input(wildcards):
             "results/{dataset}/images/{corruption}/{severity}",
             dataset=DATASET,
             corruption=wildcards.subset,
-            severity=SEVERITIES,
+            severity=get_subset_severities(wildcards),
         )
     trained = get_model_dir(wildcards.model)
     if trained is not None:
@@ -107,7 +110,11 @@ def get_infer_input(wildcards):
 
 
 def get_subset_severities(wildcards):
-    return [0] if wildcards.subset == "clean" else SEVERITIES
+    if wildcards.subset == "clean":
+        return [0]
+    if wildcards.subset in CONTROLS:
+        return [max_severity(wildcards.subset)]
+    return SEVERITIES
 
 
 def get_prediction_files(wildcards):
@@ -115,12 +122,12 @@ def get_prediction_files(wildcards):
         "results/{dataset}/predictions/{model}/{subset}.parquet",
         dataset=DATASET,
         model=MODELS,
-        subset=["clean", *CORRUPTIONS],
+        subset=["clean", *CORRUPTIONS, *CONTROLS],
     )
 
 
 def get_families(wildcards):
-    return {c: family(c) for c in CORRUPTIONS}
+    return {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
 
 
 def get_vre_preferences(wildcards):

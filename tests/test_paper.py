@@ -80,7 +80,10 @@ def test_paper_config_end_to_end(paper_run):
         assert info["dataset.n_skipped_questions"] == str(n_broken)
         assert info["metric"] == "vqa_accuracy"
         n_p = con.execute("SELECT count(*) FROM predictions").fetchone()[0]
-        assert n_p == n_q * 4 * (1 + 2 * 2)  # 4 models x (clean + 2 corruptions x 2)
+        # 4 models x (clean + 2 corruptions x 2 severities + the blank control)
+        assert n_p == n_q * 4 * (1 + 2 * 2 + 1)
+        controls = con.execute("SELECT DISTINCT control FROM image_reliance").fetchall()
+        assert controls == [("blank",)]
         types = con.execute("SELECT DISTINCT answer_type FROM answer_type_accuracy").fetchall()
         assert {t for (t,) in types} == {"yes/no", "number", "other"}
         # The stored score is the official one, recomputed here from the raw answers.
@@ -126,6 +129,7 @@ def test_paper_plan_at_3000_images(tmp_path):
     override = {"dataset": {k: str(v) for k, v in mini.items()}}
     out = snakemake(tmp_path, override, "-n")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
-    expected = {"prepare_dataset": "1", "corrupt_images": "70", "run_model": "60",
-                "load_duckdb": "1", "render_report": "1", "all": "1", "total": "134"}  # fmt: skip
+    # 70 corrupted subsets + the blank control; 4 models x (clean + 14 + blank).
+    expected = {"prepare_dataset": "1", "corrupt_images": "71", "run_model": "64",
+                "load_duckdb": "1", "render_report": "1", "all": "1", "total": "139"}  # fmt: skip
     assert counts == expected

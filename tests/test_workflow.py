@@ -64,8 +64,10 @@ def test_results_and_report(workflow_run):
         assert atypes == {"yes/no", "other"}
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         n_p = con.execute("SELECT count(*) FROM predictions").fetchone()[0]
-        # 2 models x (clean + 2 corruptions x 2 severities) subsets, every question each.
-        assert n_p == n_q * 2 * 5
+        # 2 models x (clean + 2 corruptions x 2 severities + blank), every question each.
+        assert n_p == n_q * 2 * 6
+        reliance = con.execute("SELECT count(*) FROM image_reliance").fetchone()[0]
+        assert reliance == 2  # one blank-control row per model
         models = {m for (m,) in con.execute("SELECT model FROM vre_model").fetchall()}
         assert models == {"vilt-tiny", "cnn-bow"}
         corr = {c for (c,) in con.execute("SELECT corruption FROM vre_corruption").fetchall()}
@@ -89,8 +91,8 @@ def test_changing_one_model_reruns_only_its_inference(workflow_run):
         jobs = planned_jobs(snakemake(workdir, "-n"))
     finally:
         write_config(workdir, config)
-    # cnn-bow on clean + 2 corruptions, then aggregation and report; nothing else.
-    assert jobs == {"run_model": 3, "load_duckdb": 1, "render_report": 1, "all": 1}
+    # cnn-bow on clean + 2 corruptions + blank, then aggregation and report; nothing else.
+    assert jobs == {"run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}
 
 
 def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):

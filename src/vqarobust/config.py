@@ -107,7 +107,7 @@ def validate_config(
             f"maximum ({r['maximum']})"
         )
     _check_dataset(config["dataset"], explicit)
-    known = set(corruptions.names())
+    known = set(corruptions.names()) - set(corruptions.names(family="control"))
     for i, name in enumerate(config["corruptions"]):
         if name not in known:
             raise ConfigError(
@@ -119,6 +119,12 @@ def validate_config(
             raise ConfigError(
                 f"config error at severities: {name!r} has severities 1..{top} only, "
                 f"but {too_high} are configured"
+            )
+    known_controls = corruptions.names(family="control")
+    for i, name in enumerate(config["controls"]):
+        if name not in known_controls:
+            raise ConfigError(
+                f"config error at controls[{i}]: {_unknown('control', name, known_controls)}"
             )
     if "stylize" in config["corruptions"]:
         _check_stylize(config["stylize"])

@@ -3,7 +3,8 @@
 Table names are part of the interface (docs/workflow.md): ``questions``, ``predictions``,
 ``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
 ``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
-``skipped_images`` and ``run_info``. Reports read only this file.
+``image_reliance`` (the blank control), ``skipped_images`` and ``run_info``. Reports
+read only this file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import duckdb
 import polars as pl
 
 from vqarobust import store
+from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import robustness_tables, score_predictions
 from vqarobust.metrics.mmi import families_frame, mmi_table
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
@@ -49,6 +51,34 @@ def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
     if dup.height:
         raise ValueError(f"{dup.height} duplicated predictions, e.g.\n{dup.head(5)}")
     return df
+
+
+# A model whose accuracy without the image (blank control) reaches this share of its clean
+# accuracy uses the image little; the report says so next to its robustness numbers.
+IMAGE_RELIANCE_RATIO = 0.8
+
+
+def image_reliance(accuracy: pl.DataFrame, controls: Sequence[str]) -> pl.DataFrame:
+    """Per model and control: clean accuracy, accuracy on the control (without the
+    image), their ratio and whether the model ``uses_image_little`` (ratio at least
+    ``IMAGE_RELIANCE_RATIO``)."""
+    clean = accuracy.filter(pl.col("severity") == 0).select(
+        "model", pl.col("accuracy").alias("clean_accuracy")
+    )
+    blank = accuracy.filter(pl.col("corruption").is_in(list(controls))).select(
+        "model", pl.col("corruption").alias("control"), pl.col("accuracy").alias("control_accuracy")
+    )
+    ratio = pl.when(pl.col("clean_accuracy") > 0).then(
+        pl.col("control_accuracy") / pl.col("clean_accuracy")
+    )
+    return (
+        clean.join(blank, on="model")
+        .with_columns(ratio.alias("ratio"))
+        .with_columns(
+            (pl.col("ratio") >= IMAGE_RELIANCE_RATIO).fill_null(False).alias("uses_image_little")
+        )
+        .sort("model", "control")
+    )
 
 
 def build_database(
@@ -115,7 +145,15 @@ def build_database(
         )
         con.register("skipped_df", skipped.to_arrow())
         con.execute("CREATE TABLE skipped_images AS SELECT * FROM skipped_df")
-        accuracy = con.sql("SELECT * FROM accuracy").pl()
+        all_accuracy = con.sql("SELECT * FROM accuracy").pl()
+        # Controls (class "control": the blank images) are no perturbation: they stay out
+        # of the robustness metrics and get their own table.
+        controls = sorted(c for c, f in (families or {}).items() if f == CONTROL)
+        accuracy = all_accuracy.filter(~pl.col("corruption").is_in(controls))
+        families = {c: f for c, f in (families or {}).items() if f != CONTROL} or None
+        reliance = image_reliance(all_accuracy, controls)
+        con.register("reliance_df", reliance.to_arrow())
+        con.execute("CREATE TABLE image_reliance AS SELECT * FROM reliance_df")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             tables = robustness_tables(accuracy, weights)

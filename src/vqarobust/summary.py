@@ -36,7 +36,9 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
                       rank() OVER (ORDER BY v.vre) AS rank
                FROM vre_model v JOIN (
                    SELECT model, avg(accuracy) AS corrupted FROM accuracy
-                   WHERE severity > 0 GROUP BY model) c USING (model)
+                   WHERE severity > 0
+                     AND corruption IN (SELECT corruption FROM vre_corruption)
+                   GROUP BY model) c USING (model)
                ORDER BY v.vre, v.model"""
         ).pl()
         corruptions = con.sql(

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
 SCRIPT = REPO / "tests" / "cluster" / "local_slurm.sh"
 TABLES = ["accuracy", "answer_type_accuracy", "question_type_accuracy", "submetrics",
-          "vre_model", "vre_corruption", "mmi", "rscore"]  # fmt: skip
+          "vre_model", "vre_corruption", "mmi", "rscore", "image_reliance"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +86,9 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partition, tmp_path):
               "--slurm-status-command", "squeue",
               "--slurm-init-seconds-before-status-checks", "1")  # fmt: skip
     submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
-    # prepare x2, train x2, run_model x6 and one group job for the four corruption jobs;
-    # load_duckdb, render_report and all are local rules.
-    assert len(submitted) == 11, out[-6000:]
+    # prepare x2, train x2, run_model x8 (clean, 2 corruptions, blank) and one group job
+    # for the five corruption jobs; load_duckdb, render_report and all are local rules.
+    assert len(submitted) == 13, out[-6000:]
     assert "--gpus=1" in out or "gpu=1" in out, out[-6000:]
     local, cluster = tables(runs["local"]), tables(runs["slurm"])
     for name in TABLES:

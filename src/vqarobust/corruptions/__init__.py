@@ -1,9 +1,10 @@
 """Image corruptions: a registry of ``(image, severity, rng) -> image`` functions.
 
 One module per class: ``noise``, ``blur``, ``weather``, ``attribute``, ``physical``,
-``digital``, ``colour``, ``stylize`` (AdaIN, which needs weights and style images passed
-in as ``stylizer=``); shared image operations in ``filters``; the reference package,
-seeded alike, in ``reference`` (tests and benchmarks only).
+``digital``, ``colour``, ``controls`` (``blank``, not a perturbation), ``stylize``
+(AdaIN, which needs weights and style images passed in as ``stylizer=``); shared image
+operations in ``filters``; the reference package, seeded alike, in ``reference`` (tests
+and benchmarks only).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from vqarobust.corruptions import (  # noqa: F401  (importing registers the corr
     attribute,
     blur,
     colour,
+    controls,
     digital,
     noise,
     physical,

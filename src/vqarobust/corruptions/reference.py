@@ -18,9 +18,9 @@ import numpy as np
 from vqarobust.corruptions import family, names
 from vqarobust.corruptions.randomness import stream_seed
 
-# The 19 ImageNet-C corruptions the reference implements (colour transforms and stylize
-# are not ImageNet-C).
-REFERENCE_NAMES = tuple(n for n in names() if family(n) not in ("colour", "stylize"))
+# The 19 ImageNet-C corruptions the reference implements (colour transforms, stylize and
+# the blank control are not ImageNet-C).
+REFERENCE_NAMES = tuple(n for n in names() if family(n) not in ("colour", "stylize", "control"))
 _SEED_ARGUMENT = {"impulse_noise", "glass_blur"}
 
 

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from vqarobust import store
+from vqarobust.db import IMAGE_RELIANCE_RATIO
 from vqarobust.metrics import SUBMETRICS
 from vqarobust.report import figures as fig
 from vqarobust.report.outputs import FIGURES, LATEX_TABLES, TABLES
@@ -100,6 +101,7 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
                 FROM predictions p JOIN predictions c
                   ON c.model = p.model AND c.question_id = p.question_id AND c.severity = 0
                 WHERE p.severity > 0 AND p.answer <> c.answer
+                  AND p.corruption IN (SELECT corruption FROM vre_corruption)
                 GROUP BY ALL)
             SELECT model, clean_answer, perturbed_answer, n FROM (
                 SELECT *, row_number() OVER (PARTITION BY model
@@ -180,6 +182,10 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         atype_long = con.sql("SELECT * FROM answer_type_accuracy").pl()
         flips = answer_flips(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
+        reliance = con.sql(
+            "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
+            "WHERE control = 'blank'"
+        ).pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
     families = dict(vre_corr.select("corruption", "family").iter_rows())
     frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
@@ -209,8 +215,9 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
                 f"{html.escape(caption(name))} (<a href=\"figures/{name}.svg\">SVG</a>)"
                 "</figcaption></figure>")  # fmt: skip
 
-    models = summary.models.select(
+    models = summary.models.join(reliance, on="model", how="left").select(
         "model", pl.col("clean").alias("clean accuracy"),
+        pl.col("control_accuracy").alias("accuracy without the image (blank)"),
         pl.col("corrupted").alias("mean perturbed accuracy"),
         pl.col("relative_drop").alias("relative drop (lower = more robust)"),
         pl.col("vre").alias("VRE (lower = more robust)"), pl.col("rank").alias("VRE rank"),
@@ -234,6 +241,25 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             f"{html.escape(listed)}{' ...' if n_skipped > 20 else ''}</p>"
         )
     settings = _settings(info, summary.n_images, summary.n_questions)
+    little = reliance.filter(pl.col("uses_image_little"))
+    reliance_html = ""
+    if little.height:
+        items = ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
+                          for m, r in little.select("model", "ratio").iter_rows())  # fmt: skip
+        reliance_html = (
+            f'<p class="warn"><b>Image reliance.</b> {html.escape(items)}: '
+            f"{'this model answers' if little.height == 1 else 'these models answer'} "
+            f"mostly without looking at the image (blank-image accuracy at least "
+            f"{IMAGE_RELIANCE_RATIO:.0%} of clean accuracy), so image perturbations can "
+            f"barely hurt {'it' if little.height == 1 else 'them'}: a low VRE here means little "
+            "use of the image, not robustness.</p>"
+        )
+    elif reliance.height:
+        reliance_html = (
+            '<p class="note">Every model loses more than '
+            f"{1 - IMAGE_RELIANCE_RATIO:.0%} of its clean accuracy without the image "
+            "(blank control), so its robustness numbers are about how it uses the image.</p>"
+        )
     body = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>vqarobust report</title><style>{_CSS}</style></head><body>
@@ -245,7 +271,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
 {html.escape(weakest)}. VRE combines five sub-metrics, each min-max scaled over the
 model x perturbation matrix, so it compares the models and perturbations of this run
 only. Lower VRE, relative drop, error and MMI are more robust; higher accuracy and
-R_score are better.</p>{skipped_html}</section>
+R_score are better.</p>{reliance_html}{skipped_html}</section>
 <section id="settings"><h2>Settings</h2>{_table_html(settings)}</section>
 <section id="figures"><h2>Figures</h2>
 {figure_html("relative_drop", "Relative drop")}
