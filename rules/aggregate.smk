@@ -3,6 +3,7 @@ rule load_duckdb:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
         info="resources/datasets/{dataset}/eval/dataset.json",
         predictions=get_prediction_files,
+        question_sets=get_all_question_sets,
     output:
         "results/{dataset}/robustness.duckdb",
     log:
@@ -14,5 +15,6 @@ rule load_duckdb:
         preferences=get_vre_preferences,
         families=get_families,
         rscore=canonical(config["rscore"]),
+        skipped=SKIPPED_TEXT,
     script:
         "../workflow/scripts/load_duckdb.py"

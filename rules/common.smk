@@ -2,6 +2,7 @@ import re
 import sys
 
 from vqarobust.config import ConfigError, validate_config
+from vqarobust import text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.datasets import dataset_job
 from vqarobust.params import answer_spec, canonical
@@ -23,6 +24,19 @@ CORRUPTIONS = list(config["corruptions"])
 # them out of the robustness metrics.
 CONTROLS = list(config["controls"])
 SEVERITIES = sorted(set(config["severities"]) - {0})
+# Text perturbations that cannot run here (the WordNet ones without WordNet) are skipped
+# with a message, and the report counts them.
+SKIPPED_TEXT = {
+    name: text.wordnet.missing_message()
+    for name in config["text"]["perturbations"]
+    if name not in text.names(available=True)
+}
+TEXT = [p for p in config["text"]["perturbations"] if p not in SKIPPED_TEXT]
+RANKERS = list(config["basic_questions"]["rankers"])
+BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
+SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *RANKERS]
+if SKIPPED_TEXT and workflow.is_main_process:
+    print(f"Skipping text perturbations {', '.join(SKIPPED_TEXT)}: {text.wordnet.missing_message()}")
 # Figure captions: package data, shared by the HTML report and Snakemake's native report.
 CAPTIONS = "../src/vqarobust/report/captions"
 
@@ -36,8 +50,10 @@ wildcard_constraints:
     split="train|eval",
     model=_alternatives(MODELS),
     corruption=_alternatives([*CORRUPTIONS, *CONTROLS]),
-    subset=_alternatives(["clean", *CORRUPTIONS, *CONTROLS]),
-    severity="[1-5]",
+    perturbation=_alternatives(TEXT or ["-"]),
+    ranker=_alternatives(RANKERS or ["-"]),
+    subset=_alternatives(SUBSETS),
+    severity="[1-9]",
 
 
 def get_final_outputs(wildcards):
@@ -92,10 +108,22 @@ def get_model_runtime(wildcards):
     return config["models"][wildcards.model]["runtime"]
 
 
+def get_modality(wildcards):
+    if wildcards.subset == "clean":
+        return "clean"
+    if wildcards.subset in TEXT:
+        return "text"
+    if wildcards.subset in RANKERS:
+        return "basic_question"
+    return "image"
+
+
 def get_infer_input(wildcards):
     inputs = {"questions": f"resources/datasets/{DATASET}/eval/questions.parquet"}
-    if wildcards.subset == "clean":
+    if wildcards.subset == "clean" or wildcards.subset in [*TEXT, *RANKERS]:
         inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
+        if wildcards.subset != "clean":
+            inputs["question_sets"] = get_question_sets(wildcards.subset)
     else:
         inputs["images"] = expand(
             "results/{dataset}/images/{corruption}/{severity}",
@@ -114,7 +142,24 @@ def get_subset_severities(wildcards):
         return [0]
     if wildcards.subset in CONTROLS:
         return [max_severity(wildcards.subset)]
+    if wildcards.subset in RANKERS:
+        return BQ_LEVELS
     return SEVERITIES
+
+
+def get_question_sets(name):
+    """The perturbed question sets of one text perturbation or ranker, by severity."""
+    levels = BQ_LEVELS if name in RANKERS else SEVERITIES
+    return expand(
+        "results/{dataset}/questions/{name}/{level}.parquet",
+        dataset=DATASET,
+        name=name,
+        level=levels,
+    )
+
+
+def get_all_question_sets(wildcards):
+    return [path for name in [*TEXT, *RANKERS] for path in get_question_sets(name)]
 
 
 def get_prediction_files(wildcards):
@@ -122,12 +167,34 @@ def get_prediction_files(wildcards):
         "results/{dataset}/predictions/{model}/{subset}.parquet",
         dataset=DATASET,
         model=MODELS,
-        subset=["clean", *CORRUPTIONS, *CONTROLS],
+        subset=SUBSETS,
     )
 
 
 def get_families(wildcards):
-    return {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
+    families = {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
+    families.update({p: text.level(p) for p in TEXT})
+    families.update({r: text.basic_questions.ranker_name(r) for r in RANKERS})
+    return families
+
+
+def get_text_params(wildcards):
+    t = config["text"]
+    return canonical({"min_similarity": t["min_similarity"], "max_tries": t["max_tries"]})
+
+
+def get_pool_input(wildcards):
+    return expand(
+        "resources/datasets/{dataset}/{split}/questions.parquet",
+        dataset=DATASET,
+        split=config["basic_questions"]["pool"],
+    )
+
+
+def get_ranking_params(wildcards):
+    b = config["basic_questions"]
+    keys = ("k", "lasso_alpha", "prefilter")
+    return canonical({"rankers": RANKERS, **{k: b[k] for k in keys}})
 
 
 def get_vre_preferences(wildcards):

@@ -12,6 +12,7 @@ rule run_model:
     params:
         spec=get_model_spec,
         severities=get_subset_severities,
+        modality=get_modality,
     threads: config["threads"]["infer"]
     resources:
         gpu=get_model_gpus,

@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from vqarobust import store
-from vqarobust.generate import corrupt_subset
+from vqarobust.materialize.images import corrupt_subset
 from vqarobust.inference import Subset, run_inference
 from vqarobust.models.base import VQAModel
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,25 @@ def load_schema(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
+def _check_text(config: Mapping[str, Any]) -> None:
+    """Known text perturbations and rankers; a train pool needs a train split."""
+    from vqarobust import text
+    from vqarobust.text.basic_questions import BQ_RANKERS
+
+    known = text.names()
+    for i, name in enumerate(config["text"]["perturbations"]):
+        if name not in known:
+            msg = _unknown("text perturbation", name, known)
+            raise ConfigError(f"config error at text.perturbations[{i}]: {msg}")
+    rankers = BQ_RANKERS.list()
+    for i, name in enumerate(config["basic_questions"]["rankers"]):
+        if name not in rankers:
+            msg = _unknown("basic-question ranker", name, rankers)
+            raise ConfigError(f"config error at basic_questions.rankers[{i}]: {msg}")
+    if "train" in config["basic_questions"]["pool"] and not config["dataset"].get("train_split"):
+        raise ConfigError("config error at basic_questions.pool: 'train' needs dataset.train_split")
+
+
 def validate_config(
     config: MutableMapping[str, Any], schema_path: str | os.PathLike[str] | None = None
 ) -> MutableMapping[str, Any]:
@@ -128,6 +147,7 @@ def validate_config(
             )
     if "stylize" in config["corruptions"]:
         _check_stylize(config["stylize"])
+    _check_text(config)
     from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
     for name, entry in list(config["models"].items()):

@@ -3,8 +3,11 @@
 Table names are part of the interface (docs/workflow.md): ``questions``, ``predictions``,
 ``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
 ``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
-``image_reliance`` (the blank control), ``skipped_images`` and ``run_info``. Reports
-read only this file.
+``image_reliance`` (the blank control), ``question_sets`` (the perturbed questions),
+``skipped_perturbations``, ``skipped_images`` and ``run_info``; the view
+``corruption_accuracy`` is the image part of ``accuracy`` under its old column name.
+Every subset is a (modality, perturbation, severity); clean rows are modality ``clean``,
+perturbation ``clean``, severity 0. Reports read only this file.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
-from vqarobust.metrics import robustness_tables, score_predictions
-from vqarobust.metrics.mmi import families_frame, mmi_table
-from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
+from vqarobust.metrics import score_predictions
+from vqarobust.metrics.modalities import modality_tables
+from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +41,28 @@ def _version(package: str) -> str:
 
 
 def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
-    """Concatenate prediction Parquet files; duplicate (model, corruption, severity,
-    question_id) rows are an error, since they would silently weigh some questions twice."""
+    """Concatenate prediction Parquet files; duplicate (model, modality, perturbation,
+    severity, question_id) rows are an error, since they would silently weigh some
+    questions twice."""
     if not paths:
         raise ValueError("no prediction files given")
     df = pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
     missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns)
     if missing:
         raise ValueError(f"prediction files lack columns {sorted(missing)}")
-    keys = ["model", "corruption", "severity", "question_id"]
+    keys = ["model", "modality", "perturbation", "severity", "question_id"]
     dup = df.group_by(keys).len().filter(pl.col("len") > 1)
     if dup.height:
         raise ValueError(f"{dup.height} duplicated predictions, e.g.\n{dup.head(5)}")
     return df
+
+
+def read_question_sets(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
+    """The perturbed question sets, one table (``store.QUESTION_SET_SCHEMA``)."""
+    frames = [pl.read_parquet(p) for p in paths]
+    if not frames:
+        return pl.from_arrow(store.QUESTION_SET_SCHEMA.empty_table())
+    return pl.concat(frames, how="vertical_relaxed")
 
 
 # A model whose accuracy without the image (blank control) reaches this share of its clean
@@ -65,8 +77,10 @@ def image_reliance(accuracy: pl.DataFrame, controls: Sequence[str]) -> pl.DataFr
     clean = accuracy.filter(pl.col("severity") == 0).select(
         "model", pl.col("accuracy").alias("clean_accuracy")
     )
-    blank = accuracy.filter(pl.col("corruption").is_in(list(controls))).select(
-        "model", pl.col("corruption").alias("control"), pl.col("accuracy").alias("control_accuracy")
+    blank = accuracy.filter(pl.col("perturbation").is_in(list(controls))).select(
+        "model",
+        pl.col("perturbation").alias("control"),
+        pl.col("accuracy").alias("control_accuracy"),
     )
     ratio = pl.when(pl.col("clean_accuracy") > 0).then(
         pl.col("control_accuracy") / pl.col("clean_accuracy")
@@ -91,10 +105,16 @@ def build_database(
     rscore_tolerance: float = DEFAULT_TOLERANCE,
     rscore_maximum: float = DEFAULT_MAXIMUM,
     dataset_info_path: str | os.PathLike[str] | None = None,
+    question_set_paths: Sequence[str | os.PathLike[str]] | None = None,
+    skipped_perturbations: Mapping[str, str] | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
-    ``families`` maps corruption names to their class, stored with the corruption tables.
+    ``families`` maps perturbation names to their class (corruption class; ``char`` or
+    ``word`` for text perturbations; the ranker for basic questions), stored with the
+    metric tables. ``question_set_paths`` are the perturbed question sets (table
+    ``question_sets``); ``skipped_perturbations`` names configured perturbations that could
+    not run here, with the reason (table ``skipped_perturbations``).
     ``dataset_info_path`` is the prepared dataset's ``dataset.json``: its counts go into
     ``run_info`` and its skipped images into ``skipped_images``.
     """
@@ -116,60 +136,59 @@ def build_database(
         con.execute("CREATE TABLE questions AS SELECT * FROM questions_df")
         con.execute(
             """CREATE TABLE predictions AS
-               SELECT model, corruption, CAST(severity AS TINYINT) AS severity,
-                      question_id, answer, score
+               SELECT model, modality, perturbation, CAST(severity AS TINYINT) AS severity,
+                      question_id, answer, score, truncated
                FROM scored_df ORDER BY ALL"""
         )
         con.execute(
             """CREATE TABLE accuracy AS
-               SELECT model, corruption, severity, count(*) AS n, avg(score) AS accuracy
+               SELECT model, modality, perturbation, severity, count(*) AS n,
+                      avg(score) AS accuracy, count(*) FILTER (truncated) AS truncated
                FROM predictions GROUP BY ALL ORDER BY ALL"""
         )
         con.execute(
-            """CREATE TABLE question_type_accuracy AS
-               SELECT p.model, p.corruption, p.severity, q.question_type,
-                      count(*) AS n, avg(p.score) AS accuracy
-               FROM predictions p JOIN questions q USING (question_id)
-               GROUP BY ALL ORDER BY ALL"""
+            """CREATE VIEW corruption_accuracy AS
+               SELECT model, perturbation AS corruption, severity, n, accuracy
+               FROM accuracy WHERE modality IN ('clean', 'image')"""
         )
-        con.execute(
-            """CREATE TABLE answer_type_accuracy AS
-               SELECT p.model, p.corruption, p.severity, q.answer_type,
-                      count(*) AS n, avg(p.score) AS accuracy
-               FROM predictions p JOIN questions q USING (question_id)
-               GROUP BY ALL ORDER BY ALL"""
-        )
+        for kind in ("question_type", "answer_type"):
+            con.execute(
+                f"""CREATE TABLE {kind}_accuracy AS
+                    SELECT p.model, p.modality, p.perturbation, p.severity, q.{kind},
+                           count(*) AS n, avg(p.score) AS accuracy
+                    FROM predictions p JOIN questions q USING (question_id)
+                    GROUP BY ALL ORDER BY ALL"""
+            )
         skipped = pl.DataFrame(
             dataset_info.get("skipped_images", []),
             schema={"image_id": pl.Int64, "reason": pl.String},
         )
         con.register("skipped_df", skipped.to_arrow())
         con.execute("CREATE TABLE skipped_images AS SELECT * FROM skipped_df")
+        skipped_p = pl.DataFrame(
+            [{"perturbation": k, "reason": v} for k, v in (skipped_perturbations or {}).items()],
+            schema={"perturbation": pl.String, "reason": pl.String},
+        )
+        con.register("skipped_p_df", skipped_p.to_arrow())
+        con.execute("CREATE TABLE skipped_perturbations AS SELECT * FROM skipped_p_df")
+        sets = read_question_sets(question_set_paths or [])
+        con.register("sets_df", sets.to_arrow())
+        con.execute("CREATE TABLE question_sets AS SELECT * FROM sets_df ORDER BY ALL")
         all_accuracy = con.sql("SELECT * FROM accuracy").pl()
         # Controls (class "control": the blank images) are no perturbation: they stay out
         # of the robustness metrics and get their own table.
         controls = sorted(c for c, f in (families or {}).items() if f == CONTROL)
-        accuracy = all_accuracy.filter(~pl.col("corruption").is_in(controls))
-        families = {c: f for c, f in (families or {}).items() if f != CONTROL} or None
+        accuracy = all_accuracy.filter(~pl.col("perturbation").is_in(controls))
+        families = {c: f for c, f in (families or {}).items() if f != CONTROL}
         reliance = image_reliance(all_accuracy, controls)
         con.register("reliance_df", reliance.to_arrow())
         con.execute("CREATE TABLE image_reliance AS SELECT * FROM reliance_df")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            tables = robustness_tables(accuracy, weights)
-            mmi = mmi_table(accuracy, families)
-            rscore = rscore_table(accuracy, rscore_tolerance, rscore_maximum)
+            tables = modality_tables(accuracy, weights, families, rscore_tolerance, rscore_maximum)
         for w in caught:
             log.warning("%s", w.message)
-        fam = families_frame(families)
-        for name, df in (
-            ("submetrics", tables.submetrics.join(fam, on="corruption", how="left")),
-            ("vre_model", tables.vre_model),
-            ("vre_corruption", tables.vre_corruption.join(fam, on="corruption", how="left")),
-            ("vre_sweep", tables.vre_sweep),
-            ("mmi", mmi),
-            ("rscore", rscore),
-        ):
+        for name, df in tables.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
         info = {

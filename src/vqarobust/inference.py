@@ -1,4 +1,5 @@
-"""Run one model over several image subsets of a dataset and collect its predictions."""
+"""Run one model over several subsets of a dataset (perturbed images or perturbed
+questions) and collect its predictions."""
 
 from __future__ import annotations
 
@@ -26,11 +27,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Subset:
-    """One perturbed version of the dataset's images."""
+    """One perturbed version of the dataset: (modality, perturbation, severity).
 
-    corruption: str
+    ``images_dir`` holds the images asked about (the clean ones for text perturbations);
+    ``questions_path`` a perturbed question set (``store.QUESTION_SET_SCHEMA``) whose
+    ``perturbed`` text is asked instead of the dataset's question, or None.
+    """
+
+    perturbation: str
     severity: int
     images_dir: str
+    modality: str = "image"
+    questions_path: str | None = None
+
+    def __post_init__(self) -> None:
+        # The clean subset is severity 0 of every modality; it gets its own name.
+        if self.perturbation == "clean":
+            object.__setattr__(self, "modality", "clean")
 
 
 def decode_images(shards: store.ImageShards, image_ids: Sequence[int]) -> dict[int, Image.Image]:
@@ -66,20 +79,42 @@ def predict_subset(
             f"{subset.images_dir}: {len(missing)} images asked about are missing, "
             f"e.g. {missing[:10]}"
         )
-    answers = model.answer_all(
-        [images[i] for i in image_ids], questions.column("question").to_pylist()
-    )
+    texts = questions.column("question").to_pylist()
+    answers = model.answer_all([images[i] for i in image_ids], texts)
     n = questions.num_rows
     return pa.table(
         {
             "question_id": questions.column("question_id"),
             "answer": pa.array(answers, pa.string()),
             "model": pa.array([model_name] * n, pa.string()),
-            "corruption": pa.array([subset.corruption] * n, pa.string()),
+            "modality": pa.array([subset.modality] * n, pa.string()),
+            "perturbation": pa.array([subset.perturbation] * n, pa.string()),
             "severity": pa.array([subset.severity] * n, pa.int8()),
+            "truncated": pa.array(model.truncated(texts), pa.bool_()),
         },
         schema=store.PREDICTION_SCHEMA,
     )
+
+
+def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:
+    """The questions asked on ``subset``: the dataset's, or its perturbed question set
+    (same question ids, the ``perturbed`` text as ``question``), in image order."""
+    if subset.questions_path is not None:
+        perturbed = pq.read_table(subset.questions_path, columns=["question_id", "perturbed"])
+        ids = set(questions.column("question_id").to_pylist())
+        if set(perturbed.column("question_id").to_pylist()) != ids:
+            raise ValueError(
+                f"{subset.questions_path}: question ids differ from the dataset's questions"
+            )
+        lookup = dict(
+            zip(perturbed.column("question_id").to_pylist(),
+                perturbed.column("perturbed").to_pylist(), strict=True)
+        )  # fmt: skip
+        texts = [lookup[i] for i in questions.column("question_id").to_pylist()]
+        questions = questions.set_column(
+            questions.schema.get_field_index("question"), "question", pa.array(texts, pa.string())
+        )
+    return questions
 
 
 def run_inference(
@@ -123,13 +158,15 @@ def run_inference(
     chunk_files = []
     for subset in subsets:
         starts = range(0, questions.num_rows, chunk_size)
-        files = [partial / f"{subset.corruption}-{subset.severity}-{k:05d}.parquet" for k in starts]
+        files = [
+            partial / f"{subset.perturbation}-{subset.severity}-{k:05d}.parquet" for k in starts
+        ]
         chunk_files += files
         todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
         if len(todo) < len(files):
             done = len(files) - len(todo)
-            log.info("%s %s/%d: resuming, %d of %d chunks already done",
-                     model_name, subset.corruption, subset.severity, done, len(files))  # fmt: skip
+            log.info("%s %s/%d: resuming, %d of %d chunks already done", model_name,
+                     subset.perturbation, subset.severity, done, len(files))  # fmt: skip
         if not todo:
             continue
         shards = store.ImageShards(subset.images_dir)
@@ -145,13 +182,14 @@ def run_inference(
             model = loader({**spec, **(options or {})}, name=model_name, device=device)
             log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
         t = time.perf_counter()
+        asked_questions = subset_questions(questions, subset)
         for start, path in todo:
-            chunk = questions.slice(start, chunk_size)
+            chunk = asked_questions.slice(start, chunk_size)
             images = decode_images(shards, chunk.column("image_id").unique().to_pylist())
             store.write_table(predict_subset(model, chunk, subset, model_name, images), path)
         n = sum(min(chunk_size, questions.num_rows - k) for k, _ in todo)
         dt = time.perf_counter() - t
-        log.info("%s %s/%d: %d questions in %.1fs (%.0f q/s)", model_name, subset.corruption,
+        log.info("%s %s/%d: %d questions in %.1fs (%.0f q/s)", model_name, subset.perturbation,
                  subset.severity, n, dt, n / max(dt, 1e-9))  # fmt: skip
     table = pa.concat_tables([pq.read_table(f) for f in chunk_files]).cast(store.PREDICTION_SCHEMA)
     store.write_table(table, out_path)
@@ -175,7 +213,10 @@ def _partial_dir(
             "model": model_name,
             "spec": spec,
             "questions": [str(questions_path), q.st_size, q.st_mtime_ns],
-            "subsets": [[s.corruption, s.severity, s.images_dir] for s in subsets],
+            "subsets": [
+                [s.modality, s.perturbation, s.severity, s.images_dir, s.questions_path]
+                for s in subsets
+            ],
             "chunk_size": chunk_size,
         },
         sort_keys=True,

@@ -76,3 +76,29 @@ class Registry(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def view(self, kind: str, **tags: Any) -> RegistryView[T]:
+        """The part of this registry whose entries carry ``tags``; registering through the
+        view adds them. Names stay unique across the whole registry."""
+        return RegistryView(self, kind, tags)
+
+
+class RegistryView(Registry[T]):
+    """A tag-filtered window on a :class:`Registry` (e.g. the image perturbations)."""
+
+    def __init__(self, parent: Registry[T], kind: str, tags: dict[str, Any]) -> None:
+        self.kind = kind
+        self.parent = parent
+        self.tags = dict(tags)
+
+    @property
+    def _entries(self) -> dict[str, Entry[T]]:  # type: ignore[override]
+        return {
+            name: e
+            for name, e in self.parent._entries.items()
+            if all(e.tags.get(k) == v for k, v in self.tags.items())
+        }
+
+    def register(self, name: str | None = None, **tags: Any) -> Callable[[T], T]:
+        """Register in the parent registry with this view's tags added."""
+        return self.parent.register(name, **{**tags, **self.tags})

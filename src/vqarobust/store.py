@@ -40,13 +40,33 @@ QUESTION_SCHEMA = pa.schema(
     ]
 )
 
+# One row per question of a perturbed question set (modality text or basic_question):
+# the model is asked ``perturbed`` about the clean image. ``similarity`` and ``tries`` are
+# set where the fidelity filter ran (null otherwise).
+QUESTION_SET_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.int64()),
+        ("image_id", pa.int64()),
+        ("original", pa.string()),
+        ("perturbed", pa.string()),
+        ("perturbation", pa.string()),
+        ("severity", pa.int8()),
+        ("changed", pa.bool_()),
+        ("similarity", pa.float32()),
+        ("tries", pa.int16()),
+    ]
+)
+
+# ``truncated``: the model cut the question to its text-length limit.
 PREDICTION_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),
         ("answer", pa.string()),
         ("model", pa.string()),
-        ("corruption", pa.string()),
+        ("modality", pa.string()),
+        ("perturbation", pa.string()),
         ("severity", pa.int8()),
+        ("truncated", pa.bool_()),
     ]
 )
 

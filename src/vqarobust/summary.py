@@ -36,14 +36,15 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
                       rank() OVER (ORDER BY v.vre) AS rank
                FROM vre_model v JOIN (
                    SELECT model, avg(accuracy) AS corrupted FROM accuracy
-                   WHERE severity > 0
-                     AND corruption IN (SELECT corruption FROM vre_corruption)
+                   WHERE severity > 0 AND modality = 'image' AND perturbation IN (
+                       SELECT perturbation FROM vre_corruption WHERE modality = 'image')
                    GROUP BY model) c USING (model)
+               WHERE v.modality = 'image'
                ORDER BY v.vre, v.model"""
         ).pl()
         corruptions = con.sql(
-            "SELECT corruption, vre, relative_drop FROM vre_corruption "
-            "ORDER BY vre DESC, corruption"
+            "SELECT perturbation AS corruption, vre, relative_drop FROM vre_corruption "
+            "WHERE modality = 'image' ORDER BY vre DESC, corruption"
         ).pl()
         n_images, n_questions = con.execute(
             "SELECT count(DISTINCT image_id), count(*) FROM questions"

@@ -1,6 +1,6 @@
 """Snakemake adapter: materialize one (corruption, severity) subset as image shards."""
 
-from vqarobust.generate import corrupt_subset
+from vqarobust.materialize.images import corrupt_subset
 from vqarobust.logs import setup_logging
 
 setup_logging(snakemake.log[0])

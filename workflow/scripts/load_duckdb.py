@@ -15,4 +15,6 @@ build_database(
     rscore_tolerance=snakemake.params.rscore["tolerance"],
     rscore_maximum=snakemake.params.rscore["maximum"],
     dataset_info_path=snakemake.input.info,
+    question_set_paths=list(snakemake.input.question_sets),
+    skipped_perturbations=dict(snakemake.params.skipped),
 )

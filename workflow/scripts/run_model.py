@@ -8,9 +8,17 @@ from vqarobust.params import runtime_options
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
+severities = snakemake.params.severities
+modality = snakemake.params.modality
+if "question_sets" in snakemake.input.keys():
+    # Perturbed questions about the clean images.
+    sets = list(snakemake.input.question_sets)
+    images = [snakemake.input.images[0]] * len(sets)
+else:
+    sets, images = [None] * len(severities), list(snakemake.input.images)
 subsets = [
-    Subset(snakemake.wildcards.subset, severity, images)
-    for severity, images in zip(snakemake.params.severities, snakemake.input.images, strict=True)
+    Subset(snakemake.wildcards.subset, severity, image_dir, modality, question_set)
+    for severity, image_dir, question_set in zip(severities, images, sets, strict=True)
 ]
 run_inference(
     snakemake.wildcards.model,

@@ -1,5 +1,6 @@
 """The corruption registry. A corruption is ``(image uint8 HxWx3, severity, rng) -> uint8 HxWx3``.
 
+It is the image part of the one perturbation registry (:mod:`vqarobust.perturbations`).
 Tags: ``family`` (noise, blur, weather, attribute, physical, digital, colour),
 ``benchmark`` (one of the benchmark's 14, docs/corruptions.md), ``severities`` (5, or 1
 for single-severity transforms).
@@ -7,6 +8,7 @@ for single-severity transforms).
 
 from __future__ import annotations
 
-from vqarobust.registry import Registry
+from vqarobust.perturbations import PERTURBATIONS
+from vqarobust.registry import RegistryView
 
-CORRUPTIONS: Registry = Registry("corruption")
+CORRUPTIONS: RegistryView = PERTURBATIONS.view("corruption", modality="image")

@@ -32,6 +32,11 @@ class VQAModel(ABC):
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Answer one batch: ``questions[i]`` is asked about ``images[i]``."""
 
+    def truncated(self, questions: Sequence[str]) -> list[bool]:
+        """Per question, whether the model cuts it to its text-length limit (never, unless
+        an adapter says otherwise)."""
+        return [False] * len(questions)
+
     def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Answer any number of requests in batches; returns answers in input order."""
         if len(images) != len(questions):

@@ -32,6 +32,14 @@ class ClassifierVQA(HFVQAModel):
         # Late-fusion models take one pixel row per distinct image plus an index.
         self._reuses_images = "image_index" in inspect.signature(self.model.forward).parameters
 
+    def truncated(self, questions: Sequence[str]) -> list[bool]:
+        """Questions longer than the text encoder's positions (special tokens included)."""
+        if self.max_text_length is None:
+            return [False] * len(questions)
+        tokenizer = self.processor.tokenizer
+        ids = tokenizer(list(questions), truncation=False, verbose=False)["input_ids"]
+        return [len(x) > self.max_text_length for x in ids]
+
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Argmax answers for one batch; each distinct image object is preprocessed once."""

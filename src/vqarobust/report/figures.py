@@ -22,7 +22,11 @@ from matplotlib.figure import Figure  # noqa: E402
 CLASS_COLOURS = {
     "noise": "#d62728", "blur": "#1f77b4", "weather": "#17becf", "attribute": "#ff7f0e",
     "physical": "#2ca02c", "digital": "#9467bd", "colour": "#8c564b", "stylize": "#e377c2",
+    "char": "#bcbd22", "word": "#393b79",
 }  # fmt: skip
+RANKER_STYLES = {"lasso": "-", "cosine": "--", "bleu": ":"}
+MODALITY_COLOURS = {"image": "#4c72b0", "text": "#bcbd22", "basic_question": "#8172b3",
+                    "all": "#555555"}  # fmt: skip
 OTHER_CLASS = "#7f7f7f"
 MODEL_PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
                  "#8c8c8c", "#ccb974", "#64b5cd")  # fmt: skip
@@ -202,4 +206,56 @@ def type_accuracy(table: pl.DataFrame, kind: str, families: dict[str, str]) -> F
                       rotation=50, ha="right", fontsize=7)  # fmt: skip
         ax.set_title(m, fontsize=8, loc="left")
     fig.tight_layout()
+    return fig
+
+
+def mmi_modalities(mmi: pl.DataFrame) -> Figure:
+    """MMI per model and modality (image, text, basic questions, image and text together),
+    grouped bars; lower = more robust."""
+    models = sorted(mmi["model"].unique().to_list())
+    groups = [g for g in MODALITY_COLOURS if g in set(mmi["group"])]
+    fig, ax = plt.subplots(figsize=(2.5 + 1.3 * len(models), 3.2))
+    width = 0.8 / max(1, len(groups))
+    for k, g in enumerate(groups):
+        rows = {m: v for m, v in mmi.filter(pl.col("group") == g).select("model", "mmi").rows()}
+        xs = np.arange(len(models)) + (k - (len(groups) - 1) / 2) * width
+        vals = [rows.get(m, np.nan) for m in models]
+        ax.bar(xs, vals, width, color=MODALITY_COLOURS[g], label=g.replace("_", " "))
+        for x, v in zip(xs, vals, strict=True):
+            if np.isfinite(v):
+                ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
+    ax.set_xticks(range(len(models)), models, fontsize=8)
+    ax.set_ylabel("MMI (relative drop)", fontsize=8)
+    ax.axhline(0, color="black", lw=0.6)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def rscore_levels(rscore: pl.DataFrame) -> Figure:
+    """R_score against basic-question noise level, one line per model (colour) and ranker
+    (line style); higher = more robust."""
+    colours = model_colours(rscore["model"].unique().to_list())
+    fig, ax = plt.subplots(figsize=(6.2, 3.4))
+    for (model, ranker), rows in sorted(
+        rscore.group_by("model", "ranker"), key=lambda g: (g[0][0], g[0][1])
+    ):
+        r = rows.sort("severity")
+        ax.plot(r["severity"], r["rscore"], marker="o", ms=3, lw=1.2, color=colours[model],
+                ls=RANKER_STYLES.get(ranker, "-."), label=f"{model} / {ranker}")  # fmt: skip
+    ax.set_xlabel("basic-question level (1 = most similar basic questions)", fontsize=8)
+    ax.set_ylabel("R_score", fontsize=8)
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def placeholder(message: str) -> Figure:
+    """A small figure that says why there is nothing to plot (the file still exists)."""
+    fig, ax = plt.subplots(figsize=(5, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, color="#555555")
     return fig

@@ -13,6 +13,7 @@ import html
 import io
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -101,7 +102,7 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
                 FROM predictions p JOIN predictions c
                   ON c.model = p.model AND c.question_id = p.question_id AND c.severity = 0
                 WHERE p.severity > 0 AND p.answer <> c.answer
-                  AND p.corruption IN (SELECT corruption FROM vre_corruption)
+                  AND p.perturbation IN (SELECT perturbation FROM vre_corruption)
                 GROUP BY ALL)
             SELECT model, clean_answer, perturbed_answer, n FROM (
                 SELECT *, row_number() OVER (PARTITION BY model
@@ -163,23 +164,39 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
     figures.mkdir(parents=True, exist_ok=True)
     tables.mkdir(parents=True, exist_ok=True)
     summary = summarize(db_path)
+    image = "modality IN ('clean', 'image')"
     with duckdb.connect(str(db_path), read_only=True) as con:
-        accuracy = con.sql("SELECT * FROM accuracy ORDER BY ALL").pl()
-        sub = con.sql("SELECT * FROM submetrics ORDER BY model, corruption").pl()
-        vre_model = con.sql("SELECT * FROM vre_model ORDER BY vre").pl()
-        vre_corr = con.sql("SELECT * FROM vre_corruption ORDER BY vre DESC").pl()
-        sweep = con.sql("SELECT * FROM vre_sweep").pl()
+        accuracy = con.sql("SELECT * FROM corruption_accuracy ORDER BY ALL").pl()
+        sub = con.sql(
+            "SELECT model, perturbation AS corruption, * EXCLUDE (model, modality, perturbation) "
+            "FROM submetrics WHERE modality = 'image' ORDER BY model, corruption"
+        ).pl()
+        vre_model = con.sql(
+            "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'image' ORDER BY vre"
+        ).pl()
+        vre_corr = con.sql(
+            "SELECT perturbation AS corruption, * EXCLUDE (modality, perturbation) "
+            "FROM vre_corruption WHERE modality = 'image' ORDER BY vre DESC"
+        ).pl()
+        sweep = (
+            con.sql("SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'")
+            .pl()
+            .with_columns(pl.col("scope").replace("perturbation", "corruption"))
+        )
         mmi = con.sql(
-            "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE scope IN ('all', 'family')) "
-            'ON "group" USING first(mmi) ORDER BY model'
+            "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE modality = 'image' "
+            "AND scope IN ('all', 'family')) ON \"group\" USING first(mmi) ORDER BY model"
         ).pl()
         rscore = con.sql(
-            "PIVOT (SELECT model, severity, rscore FROM rscore WHERE corruption = 'all') "
-            "ON severity USING first(rscore) ORDER BY model"
+            "PIVOT (SELECT model, severity, rscore FROM rscore WHERE modality = 'image' "
+            "AND perturbation = 'all') ON severity USING first(rscore) ORDER BY model"
         ).pl()
         qtype = _clean_vs_perturbed(con, "question_type")
         atype = _clean_vs_perturbed(con, "answer_type")
-        atype_long = con.sql("SELECT * FROM answer_type_accuracy").pl()
+        atype_long = con.sql(
+            "SELECT model, perturbation AS corruption, severity, answer_type, n, accuracy "
+            f"FROM answer_type_accuracy WHERE {image}"
+        ).pl()
         flips = answer_flips(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         reliance = con.sql(
@@ -187,11 +204,13 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             "WHERE control = 'blank'"
         ).pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+        question_side = _question_side(con)
     families = dict(vre_corr.select("corruption", "family").iter_rows())
     frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
               "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
               "question_type_accuracy": qtype, "answer_type_accuracy": atype,
-              "answer_flips": flips, "skipped_images": skipped}  # fmt: skip
+              "answer_flips": flips, "skipped_images": skipped,
+              **question_side}  # fmt: skip
     for name in TABLES:
         with store.atomic_path(tables / f"{name}.csv") as tmp:
             frames[name].write_csv(tmp)
@@ -206,6 +225,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         "radar": fig.radars(sub, labels),
         "vre_sweep": fig.vre_sweep(sweep),
         "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
+        **_question_figures(question_side),
     }  # fmt: skip
     embedded = {name: _save(made[name], figures, name) for name in FIGURES}
 
@@ -280,6 +300,7 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("radar", "Scaled sub-metrics")}
 {figure_html("vre_sweep", "VRE under other weightings")}
 {figure_html("answer_type_accuracy", "Accuracy per answer type")}</section>
+{_question_section(question_side, figure_html)}
 <section id="failures"><h2>How answers change</h2>
 <p class="note">The most frequent changes of an answer between the clean image and a
 perturbed one, per model (counted over every perturbation and severity).</p>
@@ -304,11 +325,144 @@ too); every figure in <code>figures/</code> as PNG and SVG.</p>
 
 def _clean_vs_perturbed(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFrame:
     """Per model and ``kind`` (question_type or answer_type): clean accuracy and the mean
-    over every perturbed subset, from the ``{kind}_accuracy`` table."""
+    over every corrupted image subset, from the ``{kind}_accuracy`` table."""
     return con.sql(
         f"""SELECT model, {kind},
                    avg(accuracy) FILTER (WHERE severity = 0) AS clean,
                    avg(accuracy) FILTER (WHERE severity > 0) AS perturbed,
                    max(n) FILTER (WHERE severity = 0) AS n
-            FROM {kind}_accuracy GROUP BY ALL ORDER BY model, {kind}"""
+            FROM {kind}_accuracy WHERE modality IN ('clean', 'image')
+            GROUP BY ALL ORDER BY model, {kind}"""
     ).pl()
+
+
+# Severities / levels whose perturbed questions the example table shows.
+EXAMPLE_SEVERITIES = (1, 3, 5)
+EXAMPLE_LEVELS = (1, 4, 7)
+
+
+def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """The tables of the question side: text accuracy, VRE over text perturbations, MMI
+    across modalities, R_score per basic-question level and per text perturbation,
+    example questions, truncation counts and skipped perturbations."""
+    out = {
+        "text_accuracy": con.sql(
+            "SELECT model, perturbation, severity, n, accuracy FROM accuracy "
+            "WHERE modality = 'text' OR (modality = 'clean') ORDER BY ALL"
+        ).pl(),
+        "vre_text": con.sql(
+            "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'text' ORDER BY vre"
+        ).pl(),
+        "mmi_modalities": con.sql(
+            "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE scope = 'modality') "
+            'ON "group" USING first(mmi) ORDER BY model'
+        ).pl(),
+        "mmi_long": con.sql("SELECT model, \"group\", mmi FROM mmi WHERE scope = 'modality'").pl(),
+        "rscore_basic_questions": con.sql(
+            "SELECT model, perturbation AS ranker, severity AS level, acc_clean, acc_noisy, "
+            "acc_di, rscore FROM rscore WHERE modality = 'basic_question' "
+            "AND perturbation <> 'all' ORDER BY ALL"
+        ).pl(),
+        "rscore_text": con.sql(
+            "PIVOT (SELECT model, perturbation, rscore FROM rscore WHERE modality = 'text') "
+            "ON perturbation USING avg(rscore) ORDER BY model"
+        ).pl(),
+        "question_examples": _question_examples(con),
+        "truncated_questions": con.sql(
+            "SELECT model, modality, perturbation, CAST(sum(truncated) AS BIGINT) AS truncated, "
+            "CAST(sum(n) AS BIGINT) AS n "
+            "FROM accuracy GROUP BY ALL HAVING sum(truncated) > 0 ORDER BY ALL"
+        ).pl(),
+        "skipped_perturbations": con.sql("SELECT * FROM skipped_perturbations").pl(),
+    }
+    return out
+
+
+def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One question (the longest of the first 20) under every text perturbation at
+    severities 1, 3, 5 and every ranker at levels 1, 4, 7."""
+    sets = con.sql(
+        "SELECT question_id, original, perturbation, severity, perturbed AS question "
+        "FROM question_sets WHERE question_id IN (SELECT DISTINCT question_id FROM "
+        "question_sets ORDER BY question_id LIMIT 20)"
+    ).pl()
+    if not sets.height:
+        return pl.DataFrame(schema={"perturbation": pl.String, "severity": pl.Int8,
+                                    "question": pl.String})  # fmt: skip
+    by_length = sets.unique("question_id").sort(
+        pl.col("original").str.len_chars(), "question_id", descending=[True, False]
+    )
+    first = by_length.row(0, named=True)
+    rows = sets.filter(pl.col("question_id") == first["question_id"])
+    shown = (
+        pl.when(pl.col("perturbation").str.starts_with("bq_"))
+        .then(pl.col("severity").is_in(EXAMPLE_LEVELS))
+        .otherwise(pl.col("severity").is_in(EXAMPLE_SEVERITIES))
+    )
+    original = pl.DataFrame(
+        {"perturbation": ["original"], "severity": [0], "question": [first["original"]]},
+        schema={"perturbation": pl.String, "severity": pl.Int8, "question": pl.String},
+    )
+    picked = rows.filter(shown).select("perturbation", "severity", "question")
+    return pl.concat([original, picked.sort("perturbation", "severity")])
+
+
+def _question_figures(side: dict[str, pl.DataFrame]) -> dict[str, plt.Figure]:
+    text = side["text_accuracy"]
+    from vqarobust import text as text_perturbations
+
+    registered = set(text_perturbations.names())
+    text_families = {
+        p: text_perturbations.level(p) if p in registered else "other"
+        for p in text["perturbation"].unique()
+    }
+    rows = text.rename({"perturbation": "corruption"})
+    has_text = text.filter(pl.col("severity") > 0).height > 0
+    bq = side["rscore_basic_questions"]
+    return {
+        "text_error_vs_severity": fig.error_vs_severity(rows, text_families)
+        if has_text else fig.placeholder("No text perturbations in this run."),
+        "mmi_modalities": fig.mmi_modalities(side["mmi_long"])
+        if side["mmi_long"].height else fig.placeholder("No modality to compare."),
+        "rscore_basic_questions": fig.rscore_levels(
+            bq.rename({"level": "severity"}).with_columns(
+                pl.col("ranker").str.strip_prefix("bq_")
+            )
+        ) if bq.height else fig.placeholder("No basic-question noise in this run."),
+    }  # fmt: skip
+
+
+def _question_section(side: dict[str, pl.DataFrame], figure_html: Callable[..., str]) -> str:
+    skipped = side["skipped_perturbations"]
+    skipped_html = ""
+    if skipped.height:
+        names = ", ".join(skipped["perturbation"])
+        reason = "; ".join(sorted(set(skipped["reason"])))
+        skipped_html = (
+            f'<p class="warn"><b>{skipped.height} text perturbation'
+            f"{'' if skipped.height == 1 else 's'} skipped</b> ({html.escape(names)}): "
+            f"{html.escape(reason)}.</p>"
+        )
+    truncated = side["truncated_questions"]
+    truncated_html = (
+        "<h3>Questions cut to a model's text-length limit</h3>"
+        f"{_table_html(truncated)}" if truncated.height else
+        '<p class="note">No question was cut to a model\'s text-length limit.</p>'
+    )  # fmt: skip
+    return f"""<section id="questions"><h2>Question perturbations</h2>{skipped_html}
+<p class="note">Text perturbations and basic-question noise ask each model a changed
+question about the clean image. VRE over text perturbations uses the same five
+sub-metrics as for images (scaled over the model x text-perturbation matrix).</p>
+<h3>VRE per model over text perturbations (lower = more robust)</h3>
+{_table_html(side["vre_text"])}
+{figure_html("text_error_vs_severity", "Error vs text-perturbation severity")}
+<h3>MMI per model and modality (lower = more robust)</h3>
+{_table_html(side["mmi_modalities"])}
+{figure_html("mmi_modalities", "MMI image vs text")}
+<h3>R_score per model and text perturbation (mean over severities)</h3>
+{_table_html(side["rscore_text"])}
+{figure_html("rscore_basic_questions", "R_score per basic-question level")}
+<h3>R_score per model, ranker and basic-question level</h3>
+{_table_html(side["rscore_basic_questions"])}
+<h3>Example perturbed questions</h3>{_table_html(side["question_examples"])}
+{truncated_html}</section>"""

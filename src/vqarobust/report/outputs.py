@@ -1,8 +1,11 @@
 """The files the report writes beside ``index.html`` (the workflow declares each one)."""
 
 FIGURES = ("relative_drop", "average_error", "error_vs_severity", "radar", "vre_sweep",
-           "answer_type_accuracy")  # fmt: skip
+           "answer_type_accuracy", "text_error_vs_severity", "mmi_modalities",
+           "rscore_basic_questions")  # fmt: skip
 TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscore",
           "question_type_accuracy", "answer_type_accuracy", "answer_flips",
-          "skipped_images")  # fmt: skip
-LATEX_TABLES = ("vre_model", "vre_corruption")
+          "skipped_images", "text_accuracy", "vre_text", "mmi_modalities",
+          "rscore_basic_questions", "rscore_text", "question_examples",
+          "truncated_questions")  # fmt: skip
+LATEX_TABLES = ("vre_model", "vre_corruption", "mmi_modalities")

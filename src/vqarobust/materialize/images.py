@@ -1,4 +1,4 @@
-"""Materialize a corrupted subset: read clean image shards, corrupt each image, write shards."""
+"""Materialize a corrupted image subset: corrupt each clean image, write the shards."""
 
 from __future__ import annotations
 

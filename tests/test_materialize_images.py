@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from vqarobust import store
-from vqarobust.generate import corrupt_subset
+from vqarobust.materialize.images import corrupt_subset
 
 
 def _by_id(directory):

@@ -1,0 +1,60 @@
+# Question perturbations: one job per text perturbation writes all its severities; one
+# job ranks the basic questions of every distinct question for every ranker (the ranking
+# is the expensive part, done once), and one job per ranker writes its noise levels.
+rule perturb_questions:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+    output:
+        expand(
+            "results/{{dataset}}/questions/{{perturbation}}/{severity}.parquet",
+            severity=SEVERITIES,
+        ),
+    log:
+        "logs/{dataset}/perturb_questions/{perturbation}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/perturb_questions/{perturbation}.tsv"
+    params:
+        seed=config["seed"],
+        engine=text.TEXT_ENGINE_VERSION,
+        severities=SEVERITIES,
+        fidelity=get_text_params,
+    threads: 1
+    script:
+        "../workflow/scripts/perturb_questions.py"
+
+
+rule rank_basic_questions:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+        pool=get_pool_input,
+    output:
+        "results/{dataset}/questions/basic_question/rankings.parquet",
+    log:
+        "logs/{dataset}/rank_basic_questions.log",
+    benchmark:
+        "benchmarks/out/{dataset}/rank_basic_questions.tsv"
+    params:
+        ranking=get_ranking_params,
+    threads: 1
+    script:
+        "../workflow/scripts/rank_basic_questions.py"
+
+
+rule noise_questions:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+        rankings="results/{dataset}/questions/basic_question/rankings.parquet",
+    output:
+        expand(
+            "results/{{dataset}}/questions/{{ranker}}/{level}.parquet",
+            level=BQ_LEVELS,
+        ),
+    log:
+        "logs/{dataset}/noise_questions/{ranker}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/noise_questions/{ranker}.tsv"
+    params:
+        levels=BQ_LEVELS,
+    threads: 1
+    script:
+        "../workflow/scripts/noise_questions.py"

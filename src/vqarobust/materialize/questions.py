@@ -1,0 +1,190 @@
+"""Materialize perturbed question sets (modalities ``text`` and ``basic_question``).
+
+Each set is one Parquet file of ``store.QUESTION_SET_SCHEMA`` per severity (or noise
+level): the dataset's questions with the text a model is asked instead. Inference asks it
+about the clean image.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from vqarobust import store, text
+from vqarobust.text import basic_questions as bq
+
+log = logging.getLogger(__name__)
+
+
+def _question_frame(questions_path: str | os.PathLike[str]) -> pl.DataFrame:
+    return pl.from_arrow(store.read_questions(questions_path)).select(
+        "question_id", "image_id", "question"
+    )
+
+
+def _write_set(
+    frame: pl.DataFrame, perturbed: Sequence[str], name: str, severity: int, path: Any,
+    similarity: Sequence[float] | None = None, tries: Sequence[int] | None = None,
+) -> None:  # fmt: skip
+    n = frame.height
+    table = pa.table(
+        {
+            "question_id": frame["question_id"].to_arrow(),
+            "image_id": frame["image_id"].to_arrow(),
+            "original": frame["question"].to_arrow(),
+            "perturbed": pa.array(list(perturbed), pa.string()),
+            "perturbation": pa.array([name] * n, pa.string()),
+            "severity": pa.array([severity] * n, pa.int8()),
+            "changed": pa.array(
+                [a != b for a, b in zip(frame["question"].to_list(), perturbed, strict=True)]
+            ),
+            "similarity": pa.array(similarity, pa.float32()) if similarity is not None
+            else pa.nulls(n, pa.float32()),
+            "tries": pa.array(tries, pa.int16()) if tries is not None else pa.nulls(n, pa.int16()),
+        },
+        schema=store.QUESTION_SET_SCHEMA,
+    )  # fmt: skip
+    store.write_table(table, path)
+
+
+def fidelity_filter(
+    originals: Sequence[str],
+    draw: Callable[[int, int], str],
+    min_similarity: float,
+    max_tries: int,
+    encode: Callable[[list[str]], np.ndarray],
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Resample perturbed questions whose embedding similarity to the original falls under
+    ``min_similarity``: ``draw(i, attempt)`` perturbs question i. After ``max_tries`` the
+    most similar draw is kept. Returns (questions, similarity, tries)."""
+    if max_tries < 1:
+        raise ValueError(f"max_tries must be >= 1, got {max_tries}")
+    n = len(originals)
+    base = encode(list(originals))
+    best = [""] * n
+    best_sim = np.full(n, -np.inf, dtype=np.float32)
+    tries = np.zeros(n, dtype=np.int16)
+    pending = np.arange(n)
+    for attempt in range(max_tries):
+        drawn = [draw(int(i), attempt) for i in pending]
+        sim = np.einsum("ij,ij->i", encode(drawn), base[pending]).astype(np.float32)
+        tries[pending] = attempt + 1
+        better = sim > best_sim[pending]
+        for j in np.flatnonzero(better):
+            best[pending[j]] = drawn[j]
+        best_sim[pending] = np.maximum(best_sim[pending], sim)
+        pending = pending[sim < min_similarity]
+        if not len(pending):
+            break
+    if len(pending):
+        log.warning(
+            "fidelity filter: %d of %d questions stay under similarity %.2f after %d tries "
+            "(the most similar draw is kept)", len(pending), n, min_similarity, max_tries,
+        )  # fmt: skip
+    return best, best_sim, tries
+
+
+def perturb_question_set(
+    questions_path: str | os.PathLike[str],
+    out_paths: Mapping[int, str | os.PathLike[str]],
+    perturbation: str,
+    global_seed: int = 0,
+    min_similarity: float | None = None,
+    max_tries: int = 5,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+) -> int:
+    """Write the questions perturbed by ``perturbation`` at each severity of ``out_paths``
+    (severity -> Parquet path). Each question's seed derives from (global seed, question
+    id, perturbation, severity). With ``min_similarity`` the fidelity filter resamples
+    (up to ``max_tries`` draws; similarity and tries are recorded). Returns the number of
+    questions per set."""
+    frame = _question_frame(questions_path)
+    ids, originals = frame["question_id"].to_list(), frame["question"].to_list()
+    for severity, path in sorted(out_paths.items()):
+        if min_similarity is None:
+            out = [text.perturb_item(q, perturbation, severity, global_seed, i)
+                   for q, i in zip(originals, ids, strict=True)]  # fmt: skip
+            _write_set(frame, out, perturbation, severity, path)
+        else:
+            if encode is None:
+                from vqarobust.text.encoder import encode
+            out, sim, tries = fidelity_filter(
+                originals,
+                lambda i, attempt, s=severity: text.perturb_item(
+                    originals[i], perturbation, s, global_seed, ids[i], attempt
+                ),
+                min_similarity,
+                max_tries,
+                encode,
+            )
+            _write_set(frame, out, perturbation, severity, path, sim.tolist(), tries.tolist())
+        changed = sum(a != b for a, b in zip(originals, out, strict=True))
+        log.info("%s severity %d: %d of %d questions changed -> %s",
+                 perturbation, severity, changed, len(out), path)  # fmt: skip
+    return frame.height
+
+
+def rank_basic_questions(
+    questions_path: str | os.PathLike[str],
+    pool_paths: Sequence[str | os.PathLike[str]],
+    out_path: str | os.PathLike[str],
+    rankers: Sequence[str],
+    k: int = bq.DEFAULT_K,
+    alpha: float = bq.DEFAULT_ALPHA,
+    prefilter: int = bq.DEFAULT_PREFILTER,
+) -> int:
+    """Rank basic questions for every distinct question of ``questions_path`` against the
+    distinct questions of ``pool_paths`` (the dataset's splits) with each ranker; one
+    Parquet table of ``bq.RANKING_SCHEMA``. Returns its number of rows."""
+    mqs = _question_frame(questions_path)["question"].to_list()
+    pool = [q for p in pool_paths for q in _question_frame(p)["question"].to_list()]
+    table = rank_table(mqs, pool, rankers, k, alpha, prefilter)
+    store.write_table(table.to_arrow(), out_path)
+    return table.height
+
+
+def rank_table(*args: Any, **kwargs: Any) -> pl.DataFrame:
+    """:func:`vqarobust.text.basic_questions.rank_table`."""
+    return bq.rank_table(*args, **kwargs)
+
+
+def basic_question_sets(
+    questions_path: str | os.PathLike[str],
+    rankings_path: str | os.PathLike[str],
+    perturbation: str,
+    out_paths: Mapping[int, str | os.PathLike[str]],
+) -> int:
+    """Write, per noise level L of ``out_paths``, each question followed by its basic
+    questions ranked 3L-2..3L by ``perturbation``'s ranker."""
+    frame = _question_frame(questions_path)
+    ranks = pl.read_parquet(rankings_path).filter(pl.col("ranker") == perturbation)
+    if not ranks.height:
+        raise ValueError(f"{rankings_path} holds no rankings of {perturbation}")
+    for level, path in sorted(out_paths.items()):
+        lo, hi = bq.PER_LEVEL * (level - 1) + 1, bq.PER_LEVEL * level
+        chosen = (
+            ranks.filter(pl.col("rank").is_between(lo, hi))
+            .sort("rank")
+            .group_by("question", maintain_order=True)
+            .agg(pl.col("basic_question"))
+        )
+        joined = frame.join(chosen, on="question", how="left", maintain_order="left")
+        short = joined.filter(
+            pl.col("basic_question").is_null() | (pl.col("basic_question").list.len() < hi - lo + 1)
+        )
+        if short.height:
+            raise ValueError(
+                f"{rankings_path}: {short.height} questions lack basic questions ranked "
+                f"{lo}-{hi} for {perturbation}, e.g. {short['question'].head(3).to_list()}"
+            )
+        pairs = joined.select("question", "basic_question").rows()
+        out = [bq.noisy_question(q, b) for q, b in pairs]
+        _write_set(frame, out, perturbation, level, path)
+        log.info("%s level %d: %d questions -> %s", perturbation, level, len(out), path)
+    return frame.height

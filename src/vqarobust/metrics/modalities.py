@@ -1,0 +1,96 @@
+"""Metric tables over every modality of the one perturbation axis.
+
+The long accuracy table holds (model, modality, perturbation, severity, accuracy); clean
+rows are modality ``clean``. The VRE suite (5 severities) runs per modality for ``image``
+and ``text``; basic-question noise has 7 levels and gets R_score and MMI. MMI is also
+compared across modalities (scope ``modality``: image, text, basic_question, and ``all``
+= image and text together). The metric functions themselves only know a
+``corruption`` column; here it carries the perturbation of one modality at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from vqarobust.metrics.mmi import families_frame, mmi_table
+from vqarobust.metrics.robustness import CLEAN, robustness_tables
+from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
+
+VRE_MODALITIES = ("image", "text")
+MMI_ALL = ("image", "text")
+
+
+def modality_accuracy(accuracy: pl.DataFrame, modalities: tuple[str, ...]) -> pl.DataFrame:
+    """Clean rows and the rows of ``modalities`` as (model, corruption, severity, accuracy)."""
+    return accuracy.filter(pl.col("modality").is_in([CLEAN, *modalities])).select(
+        "model", pl.col("perturbation").alias("corruption"), "severity", "accuracy"
+    )
+
+
+def _back(df: pl.DataFrame, modality: str) -> pl.DataFrame:
+    df = df.rename({"corruption": "perturbation"}) if "corruption" in df.columns else df
+    first = ["model", "modality"] if "model" in df.columns else ["modality"]
+    return df.with_columns(pl.lit(modality).alias("modality")).select(
+        *first, pl.exclude(*first)
+    )
+
+
+def modality_tables(
+    accuracy: pl.DataFrame,
+    weights: Mapping[str, float] | None = None,
+    families: Mapping[str, str] | None = None,
+    rscore_tolerance: float = DEFAULT_TOLERANCE,
+    rscore_maximum: float = DEFAULT_MAXIMUM,
+) -> dict[str, pl.DataFrame]:
+    """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_sweep``, ``mmi`` and
+    ``rscore``, each with a ``modality`` column (``perturbation`` where it names one)."""
+    present = [m for m in accuracy["modality"].unique().to_list() if m != CLEAN]
+    fam = families_frame(families).rename({"corruption": "perturbation"})
+    parts: dict[str, list[pl.DataFrame]] = {
+        k: [] for k in ("submetrics", "vre_model", "vre_corruption", "vre_sweep", "mmi", "rscore")
+    }
+    for modality in sorted(present):
+        table = modality_accuracy(accuracy, (modality,))
+        if modality in VRE_MODALITIES:
+            t = robustness_tables(table, weights)
+            parts["submetrics"].append(
+                _back(t.submetrics, modality).join(fam, on="perturbation", how="left")
+            )
+            parts["vre_model"].append(_back(t.vre_model, modality))
+            parts["vre_corruption"].append(
+                _back(t.vre_corruption, modality).join(fam, on="perturbation", how="left")
+            )
+            sweep = t.vre_sweep.with_columns(pl.col("scope").replace("corruption", "perturbation"))
+            parts["vre_sweep"].append(
+                sweep.with_columns(pl.lit(modality).alias("modality")).select(
+                    "modality", pl.exclude("modality")
+                )
+            )
+        parts["mmi"].append(_back(mmi_table(table, families), modality))
+        rscore = rscore_table(table, rscore_tolerance, rscore_maximum)
+        parts["rscore"].append(_back(rscore, modality))
+    # Across modalities: MMI of each modality as a whole, and of image and text together.
+    whole = [
+        df.filter(pl.col("scope") == "all").with_columns(
+            pl.col("modality").alias("group"), pl.lit("modality").alias("scope")
+        )
+        for df in parts["mmi"]
+    ]
+    both = [m for m in MMI_ALL if m in present]
+    if len(both) == len(MMI_ALL):
+        combined = mmi_table(modality_accuracy(accuracy, MMI_ALL), families)
+        whole.append(
+            _back(combined.filter(pl.col("scope") == "all"), "all").with_columns(
+                pl.lit("modality").alias("scope")
+            )
+        )
+    parts["mmi"] += [w.with_columns(pl.lit("all").alias("modality")) for w in whole]
+    out: dict[str, pl.DataFrame] = {}
+    for name, frames in parts.items():
+        if not frames:
+            raise ValueError("no image or text perturbation rows: the VRE suite needs one")
+        out[name] = pl.concat(frames, how="diagonal_relaxed")
+    out["mmi"] = out["mmi"].sort("model", "modality", "scope", "group")
+    return out

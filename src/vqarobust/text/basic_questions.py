@@ -1,0 +1,262 @@
+"""Basic-question noise: rank other questions of the dataset by similarity to a main one.
+
+For each main question (MQ) the candidates are the pool's distinct questions, never the MQ
+itself nor one identical to it after normalization (:func:`normalize_question`). Three
+rankers score the candidates (higher = more similar):
+
+- ``bq_lasso``: the MQ's MiniLM embedding b is approximated by a sparse non-negative
+  combination x of candidate embeddings A, min ||Ax - b||^2 + lambda ||x||_1; the
+  weights are the scores. scikit-learn's ``Lasso(positive=True, fit_intercept=False)``
+  solves it with ``alpha = lambda / (2 d)`` (d = 384 embedding dimensions). A cosine
+  pre-filter keeps the ``prefilter`` nearest candidates, which keeps LASSO tractable on a
+  200,000-question pool. When fewer than k weights are non-zero, alpha is divided by 10
+  (up to ``LASSO_RETRIES`` times); ranks still missing are filled by cosine similarity.
+  Each ranked question records which (``source``) and the alpha used.
+- ``bq_cosine``: cosine similarity of the embeddings.
+- ``bq_bleu``: BLEU-4 of the candidate against the MQ, with Lin & Och's add-one smoothing
+  for n >= 2 (nltk's ``SmoothingFunction().method2``) and n-gram counts clipped to
+  presence, computed for the whole pool at once with sparse n-gram matrices.
+
+The top k (21) make ``k // 3`` noise levels: level L is the MQ followed by the basic
+questions ranked 3L-2 .. 3L.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from vqarobust.metrics.vqa_accuracy import normalize_answer
+from vqarobust.perturbations import PERTURBATIONS
+from vqarobust.registry import RegistryView
+
+log = logging.getLogger(__name__)
+
+BQ_RANKERS: RegistryView = PERTURBATIONS.view("basic-question ranker", modality="basic_question")
+
+DEFAULT_K = 21
+PER_LEVEL = 3
+DEFAULT_PREFILTER = 300
+DEFAULT_ALPHA = 1e-3
+LASSO_RETRIES = 4
+
+RANKING_SCHEMA = {
+    "question": pl.String,
+    "ranker": pl.String,
+    "rank": pl.Int32,
+    "basic_question": pl.String,
+    "score": pl.Float64,
+    "source": pl.String,
+    "alpha": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The candidate pool: distinct questions, their normalized forms and embeddings."""
+
+    texts: list[str]
+    normalized: np.ndarray  # object array of normalized texts
+    vectors: np.ndarray  # (n, d) unit-length float32
+
+
+def normalize_question(question: str) -> str:
+    """Lower case, VQA answer normalization (punctuation, digits, articles, contractions):
+    two questions that differ only there are the same question."""
+    return normalize_answer(question.lower())
+
+
+def _levels(k: int) -> int:
+    if k < PER_LEVEL or k % PER_LEVEL:
+        raise ValueError(f"k must be a positive multiple of {PER_LEVEL}, got {k}")
+    return k // PER_LEVEL
+
+
+def ranker_name(name: str) -> str:
+    """The ranker of a basic-question perturbation (``bq_lasso`` -> ``lasso``)."""
+    return BQ_RANKERS.entry(name).tags["ranker"]
+
+
+# A ranker scores candidates ``idx`` of the pool for one MQ: (mq text, mq vector, pool,
+# candidate indices, settings) -> (scores, source per candidate, alpha or NaN).
+Ranker = Callable[..., tuple[np.ndarray, np.ndarray | None, float]]
+
+
+@BQ_RANKERS.register("bq_cosine", ranker="cosine", severities=DEFAULT_K // PER_LEVEL)
+def cosine_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object):
+    """Cosine similarity of the MiniLM embeddings."""
+    return pool.vectors[idx] @ vec, None, float("nan")
+
+
+@BQ_RANKERS.register("bq_lasso", ranker="lasso", severities=DEFAULT_K // PER_LEVEL)
+def lasso_scores(
+    mq: str,
+    vec: np.ndarray,
+    pool: Candidates,
+    idx: np.ndarray,
+    k: int = DEFAULT_K,
+    alpha: float = DEFAULT_ALPHA,
+    prefilter: int = DEFAULT_PREFILTER,
+    **_: object,
+):
+    """Non-negative LASSO weights over the ``prefilter`` cosine-nearest candidates; the
+    rest score 0 (they are ranked after, by cosine, and marked as filled)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import Lasso
+
+    cos = pool.vectors[idx] @ vec
+    near = np.argsort(-cos, kind="stable")[:prefilter]
+    a = pool.vectors[idx[near]].T.astype(np.float64)
+    weights = np.zeros(len(near))
+    for _attempt in range(LASSO_RETRIES + 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fit = Lasso(alpha=alpha, positive=True, fit_intercept=False, max_iter=5000)
+            weights = fit.fit(a, vec.astype(np.float64)).coef_
+        if np.count_nonzero(weights) >= min(k, len(near)):
+            break
+        alpha /= 10
+    scores = np.full(len(idx), -np.inf)
+    source = np.full(len(idx), "cosine", dtype=object)
+    scores[near] = weights
+    nonzero = near[weights > 0]
+    source[nonzero] = "lasso"
+    # Zero weights: ranked after every non-zero one, by cosine (scores below 0).
+    zero = np.setdiff1d(np.arange(len(idx)), nonzero)
+    scores[zero] = cos[zero] - 2.0
+    return scores, source, alpha
+
+
+def _ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
+def bleu_tokens(question: str) -> list[str]:
+    """Lower-case words of a question (punctuation dropped)."""
+    return WORDS.findall(question.lower())
+
+
+@BQ_RANKERS.register("bq_bleu", ranker="bleu", severities=DEFAULT_K // PER_LEVEL)
+def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object):
+    """BLEU-4 of each candidate (hypothesis) against the MQ (reference), smoothed."""
+    ref = bleu_tokens(mq)
+    cands = [bleu_tokens(pool.texts[i]) for i in idx]
+    lengths = np.array([len(c) for c in cands], dtype=np.float64)
+    log_p = np.zeros(len(cands))
+    for n in range(1, 5):
+        ref_grams = _ngrams(ref, n)
+        matches = np.array([len(_ngrams(c, n) & ref_grams) for c in cands], dtype=np.float64)
+        total = np.maximum(lengths - n + 1, 1)
+        if n == 1:
+            with np.errstate(divide="ignore"):
+                log_p += np.log(matches / total)
+        else:
+            log_p += np.log((matches + 1) / (total + 1))
+    r = len(ref)
+    with np.errstate(divide="ignore", over="ignore"):
+        bp = np.where(lengths > r, 1.0, np.exp(1 - r / np.maximum(lengths, 1)))
+    scores = np.where(np.isfinite(log_p), bp * np.exp(log_p / 4), 0.0)
+    return scores, None, float("nan")
+
+
+def make_pool(pool: Sequence[str], vectors: np.ndarray | None = None) -> Candidates:
+    """Distinct pool questions (first spelling of each normalized form kept) and their
+    embeddings (computed with the shipped MiniLM unless given, one row per distinct text)."""
+    texts = list(dict.fromkeys(q.strip() for q in pool if q and q.strip()))
+    normalized = np.array([normalize_question(t) for t in texts], dtype=object)
+    _, first = np.unique(normalized, return_index=True)
+    keep = np.sort(first)
+    texts = [texts[i] for i in keep]
+    normalized = normalized[keep]
+    if vectors is None:
+        from vqarobust.text.encoder import encode
+
+        vectors = encode(texts)
+    return Candidates(texts, normalized, np.asarray(vectors, dtype=np.float32))
+
+
+def rank_table(
+    questions: Sequence[str],
+    pool: Sequence[str] | Candidates,
+    rankers: Sequence[str] = ("bq_lasso",),
+    k: int = DEFAULT_K,
+    alpha: float = DEFAULT_ALPHA,
+    prefilter: int = DEFAULT_PREFILTER,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+) -> pl.DataFrame:
+    """The top ``k`` basic questions of each distinct main question, per ranker
+    (``RANKING_SCHEMA``). A pool with fewer than ``k`` usable candidates is an error."""
+    _levels(k)
+    for name in rankers:
+        BQ_RANKERS.entry(name)
+    if not isinstance(pool, Candidates):
+        pool = make_pool(pool, encode(list(dict.fromkeys(pool))) if encode else None)
+    mqs = list(dict.fromkeys(questions))
+    if encode is None:
+        from vqarobust.text.encoder import encode as encode_default
+
+        encode = encode_default
+    mq_vecs = encode(mqs) if mqs else np.zeros((0, pool.vectors.shape[1]), np.float32)
+    rows: dict[str, list] = {c: [] for c in RANKING_SCHEMA}
+    timings = dict.fromkeys(rankers, 0.0)
+    for mq, vec in zip(mqs, mq_vecs, strict=True):
+        idx = np.flatnonzero(pool.normalized != normalize_question(mq))
+        if len(idx) < k:
+            raise ValueError(
+                f"the basic-question pool has {len(idx)} candidates for {mq!r}, fewer than "
+                f"k={k}; add questions to the pool (basic_questions.pool) or lower k"
+            )
+        for name in rankers:
+            t = time.perf_counter()
+            scores, source, used_alpha = BQ_RANKERS.get(name)(
+                mq, vec, pool, idx, k=k, alpha=alpha, prefilter=prefilter
+            )
+            # Ties broken by pool order, so rankings are deterministic.
+            top = np.lexsort((idx, -scores))[:k]
+            timings[name] += time.perf_counter() - t
+            rows["question"] += [mq] * k
+            rows["ranker"] += [name] * k
+            rows["rank"] += list(range(1, k + 1))
+            rows["basic_question"] += [pool.texts[i] for i in idx[top]]
+            rows["score"] += scores[top].tolist()
+            rows["source"] += list(source[top]) if source is not None else [ranker_name(name)] * k
+            rows["alpha"] += [used_alpha] * k
+    for name, seconds in timings.items():
+        log.info("%s: %d main questions ranked in %.2fs", name, len(mqs), seconds)
+    return pl.DataFrame(rows, schema=RANKING_SCHEMA)
+
+
+def noisy_question(mq: str, basic: Sequence[str]) -> str:
+    """The main question followed by its basic questions, one space apart."""
+    return " ".join([mq.strip(), *(b.strip() for b in basic)])
+
+
+def basic_questions(
+    questions: Sequence[str],
+    pool: Sequence[str],
+    k: int = DEFAULT_K,
+    ranker: str = "lasso",
+    **settings: float,
+) -> list[list[str]]:
+    """For each question, its ``k`` basic questions from ``pool``, most similar first.
+    ``ranker``: lasso, cosine or bleu."""
+    name = ranker if ranker.startswith("bq_") else f"bq_{ranker}"
+    table = rank_table(questions, pool, [name], k=k, **settings)  # type: ignore[arg-type]
+    by_mq = {
+        row["question"]: row["basic_question"]
+        for row in table.group_by("question", maintain_order=True)
+        .agg(pl.col("basic_question").sort_by("rank"))
+        .iter_rows(named=True)
+    }
+    return [list(by_mq[q]) for q in questions]

@@ -1,0 +1,159 @@
+"""Character-level question perturbations: keyboard and OCR typos, random character edits.
+
+Each touched word gets one character edit; severity sets how many words are touched
+(``tokens.WORD_SHARE``). Keyboard neighbours and OCR confusions are nlpaug's tables (the
+library the multimodal-robustness study used), read from the installed package; the
+sampling is ours, with an explicit generator per item (nlpaug draws from Python's global
+``random``, which cannot be seeded per question without touching process state).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from vqarobust.text import tokens
+from vqarobust.text.registry import TEXT_PERTURBATIONS
+
+LETTERS = string.ascii_lowercase
+
+
+@cache
+def keyboard_neighbours() -> dict[str, list[str]]:
+    """Lower-case key -> neighbouring keys (letters and digits) on an English QWERTY
+    keyboard, from nlpaug's ``res/char/keyboard/en.json`` as nlpaug's Keyboard model
+    reads it without special characters or upper case."""
+    import nlpaug
+    from nlpaug.model.char import Keyboard
+
+    path = Path(nlpaug.__file__).parent / "res" / "char" / "keyboard" / "en.json"
+    model = Keyboard(special_char=False, numeric=True, upper_case=False, model_path=str(path))
+    return {k: list(v) for k, v in model.model.items()}
+
+
+@cache
+def ocr_confusions() -> dict[str, list[str]]:
+    """Character -> characters OCR confuses it with (nlpaug's ``res/char/ocr/en.json``,
+    with nlpaug's reverse mapping: 0 -> o and o -> 0)."""
+    import nlpaug
+    from nlpaug.model.char import Ocr
+
+    path = Path(nlpaug.__file__).parent / "res" / "char" / "ocr" / "en.json"
+    model = Ocr(json.loads(path.read_text(encoding="utf-8")))
+    return {k: list(v) for k, v in model.model.items()}
+
+
+def _edit_words(
+    question: str,
+    severity: int,
+    rng: np.random.Generator,
+    positions: Callable[[str], list[int]],
+    edit: Callable[[str, int, np.random.Generator], str],
+) -> str:
+    """Apply ``edit(word, position, rng)`` once to each of the touched words; a word is
+    eligible when ``positions(word)`` lists a position that can be edited."""
+    pieces = tokens.split(question)
+    words = list(range(1, len(pieces), 2))
+    eligible = [i for i in words if positions(pieces[i])]
+    for i in tokens.pick(rng, eligible, tokens.n_touched(len(words), severity, len(eligible))):
+        options = positions(pieces[i])
+        pieces[i] = edit(pieces[i], options[int(rng.integers(len(options)))], rng)
+    return tokens.join(pieces)
+
+
+def _substitute(table: dict[str, list[str]], fold_case: bool) -> Callable[..., str]:
+    """An edit replacing the character with one of ``table[char]``; with ``fold_case`` the
+    table is looked up in lower case and the result keeps the character's case."""
+
+    def edit(word: str, pos: int, rng: np.random.Generator) -> str:
+        c = word[pos]
+        choices = table[c.lower() if fold_case else c]
+        new = choices[int(rng.integers(len(choices)))]
+        if fold_case and c.isupper():
+            new = new.upper()
+        return word[:pos] + new + word[pos + 1 :]
+
+    return edit
+
+
+@TEXT_PERTURBATIONS.register(level="char")
+def keyboard(question: str, severity: int, rng: np.random.Generator) -> str:
+    """Typos: a character becomes a neighbouring key (case kept)."""
+    keys = keyboard_neighbours()
+    return _edit_words(
+        question,
+        severity,
+        rng,
+        lambda w: [p for p, c in enumerate(w) if c.lower() in keys],
+        _substitute(keys, fold_case=True),
+    )
+
+
+@TEXT_PERTURBATIONS.register(level="char")
+def ocr(question: str, severity: int, rng: np.random.Generator) -> str:
+    """OCR confusions: 0/o, 1/l, 8/s, ... (only words holding a confusable character)."""
+    table = ocr_confusions()
+    return _edit_words(
+        question,
+        severity,
+        rng,
+        lambda w: [p for p, c in enumerate(w) if c in table],
+        _substitute(table, fold_case=False),
+    )
+
+
+@TEXT_PERTURBATIONS.register(level="char")
+def char_insert(question: str, severity: int, rng: np.random.Generator) -> str:
+    """A random letter inserted into the word."""
+
+    def edit(word: str, pos: int, rng: np.random.Generator) -> str:
+        return word[:pos] + LETTERS[int(rng.integers(26))] + word[pos:]
+
+    return _edit_words(question, severity, rng, lambda w: list(range(len(w) + 1)), edit)
+
+
+@TEXT_PERTURBATIONS.register(level="char")
+def char_replace(question: str, severity: int, rng: np.random.Generator) -> str:
+    """A letter replaced by a different random letter."""
+
+    def edit(word: str, pos: int, rng: np.random.Generator) -> str:
+        others = LETTERS.replace(word[pos].lower(), "")
+        new = others[int(rng.integers(len(others)))]
+        return word[:pos] + (new.upper() if word[pos].isupper() else new) + word[pos + 1 :]
+
+    return _edit_words(
+        question, severity, rng, lambda w: [p for p, c in enumerate(w) if c.isalpha()], edit
+    )
+
+
+@TEXT_PERTURBATIONS.register(level="char")
+def char_swap(question: str, severity: int, rng: np.random.Generator) -> str:
+    """Two neighbouring, different characters swapped."""
+
+    def edit(word: str, pos: int, rng: np.random.Generator) -> str:
+        return word[:pos] + word[pos + 1] + word[pos] + word[pos + 2 :]
+
+    return _edit_words(
+        question,
+        severity,
+        rng,
+        lambda w: [p for p in range(len(w) - 1) if w[p] != w[p + 1]],
+        edit,
+    )
+
+
+@TEXT_PERTURBATIONS.register(level="char")
+def char_delete(question: str, severity: int, rng: np.random.Generator) -> str:
+    """A character deleted (words of two or more characters, so no word vanishes)."""
+
+    def edit(word: str, pos: int, rng: np.random.Generator) -> str:
+        return word[:pos] + word[pos + 1 :]
+
+    return _edit_words(
+        question, severity, rng, lambda w: list(range(len(w))) if len(w) > 1 else [], edit
+    )
