@@ -193,8 +193,9 @@ def get_pool_input(wildcards):
 
 def get_ranking_params(wildcards):
     b = config["basic_questions"]
-    keys = ("k", "lasso_alpha", "prefilter")
-    return canonical({"rankers": RANKERS, **{k: b[k] for k in keys}})
+    # Only the LASSO ranker reads alpha and the pre-filter.
+    keys = ("k", "lasso_alpha", "prefilter") if wildcards.ranker == "bq_lasso" else ("k",)
+    return canonical({k: b[k] for k in keys})
 
 
 def get_vre_preferences(wildcards):

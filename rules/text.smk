@@ -1,6 +1,7 @@
-# Question perturbations: one job per text perturbation writes all its severities; one
-# job ranks the basic questions of every distinct question for every ranker (the ranking
-# is the expensive part, done once), and one job per ranker writes its noise levels.
+# Question perturbations: one job per text perturbation writes all its severities. Basic
+# questions: one job encodes every distinct question of the eval split and the pool once,
+# one job per ranker ranks the basic questions of each distinct question once, and one
+# job per ranker writes its noise levels.
 rule perturb_questions:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
@@ -23,16 +24,32 @@ rule perturb_questions:
         "../workflow/scripts/perturb_questions.py"
 
 
-rule rank_basic_questions:
+rule embed_questions:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
         pool=get_pool_input,
     output:
-        "results/{dataset}/questions/basic_question/rankings.parquet",
+        "results/{dataset}/questions/rankings/embeddings.parquet",
     log:
-        "logs/{dataset}/rank_basic_questions.log",
+        "logs/{dataset}/embed_questions.log",
     benchmark:
-        "benchmarks/out/{dataset}/rank_basic_questions.tsv"
+        "benchmarks/out/{dataset}/embed_questions.tsv"
+    threads: 1
+    script:
+        "../workflow/scripts/embed_questions.py"
+
+
+rule rank_basic_questions:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+        pool=get_pool_input,
+        embeddings="results/{dataset}/questions/rankings/embeddings.parquet",
+    output:
+        "results/{dataset}/questions/rankings/{ranker}.parquet",
+    log:
+        "logs/{dataset}/rank_basic_questions/{ranker}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/rank_basic_questions/{ranker}.tsv"
     params:
         ranking=get_ranking_params,
     threads: 1
@@ -43,7 +60,7 @@ rule rank_basic_questions:
 rule noise_questions:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
-        rankings="results/{dataset}/questions/basic_question/rankings.parquet",
+        rankings="results/{dataset}/questions/rankings/{ranker}.parquet",
     output:
         expand(
             "results/{{dataset}}/questions/{{ranker}}/{level}.parquet",

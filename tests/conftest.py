@@ -66,3 +66,25 @@ def checkpoints(easy_vqa_train, tmp_path_factory):
         assert stats["steps"] >= 1
         out[arch] = root / arch
     return out
+
+
+@pytest.fixture(scope="session")
+def wordnet() -> Path:
+    """WordNet 3.0 for the synonym-based text perturbations: Debian's wordnet-base,
+    installed here when absent and the tests run as root (as for SLURM); else skipped."""
+    import os
+    import shutil
+    import subprocess
+
+    from vqarobust.text.wordnet import PACKAGE, wordnet_dir
+
+    if wordnet_dir() is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        cmd = ["apt-get", "install", "-y", "-q", PACKAGE]
+        if subprocess.run(cmd, capture_output=True, env=env, timeout=600).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
+            subprocess.run(cmd, capture_output=True, env=env, timeout=600)
+    folder = wordnet_dir()
+    if folder is None:
+        pytest.skip(f"WordNet 3.0 is absent and cannot be installed here (Debian {PACKAGE})")
+    return folder

@@ -64,8 +64,10 @@ def test_summary_markdown(tmp_path, capsys):
     for model, right in (("good", [4, 4, 3]), ("bad", [4, 2, 1])):
         for severity, n_right in enumerate(right):
             corruption = "clean" if severity == 0 else "snow"
+            modality = "clean" if severity == 0 else "image"
             rows += [{"question_id": i, "answer": "cat" if i < n_right else "dog",
-                      "model": model, "corruption": corruption, "severity": severity}
+                      "model": model, "modality": modality, "perturbation": corruption,
+                      "severity": severity, "truncated": False}
                      for i in range(4)]  # fmt: skip
     preds = pl.DataFrame(rows).with_columns(pl.col("severity").cast(pl.Int8))
     preds.write_parquet(tmp_path / "p.parquet")

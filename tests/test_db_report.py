@@ -12,18 +12,22 @@ TABLES = {
 }  # fmt: skip
 
 
-def _write_predictions(tmp_path, questions, model, corruption, severities, correct_share):
+def _write_predictions(
+    tmp_path, questions, model, corruption, severities, correct_share, modality=None
+):
+    modality = modality or ("clean" if corruption == "clean" else "image")
     rows = []
     for sev in severities:
         share = correct_share(sev)
         for i, q in enumerate(questions):
             ok = i < round(share * len(questions))
-            rows.append(
-                (q["question_id"], q["answers"][0] if ok else "wrong", model, corruption, sev)
-            )
-    df = pl.DataFrame(
-        rows, schema=["question_id", "answer", "model", "corruption", "severity"], orient="row"
-    ).with_columns(pl.col("severity").cast(pl.Int8))
+            answer = q["answers"][0] if ok else "wrong"
+            rows.append((q["question_id"], answer, model, modality, corruption, sev, False))
+    columns = ["question_id", "answer", "model", "modality", "perturbation", "severity",
+               "truncated"]  # fmt: skip
+    df = pl.DataFrame(rows, schema=columns, orient="row").with_columns(
+        pl.col("severity").cast(pl.Int8)
+    )
     path = tmp_path / f"{model}-{corruption}.parquet"
     store.write_table(df.to_arrow(), path)
     return path
@@ -60,12 +64,14 @@ def test_database_has_every_table_with_consistent_numbers(database):
     with duckdb.connect(str(db), read_only=True) as con:
         acc = con.sql("SELECT * FROM accuracy").pl()
         assert acc.height == 2 * 11 and (acc["n"] == n_questions).all()
-        clean = acc.filter(pl.col("corruption") == "clean")["accuracy"].to_list()
+        clean = acc.filter(pl.col("perturbation") == "clean")["accuracy"].to_list()
         expected = round(0.9 * n_questions) / n_questions
         assert clean == pytest.approx([expected, expected])
         vre = dict(con.execute("SELECT model, vre FROM vre_model").fetchall())
         assert vre["good"] < vre["bad"]
-        fam = dict(con.execute("SELECT DISTINCT corruption, family FROM submetrics").fetchall())
+        fam = dict(con.execute("SELECT DISTINCT perturbation, family FROM submetrics").fetchall())
+        view = con.execute("SELECT DISTINCT corruption FROM corruption_accuracy").fetchall()
+        assert {c for (c,) in view} == {"clean", "snow", "blur"}
         assert fam == {"snow": "weather", "blur": "blur"}
         qt = con.sql("SELECT sum(n) AS n FROM question_type_accuracy").pl()["n"][0]
         assert qt == counts["predictions"]

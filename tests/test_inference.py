@@ -2,8 +2,8 @@ import polars as pl
 import pytest
 
 from vqarobust import store
-from vqarobust.materialize.images import corrupt_subset
 from vqarobust.inference import Subset, run_inference
+from vqarobust.materialize.images import corrupt_subset
 from vqarobust.models.base import VQAModel
 
 
@@ -22,7 +22,7 @@ def test_one_job_answers_every_subset(checkpoints, easy_vqa_eval, tmp_path):
     assert n == df.height == 2 * n_q
     assert df.columns == store.PREDICTION_SCHEMA.names
     assert df.group_by("severity").len().sort("severity")["len"].to_list() == [n_q, n_q]
-    assert set(df["model"]) == {"cnn"} and set(df["corruption"]) == {"snow"}
+    assert set(df["model"]) == {"cnn"} and set(df["perturbation"]) == {"snow"}
     assert df["answer"].null_count() == 0
 
 
@@ -205,3 +205,62 @@ def test_image_shards_read_only_what_is_asked(easy_vqa_eval, tmp_path):
     assert got == {ids[4]: rows[4]["bytes"], ids[1]: rows[1]["bytes"]}
     with pytest.raises(KeyError, match=r"no images with ids \[-1\]"):
         shards.read([ids[0], -1])
+
+
+class Echo(VQAModel):
+    """Answers with the question it was asked; questions over 30 characters are cut."""
+
+    def __init__(self):
+        super().__init__(batch_size=4)
+
+    def truncated(self, questions):
+        return [len(q) > 30 for q in questions]
+
+    def answer(self, images, questions):
+        return [q[:30] for q in questions]
+
+
+def test_question_sets_are_asked_about_the_clean_images(easy_vqa_eval, tmp_path):
+    from vqarobust.materialize.questions import perturb_question_set
+
+    sets = {s: tmp_path / f"typo{s}.parquet" for s in (1, 2)}
+    perturb_question_set(easy_vqa_eval["questions"], sets, "char_insert", global_seed=0)
+    subsets = [
+        Subset("char_insert", s, str(easy_vqa_eval["images"]), "text", str(path))
+        for s, path in sets.items()
+    ]
+    out = tmp_path / "pred.parquet"
+    run_inference("echo", {"device": "cpu"}, easy_vqa_eval["questions"], subsets, out,
+                  device="cpu", loader=lambda *a, **k: Echo())  # fmt: skip
+    df = pl.read_parquet(out)
+    assert set(df["modality"]) == {"text"} and set(df["perturbation"]) == {"char_insert"}
+    for s, path in sets.items():
+        asked = pl.read_parquet(path).select("question_id", "perturbed")
+        got = df.filter(severity=s).join(asked, on="question_id")
+        assert got.height == asked.height
+        assert got["answer"].to_list() == [q[:30] for q in got["perturbed"]]
+        assert got["truncated"].to_list() == [len(q) > 30 for q in got["perturbed"]]
+    assert df["truncated"].sum() > 0
+
+
+def test_a_question_set_of_other_questions_is_refused(easy_vqa_eval, tmp_path):
+    from vqarobust.materialize.questions import perturb_question_set
+
+    table = store.read_questions(easy_vqa_eval["questions"])
+    store.write_table(table.slice(1), tmp_path / "fewer.parquet")
+    perturb_question_set(tmp_path / "fewer.parquet", {1: tmp_path / "s.parquet"}, "ocr")
+    subsets = [Subset("ocr", 1, str(easy_vqa_eval["images"]), "text", str(tmp_path / "s.parquet"))]
+    with pytest.raises(ValueError, match="question ids differ"):
+        run_inference("echo", {}, easy_vqa_eval["questions"], subsets, tmp_path / "p.parquet",
+                      device="cpu", loader=lambda *a, **k: Echo())  # fmt: skip
+    assert not (tmp_path / "p.parquet").exists()
+
+
+def test_the_vilt_classifier_counts_questions_over_its_text_limit(checkpoints):
+    from vqarobust.models import load_model
+
+    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"])},
+                       name="vilt", device="cpu")  # fmt: skip
+    short = "what color is the shape?"
+    long = " ".join([short] * 8)
+    assert model.truncated([short, long]) == [False, True]

@@ -72,3 +72,62 @@ def test_r_score_in_unit_interval_and_monotone(a, b, t, gap):
     assert r_score(a, a, t, m) == 1.0
     # A larger drop never scores higher.
     assert r_score(a, a - abs(a - b) / 2, t, m) >= r - 1e-12
+
+
+def _long(rows):
+    return pl.DataFrame(
+        rows, schema=["model", "modality", "perturbation", "severity", "accuracy"], orient="row"
+    )
+
+
+# Clean 0.8; image: snow 0.6 at every severity; text: typo 0.7 at every severity;
+# basic questions: levels 1..7 at 0.8, 0.78, ..., 0.68.
+MODAL = _long(
+    [("m", "clean", "clean", 0, 0.8)]
+    + [("m", "image", "snow", s, 0.6) for s in range(1, 6)]
+    + [("m", "text", "typo", s, 0.7) for s in range(1, 6)]
+    + [("m", "basic_question", "bq_lasso", s, 0.8 - 0.02 * (s - 1)) for s in range(1, 8)]
+)
+
+
+def test_mmi_image_vs_text_hand_computed():
+    from vqarobust.metrics.modalities import modality_tables
+
+    t = modality_tables(MODAL)["mmi"]
+    across = {r["group"]: r["mmi"] for r in t.filter(scope="modality").iter_rows(named=True)}
+    assert across["image"] == pytest.approx((0.8 - 0.6) / 0.8)  # 0.25
+    assert across["text"] == pytest.approx((0.8 - 0.7) / 0.8)  # 0.125
+    # image and text together: mean of ten perturbed sets = 0.65.
+    assert across["all"] == pytest.approx((0.8 - 0.65) / 0.8)
+    # levels: mean(0.8, 0.78, ..., 0.68) = 0.74
+    assert across["basic_question"] == pytest.approx((0.8 - 0.74) / 0.8)
+    per = t.filter((pl.col("scope") == "corruption") & (pl.col("modality") == "text"))
+    assert per["group"].to_list() == ["typo"] and per["mmi"][0] == pytest.approx(0.125)
+
+
+def test_rscore_per_basic_question_level_and_vre_per_modality():
+    from vqarobust.metrics.modalities import modality_tables
+
+    tables = modality_tables(MODAL, rscore_tolerance=0.05, rscore_maximum=20)
+    bq = (
+        tables["rscore"]
+        .filter((pl.col("modality") == "basic_question") & (pl.col("perturbation") == "bq_lasso"))
+        .sort("severity")
+    )
+    assert bq["severity"].to_list() == list(range(1, 8))
+    assert bq["rscore"][0] == 1.0  # no drop: within tolerance
+    for row in bq.iter_rows(named=True):
+        assert row["rscore"] == pytest.approx(r_score(0.8, row["acc_noisy"], 0.05, 20))
+    # Basic questions have 7 levels: R_score and MMI only, no VRE.
+    assert set(tables["vre_model"]["modality"]) == {"image", "text"}
+    assert set(tables["submetrics"]["perturbation"]) == {"snow", "typo"}
+
+
+def test_r_score_boundaries_in_percentage_points():
+    # t = 0.05 points: a 0.0004 drop (0.04 points) is within tolerance.
+    assert r_score(0.5, 0.4996) == 1.0
+    assert r_score(0.5, 0.4995) == pytest.approx(1.0)
+    # m = 20 points: exactly 20 points down scores 0, 19 points scores above 0.
+    assert r_score(0.9, 0.7) == pytest.approx(0.0, abs=1e-12)
+    assert r_score(0.9, 0.71) > 0
+    assert r_score(1.0, 0.0) == 0.0

@@ -42,7 +42,7 @@ def write_config(workdir: Path, config: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def workflow_run(tmp_path_factory):
+def workflow_run(tmp_path_factory, wordnet):
     workdir = tmp_path_factory.mktemp("wf")
     config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
     write_config(workdir, config)
@@ -64,16 +64,47 @@ def test_results_and_report(workflow_run):
         assert atypes == {"yes/no", "other"}
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         n_p = con.execute("SELECT count(*) FROM predictions").fetchone()[0]
-        # 2 models x (clean + 2 corruptions x 2 severities + blank), every question each.
-        assert n_p == n_q * 2 * 6
+        # 2 models x (clean + 2 corruptions x 2 severities + blank + 2 text perturbations
+        # x 2 severities + 2 rankers x 2 levels), every question each.
+        assert n_p == n_q * 2 * (6 + 4 + 4)
+        modalities = dict(
+            con.execute(
+                "SELECT modality, count(DISTINCT model) FROM predictions GROUP BY ALL"
+            ).fetchall()
+        )
+        assert modalities == {"clean": 2, "image": 2, "text": 2, "basic_question": 2}
+        sets = con.execute(
+            "SELECT perturbation, count(DISTINCT severity), count(*) FROM question_sets "
+            "GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+        assert sets == [("bq_cosine", 2, 2 * n_q), ("bq_lasso", 2, 2 * n_q),
+                        ("keyboard", 2, 2 * n_q), ("synonym_replace", 2, 2 * n_q)]  # fmt: skip
+        vre_modalities = {m for (m,) in con.execute("SELECT modality FROM vre_model").fetchall()}
+        assert vre_modalities == {"image", "text"}
+        levels = con.execute(
+            "SELECT count(*) FROM rscore WHERE modality = 'basic_question'"
+        ).fetchone()[0]
+        assert levels == 2 * 3 * 2  # models x (2 rankers + all) x levels
+        across = con.execute(
+            "SELECT DISTINCT \"group\" FROM mmi WHERE scope = 'modality'"
+        ).fetchall()
+        assert {g for (g,) in across} == {"image", "text", "basic_question", "all"}
         reliance = con.execute("SELECT count(*) FROM image_reliance").fetchone()[0]
         assert reliance == 2  # one blank-control row per model
         models = {m for (m,) in con.execute("SELECT model FROM vre_model").fetchall()}
         assert models == {"vilt-tiny", "cnn-bow"}
-        corr = {c for (c,) in con.execute("SELECT corruption FROM vre_corruption").fetchall()}
+        corr = {
+            c
+            for (c,) in con.execute(
+                "SELECT perturbation FROM vre_corruption WHERE modality = 'image'"
+            ).fetchall()
+        }
         assert corr == {"gaussian_noise", "brightness"}
     html = (workdir / "results" / "easy-vqa" / "report" / "index.html").read_text()
     assert "VRE per model" in html and "data:image/png;base64," in html
+    for heading in ("Question perturbations", "MMI image vs text", "R_score per model, ranker",
+                    "Example perturbed questions"):  # fmt: skip
+        assert heading in html
     assert (workdir / "resources" / "models" / "easy-vqa" / "cnn-bow" / "config.json").exists()
 
 
@@ -136,6 +167,22 @@ def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
         write_config(workdir, config)
     assert jobs == {"corrupt_images": 2, "run_model": 2, "load_duckdb": 1,
                     "render_report": 1, "all": 1}  # fmt: skip
+
+
+def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_run):
+    workdir, config = workflow_run
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["text"]["perturbations"].append("word_swap")
+    changed["basic_questions"]["rankers"].append("bq_bleu")
+    write_config(workdir, changed)
+    try:
+        jobs = planned_jobs(snakemake(workdir, "-n"))
+    finally:
+        write_config(workdir, config)
+    # One question set job each, both models on each; the embeddings and the other
+    # rankers' rankings are reused.
+    assert jobs == {"perturb_questions": 1, "rank_basic_questions": 1, "noise_questions": 1,
+                    "run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
 
 
 def test_bad_config_fails_before_any_job(tmp_path):

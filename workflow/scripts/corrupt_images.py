@@ -1,7 +1,7 @@
 """Snakemake adapter: materialize one (corruption, severity) subset as image shards."""
 
-from vqarobust.materialize.images import corrupt_subset
 from vqarobust.logs import setup_logging
+from vqarobust.materialize.images import corrupt_subset
 
 setup_logging(snakemake.log[0])
 stylize = None

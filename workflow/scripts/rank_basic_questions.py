@@ -1,19 +1,17 @@
-"""Snakemake adapter: rank the basic questions of every distinct question, per ranker."""
-
-import torch
+"""Snakemake adapter: rank the basic questions of every distinct question for one ranker."""
 
 from vqarobust.logs import setup_logging
 from vqarobust.materialize.questions import rank_basic_questions
 
 setup_logging(snakemake.log[0])
-torch.set_num_threads(snakemake.threads)
-ranking = dict(snakemake.params.ranking)
+# Only LASSO's params carry alpha and the pre-filter.
+names = {"k": "k", "lasso_alpha": "alpha", "prefilter": "prefilter"}
+settings = {names[key]: value for key, value in dict(snakemake.params.ranking).items()}
 rank_basic_questions(
     snakemake.input.questions,
     list(snakemake.input.pool),
     snakemake.output[0],
-    rankers=ranking["rankers"],
-    k=ranking["k"],
-    alpha=ranking["lasso_alpha"],
-    prefilter=ranking["prefilter"],
+    rankers=[snakemake.wildcards.ranker],
+    embeddings_path=snakemake.input.embeddings,
+    **settings,
 )

@@ -10,9 +10,10 @@ setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 severities = snakemake.params.severities
 modality = snakemake.params.modality
-if "question_sets" in snakemake.input.keys():
+question_sets = snakemake.input.get("question_sets")
+if question_sets:
     # Perturbed questions about the clean images.
-    sets = list(snakemake.input.question_sets)
+    sets = list(question_sets)
     images = [snakemake.input.images[0]] * len(sets)
 else:
     sets, images = [None] * len(severities), list(snakemake.input.images)

@@ -130,6 +130,43 @@ def perturb_question_set(
     return frame.height
 
 
+def embed_questions(
+    question_paths: Sequence[str | os.PathLike[str]],
+    out_path: str | os.PathLike[str],
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+) -> int:
+    """Encode every distinct question of ``question_paths`` once (the shipped MiniLM
+    unless ``encode`` is given); one Parquet table (question, vector). Returns its rows."""
+    if encode is None:
+        from vqarobust.text.encoder import encode
+    texts = list(dict.fromkeys(q for p in question_paths for q in _question_frame(p)["question"]))
+    vectors = encode(texts)
+    table = pa.table(
+        {
+            "question": pa.array(texts, pa.string()),
+            "vector": pa.array(list(vectors), pa.list_(pa.float32())),
+        }
+    )
+    store.write_table(table, out_path)
+    log.info("%d distinct questions encoded -> %s", len(texts), out_path)
+    return len(texts)
+
+
+def embedding_lookup(path: str | os.PathLike[str]) -> Callable[[list[str]], np.ndarray]:
+    """An ``encode`` function over stored embeddings; a text not stored is an error."""
+    table = pl.read_parquet(path)
+    row = {q: i for i, q in enumerate(table["question"].to_list())}
+    vectors = np.array(table["vector"].to_list(), dtype=np.float32)
+
+    def encode(sentences: list[str]) -> np.ndarray:
+        missing = [s for s in sentences if s not in row]
+        if missing:
+            raise KeyError(f"{path} has no embedding of {len(missing)} questions: {missing[:3]}")
+        return vectors[[row[s] for s in sentences]]
+
+    return encode
+
+
 def rank_basic_questions(
     questions_path: str | os.PathLike[str],
     pool_paths: Sequence[str | os.PathLike[str]],
@@ -138,20 +175,19 @@ def rank_basic_questions(
     k: int = bq.DEFAULT_K,
     alpha: float = bq.DEFAULT_ALPHA,
     prefilter: int = bq.DEFAULT_PREFILTER,
+    embeddings_path: str | os.PathLike[str] | None = None,
 ) -> int:
     """Rank basic questions for every distinct question of ``questions_path`` against the
     distinct questions of ``pool_paths`` (the dataset's splits) with each ranker; one
-    Parquet table of ``bq.RANKING_SCHEMA``. Returns its number of rows."""
+    Parquet table of ``bq.RANKING_SCHEMA``. ``embeddings_path`` holds the questions'
+    embeddings (:func:`embed_questions`); without it they are encoded here. Returns its
+    number of rows."""
     mqs = _question_frame(questions_path)["question"].to_list()
     pool = [q for p in pool_paths for q in _question_frame(p)["question"].to_list()]
-    table = rank_table(mqs, pool, rankers, k, alpha, prefilter)
+    encode = embedding_lookup(embeddings_path) if embeddings_path else None
+    table = bq.rank_table(mqs, pool, rankers, k, alpha, prefilter, encode=encode)
     store.write_table(table.to_arrow(), out_path)
     return table.height
-
-
-def rank_table(*args: Any, **kwargs: Any) -> pl.DataFrame:
-    """:func:`vqarobust.text.basic_questions.rank_table`."""
-    return bq.rank_table(*args, **kwargs)
 
 
 def basic_question_sets(

@@ -32,9 +32,7 @@ def modality_accuracy(accuracy: pl.DataFrame, modalities: tuple[str, ...]) -> pl
 def _back(df: pl.DataFrame, modality: str) -> pl.DataFrame:
     df = df.rename({"corruption": "perturbation"}) if "corruption" in df.columns else df
     first = ["model", "modality"] if "model" in df.columns else ["modality"]
-    return df.with_columns(pl.lit(modality).alias("modality")).select(
-        *first, pl.exclude(*first)
-    )
+    return df.with_columns(pl.lit(modality).alias("modality")).select(*first, pl.exclude(*first))
 
 
 def modality_tables(

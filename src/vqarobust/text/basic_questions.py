@@ -106,7 +106,7 @@ def lasso_scores(
     **_: object,
 ):
     """Non-negative LASSO weights over the ``prefilter`` cosine-nearest candidates; the
-    rest score 0 (they are ranked after, by cosine, and marked as filled)."""
+    others (zero weight) are ranked after them by cosine similarity, marked ``cosine``."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -116,22 +116,24 @@ def lasso_scores(
     near = np.argsort(-cos, kind="stable")[:prefilter]
     a = pool.vectors[idx[near]].T.astype(np.float64)
     weights = np.zeros(len(near))
-    for _attempt in range(LASSO_RETRIES + 1):
+    for attempt in range(LASSO_RETRIES + 1):
+        if attempt:
+            alpha /= 10
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             fit = Lasso(alpha=alpha, positive=True, fit_intercept=False, max_iter=5000)
             weights = fit.fit(a, vec.astype(np.float64)).coef_
+        # Weights at rounding level (a millionth of the largest) are zeros.
+        weights = np.where(weights > 1e-6 * max(weights.max(), 0), weights, 0.0)
         if np.count_nonzero(weights) >= min(k, len(near)):
             break
-        alpha /= 10
-    scores = np.full(len(idx), -np.inf)
+    # Non-zero weights first; the rest are ranked after them by cosine similarity, which is
+    # their score (source "cosine").
+    scores = cos.astype(np.float64)
     source = np.full(len(idx), "cosine", dtype=object)
-    scores[near] = weights
     nonzero = near[weights > 0]
+    scores[nonzero] = weights[weights > 0]
     source[nonzero] = "lasso"
-    # Zero weights: ranked after every non-zero one, by cosine (scores below 0).
-    zero = np.setdiff1d(np.arange(len(idx)), nonzero)
-    scores[zero] = cos[zero] - 2.0
     return scores, source, alpha
 
 
@@ -170,20 +172,20 @@ def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_
     return scores, None, float("nan")
 
 
-def make_pool(pool: Sequence[str], vectors: np.ndarray | None = None) -> Candidates:
+def make_pool(
+    pool: Sequence[str], encode: Callable[[list[str]], np.ndarray] | None = None
+) -> Candidates:
     """Distinct pool questions (first spelling of each normalized form kept) and their
-    embeddings (computed with the shipped MiniLM unless given, one row per distinct text)."""
+    embeddings (``encode``; default the shipped MiniLM)."""
     texts = list(dict.fromkeys(q.strip() for q in pool if q and q.strip()))
     normalized = np.array([normalize_question(t) for t in texts], dtype=object)
     _, first = np.unique(normalized, return_index=True)
     keep = np.sort(first)
     texts = [texts[i] for i in keep]
     normalized = normalized[keep]
-    if vectors is None:
+    if encode is None:
         from vqarobust.text.encoder import encode
-
-        vectors = encode(texts)
-    return Candidates(texts, normalized, np.asarray(vectors, dtype=np.float32))
+    return Candidates(texts, normalized, np.asarray(encode(texts), dtype=np.float32))
 
 
 def rank_table(
@@ -201,7 +203,7 @@ def rank_table(
     for name in rankers:
         BQ_RANKERS.entry(name)
     if not isinstance(pool, Candidates):
-        pool = make_pool(pool, encode(list(dict.fromkeys(pool))) if encode else None)
+        pool = make_pool(pool, encode)
     mqs = list(dict.fromkeys(questions))
     if encode is None:
         from vqarobust.text.encoder import encode as encode_default
@@ -222,8 +224,11 @@ def rank_table(
             scores, source, used_alpha = BQ_RANKERS.get(name)(
                 mq, vec, pool, idx, k=k, alpha=alpha, prefilter=prefilter
             )
-            # Ties broken by pool order, so rankings are deterministic.
-            top = np.lexsort((idx, -scores))[:k]
+            # A ranker's own scores come before fills; ties broken by pool order, so
+            # rankings are deterministic.
+            fill = (source == "cosine") if source is not None and name != "bq_cosine" else 0
+            top = np.lexsort((idx, -scores, np.asarray(fill, dtype=np.int8) * np.ones(len(idx))))
+            top = top[:k]
             timings[name] += time.perf_counter() - t
             rows["question"] += [mq] * k
             rows["ranker"] += [name] * k

@@ -1,0 +1,144 @@
+"""Basic-question ranking (LASSO, cosine, BLEU) and the noise levels built from it."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+from vqarobust import store
+from vqarobust.materialize.questions import basic_question_sets, rank_basic_questions
+from vqarobust.text import basic_questions as bq
+
+
+def _designed_encoder(vectors: dict[str, np.ndarray]):
+    """An encoder over hand-made unit vectors, so the best matches are known."""
+
+    def encode(sentences):
+        return np.array([vectors[s] / np.linalg.norm(vectors[s]) for s in sentences], np.float32)
+
+    return encode
+
+
+def _hand_made_pool():
+    rng = np.random.default_rng(0)
+    d = 16
+    basis = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    vectors = {f"candidate {i}?": basis[:, i] for i in range(12)}
+    # The main question is 0.6 candidate 3 + 0.3 candidate 7 + 0.1 candidate 1.
+    vectors["main?"] = 0.6 * basis[:, 3] + 0.3 * basis[:, 7] + 0.1 * basis[:, 1]
+    return vectors
+
+
+def test_lasso_finds_the_known_best_matches_in_weight_order():
+    vectors = _hand_made_pool()
+    pool = [q for q in vectors if q != "main?"] + ["main?", "Main ?"]
+    vectors["Main ?"] = vectors["main?"]
+    table = bq.rank_table(["main?"], pool, ["bq_lasso"], k=3, alpha=1e-6,
+                          encode=_designed_encoder(vectors))  # fmt: skip
+    top = table.sort("rank")
+    assert top["basic_question"].to_list() == ["candidate 3?", "candidate 7?", "candidate 1?"]
+    norm = np.linalg.norm(vectors["main?"])
+    assert top["score"].to_list() == pytest.approx([0.6 / norm, 0.3 / norm, 0.1 / norm], rel=1e-2)
+    assert set(top["source"]) == {"lasso"}
+    # Neither the main question nor its normalized twin is ever a basic question.
+    assert not {"main?", "Main ?"} & set(table["basic_question"])
+
+
+def test_lasso_fills_by_cosine_when_too_few_weights_are_nonzero():
+    vectors = _hand_made_pool()
+    pool = [q for q in vectors if q != "main?"]
+    table = bq.rank_table(["main?"], pool, ["bq_lasso"], k=6, alpha=1e-6,
+                          encode=_designed_encoder(vectors))  # fmt: skip
+    assert table["source"].to_list() == ["lasso"] * 3 + ["cosine"] * 3
+    # Lowered from 1e-6 four times before the fill.
+    assert table["alpha"][0] == pytest.approx(1e-10)
+
+
+def test_cosine_and_bleu_rank_by_their_own_similarity():
+    pool = ["what color is the shape?", "what colour is the shape?", "is there a circle?",
+            "how many dogs are there?", "what shape is in the image?",
+            "is the shape red?"]  # fmt: skip
+    vectors = {q: np.eye(8)[i] for i, q in enumerate(pool)}
+    vectors["what color is the circle?"] = np.eye(8)[0] * 0.9 + np.eye(8)[2] * 0.1
+    table = bq.rank_table(["what color is the circle?"], pool, ["bq_cosine", "bq_bleu"], k=3,
+                          encode=_designed_encoder(vectors))  # fmt: skip
+    cosine = table.filter(ranker="bq_cosine").sort("rank")["basic_question"].to_list()
+    assert cosine[:2] == ["what color is the shape?", "is there a circle?"]
+    bleu = table.filter(ranker="bq_bleu").sort("rank")["basic_question"].to_list()
+    assert bleu[0] == "what color is the shape?"
+
+
+@pytest.mark.parametrize(
+    "reference, hypothesis",
+    [("what color is the circle?", "what color is the shape?"),
+     ("is there a red circle in the image?", "is there a blue triangle?"),
+     ("how many dogs?", "how many people are on the bus?"),
+     ("why?", "what is this?")],
+)  # fmt: skip
+def test_bleu_matches_nltk_sentence_bleu(reference, hypothesis):
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    pool = bq.Candidates([hypothesis], np.array([hypothesis], dtype=object), np.zeros((1, 2)))
+    ours, _, _ = bq.bleu_scores(reference, np.zeros(2), pool, np.array([0]))
+    theirs = sentence_bleu(
+        [bq.bleu_tokens(reference)],
+        bq.bleu_tokens(hypothesis),
+        smoothing_function=SmoothingFunction().method2,
+    )
+    assert ours[0] == pytest.approx(theirs)
+
+
+def test_minilm_ranks_paraphrases_first():
+    pool = ["what colour is the shape?", "how many dogs are on the bus?",
+            "what is the shape's color?", "is it raining?", "where is the cat sleeping?",
+            "what color is the shape?"]  # fmt: skip
+    lists = bq.basic_questions(["what color is the shape?"], pool, k=3, ranker="cosine")
+    assert lists[0][:2] == ["what colour is the shape?", "what is the shape's color?"]
+    assert "what color is the shape?" not in lists[0]
+    lasso = bq.basic_questions(["what color is the shape?"], pool, k=3, ranker="lasso")
+    assert len(lasso[0]) == 3 and "what color is the shape?" not in lasso[0]
+
+
+def test_a_pool_smaller_than_k_is_an_error():
+    vectors = _hand_made_pool()
+    with pytest.raises(ValueError, match="fewer than k=21"):
+        bq.rank_table(["main?"], list(vectors), ["bq_cosine"], encode=_designed_encoder(vectors))
+    with pytest.raises(ValueError, match="multiple of 3"):
+        bq.rank_table(["main?"], list(vectors), ["bq_cosine"], k=4)
+    with pytest.raises(KeyError, match="known:"):
+        bq.rank_table(["main?"], list(vectors), ["bq_random"], k=3)
+
+
+def test_noise_levels_append_the_ranked_basic_questions(tmp_path):
+    texts = ["what color is the shape?", "is there a circle?"]
+    questions = [{"question_id": i, "image_id": 1, "question": q, "answers": ["x"] * 10,
+                  "question_type": "what", "answer_type": "other"}
+                 for i, q in enumerate(texts)]  # fmt: skip
+    import pyarrow as pa
+
+    qpath = tmp_path / "q.parquet"
+    store.write_table(pa.Table.from_pylist(questions, schema=store.QUESTION_SCHEMA), qpath)
+    pool = tmp_path / "pool.parquet"
+    extra = [{**questions[0], "question_id": 10 + i, "question": f"is the shape number {i} red?"}
+             for i in range(8)]  # fmt: skip
+    store.write_table(pa.Table.from_pylist(questions + extra, schema=store.QUESTION_SCHEMA), pool)
+    ranks = tmp_path / "rankings.parquet"
+    n = rank_basic_questions(qpath, [pool], ranks, ["bq_cosine", "bq_bleu"], k=6)
+    assert n == 2 * 2 * 6
+    out = {1: tmp_path / "1.parquet", 2: tmp_path / "2.parquet"}
+    basic_question_sets(qpath, ranks, "bq_cosine", out)
+    table = pl.read_parquet(ranks).filter(ranker="bq_cosine")
+    for level, path in out.items():
+        got = pl.read_parquet(path)
+        assert got.columns == store.QUESTION_SET_SCHEMA.names
+        assert set(got["severity"]) == {level} and set(got["perturbation"]) == {"bq_cosine"}
+        for row in got.iter_rows(named=True):
+            basic = (
+                table.filter(pl.col("question") == row["original"])
+                .filter(pl.col("rank").is_between(3 * level - 2, 3 * level))
+                .sort("rank")["basic_question"]
+                .to_list()
+            )
+            assert row["perturbed"] == " ".join([row["original"], *basic])
+            assert row["changed"]
+    with pytest.raises(ValueError, match="holds no rankings of bq_lasso"):
+        basic_question_sets(qpath, ranks, "bq_lasso", out)

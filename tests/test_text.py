@@ -1,0 +1,228 @@
+"""Text perturbations: every perturbation x severity on real questions, seeding, rates,
+the nlpaug tables they follow, and the WordNet-less fallback."""
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vqarobust import perturbations, text
+from vqarobust.text import characters, tokens
+
+# easy-VQA's templates, VQAv2-style questions, and the awkward cases: digits,
+# punctuation, a single word, no word at all.
+QUESTIONS = [
+    "what color is the shape?",
+    "is there a red circle in the image?",
+    "does the image not contain a blue triangle?",
+    "What is the man holding in his right hand?",
+    "How many people are standing near the large wooden table?",
+    "Is the woman on the left wearing a hat or a scarf?",
+    "What kind of animal is sleeping on the brown couch?",
+    "How many 2x4 bricks, in 1990?",
+    "Is it 3:45 p.m. yet -- or not?!",
+    "Why?",
+    "Red?",
+    "?",
+]
+ALL = text.names()
+
+
+def test_the_eleven_perturbations_are_registered_in_the_one_registry():
+    expected = [
+        "keyboard",
+        "ocr",
+        "char_insert",
+        "char_replace",
+        "char_swap",
+        "char_delete",
+        "synonym_replace",
+        "word_insert",
+        "word_swap",
+        "word_delete",
+        "punct_insert",
+    ]
+    assert sorted(expected) == ALL
+    assert text.names(level="char") == sorted(
+        ["keyboard", "ocr", "char_insert", "char_replace", "char_swap", "char_delete"]
+    )
+    for name in ALL:
+        assert perturbations.modality(name) == "text"
+    assert perturbations.modality("snow") == "image"
+    assert perturbations.modality("bq_lasso") == "basic_question"
+    assert perturbations.severities("bq_lasso") == list(range(1, 8))
+    with pytest.raises(KeyError, match="known:"):
+        perturbations.entry("keybord")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_perturbation_and_severity_is_deterministic_and_never_empty(name, wordnet):
+    for i, q in enumerate(QUESTIONS):
+        for severity in text.SEVERITIES:
+            out = text.perturb_item(q, name, severity, 0, i)
+            assert isinstance(out, str) and out.strip(), (name, severity, q)
+            assert out == text.perturb_item(q, name, severity, 0, i)
+    # A question with no word can only come back unchanged.
+    assert text.perturb("?", name, 5, seed=1) == "?"
+    assert text.perturb("Why?", name, 0) == "Why?"
+
+
+def _edit_distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_edit_rate_grows_with_severity(name, wordnet):
+    long_questions = [q for q in QUESTIONS if len(q.split()) >= 6]
+    rates = []
+    for severity in text.SEVERITIES:
+        dist = [
+            _edit_distance(q, text.perturb_item(q, name, severity, seed, i)) / len(q)
+            for seed in range(8)
+            for i, q in enumerate(long_questions)
+        ]
+        rates.append(float(np.mean(dist)))
+    assert rates[0] > 0
+    assert all(b > a for a, b in zip(rates, rates[1:], strict=False)), rates
+
+
+def test_touched_words_follow_the_documented_shares():
+    # 10 words: 1, 2, 3, 4, 5 touched; at least one, never more than are eligible.
+    assert [tokens.n_touched(10, s, 10) for s in range(1, 6)] == [1, 2, 3, 4, 5]
+    assert [tokens.n_touched(4, s, 4) for s in range(1, 6)] == [1, 1, 1, 2, 2]
+    assert tokens.n_touched(10, 5, 2) == 2
+    with pytest.raises(ValueError, match="1..5"):
+        tokens.n_touched(10, 6, 10)
+
+
+def test_seed_depends_on_question_id_not_order():
+    q = QUESTIONS[4]
+    a = [text.perturb_item(q, "char_swap", 3, 0, qid) for qid in (7, 8, 9)]
+    b = [text.perturb_item(q, "char_swap", 3, 0, qid) for qid in (9, 8, 7)][::-1]
+    assert a == b
+    assert text.perturb_item(q, "char_swap", 3, 1, 7) != a[0] or len(set(a)) > 1
+
+
+def test_outputs_are_pinned():
+    # Golden values: a change here changes every text subset (bump TEXT_ENGINE_VERSION).
+    q = "How many people are standing near the large wooden table?"
+    outputs = "\n".join(
+        text.perturb_item(q, n, s, 0, 42)
+        for n in text.names()
+        if text.needs(n) is None
+        for s in text.SEVERITIES
+    )
+    assert text.perturb_item(q, "word_swap", 1, 0, 42) == (
+        "How many people standing are near the large wooden table?"
+    )
+    digest = hashlib.sha256(outputs.encode()).hexdigest()[:16]
+    assert digest == GOLDEN, outputs
+
+
+GOLDEN = "df270fc9e4a66523"
+
+
+def _substitutions(name: str, n: int = 40) -> list[tuple[str, str]]:
+    pairs = []
+    for i in range(n):
+        q = QUESTIONS[i % 8]
+        out = text.perturb_item(q, name, 1, 0, i)
+        assert len(out) == len(q)
+        pairs += [(a, b) for a, b in zip(q, out, strict=True) if a != b]
+    return pairs
+
+
+def test_keyboard_typos_are_neighbouring_keys_of_nlpaug():
+    import nlpaug
+    from nlpaug.model.char import Keyboard
+
+    path = f"{nlpaug.__path__[0]}/res/char/keyboard/en.json"
+    theirs = Keyboard(special_char=True, numeric=True, upper_case=True, model_path=path).model
+    pairs = _substitutions("keyboard")
+    assert len(pairs) >= 30
+    for a, b in pairs:
+        assert b in theirs[a], (a, b)
+        assert a.isupper() == b.isupper() or not a.isalpha()
+
+
+def test_ocr_confusions_are_nlpaugs():
+    import json
+
+    import nlpaug
+    from nlpaug.model.char import Ocr
+
+    path = f"{nlpaug.__path__[0]}/res/char/ocr/en.json"
+    theirs = Ocr(json.load(open(path))).model  # noqa: SIM115
+    pairs = _substitutions("ocr")
+    assert pairs
+    for a, b in pairs:
+        assert b in theirs[a], (a, b)
+    assert characters.ocr_confusions() == theirs
+
+
+def test_word_level_edits_keep_punctuation_and_words():
+    q = "What is the man holding in his right hand?"
+    for s in text.SEVERITIES:
+        swapped = text.perturb_item(q, "word_swap", s, 0, 1)
+        assert sorted(swapped.rstrip("?").split()) == sorted(q.rstrip("?").split())
+        assert swapped.endswith("?")
+        deleted = text.perturb_item(q, "word_delete", s, 0, 1)
+        assert deleted.endswith("?") and set(deleted.rstrip("?").split()) < set(q[:-1].split())
+        marks = text.perturb_item(q, "punct_insert", s, 0, 1)
+        assert re.sub(r"(^| )[.;?:!,](?= )", "", marks).strip() == q
+    assert text.perturb("Why?", "word_delete", 5, seed=3) == "Why?"
+
+
+def test_synonyms_come_from_wordnet_and_skip_function_words(wordnet):
+    from vqarobust.text import wordnet as wn
+
+    assert "large" in wn.synonyms("big")
+    assert "brick" not in wn.synonyms("bricks")  # a base form is no synonym
+    q = "What is the color of the big shape?"
+    for seed in range(20):
+        out = text.perturb(q, "synonym_replace", 1, seed)
+        kept = [w for w in ("What", "is", "the", "of") if w in out.split()]
+        assert kept == ["What", "is", "the", "of"]
+
+
+def test_without_wordnet_the_synonym_perturbations_are_named_and_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("WNSEARCHDIR", str(tmp_path))
+    assert set(text.names()) - set(text.names(available=True)) == {
+        "synonym_replace",
+        "word_insert",
+    }
+    with pytest.raises(text.WordNetMissing, match="wordnet-base"):
+        text.perturb("what color is the shape?", "synonym_replace", 1)
+    assert text.perturb("what color is the shape?", "char_swap", 1, seed=0)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="0..5"):
+        text.perturb("why?", "char_swap", 6)
+    with pytest.raises(TypeError, match="str"):
+        text.perturb(None, "char_swap", 1)  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="known:"):
+        text.perturb("why?", "typo", 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(min_size=1, max_size=60),
+    st.sampled_from([n for n in ALL if text.needs(n) is None]),
+    st.integers(1, 5),
+    st.integers(0, 2**32),
+)
+def test_any_string_survives(question, name, severity, seed):
+    out = text.perturb(question, name, severity, seed)
+    assert isinstance(out, str)
+    if question.strip():
+        assert out.strip()
