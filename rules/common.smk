@@ -32,11 +32,19 @@ SKIPPED_TEXT = {
     if name not in text.names(available=True)
 }
 TEXT = [p for p in config["text"]["perturbations"] if p not in SKIPPED_TEXT]
+SENTENCE = list(config["text"]["sentence"])
 RANKERS = list(config["basic_questions"]["rankers"])
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
-SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *RANKERS]
-if SKIPPED_TEXT and workflow.is_main_process:
-    print(f"Skipping text perturbations {', '.join(SKIPPED_TEXT)}: {text.wordnet.missing_message()}")
+SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS]
+if workflow.is_main_process and not workflow.dryrun:
+    if SKIPPED_TEXT:
+        names = ", ".join(SKIPPED_TEXT)
+        print(f"Skipping text perturbations {names}: {text.wordnet.missing_message()}")
+    if TEXT and not SENTENCE:
+        print(
+            "Skipping sentence-level text perturbations (formal, casual, passive, active, "
+            "back_translation): text.sentence names no text-to-text model (docs/text.md)"
+        )
 # Figure captions: package data, shared by the HTML report and Snakemake's native report.
 CAPTIONS = "../src/vqarobust/report/captions"
 
@@ -51,6 +59,7 @@ wildcard_constraints:
     model=_alternatives(MODELS),
     corruption=_alternatives([*CORRUPTIONS, *CONTROLS]),
     perturbation=_alternatives(TEXT or ["-"]),
+    sentence=_alternatives(SENTENCE or ["-"]),
     ranker=_alternatives(RANKERS or ["-"]),
     subset=_alternatives(SUBSETS),
     severity="[1-9]",
@@ -111,7 +120,7 @@ def get_model_runtime(wildcards):
 def get_modality(wildcards):
     if wildcards.subset == "clean":
         return "clean"
-    if wildcards.subset in TEXT:
+    if wildcards.subset in [*TEXT, *SENTENCE]:
         return "text"
     if wildcards.subset in RANKERS:
         return "basic_question"
@@ -120,7 +129,7 @@ def get_modality(wildcards):
 
 def get_infer_input(wildcards):
     inputs = {"questions": f"resources/datasets/{DATASET}/eval/questions.parquet"}
-    if wildcards.subset == "clean" or wildcards.subset in [*TEXT, *RANKERS]:
+    if wildcards.subset == "clean" or wildcards.subset in [*TEXT, *SENTENCE, *RANKERS]:
         inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
         if wildcards.subset != "clean":
             inputs["question_sets"] = get_question_sets(wildcards.subset)
@@ -144,12 +153,14 @@ def get_subset_severities(wildcards):
         return [max_severity(wildcards.subset)]
     if wildcards.subset in RANKERS:
         return BQ_LEVELS
+    if wildcards.subset in SENTENCE:
+        return [1]
     return SEVERITIES
 
 
 def get_question_sets(name):
     """The perturbed question sets of one text perturbation or ranker, by severity."""
-    levels = BQ_LEVELS if name in RANKERS else SEVERITIES
+    levels = BQ_LEVELS if name in RANKERS else [1] if name in SENTENCE else SEVERITIES
     return expand(
         "results/{dataset}/questions/{name}/{level}.parquet",
         dataset=DATASET,
@@ -159,7 +170,7 @@ def get_question_sets(name):
 
 
 def get_all_question_sets(wildcards):
-    return [path for name in [*TEXT, *RANKERS] for path in get_question_sets(name)]
+    return [path for name in [*TEXT, *SENTENCE, *RANKERS] for path in get_question_sets(name)]
 
 
 def get_prediction_files(wildcards):
@@ -173,7 +184,7 @@ def get_prediction_files(wildcards):
 
 def get_families(wildcards):
     families = {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
-    families.update({p: text.level(p) for p in TEXT})
+    families.update({p: text.level(p) for p in [*TEXT, *SENTENCE]})
     families.update({r: text.basic_questions.ranker_name(r) for r in RANKERS})
     return families
 
@@ -181,6 +192,17 @@ def get_families(wildcards):
 def get_text_params(wildcards):
     t = config["text"]
     return canonical({"min_similarity": t["min_similarity"], "max_tries": t["max_tries"]})
+
+
+def get_sentence_params(wildcards):
+    """What can change a rewrite: the models, prompts and generation length."""
+    settings = dict(config["text"]["sentence"][wildcards.sentence])
+    settings.pop("batch_size", None)
+    return canonical(settings)
+
+
+def get_sentence_gpus(wildcards):
+    return 1 if config["text"]["sentence"][wildcards.sentence].get("device") == "cuda" else 0
 
 
 def get_pool_input(wildcards):

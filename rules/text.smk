@@ -24,6 +24,25 @@ rule perturb_questions:
         "../workflow/scripts/perturb_questions.py"
 
 
+# Sentence-level rewrites, only for the models text.sentence names (docs/text.md).
+rule rewrite_questions:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+    output:
+        "results/{dataset}/questions/{sentence}/1.parquet",
+    log:
+        "logs/{dataset}/rewrite_questions/{sentence}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/rewrite_questions/{sentence}.tsv"
+    params:
+        settings=get_sentence_params,
+    threads: 1
+    resources:
+        gpu=get_sentence_gpus,
+    script:
+        "../workflow/scripts/rewrite_questions.py"
+
+
 rule embed_questions:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",

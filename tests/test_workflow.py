@@ -4,6 +4,7 @@ corruptions, two severities, seconds of training) and checks what reruns when.""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 
 pytestmark = pytest.mark.workflow
 
@@ -122,8 +124,9 @@ def test_changing_one_model_reruns_only_its_inference(workflow_run):
         jobs = planned_jobs(snakemake(workdir, "-n"))
     finally:
         write_config(workdir, config)
-    # cnn-bow on clean + 2 corruptions + blank, then aggregation and report; nothing else.
-    assert jobs == {"run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}
+    # cnn-bow on clean + 2 corruptions + blank + 2 text perturbations + 2 rankers, then
+    # aggregation and report; nothing else.
+    assert jobs == {"run_model": 8, "load_duckdb": 1, "render_report": 1, "all": 1}
 
 
 def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
@@ -185,6 +188,35 @@ def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_ru
                     "run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
 
 
+def test_a_sentence_rewrite_runs_through_to_the_tables(workflow_run, tmp_path):
+    from tests.tiny_checkpoints import tiny_t5
+
+    source, config = workflow_run
+    workdir = tmp_path / "wf"
+    shutil.copytree(source, workdir, symlinks=True)
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["text"]["sentence"] = {
+        "formal": {"model": str(tiny_t5(tmp_path / "t5")), "prompt": "formal : {question}",
+                   "max_new_tokens": 6}
+    }  # fmt: skip
+    write_config(workdir, changed)
+    jobs = planned_jobs(snakemake(workdir, "-n"))
+    assert jobs == {"rewrite_questions": 1, "run_model": 2, "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
+    snakemake(workdir)
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT DISTINCT model, modality, severity FROM accuracy WHERE perturbation = 'formal'"
+        ).fetchall()
+        assert sorted(rows) == [("cnn-bow", "text", 1), ("vilt-tiny", "text", 1)]
+        # One level: in MMI and R_score, not in the VRE suite.
+        vre = con.execute("SELECT count(*) FROM vre_corruption WHERE perturbation = 'formal'")
+        assert vre.fetchone()[0] == 0
+        mmi = con.execute("SELECT count(*) FROM mmi WHERE \"group\" = 'formal'").fetchone()[0]
+        assert mmi == 2
+
+
 def test_bad_config_fails_before_any_job(tmp_path):
     tiny = (REPO / "tests" / "data" / "tiny_config.yaml").read_text()
     config = yaml.safe_load(tiny)
@@ -241,8 +273,6 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
 
 
 def test_stylize_flows_through_to_the_vre_tables(workflow_run, tmp_path):
-    import shutil
-
     from tests.tiny_checkpoints import style_images, tiny_adain
 
     source, config = workflow_run
@@ -261,10 +291,10 @@ def test_stylize_flows_through_to_the_vre_tables(workflow_run, tmp_path):
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         row = con.execute(
-            "SELECT family, vre FROM vre_corruption WHERE corruption = 'stylize'"
+            "SELECT family, vre FROM vre_corruption WHERE perturbation = 'stylize'"
         ).fetchone()
         severities = con.execute(
-            "SELECT DISTINCT severity FROM accuracy WHERE corruption = 'stylize' ORDER BY 1"
+            "SELECT DISTINCT severity FROM accuracy WHERE perturbation = 'stylize' ORDER BY 1"
         ).fetchall()
     assert row is not None and row[0] == "stylize"
     assert [s for (s,) in severities] == [1, 3]
@@ -306,10 +336,12 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
         )
         summary = page.inner_text("#summary")
         settings = page.inner_text("#settings")
+        questions = page.inner_text("#questions")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()
-    assert errors == [] and broken == [] and n_images == 6
+    assert errors == [] and broken == [] and n_images == len(REPORT_FIGURES)
     assert "most robust model" in summary and "VRE rank" in summary
+    assert "bq_lasso" in questions and "keyboard" in questions
     assert "scoring" in settings and "{" not in settings  # a table, not raw JSON
     assert (tmp_path / "report.png").stat().st_size > 50_000
 

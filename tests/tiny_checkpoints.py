@@ -94,6 +94,24 @@ def tiny_llava(path: Path) -> Path:
     return path
 
 
+def tiny_t5(path: Path) -> Path:
+    """A T5ForConditionalGeneration with one layer each way and a BERT word tokenizer:
+    a text-to-text model for the sentence-level rewrites."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    tok = build_tokenizer([" ".join([*WORDS, "formal", "rewrite", ":"])])
+    config = T5Config(vocab_size=len(tok), d_model=32, d_ff=64, d_kv=16, num_layers=1,
+                      num_decoder_layers=1, num_heads=2, pad_token_id=tok.pad_token_id,
+                      eos_token_id=tok.sep_token_id,
+                      decoder_start_token_id=tok.pad_token_id)  # fmt: skip
+    model = T5ForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tok.sep_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
 def tiny_adain(
     path: Path, widths: tuple[int, int, int, int] = (4, 8, 12, 16), seed: int = 0
 ) -> Path:

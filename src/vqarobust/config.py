@@ -94,6 +94,12 @@ def _check_text(config: Mapping[str, Any]) -> None:
         if name not in rankers:
             msg = _unknown("basic-question ranker", name, rankers)
             raise ConfigError(f"config error at basic_questions.rankers[{i}]: {msg}")
+    back = config["text"]["sentence"].get("back_translation")
+    if back is not None and "back_model" not in back:
+        raise ConfigError(
+            "config error at text.sentence.back_translation: give back_model (the model "
+            "from the pivot language back to English)"
+        )
     if "train" in config["basic_questions"]["pool"] and not config["dataset"].get("train_split"):
         raise ConfigError("config error at basic_questions.pool: 'train' needs dataset.train_split")
 

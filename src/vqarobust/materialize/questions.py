@@ -130,6 +130,27 @@ def perturb_question_set(
     return frame.height
 
 
+def rewrite_question_set(
+    questions_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    name: str,
+    settings: Mapping[str, Any],
+) -> int:
+    """Write the questions rewritten by the sentence-level perturbation ``name`` (one
+    level, severity 1) with the models of ``settings``. Returns the number of questions."""
+    from vqarobust.text.sentence import rewrite
+
+    frame = _question_frame(questions_path)
+    originals = frame["question"].to_list()
+    distinct = list(dict.fromkeys(originals))
+    rewrites, kept = rewrite(distinct, name, settings)
+    lookup = dict(zip(distinct, rewrites, strict=True))
+    _write_set(frame, [lookup[q] for q in originals], name, 1, out_path)
+    log.info("%s: %d distinct questions rewritten (%d empty rewrites kept the original) -> %s",
+             name, len(distinct), kept, out_path)  # fmt: skip
+    return frame.height
+
+
 def embed_questions(
     question_paths: Sequence[str | os.PathLike[str]],
     out_path: str | os.PathLike[str],

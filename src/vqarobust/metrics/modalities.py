@@ -20,6 +20,8 @@ from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_
 
 VRE_MODALITIES = ("image", "text")
 MMI_ALL = ("image", "text")
+# Perturbations of these families have one level: in MMI and R_score, not in VRE.
+SINGLE_LEVEL_FAMILIES = ("sentence",)
 
 
 def modality_accuracy(accuracy: pl.DataFrame, modalities: tuple[str, ...]) -> pl.DataFrame:
@@ -51,8 +53,10 @@ def modality_tables(
     }
     for modality in sorted(present):
         table = modality_accuracy(accuracy, (modality,))
-        if modality in VRE_MODALITIES:
-            t = robustness_tables(table, weights)
+        single = [p for p, f in (families or {}).items() if f in SINGLE_LEVEL_FAMILIES]
+        graded = table.filter(~pl.col("corruption").is_in(single))
+        if modality in VRE_MODALITIES and graded.filter(pl.col("severity") > 0).height:
+            t = robustness_tables(graded, weights)
             parts["submetrics"].append(
                 _back(t.submetrics, modality).join(fam, on="perturbation", how="left")
             )

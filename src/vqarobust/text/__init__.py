@@ -16,7 +16,12 @@ from typing import Any
 import numpy as np
 
 from vqarobust.seeding import derive_seed
-from vqarobust.text import basic_questions, characters, words  # noqa: F401  (registers them)
+from vqarobust.text import (  # noqa: F401  (importing registers them)
+    basic_questions,
+    characters,
+    sentence,
+    words,
+)
 from vqarobust.text.registry import TEXT_PERTURBATIONS
 from vqarobust.text.tokens import WORD_SHARE
 from vqarobust.text.wordnet import WordNetMissing, wordnet_dir
@@ -28,9 +33,12 @@ TEXT_ENGINE_VERSION = 1
 
 
 def names(level: str | None = None, available: bool = False) -> list[str]:
-    """Text perturbation names, optionally of one ``level`` (char, word); with
-    ``available`` only those that can run here (the WordNet ones need WordNet)."""
+    """Text perturbation names, optionally of one ``level`` (char, word, or sentence: the
+    model rewrites of :mod:`.sentence`, listed only when asked for); with ``available``
+    only those that can run here (the WordNet ones need WordNet)."""
     found = TEXT_PERTURBATIONS.list(**({"level": level} if level else {}))
+    if level is None:
+        found = [n for n in found if TEXT_PERTURBATIONS.entry(n).tags["level"] != "sentence"]
     if available and wordnet_dir() is None:
         found = [n for n in found if needs(n) != "wordnet"]
     return found
@@ -53,6 +61,8 @@ def perturb(question: str, name: str, severity: int, seed: int = 0) -> str:
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
     fn = TEXT_PERTURBATIONS.get(name)
+    if level(name) == "sentence":
+        raise ValueError(f"{name} rewrites with a model: use vqarobust.text.sentence.rewrite")
     if not isinstance(severity, (int, np.integer)) or not 0 <= severity <= len(WORD_SHARE):
         raise ValueError(f"severity of {name!r} must be an integer in 0..5, got {severity!r}")
     if severity == 0:

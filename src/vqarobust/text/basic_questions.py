@@ -28,6 +28,8 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -57,13 +59,35 @@ RANKING_SCHEMA = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass
 class Candidates:
     """The candidate pool: distinct questions, their normalized forms and embeddings."""
 
     texts: list[str]
     normalized: np.ndarray  # object array of normalized texts
     vectors: np.ndarray  # (n, d) unit-length float32
+
+    @cached_property
+    def ngrams(self) -> tuple[list[dict[tuple[str, ...], int]], list[Any], np.ndarray]:
+        """Per n = 1..4: the n-gram vocabulary and a sparse (pool x vocabulary) presence
+        matrix (CSC, so the columns of one question's n-grams sum fast); and the word
+        count of every candidate."""
+        from scipy import sparse
+
+        words = [bleu_tokens(t) for t in self.texts]
+        vocabularies, matrices = [], []
+        for n in range(1, 5):
+            vocab: dict[tuple[str, ...], int] = {}
+            rows, cols = [], []
+            for i, w in enumerate(words):
+                for gram in _ngrams(w, n):
+                    rows.append(i)
+                    cols.append(vocab.setdefault(gram, len(vocab)))
+            data = np.ones(len(rows), dtype=np.float32)
+            shape = (len(words), max(1, len(vocab)))
+            matrices.append(sparse.csc_matrix((data, (rows, cols)), shape=shape))
+            vocabularies.append(vocab)
+        return vocabularies, matrices, np.array([len(w) for w in words], dtype=np.float64)
 
 
 def normalize_question(question: str) -> str:
@@ -91,7 +115,8 @@ Ranker = Callable[..., tuple[np.ndarray, np.ndarray | None, float]]
 @BQ_RANKERS.register("bq_cosine", ranker="cosine", severities=DEFAULT_K // PER_LEVEL)
 def cosine_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object):
     """Cosine similarity of the MiniLM embeddings."""
-    return pool.vectors[idx] @ vec, None, float("nan")
+    # Product over the whole pool, then the candidates: no copy of their vectors.
+    return (pool.vectors @ vec)[idx], None, float("nan")
 
 
 @BQ_RANKERS.register("bq_lasso", ranker="lasso", severities=DEFAULT_K // PER_LEVEL)
@@ -112,7 +137,7 @@ def lasso_scores(
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso
 
-    cos = pool.vectors[idx] @ vec
+    cos = (pool.vectors @ vec)[idx]
     near = np.argsort(-cos, kind="stable")[:prefilter]
     a = pool.vectors[idx[near]].T.astype(np.float64)
     weights = np.zeros(len(near))
@@ -151,15 +176,19 @@ def bleu_tokens(question: str) -> list[str]:
 
 @BQ_RANKERS.register("bq_bleu", ranker="bleu", severities=DEFAULT_K // PER_LEVEL)
 def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object):
-    """BLEU-4 of each candidate (hypothesis) against the MQ (reference), smoothed."""
+    """BLEU-4 of each candidate (hypothesis) against the MQ (reference), smoothed; the
+    matches of every candidate at once from the pool's sparse n-gram matrices."""
+    vocabularies, matrices, lengths = pool.ngrams
     ref = bleu_tokens(mq)
-    cands = [bleu_tokens(pool.texts[i]) for i in idx]
-    lengths = np.array([len(c) for c in cands], dtype=np.float64)
-    log_p = np.zeros(len(cands))
-    for n in range(1, 5):
-        ref_grams = _ngrams(ref, n)
-        matches = np.array([len(_ngrams(c, n) & ref_grams) for c in cands], dtype=np.float64)
-        total = np.maximum(lengths - n + 1, 1)
+    cand_len = lengths[idx]
+    log_p = np.zeros(len(idx))
+    for n, (vocab, matrix) in enumerate(zip(vocabularies, matrices, strict=True), start=1):
+        cols = [vocab[g] for g in _ngrams(ref, n) if g in vocab]
+        if cols:
+            matches = np.asarray(matrix[:, cols].sum(axis=1)).ravel()[idx]
+        else:
+            matches = np.zeros(len(idx))
+        total = np.maximum(cand_len - n + 1, 1)
         if n == 1:
             with np.errstate(divide="ignore"):
                 log_p += np.log(matches / total)
@@ -167,7 +196,7 @@ def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_
             log_p += np.log((matches + 1) / (total + 1))
     r = len(ref)
     with np.errstate(divide="ignore", over="ignore"):
-        bp = np.where(lengths > r, 1.0, np.exp(1 - r / np.maximum(lengths, 1)))
+        bp = np.where(cand_len > r, 1.0, np.exp(1 - r / np.maximum(cand_len, 1)))
     scores = np.where(np.isfinite(log_p), bp * np.exp(log_p / 4), 0.0)
     return scores, None, float("nan")
 

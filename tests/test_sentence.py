@@ -1,0 +1,82 @@
+"""Sentence-level rewrites through a (tiny, random-init) Hugging Face text-to-text model."""
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.tiny_checkpoints import tiny_t5
+from vqarobust import store, text
+from vqarobust.config import ConfigError, validate_config
+from vqarobust.materialize.questions import rewrite_question_set
+from vqarobust.text.sentence import Rewriter, rewrite
+
+
+@pytest.fixture(scope="module")
+def t5(tmp_path_factory):
+    return tiny_t5(tmp_path_factory.mktemp("t5") / "t5")
+
+
+def test_rewrites_are_the_models_greedy_output(t5):
+    questions = ["what color is the shape?", "is there a red circle?"]
+    direct = Rewriter(str(t5), prompt="rewrite formal : {question}", max_new_tokens=6)
+    out, kept = rewrite(questions, "formal",
+                        {"model": str(t5), "prompt": "rewrite formal : {question}",
+                         "max_new_tokens": 6})  # fmt: skip
+    expected = direct(questions)
+    assert out == [e or q for e, q in zip(expected, questions, strict=True)]
+    assert kept == sum(not e for e in expected)
+    assert (
+        out
+        == rewrite(
+            questions,
+            "formal",
+            {"model": str(t5), "max_new_tokens": 6, "prompt": "rewrite formal : {question}"},
+        )[0]
+    )
+
+
+def test_back_translation_chains_two_models(t5):
+    there = Rewriter(str(t5), max_new_tokens=5)
+    back = Rewriter(str(t5), prompt="rewrite : {question}", max_new_tokens=5)
+    q = ["how many dogs?"]
+    out, _ = rewrite(q, "back_translation", {"model": str(t5), "back_model": str(t5),
+                                             "back_prompt": "rewrite : {question}",
+                                             "max_new_tokens": 5})  # fmt: skip
+    assert out == [back(there(q))[0] or q[0]]
+    with pytest.raises(ValueError, match="back_model"):
+        rewrite(q, "back_translation", {"model": str(t5)})
+
+
+def test_missing_model_fails_with_its_name(tmp_path):
+    with pytest.raises(FileNotFoundError, match="model 'formal'"):
+        rewrite(["why?"], "formal", {"model": str(tmp_path / "nowhere")})
+
+
+def test_question_set_of_a_rewrite(t5, easy_vqa_eval, tmp_path):
+    out = tmp_path / "formal" / "1.parquet"
+    n = rewrite_question_set(easy_vqa_eval["questions"], out, "formal",
+                             {"model": str(t5), "max_new_tokens": 6})  # fmt: skip
+    got = pl.read_parquet(out)
+    assert n == got.height and got.columns == store.QUESTION_SET_SCHEMA.names
+    assert set(got["severity"]) == {1} and set(got["perturbation"]) == {"formal"}
+    assert (got["perturbed"].str.len_chars() > 0).all()
+
+
+def test_sentence_perturbations_are_registered_but_not_listed_by_default():
+    assert text.names(level="sentence") == sorted(
+        ["formal", "casual", "passive", "active", "back_translation"]
+    )
+    assert "formal" not in text.names()
+    with pytest.raises(ValueError, match="rewrites with a model"):
+        text.perturb("why?", "formal", 1)
+
+
+def test_config_checks_sentence_entries():
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["text"]["sentence"] = {"back_translation": {"model": "a"}}
+    with pytest.raises(ConfigError, match="back_model"):
+        validate_config(config)
+    config["text"]["sentence"] = {"formel": {"model": "a"}}
+    with pytest.raises(ConfigError, match="did you mean 'formal'"):
+        validate_config(config)

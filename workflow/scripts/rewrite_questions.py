@@ -1,0 +1,13 @@
+"""Snakemake adapter: rewrite the questions with one sentence-level perturbation's models."""
+
+import torch
+
+from vqarobust.logs import setup_logging
+from vqarobust.materialize.questions import rewrite_question_set
+
+setup_logging(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+settings = dict(snakemake.config["text"]["sentence"][snakemake.wildcards.sentence])
+rewrite_question_set(
+    snakemake.input.questions, snakemake.output[0], snakemake.wildcards.sentence, settings
+)
