@@ -26,6 +26,9 @@ class Summary:
     n_images: int
     n_questions: int
     metric: str
+    # model, text VRE, MMI per modality, mean R_score per ranker (empty without text rows)
+    questions: pl.DataFrame | None = None
+    rscore: tuple[float, float] | None = None  # R_score tolerance t and maximum m
 
 
 def summarize(db_path: str | os.PathLike[str]) -> Summary:
@@ -50,7 +53,36 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
             "SELECT count(DISTINCT image_id), count(*) FROM questions"
         ).fetchone()
         metric = con.execute("SELECT value FROM run_info WHERE key = 'metric'").fetchone()[0]
-    return Summary(models, corruptions, n_images, n_questions, metric)
+        questions = _question_side(con)
+        rscore = con.execute("SELECT any_value(tolerance), any_value(maximum) FROM rscore")
+        t, m = rscore.fetchall()[0]
+    return Summary(models, corruptions, n_images, n_questions, metric, questions, (t, m))
+
+
+def _question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """Per model: VRE over text perturbations, MMI per modality and the mean R_score over
+    the basic-question levels of each ranker; None when the run has no question side."""
+    has = con.execute(
+        "SELECT count(*) FROM accuracy WHERE modality IN ('text', 'basic_question')"
+    ).fetchall()[0][0]
+    if not has:
+        return None
+    table = con.sql(
+        """WITH m AS (PIVOT (SELECT model, 'MMI ' || replace("group", '_', ' ') AS g, mmi
+                             FROM mmi WHERE scope = 'modality')
+                      ON g USING first(mmi)),
+                r AS (PIVOT (SELECT model, 'R_score ' || perturbation AS p, avg(rscore) AS r
+                             FROM rscore WHERE modality = 'basic_question'
+                               AND perturbation <> 'all' GROUP BY ALL)
+                      ON p USING first(r)),
+                v AS (SELECT model, vre AS "text VRE" FROM vre_model WHERE modality = 'text')
+           SELECT * FROM v FULL JOIN m USING (model) FULL JOIN r USING (model)
+           ORDER BY model"""
+    ).pl()
+    order = ["model", "text VRE", "MMI image", "MMI text", "MMI all", "MMI basic question"]
+    return table.select(
+        [c for c in order if c in table.columns] + [c for c in table.columns if c not in order]
+    )
 
 
 def _named(df: pl.DataFrame) -> str:
@@ -77,13 +109,30 @@ def to_markdown(s: Summary, command: str) -> str:
         f"Strongest corruptions (highest VRE over the models): {_named(s.corruptions.head(k))}; "
         f"weakest: {_named(s.corruptions.tail(k).reverse())}.",
     ]
+    if s.questions is not None and s.questions.height:
+        q = s.questions
+        lines += ["", "| " + " | ".join(q.columns) + " |", "|" + "---|" * q.width]
+        for row in q.iter_rows():
+            cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+            lines.append("| " + " | ".join(cells) + " |")
+        t, m = s.rscore or (float("nan"), float("nan"))
+        lines += [
+            "",
+            "Question side: VRE over the text perturbations (scaled over their own matrix), "
+            "MMI per modality (relative drop from clean; `all` = image and text sets "
+            "together; lower = more robust), and R_score averaged over the basic-question "
+            f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def to_text(s: Summary) -> str:
     """The summary for a terminal."""
     with pl.Config(tbl_hide_dataframe_shape=True, float_precision=3, tbl_rows=50):
-        return (
+        out = (
             f"{s.n_images} images, {s.n_questions} questions, score {s.metric}\n"
             f"{s.models}\nCorruptions by VRE (strongest first):\n{s.corruptions}\n"
         )
+        if s.questions is not None:
+            out += f"Question side:\n{s.questions}\n"
+        return out
