@@ -4,6 +4,7 @@ rule load_duckdb:
         info="resources/datasets/{dataset}/eval/dataset.json",
         predictions=get_prediction_files,
         question_sets=get_all_question_sets,
+        images=get_image_folders,
     output:
         "results/{dataset}/robustness.duckdb",
     log:
@@ -16,5 +17,7 @@ rule load_duckdb:
         families=get_families,
         rscore=canonical(config["rscore"]),
         skipped=SKIPPED_TEXT,
+        image_subsets=get_image_subsets,
+        seed=config["seed"],
     script:
         "../workflow/scripts/load_duckdb.py"

@@ -182,6 +182,23 @@ def get_prediction_files(wildcards):
     )
 
 
+def get_image_subsets(wildcards):
+    """(perturbation, severity) of every image folder, for the report's sample grid."""
+    pairs = [("clean", 0)]
+    pairs += [(c, s) for c in CORRUPTIONS for s in SEVERITIES]
+    pairs += [(c, max_severity(c)) for c in CONTROLS]
+    return pairs
+
+
+def get_image_folders(wildcards):
+    return [
+        f"resources/datasets/{DATASET}/eval/images"
+        if p == "clean"
+        else f"results/{DATASET}/images/{p}/{s}"
+        for p, s in get_image_subsets(wildcards)
+    ]
+
+
 def get_families(wildcards):
     families = {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
     families.update({p: text.level(p) for p in [*TEXT, *SENTENCE]})

@@ -94,3 +94,51 @@ def test_report_is_self_contained(database, tmp_path):
     for name in ("relative_drop", "error_vs_severity", "average_error"):
         assert (tmp_path / "report" / "figures" / f"{name}.png").stat().st_size > 1000
     assert (tmp_path / "report" / "tables" / "vre_model.csv").exists()
+
+
+def test_sample_questions_are_seeded_per_question_and_on_distinct_images(easy_vqa_eval):
+    from vqarobust.samples import sample_questions
+
+    questions = pl.from_arrow(store.read_questions(easy_vqa_eval["questions"]))
+    picked = sample_questions(questions, seed=0)
+    assert picked.height == 3 and picked["image_id"].n_unique() == 3
+    shuffled = questions.sample(fraction=1.0, shuffle=True, seed=1)
+    assert sample_questions(shuffled, seed=0)["question_id"].to_list() == (
+        picked["question_id"].to_list()
+    )
+    assert sample_questions(questions, seed=1)["question_id"].to_list() != (
+        picked["question_id"].to_list()
+    )
+
+
+def test_answer_grid_from_sample_thumbnails(tmp_path, easy_vqa_eval):
+    from vqarobust.materialize.images import corrupt_subset
+    from vqarobust.samples import THUMBNAIL
+
+    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
+    paths = [
+        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        _write_predictions(tmp_path, questions, "m", "snow", [1, 2], lambda s: 0.5),
+    ]
+    subsets = [("clean", 0, str(easy_vqa_eval["images"]))]
+    for s in (1, 2):
+        corrupt_subset(easy_vqa_eval["images"], tmp_path / f"snow{s}", "snow", s)
+        subsets.append(("snow", s, str(tmp_path / f"snow{s}")))
+    db = tmp_path / "r.duckdb"
+    build_database(db, easy_vqa_eval["questions"], paths, families={"snow": "weather"},
+                   image_subsets=subsets)  # fmt: skip
+    with duckdb.connect(str(db), read_only=True) as con:
+        thumbs = con.sql("SELECT * FROM sample_images").pl()
+    assert thumbs.height == 3 * 3  # sample questions x (clean + 2 severities)
+    import io
+
+    from PIL import Image
+
+    for png in thumbs["png"]:
+        with Image.open(io.BytesIO(png)) as im:
+            assert max(im.size) == min(THUMBNAIL, 64)  # easy-VQA images are 64x64
+    render_report(db, tmp_path / "report" / "index.html")
+    grid = tmp_path / "report" / "figures" / "answer_grid_1.png"
+    assert grid.stat().st_size > 20_000
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "Sample question 3" in html

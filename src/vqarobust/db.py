@@ -4,7 +4,8 @@ Table names are part of the interface (docs/workflow.md): ``questions``, ``predi
 ``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
 ``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
 ``image_reliance`` (the blank control), ``question_sets`` (the perturbed questions),
-``skipped_perturbations``, ``skipped_images`` and ``run_info``; the view
+``sample_images`` (thumbnails for the report's answer grid), ``skipped_perturbations``,
+``skipped_images`` and ``run_info``; the view
 ``corruption_accuracy`` is the image part of ``accuracy`` under its old column name.
 Every subset is a (modality, perturbation, severity); clean rows are modality ``clean``,
 perturbation ``clean``, severity 0. Reports read only this file.
@@ -27,6 +28,7 @@ from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
+from vqarobust.samples import sample_images, sample_questions
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ def build_database(
     dataset_info_path: str | os.PathLike[str] | None = None,
     question_set_paths: Sequence[str | os.PathLike[str]] | None = None,
     skipped_perturbations: Mapping[str, str] | None = None,
+    image_subsets: Sequence[tuple[str, int, str | os.PathLike[str]]] | None = None,
+    seed: int = 0,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -114,7 +118,9 @@ def build_database(
     ``word`` for text perturbations; the ranker for basic questions), stored with the
     metric tables. ``question_set_paths`` are the perturbed question sets (table
     ``question_sets``); ``skipped_perturbations`` names configured perturbations that could
-    not run here, with the reason (table ``skipped_perturbations``).
+    not run here, with the reason (table ``skipped_perturbations``). ``image_subsets`` are
+    (perturbation, severity, image folder) of the clean and corrupted images: thumbnails of
+    a few seeded sample questions' images go into ``sample_images`` (``seed`` picks them).
     ``dataset_info_path`` is the prepared dataset's ``dataset.json``: its counts go into
     ``run_info`` and its skipped images into ``skipped_images``.
     """
@@ -174,6 +180,10 @@ def build_database(
         sets = read_question_sets(question_set_paths or [])
         con.register("sets_df", sets.to_arrow())
         con.execute("CREATE TABLE question_sets AS SELECT * FROM sets_df ORDER BY ALL")
+        picked = sample_questions(questions, seed)
+        thumbs = sample_images(picked, image_subsets or [])
+        con.register("samples_df", thumbs.to_arrow())
+        con.execute("CREATE TABLE sample_images AS SELECT * FROM samples_df ORDER BY ALL")
         all_accuracy = con.sql("SELECT * FROM accuracy").pl()
         # Controls (class "control": the blank images) are no perturbation: they stay out
         # of the robustness metrics and get their own table.

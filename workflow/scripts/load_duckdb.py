@@ -17,4 +17,11 @@ build_database(
     dataset_info_path=snakemake.input.info,
     question_set_paths=list(snakemake.input.question_sets),
     skipped_perturbations=dict(snakemake.params.skipped),
+    image_subsets=[
+        (perturbation, severity, folder)
+        for (perturbation, severity), folder in zip(
+            snakemake.params.image_subsets, snakemake.input.images, strict=True
+        )
+    ],
+    seed=snakemake.params.seed,
 )

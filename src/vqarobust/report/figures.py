@@ -24,7 +24,8 @@ CLASS_COLOURS = {
     "physical": "#2ca02c", "digital": "#9467bd", "colour": "#8c564b", "stylize": "#e377c2",
     "char": "#bcbd22", "word": "#393b79",
 }  # fmt: skip
-RANKER_STYLES = {"lasso": "-", "cosine": "--", "bleu": ":"}
+RANKER_ORDER = ("lasso", "cosine", "bleu")
+ANSWER_CHARS = 18  # answers longer than this are cut in the answer grid
 MODALITY_COLOURS = {"image": "#4c72b0", "text": "#bcbd22", "basic_question": "#8172b3",
                     "all": "#555555"}  # fmt: skip
 OTHER_CLASS = "#7f7f7f"
@@ -181,16 +182,23 @@ def vre_sweep(sweep: pl.DataFrame) -> Figure:
     return fig
 
 
-def type_accuracy(table: pl.DataFrame, kind: str, families: dict[str, str]) -> Figure:
-    """Mean accuracy per ``kind`` (answer_type) x perturbation, one panel per model;
-    the first column is the clean accuracy."""
+def type_accuracy(
+    table: pl.DataFrame, kind: str, families: dict[str, str], top: int | None = None
+) -> Figure:
+    """Mean accuracy per ``kind`` (answer_type, question_type) x perturbation, one panel
+    per model; the first column is the clean accuracy. ``top`` keeps the most frequent
+    types (VQAv2 has 65 question types)."""
     models = sorted(table["model"].unique().to_list())
     present = set(table["corruption"]) - {"clean"}
     cols = ["clean", *[p for p in class_order(families) if p in present]]
-    types = sorted(table[kind].unique().to_list())
+    counts = table.filter(pl.col("severity") == 0).group_by(kind).agg(pl.col("n").max())
+    counts = counts.sort(["n", kind], descending=[True, False])
+    types = sorted(counts[kind].head(top).to_list() if top else counts[kind].to_list())
+    table = table.filter(pl.col(kind).is_in(types))
     means = table.group_by("model", kind, "corruption").agg(pl.col("accuracy").mean())
-    fig, axes = plt.subplots(len(models), 1, figsize=(2.4 + 0.55 * len(cols),
-                             0.9 + 0.35 * len(types) * len(models)), squeeze=False)  # fmt: skip
+    height = 0.9 + 0.35 * (len(types) + 1) * len(models)
+    fig, axes = plt.subplots(len(models), 1, figsize=(2.4 + 0.55 * len(cols), height),
+                             squeeze=False)  # fmt: skip
     for ax, m in zip(axes[:, 0], models, strict=True):
         grid = np.full((len(types), len(cols)), np.nan)
         for _, t, c, v in means.filter(pl.col("model") == m).iter_rows():
@@ -224,7 +232,7 @@ def mmi_modalities(mmi: pl.DataFrame) -> Figure:
         for x, v in zip(xs, vals, strict=True):
             if np.isfinite(v):
                 ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
-    ax.set_xticks(range(len(models)), models, fontsize=8)
+    ax.set_xticks(range(len(models)), models, fontsize=8, rotation=20, ha="right")
     ax.set_ylabel("MMI (relative drop)", fontsize=8)
     ax.axhline(0, color="black", lw=0.6)
     ax.grid(axis="y", alpha=0.3)
@@ -234,21 +242,26 @@ def mmi_modalities(mmi: pl.DataFrame) -> Figure:
 
 
 def rscore_levels(rscore: pl.DataFrame) -> Figure:
-    """R_score against basic-question noise level, one line per model (colour) and ranker
-    (line style); higher = more robust."""
+    """R_score against basic-question noise level, one panel per ranker, one line per
+    model (its colour); higher = more robust."""
     colours = model_colours(rscore["model"].unique().to_list())
-    fig, ax = plt.subplots(figsize=(6.2, 3.4))
-    for (model, ranker), rows in sorted(
-        rscore.group_by("model", "ranker"), key=lambda g: (g[0][0], g[0][1])
-    ):
-        r = rows.sort("severity")
-        ax.plot(r["severity"], r["rscore"], marker="o", ms=3, lw=1.2, color=colours[model],
-                ls=RANKER_STYLES.get(ranker, "-."), label=f"{model} / {ranker}")  # fmt: skip
-    ax.set_xlabel("basic-question level (1 = most similar basic questions)", fontsize=8)
-    ax.set_ylabel("R_score", fontsize=8)
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    rankers = [r for r in RANKER_ORDER if r in set(rscore["ranker"])]
+    rankers += sorted(set(rscore["ranker"]) - set(rankers))
+    fig, axes = plt.subplots(1, len(rankers), figsize=(2.2 + 3.0 * len(rankers), 3.2),
+                             squeeze=False, sharey=True)  # fmt: skip
+    for ax, ranker in zip(axes[0], rankers, strict=True):
+        for model in sorted(colours):
+            r = rscore.filter((pl.col("model") == model) & (pl.col("ranker") == ranker))
+            r = r.sort("severity")
+            ax.plot(r["severity"], r["rscore"], marker="o", ms=3, lw=1.2, color=colours[model],
+                    label=model)  # fmt: skip
+        ax.set_title(f"ranker: {ranker}", fontsize=9)
+        ax.set_xlabel("level (1 = most similar)", fontsize=8)
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("R_score", fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 
@@ -258,4 +271,67 @@ def placeholder(message: str) -> Figure:
     fig, ax = plt.subplots(figsize=(5, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, color="#555555")
+    return fig
+
+
+def answer_grid(
+    question: str,
+    truth: str,
+    thumbs: pl.DataFrame,
+    answers: pl.DataFrame,
+    families: dict[str, str],
+) -> Figure:
+    """One sample question: its image on the clean subset and at every corruption and
+    severity (rows: corruptions grouped by class; columns: severities), with each model's
+    answer under it, green when it scores 1, orange when partly right, red when wrong.
+
+    ``thumbs``: perturbation, severity, png; ``answers``: model, perturbation, severity,
+    answer, score.
+    """
+    import io
+
+    from PIL import Image
+
+    present = set(thumbs["perturbation"]) - {"clean"}
+    rows = ["clean", *[p for p in class_order(families) if p in present]]
+    severities = sorted(s for s in set(thumbs["severity"]) if s > 0) or [0]
+    models = sorted(answers["model"].unique().to_list())
+    # Each model's answer takes a text line under the image; columns are as wide as the
+    # longest line (6-point text: about 0.052 inch per character), answers cut at 18.
+    longest = max((len(m) for m in models), default=0) + 4 + ANSWER_CHARS
+    cell_w = max(1.45, 0.052 * longest + 0.15)
+    cell_h = 1.15 + 0.15 * len(models)
+    width, height = cell_w * len(severities) + 1.6, cell_h * len(rows) + 0.7
+    fig, axes = plt.subplots(len(rows), len(severities), squeeze=False,
+                             figsize=(width, height))  # fmt: skip
+    images = {(p, s): png for p, s, png in thumbs.select("perturbation", "severity", "png").rows()}
+    said = {(m, p, s): (a, sc) for m, p, s, a, sc in answers.select(
+        "model", "perturbation", "severity", "answer", "score").rows()}  # fmt: skip
+    for i, p in enumerate(rows):
+        for j, s in enumerate(severities):
+            ax = axes[i, j]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            key = (p, 0) if p == "clean" else (p, s)
+            if key not in images or (p == "clean" and j > 0):
+                ax.axis("off")
+                continue
+            with Image.open(io.BytesIO(images[key])) as im:
+                ax.imshow(np.asarray(im.convert("RGB")), interpolation="nearest")
+            for k, m in enumerate(models):
+                answer, score = said.get((m, *key), ("-", 0.0))
+                colour = "#1a7f37" if score >= 1 else "#d9822b" if score > 0 else "#c62828"
+                mark = "\u2713" if score >= 1 else "\u2717" if score == 0 else "~"
+                shown = answer if len(answer) <= ANSWER_CHARS else answer[: ANSWER_CHARS - 1] + "…"
+                ax.text(0.5, -0.05 - 0.14 * k, f"{mark} {m}: {shown}", transform=ax.transAxes,
+                        ha="center", va="top", fontsize=6, color=colour, clip_on=False)  # fmt: skip
+            if j == 0:
+                label = p if p == "clean" else f"{p}\n({families.get(p, '')})"
+                ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
+            if i == 1:
+                ax.set_title(f"severity {s}", fontsize=7)
+    fig.suptitle(f"\u201c{question}\u201d   ground truth: {truth}", fontsize=9)
+    fig.subplots_adjust(left=1.3 / width, right=0.99,
+                        top=1 - 0.45 / height, bottom=0.15 * len(models) / height,
+                        hspace=0.15 + 0.17 * len(models), wspace=0.08)  # fmt: skip
     return fig

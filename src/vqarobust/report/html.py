@@ -24,11 +24,12 @@ from vqarobust import store
 from vqarobust.db import IMAGE_RELIANCE_RATIO
 from vqarobust.metrics import SUBMETRICS
 from vqarobust.report import figures as fig
-from vqarobust.report.outputs import FIGURES, LATEX_TABLES, TABLES
+from vqarobust.report.outputs import FIGURES, LATEX_TABLES, N_ANSWER_GRIDS, TABLES
 from vqarobust.summary import summarize
 
 CAPTIONS = Path(__file__).resolve().parent / "captions"
 N_FLIPS = 8  # most frequent answer flips shown per model
+TOP_QUESTION_TYPES = 15  # the question-type figure shows the most frequent types
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1180px;
@@ -40,6 +41,7 @@ th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0 2em} figcaption{color:#555;font-size:13px;max-width:900px}
 img{max-width:100%} .note{color:#555;font-size:13px} .reading{background:#f6f8fa;
  border-left:4px solid #4c72b0;padding:.6em 1em;max-width:900px}
+td.t{text-align:left}
 .warn{background:#fff8e1;border-left:4px solid #f0ad4e;padding:.4em 1em;font-size:13px}
 """
 
@@ -55,8 +57,11 @@ def _table_html(df: pl.DataFrame, digits: int = 3) -> str:
     for row in df.iter_rows():
         cells = []
         for v in row:
-            text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-            cells.append(f"<td>{html.escape(text)}</td>")
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+                cells.append(f"<td>{html.escape(text)}</td>")
+            else:  # text reads from the left
+                cells.append(f'<td class="t">{html.escape(str(v))}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -197,6 +202,10 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             "SELECT model, perturbation AS corruption, severity, answer_type, n, accuracy "
             f"FROM answer_type_accuracy WHERE {image}"
         ).pl()
+        qtype_long = con.sql(
+            "SELECT model, perturbation AS corruption, severity, question_type, n, accuracy "
+            f"FROM question_type_accuracy WHERE {image}"
+        ).pl()
         flips = answer_flips(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         reliance = con.sql(
@@ -205,6 +214,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         ).pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         question_side = _question_side(con)
+        samples = _samples(con)
     families = dict(vre_corr.select("corruption", "family").iter_rows())
     frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
               "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
@@ -225,7 +235,10 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         "radar": fig.radars(sub, labels),
         "vre_sweep": fig.vre_sweep(sweep),
         "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
+        "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
+                                                    top=TOP_QUESTION_TYPES),
         **_question_figures(question_side),
+        **_answer_grids(samples, families),
     }  # fmt: skip
     embedded = {name: _save(made[name], figures, name) for name in FIGURES}
 
@@ -299,9 +312,16 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("error_vs_severity", "Error vs severity")}
 {figure_html("radar", "Scaled sub-metrics")}
 {figure_html("vre_sweep", "VRE under other weightings")}
-{figure_html("answer_type_accuracy", "Accuracy per answer type")}</section>
+{figure_html("answer_type_accuracy", "Accuracy per answer type")}
+{figure_html("question_type_accuracy", "Accuracy per question type")}</section>
 {_question_section(question_side, figure_html)}
 <section id="failures"><h2>How answers change</h2>
+{
+        "".join(
+            figure_html(f"answer_grid_{k}", f"Sample question {k}")
+            for k in range(1, N_ANSWER_GRIDS + 1)
+        )
+    }
 <p class="note">The most frequent changes of an answer between the clean image and a
 perturbed one, per model (counted over every perturbation and severity).</p>
 {_table_html(flips)}</section>
@@ -432,6 +452,50 @@ def _question_figures(side: dict[str, pl.DataFrame]) -> dict[str, plt.Figure]:
     }  # fmt: skip
 
 
+def _samples(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Per sample question: its text, most common answer, thumbnails and every model's
+    answers on the clean and corrupted images."""
+    thumbs = con.sql("SELECT * FROM sample_images").pl()
+    out = []
+    for qid in sorted(set(thumbs["question_id"])):
+        q = con.execute(
+            "SELECT question, answers FROM questions WHERE question_id = ?", [qid]
+        ).fetchall()[0]
+        answers = con.sql(
+            "SELECT model, perturbation, severity, answer, score FROM predictions "
+            f"WHERE question_id = {int(qid)} AND modality IN ('clean', 'image')"
+        ).pl()
+        truth = max(set(q[1]), key=lambda a: (q[1].count(a), a))
+        out.append({"question": q[0], "truth": truth, "answers": answers,
+                    "thumbs": thumbs.filter(pl.col("question_id") == qid)})  # fmt: skip
+    return out
+
+
+def _answer_grids(samples: list[dict], families: dict[str, str]) -> dict[str, plt.Figure]:
+    figures = {}
+    for k in range(1, N_ANSWER_GRIDS + 1):
+        if k <= len(samples):
+            s = samples[k - 1]
+            # Controls (blank) are no corruption class; the grid shows them last.
+            shown = {p: families.get(p, "control") for p in set(s["thumbs"]["perturbation"])}
+            figures[f"answer_grid_{k}"] = fig.answer_grid(
+                s["question"], s["truth"], s["thumbs"], s["answers"], shown
+            )
+        else:
+            figures[f"answer_grid_{k}"] = fig.placeholder(f"No sample question {k}.")
+    return figures
+
+
+def _levels_wide(rscore: pl.DataFrame) -> pl.DataFrame:
+    """R_score with one column per basic-question level (the CSV keeps the long table)."""
+    if not rscore.height:
+        return rscore
+    wide = rscore.pivot(on="level", index=["model", "ranker"], values="rscore")
+    return wide.select("model", "ranker", *sorted(wide.columns[2:], key=int)).sort(
+        "model", "ranker"
+    )
+
+
 def _question_section(side: dict[str, pl.DataFrame], figure_html: Callable[..., str]) -> str:
     skipped = side["skipped_perturbations"]
     skipped_html = ""
@@ -462,7 +526,7 @@ sub-metrics as for images (scaled over the model x text-perturbation matrix).</p
 <h3>R_score per model and text perturbation (mean over severities)</h3>
 {_table_html(side["rscore_text"])}
 {figure_html("rscore_basic_questions", "R_score per basic-question level")}
-<h3>R_score per model, ranker and basic-question level</h3>
-{_table_html(side["rscore_basic_questions"])}
+<h3>R_score per model, ranker and basic-question level (columns: levels)</h3>
+{_table_html(_levels_wide(side["rscore_basic_questions"]))}
 <h3>Example perturbed questions</h3>{_table_html(side["question_examples"])}
 {truncated_html}</section>"""

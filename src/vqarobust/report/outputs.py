@@ -1,8 +1,12 @@
 """The files the report writes beside ``index.html`` (the workflow declares each one)."""
 
+# The answer grids show this many seeded sample questions, one figure each.
+N_ANSWER_GRIDS = 3
+
 FIGURES = ("relative_drop", "average_error", "error_vs_severity", "radar", "vre_sweep",
-           "answer_type_accuracy", "text_error_vs_severity", "mmi_modalities",
-           "rscore_basic_questions")  # fmt: skip
+           "answer_type_accuracy", "question_type_accuracy", "text_error_vs_severity",
+           "mmi_modalities", "rscore_basic_questions",
+           *(f"answer_grid_{k}" for k in range(1, N_ANSWER_GRIDS + 1)))  # fmt: skip
 TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscore",
           "question_type_accuracy", "answer_type_accuracy", "answer_flips",
           "skipped_images", "text_accuracy", "vre_text", "mmi_modalities",
