@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vqarobust import text  # noqa: E402
-from vqarobust.text import basic_questions as bq  # noqa: E402
+from vqarobust.text import ranking as bq  # noqa: E402
 from vqarobust.text.encoder import encode  # noqa: E402
 
 RANKERS = ("bq_lasso", "bq_cosine", "bq_bleu")

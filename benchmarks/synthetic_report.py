@@ -31,7 +31,7 @@ from vqarobust.materialize.questions import (  # noqa: E402
 )
 from vqarobust.report import render_report  # noqa: E402
 from vqarobust.seeding import derive_seed, item_rng  # noqa: E402
-from vqarobust.text.basic_questions import ranker_name  # noqa: E402
+from vqarobust.text.ranking import ranker_name  # noqa: E402
 
 MODELS = ["vilt-b32-finetuned-vqa", "blip-vqa-capfilt-large", "llava-1.5-7b-hf",
           "llava-1.5-13b-hf", "vle-large-vqa-finetuned", "pnp-vqa-unifiedqa-v2-large"]  # fmt: skip

@@ -202,7 +202,7 @@ def get_image_folders(wildcards):
 def get_families(wildcards):
     families = {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
     families.update({p: text.level(p) for p in [*TEXT, *SENTENCE]})
-    families.update({r: text.basic_questions.ranker_name(r) for r in RANKERS})
+    families.update({r: text.ranking.ranker_name(r) for r in RANKERS})
     return families
 
 

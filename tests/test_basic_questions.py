@@ -4,9 +4,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from vqarobust import store
+from vqarobust import store, text
 from vqarobust.materialize.questions import basic_question_sets, rank_basic_questions
-from vqarobust.text import basic_questions as bq
+from vqarobust.text import ranking as bq
 
 
 def _designed_encoder(vectors: dict[str, np.ndarray]):
@@ -91,10 +91,10 @@ def test_minilm_ranks_paraphrases_first():
     pool = ["what colour is the shape?", "how many dogs are on the bus?",
             "what is the shape's color?", "is it raining?", "where is the cat sleeping?",
             "what color is the shape?"]  # fmt: skip
-    lists = bq.basic_questions(["what color is the shape?"], pool, k=3, ranker="cosine")
+    lists = text.basic_questions(["what color is the shape?"], pool, k=3, ranker="cosine")
     assert lists[0][:2] == ["what colour is the shape?", "what is the shape's color?"]
     assert "what color is the shape?" not in lists[0]
-    lasso = bq.basic_questions(["what color is the shape?"], pool, k=3, ranker="lasso")
+    lasso = text.basic_questions(["what color is the shape?"], pool, k=3, ranker="lasso")
     assert len(lasso[0]) == 3 and "what color is the shape?" not in lasso[0]
 
 

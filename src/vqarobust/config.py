@@ -82,7 +82,7 @@ def load_schema(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
 def _check_text(config: Mapping[str, Any]) -> None:
     """Known text perturbations and rankers; a train pool needs a train split."""
     from vqarobust import text
-    from vqarobust.text.basic_questions import BQ_RANKERS
+    from vqarobust.text.ranking import BQ_RANKERS
 
     known = text.names()
     for i, name in enumerate(config["text"]["perturbations"]):

@@ -4,7 +4,7 @@ Every subset of the benchmark is a (modality, perturbation, severity), severity 
 Modalities: ``image`` (corruptions and the ``blank`` control, :mod:`vqarobust.corruptions`),
 ``text`` (question perturbations, :mod:`vqarobust.text`) and ``basic_question`` (the main
 question followed by ranked basic questions, one perturbation per ranker,
-:mod:`vqarobust.text.basic_questions`). Each modality registers through a view of
+:mod:`vqarobust.text.ranking`). Each modality registers through a view of
 ``PERTURBATIONS`` that adds its ``modality`` tag, so a perturbation is one decorated
 function in one file and a name is unique across modalities.
 """

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from vqarobust import store, text
-from vqarobust.text import basic_questions as bq
+from vqarobust.text import ranking as bq
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@
 applies one. Character level (:mod:`.characters`): keyboard, ocr, char_insert,
 char_replace, char_swap, char_delete. Word level (:mod:`.words`): synonym_replace,
 word_insert (both need WordNet, :mod:`.wordnet`), word_swap, word_delete, punct_insert.
-Basic questions (:mod:`.basic_questions`) rank other questions of the dataset by
-similarity to each main question; sentence-level rewrites through configured
+``basic_questions(questions, pool, k, ranker)`` ranks other questions of the dataset by
+similarity to each main question (:mod:`.ranking`); sentence-level rewrites through configured
 text-to-text models live in :mod:`.sentence`. docs/text.md has the rates and choices.
 """
 
@@ -17,11 +17,12 @@ import numpy as np
 
 from vqarobust.seeding import derive_seed
 from vqarobust.text import (  # noqa: F401  (importing registers them)
-    basic_questions,
     characters,
+    ranking,
     sentence,
     words,
 )
+from vqarobust.text.ranking import basic_questions
 from vqarobust.text.registry import TEXT_PERTURBATIONS
 from vqarobust.text.tokens import WORD_SHARE
 from vqarobust.text.wordnet import WordNetMissing, wordnet_dir
@@ -89,6 +90,7 @@ __all__ = [
     "TEXT_ENGINE_VERSION",
     "TEXT_PERTURBATIONS",
     "WordNetMissing",
+    "basic_questions",
     "level",
     "names",
     "needs",
