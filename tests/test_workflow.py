@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 import yaml
 
@@ -215,6 +216,42 @@ def test_a_sentence_rewrite_runs_through_to_the_tables(workflow_run, tmp_path):
         assert vre.fetchone()[0] == 0
         mmi = con.execute("SELECT count(*) FROM mmi WHERE \"group\" = 'formal'").fetchone()[0]
         assert mmi == 2
+
+
+def test_a_served_model_runs_through_the_workflow_without_a_gpu(workflow_run, tmp_path):
+    from tests.chat_server import ChatServer
+    from tests.tiny_checkpoints import tiny_llava
+    from vqarobust.models import load_model
+
+    source, config = workflow_run
+    workdir = tmp_path / "wf"
+    shutil.copytree(source, workdir, symlinks=True)
+    llava = load_model({"family": "llava", "path_or_id": str(tiny_llava(tmp_path / "llava")),
+                        "prompt": "{question}", "max_new_tokens": 4}, device="cpu")  # fmt: skip
+    with ChatServer(lambda image, text: llava.answer([image], [text])[0]) as server:
+        changed = yaml.safe_load(yaml.safe_dump(config))
+        # The image side only, to keep the test short (the question side needs nothing else).
+        changed["text"]["perturbations"], changed["basic_questions"]["rankers"] = [], []
+        changed["models"]["served"] = {"family": "openai-chat", "base_url": server.base_url,
+                                       "model": "tiny-llava", "max_new_tokens": 4,
+                                       "max_concurrency": 4}  # fmt: skip
+        write_config(workdir, changed)
+        plan = snakemake(workdir, "-n")
+        # clean, 2 corruptions, blank; no GPU asked.
+        assert planned_jobs(plan) == {"run_model": 4, "load_duckdb": 1, "render_report": 1,
+                                      "all": 1}  # fmt: skip
+        assert "gpu=1" not in plan
+        snakemake(workdir)
+    n_q = len(pl.read_parquet(workdir / "resources/datasets/easy-vqa/eval/questions.parquet"))
+    assert server.requests == n_q * (1 + 2 * 2 + 1)
+    # The limit is per job; two run_model jobs run at once with --cores 2.
+    assert 4 <= server.max_in_flight <= 2 * 4
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        modalities = con.execute(
+            "SELECT DISTINCT modality FROM accuracy WHERE model = 'served'"
+        ).fetchall()
+    assert {m for (m,) in modalities} == {"clean", "image"}
 
 
 def test_bad_config_fails_before_any_job(tmp_path):

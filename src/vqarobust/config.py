@@ -163,22 +163,32 @@ def validate_config(
         except (KeyError, ModelUnavailableError) as exc:
             raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
         resolved.setdefault("batch_size", 64)
-        # Trained reference models are small CPU models; checkpoints expect a GPU.
-        resolved.setdefault("device", "cpu" if "train" in resolved else "cuda")
+        served = resolved.get("family") == "openai-chat"
+        # Trained reference models are small CPU models; checkpoints expect a GPU; a served
+        # model's GPU is the server's, so its job needs none.
+        resolved.setdefault("device", "cpu" if "train" in resolved or served else "cuda")
         # Scheduler requests of one inference job (a cluster profile reads them).
         resolved.setdefault("mem_mb", 4000)
         resolved.setdefault("runtime", 60)
-        resolved.setdefault("dtype", "auto")
-        resolved.setdefault("allow_download", False)
-        resolved.setdefault("trust_remote_code", False)
+        if served:
+            _check_served(name, resolved)
+        else:
+            resolved.setdefault("dtype", "auto")
+            resolved.setdefault("allow_download", False)
+            resolved.setdefault("trust_remote_code", False)
         config["models"][name] = entry = resolved
         if "family" not in entry:
             raise ConfigError(f"config error at models.{name}: give family or from_repository")
         if entry["family"] not in FAMILIES:
             unknown = _unknown("family", entry["family"], FAMILIES.list())
             raise ConfigError(f"config error at models.{name}.family: {unknown}")
+        only_served = [k for k in SERVED_KEYS if k in entry]
+        if not served and only_served:
+            raise ConfigError(
+                f"config error at models.{name}: {only_served} apply to family openai-chat only"
+            )
         train = entry.get("train")
-        if train is None and "path_or_id" not in entry:
+        if train is None and "path_or_id" not in entry and not served:
             raise ConfigError(f"config error at models.{name}: give path_or_id or train")
         if train is not None and config["dataset"]["adapter"] != "easy-vqa":
             raise ConfigError(
@@ -190,6 +200,31 @@ def validate_config(
             unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
             raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
     return config
+
+
+# Keys only a served model (family openai-chat) reads, and keys it cannot use.
+SERVED_KEYS = ("base_url", "model", "api_key_env", "max_concurrency", "timeout_s",
+               "max_retries", "seed")  # fmt: skip
+IN_PROCESS_KEYS = ("path_or_id", "revision", "dtype", "allow_download", "trust_remote_code",
+                   "share_image_features", "train")  # fmt: skip
+
+
+def _check_served(name: str, entry: dict[str, Any]) -> None:
+    """A served model names its server and model and nothing of in-process loading."""
+    missing = [k for k in ("base_url", "model") if k not in entry]
+    if missing:
+        raise ConfigError(f"config error at models.{name}: family openai-chat needs {missing}")
+    foreign = [k for k in IN_PROCESS_KEYS if k in entry]
+    if foreign:
+        raise ConfigError(
+            f"config error at models.{name}: {foreign} apply to in-process models, not to "
+            "family openai-chat"
+        )
+    if entry["device"] != "cpu":
+        raise ConfigError(
+            f"config error at models.{name}.device: a served model runs on its server; its "
+            "job asks for no GPU (device: cpu)"
+        )
 
 
 def _check_stylize(settings: dict[str, Any]) -> None:

@@ -15,9 +15,13 @@ from typing import Any
 # Model-entry keys that never change an answer. batch_size does not either: every
 # adapter masks its padding (tests/test_models.py and test_generative_models.py check
 # that batched answers equal one-at-a-time answers; docs/paper.md notes the bf16 caveat).
+# For a served model, where it is served and how hard it is pushed change no answer either.
+SERVED_RUNTIME_KEYS = frozenset(
+    {"base_url", "api_key_env", "max_concurrency", "timeout_s", "max_retries"}
+)
 RUNTIME_KEYS = frozenset(
     {"batch_size", "gpu_memory_gb", "mem_mb", "runtime", "gpu_model", "allow_download",
-     "share_image_features"}
+     "share_image_features", *SERVED_RUNTIME_KEYS}
 )  # fmt: skip
 
 
@@ -45,5 +49,5 @@ def answer_spec(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def runtime_options(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The adapter options of a model entry that do not change answers."""
-    adapter_keys = {"batch_size", "allow_download", "share_image_features"}
+    adapter_keys = {"batch_size", "allow_download", "share_image_features", *SERVED_RUNTIME_KEYS}
     return {k: v for k, v in entry.items() if k in adapter_keys}

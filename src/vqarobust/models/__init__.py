@@ -49,6 +49,14 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
+@FAMILIES.register("openai-chat")
+def _openai_chat(**kwargs: Any) -> VQAModel:
+    """A model served behind the OpenAI chat-completions protocol (vLLM, TGI, SGLang, ...)."""
+    from vqarobust.models.served import OpenAIChatVQA
+
+    return OpenAIChatVQA(**kwargs)
+
+
 # Keys of an entry that describe the model for the workflow, the scheduler or the reader,
 # not the adapter.
 _NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",

@@ -1,0 +1,159 @@
+"""The openai-chat adapter against a local chat-completions server backed by the tiny LLaVA."""
+
+import logging
+import socket
+import time
+
+import polars as pl
+import pytest
+import yaml
+from PIL import Image
+
+from tests.chat_server import ChatServer
+from tests.conftest import REPO
+from tests.tiny_checkpoints import tiny_llava
+from vqarobust import store
+from vqarobust.inference import Subset, run_inference
+from vqarobust.models import load_model
+from vqarobust.models.served import ServerError
+from vqarobust.params import answer_spec
+
+QUESTIONS = ["what color is the shape?", "is there a red circle?", "how many dogs?",
+             "does the image contain a triangle?"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def llava(tmp_path_factory):
+    path = tiny_llava(tmp_path_factory.mktemp("llava") / "llava")
+    # The server gets the full prompt text; its model asks it as it is.
+    model = load_model({"family": "llava", "path_or_id": str(path), "prompt": "{question}",
+                        "max_new_tokens": 4}, device="cpu")  # fmt: skip
+    return path, lambda image, text: model.answer([image], [text])[0]
+
+
+def _images(n):
+    colours = ["red", "green", "blue", "yellow"]
+    return [Image.new("RGB", (40, 40), colours[i % 4]) for i in range(n)]
+
+
+def _client(base_url, **kw):
+    spec = {"family": "openai-chat", "base_url": base_url, "model": "tiny-llava",
+            "max_new_tokens": 4, **kw}  # fmt: skip
+    return load_model(spec, name="served", device="cpu")
+
+
+def test_answers_are_the_served_models(llava):
+    path, answer = llava
+    direct = load_model({"family": "llava", "path_or_id": str(path), "max_new_tokens": 4},
+                        device="cpu")  # fmt: skip
+    images = _images(4)
+    with ChatServer(answer) as server:
+        got = _client(server.base_url).answer_all(images, QUESTIONS)
+    assert got == direct.answer_all(images, QUESTIONS)
+    assert server.requests == 4
+
+
+def test_concurrency_reaches_the_limit_and_no_more(llava):
+    _, answer = llava
+    with ChatServer(answer, delay_s=0.3) as server:
+        client = _client(server.base_url, max_concurrency=4, batch_size=12)
+        client.answer_all(_images(12), QUESTIONS * 3)
+    assert server.max_in_flight == 4
+
+
+def test_retries_on_server_errors_then_succeeds(llava, caplog):
+    _, answer = llava
+    with ChatServer(answer, fail_first=2, fail_status=503) as server:
+        client = _client(server.base_url, max_concurrency=1, max_retries=3)
+        with caplog.at_level(logging.WARNING):
+            got = client.answer_all(_images(2), QUESTIONS[:2])
+    assert len(got) == 2 and server.requests == 4 and client.requests_sent == 4
+    assert "HTTP 503; retry 1 of 3" in caplog.text
+
+
+def test_a_slow_server_times_out_and_fails_naming_the_url(llava):
+    _, answer = llava
+    with ChatServer(answer, delay_s=2.0) as server:
+        client = _client(server.base_url, timeout_s=0.3, max_retries=1)
+        t = time.perf_counter()
+        with pytest.raises(ServerError, match=f"{server.base_url}/chat/completions failed 2 "):
+            client.answer_all(_images(1), QUESTIONS[:1])
+    assert time.perf_counter() - t < 10  # seconds, not the default 60 s timeout x retries
+
+
+def test_a_server_that_is_down_fails_within_seconds():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = _client(f"http://127.0.0.1:{port}/v1", max_retries=2)
+    t = time.perf_counter()
+    with pytest.raises(ServerError, match=f"127.0.0.1:{port}/v1/chat/completions.*server up"):
+        client.answer_all(_images(1), QUESTIONS[:1])
+    assert time.perf_counter() - t < 10  # refused at once; backoff 0.5 s + 1 s
+
+
+def test_a_refused_request_is_not_retried(llava):
+    _, answer = llava
+    server = ChatServer(answer, fail_first=5, fail_status=400)
+    with server, pytest.raises(ServerError, match="HTTP 400"):
+        _client(server.base_url, max_retries=3).answer_all(_images(1), QUESTIONS[:1])
+    assert server.requests == 1
+
+
+def test_api_key_comes_from_the_environment_and_stays_out_of_logs(llava, monkeypatch, caplog):
+    _, answer = llava
+    monkeypatch.setenv("VQAROBUST_TEST_KEY", "sk-secret-123")
+    with ChatServer(answer, fail_first=1) as server, caplog.at_level(logging.DEBUG):
+        _client(server.base_url, api_key_env="VQAROBUST_TEST_KEY").answer_all(
+            _images(1), QUESTIONS[:1]
+        )
+    assert server.headers[-1]["Authorization"] == "Bearer sk-secret-123"
+    assert "sk-secret-123" not in caplog.text
+    monkeypatch.delenv("VQAROBUST_TEST_KEY")
+    with pytest.raises(ValueError, match="VQAROBUST_TEST_KEY"):
+        _client(server.base_url, api_key_env="VQAROBUST_TEST_KEY")
+
+
+def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp_path):
+    _, answer = llava
+    n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
+    spec = {"family": "openai-chat", "model": "tiny-llava", "max_new_tokens": 4,
+            "device": "cpu"}  # fmt: skip
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    out = tmp_path / "pred.parquet"
+    with ChatServer(answer, fail_after=20) as server:
+        options = {"base_url": server.base_url, "batch_size": 8, "max_retries": 0}
+        with pytest.raises(ServerError, match="HTTP 400"):
+            run_inference("served", spec, easy_vqa_eval["questions"], subsets, out,
+                          chunk_size=8, options=options)  # fmt: skip
+    assert not out.exists()
+    done = len(list((tmp_path / "pred.parquet.partial").glob("clean-0-*.parquet")))
+    assert done >= 2
+    with ChatServer(answer) as server:
+        options = {"base_url": server.base_url, "batch_size": 8}
+        run_inference("served", spec, easy_vqa_eval["questions"], subsets, out, chunk_size=8,
+                      options=options)  # fmt: skip
+    assert server.requests == n_q - 8 * done  # only the unfinished chunks
+    assert pl.read_parquet(out).height == n_q
+
+
+def test_a_served_model_asks_for_no_gpu_and_its_address_reruns_nothing():
+    from vqarobust.config import validate_config
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["models"] = {"served": {"family": "openai-chat", "base_url": "http://node:8000/v1",
+                                   "model": "llava", "api_key_env": "KEY"}}  # fmt: skip
+    validate_config(config)
+    entry = config["models"]["served"]
+    assert entry["device"] == "cpu"
+    spec = answer_spec(entry)
+    assert "base_url" not in spec and "api_key_env" not in spec and spec["model"] == "llava"
+    from vqarobust.config import ConfigError
+
+    for bad, message in (({"base_url": "node:8000"}, "base_url"),
+                         ({"path_or_id": "x"}, "in-process models"),
+                         ({"device": "cuda"}, "asks for no GPU")):  # fmt: skip
+        config["models"] = {"served": {"family": "openai-chat", "model": "llava",
+                                       "base_url": "http://node:8000/v1", **bad}}  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            validate_config(config)
