@@ -94,7 +94,13 @@ def test_missing_weights_fail_fast_with_a_clear_message(tmp_path, monkeypatch):
 
 
 def test_registries_list_their_names():
-    assert FAMILIES.list() == ["blip", "image-text-to-text", "llava", "vqa-classifier"]
+    assert FAMILIES.list() == [
+        "blip",
+        "image-text-to-text",
+        "llava",
+        "openai-chat",
+        "vqa-classifier",
+    ]
     assert ARCHITECTURES.list() == ["cnn-bow", "vilt"]
     with pytest.raises(KeyError, match="unknown model family 'pnp-vqa'"):
         load_model({"family": "pnp-vqa", "path_or_id": "x"})
