@@ -108,12 +108,14 @@ def ranker_name(name: str) -> str:
 
 
 # A ranker scores candidates ``idx`` of the pool for one MQ: (mq text, mq vector, pool,
-# candidate indices, settings) -> (scores, source per candidate, alpha or NaN).
-Ranker = Callable[..., tuple[np.ndarray, np.ndarray | None, float]]
+# candidate indices, settings) -> (scores, source per candidate or None, alpha or NaN).
+Scores = tuple[np.ndarray, np.ndarray | None, float]
 
 
 @BQ_RANKERS.register("bq_cosine", ranker="cosine", severities=DEFAULT_K // PER_LEVEL)
-def cosine_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object):
+def cosine_scores(
+    mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
+) -> Scores:
     """Cosine similarity of the MiniLM embeddings."""
     # Product over the whole pool, then the candidates: no copy of their vectors.
     return (pool.vectors @ vec)[idx], None, float("nan")
@@ -129,7 +131,7 @@ def lasso_scores(
     alpha: float = DEFAULT_ALPHA,
     prefilter: int = DEFAULT_PREFILTER,
     **_: object,
-):
+) -> Scores:
     """Non-negative LASSO weights over the ``prefilter`` cosine-nearest candidates; the
     others (zero weight) are ranked after them by cosine similarity, marked ``cosine``."""
     import warnings
@@ -175,7 +177,7 @@ def bleu_tokens(question: str) -> list[str]:
 
 
 @BQ_RANKERS.register("bq_bleu", ranker="bleu", severities=DEFAULT_K // PER_LEVEL)
-def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object):
+def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
     """BLEU-4 of each candidate (hypothesis) against the MQ (reference), smoothed; the
     matches of every candidate at once from the pool's sparse n-gram matrices."""
     vocabularies, matrices, lengths = pool.ngrams
