@@ -66,45 +66,43 @@ def _edit_words(
     return tokens.join(pieces)
 
 
-def _substitute(table: dict[str, list[str]], fold_case: bool) -> Callable[..., str]:
-    """An edit replacing the character with one of ``table[char]``; with ``fold_case`` the
-    table is looked up in lower case and the result keeps the character's case."""
+def _substitute(
+    question: str,
+    severity: int,
+    rng: np.random.Generator,
+    table: dict[str, list[str]],
+    fold_case: bool,
+) -> str:
+    """Replace one character of each touched word with one of ``table[char]``; with
+    ``fold_case`` the table is looked up in lower case and the result keeps the case."""
+
+    def key(c: str) -> str:
+        return c.lower() if fold_case else c
 
     def edit(word: str, pos: int, rng: np.random.Generator) -> str:
         c = word[pos]
-        choices = table[c.lower() if fold_case else c]
+        choices = table[key(c)]
         new = choices[int(rng.integers(len(choices)))]
         if fold_case and c.isupper():
             new = new.upper()
         return word[:pos] + new + word[pos + 1 :]
 
-    return edit
+    def positions(word: str) -> list[int]:
+        return [p for p, c in enumerate(word) if key(c) in table]
+
+    return _edit_words(question, severity, rng, positions, edit)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
 def keyboard(question: str, severity: int, rng: np.random.Generator) -> str:
     """Typos: a character becomes a neighbouring key (case kept)."""
-    keys = keyboard_neighbours()
-    return _edit_words(
-        question,
-        severity,
-        rng,
-        lambda w: [p for p, c in enumerate(w) if c.lower() in keys],
-        _substitute(keys, fold_case=True),
-    )
+    return _substitute(question, severity, rng, keyboard_neighbours(), fold_case=True)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
 def ocr(question: str, severity: int, rng: np.random.Generator) -> str:
     """OCR confusions: 0/o, 1/l, 8/s, ... (only words holding a confusable character)."""
-    table = ocr_confusions()
-    return _edit_words(
-        question,
-        severity,
-        rng,
-        lambda w: [p for p, c in enumerate(w) if c in table],
-        _substitute(table, fold_case=False),
-    )
+    return _substitute(question, severity, rng, ocr_confusions(), fold_case=False)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
