@@ -1,0 +1,230 @@
+"""Questions per second and peak memory of each model family, per batch size, with and
+without image-feature reuse, and the GPU-hours of config/paper.yaml they imply.
+
+    .venv/bin/python benchmarks/gpu_throughput.py                       # tiny models, CPU
+    .venv/bin/python benchmarks/gpu_throughput.py --scale real --device cuda   # on a GPU
+
+``tiny``: the test suite's random tiny ViLT, BLIP and LLaVA (the code paths, not the
+cost). ``real``: the published architectures with random weights in bf16, written
+offline: ViLT-B/32, BLIP base (ViT-B/16 at 384 px), LLaVA-1.5 7B and 13B (CLIP ViT-L/14
+at 336 px + Llama 7B/13B). Cost does not depend on weight values, but answer length
+does: the random LLaVA is made to generate all ``max_new_tokens`` (10) tokens, an upper
+bound on the 1-3 tokens real answers take. ``--count-only`` builds the real
+architectures on the meta device and prints their parameter counts (no memory; runs
+anywhere) to check the dimensions. Questions are asked about 640x480 photo-like images,
+16,000 / 3,000 questions per image as in the paper protocol; the GPU-hours are
+16,000 questions x 71 subsets / measured questions per second. On the CPU the memory
+column is the process's peak RSS so far, not per row. Each real checkpoint is written to
+a temporary folder (25 GB for 13B) and removed after its rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+QUESTIONS = ["What is the man holding in his right hand?", "How many people are there?",
+             "What color is the bus?", "Is there a clock on the tower?",
+             "What sport is being played?", "Are the lights on?"]  # fmt: skip
+PAPER_QUESTIONS, PAPER_IMAGES, PAPER_SUBSETS = 16_000, 3_000, 71
+REAL = ("vilt-b32", "blip-base", "llava-1.5-7b", "llava-1.5-13b")
+
+
+def _tokenizer(extra: tuple[str, ...] = ()):  # noqa: ANN202
+    from tests.tiny_checkpoints import WORDS
+    from vqarobust.models.vocab import build_tokenizer
+
+    return build_tokenizer([" ".join([*WORDS, *extra, *" ".join(QUESTIONS).lower().split()])])
+
+
+def real_model(name: str):  # noqa: ANN201
+    """The published architecture of ``name`` with random weights (on the current device
+    and dtype defaults), and what its folder needs besides the weights."""
+    from transformers import (
+        BlipConfig,
+        BlipForQuestionAnswering,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        ViltConfig,
+        ViltForQuestionAnswering,
+    )  # fmt: skip
+
+    if name == "vilt-b32":
+        # dandelin/vilt-b32-finetuned-vqa: ViT-B/32 widths, 3,129 answers.
+        labels = {i: f"a{i}" for i in range(3129)}
+        config = ViltConfig(num_labels=3129, id2label=labels,
+                            label2id={v: k for k, v in labels.items()})  # fmt: skip
+        return ViltForQuestionAnswering(config)
+    if name == "blip-base":
+        return BlipForQuestionAnswering(BlipConfig())  # defaults: BLIP base, 384 px
+    width = {"llava-1.5-7b": (4096, 32, 32, 11008), "llava-1.5-13b": (5120, 40, 40, 13824)}
+    hidden, layers, heads, mlp = width[name]
+    vision = CLIPVisionConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
+                              num_attention_heads=16, image_size=336, patch_size=14,
+                              projection_dim=768)  # fmt: skip
+    text = LlamaConfig(vocab_size=32064, hidden_size=hidden, intermediate_size=mlp,
+                       num_hidden_layers=layers, num_attention_heads=heads,
+                       num_key_value_heads=heads, max_position_embeddings=4096)  # fmt: skip
+    config = LlavaConfig(vision_config=vision, text_config=text, image_token_id=32000,
+                         vision_feature_layer=-2, vision_feature_select_strategy="default",
+                         projector_hidden_act="gelu")  # fmt: skip
+    return LlavaForConditionalGeneration(config)
+
+
+def count_real() -> None:
+    import torch
+
+    for name in REAL:
+        with torch.device("meta"):
+            model = real_model(name)
+        n = sum(p.numel() for p in model.parameters())
+        print(f"{name}: {n / 1e9:.3f} B parameters ({2 * n / 2**30:.1f} GiB in bf16)")
+
+
+def write_real(name: str, folder: Path, device: str) -> dict:
+    """Save the random real-size model with a word tokenizer and the family's processor;
+    the entry to load it."""
+    import torch
+    from transformers import BlipProcessor, LlavaProcessor, ViltProcessor
+    from transformers.models.blip import BlipImageProcessorPil
+    from transformers.models.clip import CLIPImageProcessorPil
+    from transformers.models.vilt import ViltImageProcessorPil
+
+    from tests.tiny_checkpoints import CHAT_TEMPLATE
+
+    with torch.device(device):
+        torch.set_default_dtype(torch.bfloat16)
+        model = real_model(name)
+        torch.set_default_dtype(torch.float32)
+    if name == "vilt-b32":
+        tok = _tokenizer()
+        proc = ViltProcessor(ViltImageProcessorPil(size={"shortest_edge": 384}), tok)
+        entry = {"family": "vqa-classifier", "batch_size": 64}
+    elif name == "blip-base":
+        tok = _tokenizer()
+        tok.add_special_tokens({"bos_token": "[DEC]"})
+        model.config.text_config.bos_token_id = tok.convert_tokens_to_ids("[DEC]")
+        proc = BlipProcessor(BlipImageProcessorPil(size={"height": 384, "width": 384}), tok)
+        entry = {"family": "blip", "batch_size": 64, "max_new_tokens": 10}
+    else:
+        tok = _tokenizer(("answer", "single", "word", "phrase", "using", "user", "assistant"))
+        tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+        tok.model_max_length = 4096  # LLaVA's context; the word tokenizer's default is 40
+        model.config.image_token_id = tok.convert_tokens_to_ids("<image>")
+        # Never-generated end token: every answer takes all max_new_tokens (upper bound).
+        model.generation_config.eos_token_id = model.config.text_config.vocab_size - 1
+        model.generation_config.pad_token_id = tok.pad_token_id
+        proc = LlavaProcessor(
+            image_processor=CLIPImageProcessorPil(size={"shortest_edge": 336},
+                                                  crop_size={"height": 336, "width": 336}),
+            tokenizer=tok, patch_size=14, vision_feature_select_strategy="default",
+            chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
+        )  # fmt: skip
+        entry = {"family": "llava", "batch_size": 16, "max_new_tokens": 10}
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    del model
+    return {**entry, "path_or_id": str(folder), "dtype": "bfloat16"}
+
+
+def write_tiny(name: str, folder: Path) -> dict:
+    from tests.tiny_checkpoints import tiny_blip, tiny_llava
+
+    if name == "blip":
+        return {"family": "blip", "path_or_id": str(tiny_blip(folder)), "max_new_tokens": 10}
+    if name == "llava":
+        return {"family": "llava", "path_or_id": str(tiny_llava(folder)), "max_new_tokens": 10}
+    from transformers import ViltProcessor
+    from transformers.models.vilt import ViltImageProcessorPil
+
+    from vqarobust.models.architectures import build_vilt
+
+    tok = _tokenizer()
+    model = build_vilt(len(tok), ["yes", "no", "2", "red"], image_size=64, hidden_size=32,
+                       num_hidden_layers=1, num_attention_heads=2)  # fmt: skip
+    model.save_pretrained(folder)
+    ViltProcessor(ViltImageProcessorPil(size={"shortest_edge": 64}), tok).save_pretrained(folder)
+    return {"family": "vqa-classifier", "path_or_id": str(folder)}
+
+
+def measure(entry: dict, device: str, batch: int, n_questions: int, reuse: bool | None) -> dict:
+    """Questions per second and peak memory of ``answer_all`` on ``n_questions``."""
+    import torch
+    from PIL import Image
+
+    from vqarobust.corruptions.samples import photo_like
+    from vqarobust.models import load_model
+
+    spec = {**entry, "batch_size": batch}
+    if reuse is not None:
+        spec["share_image_features"] = reuse
+    model = load_model(spec, name="bench", device=device)
+    per_image = PAPER_QUESTIONS / PAPER_IMAGES
+    n_images = max(1, round(n_questions / per_image))
+    images = [Image.fromarray(photo_like(480, 640, seed=i)) for i in range(n_images)]
+    asked = [images[int(i / per_image) % n_images] for i in range(n_questions)]
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(n_questions)]
+    model.answer_all(asked[:batch], questions[:batch])  # warm-up
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    model.answer_all(asked, questions)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() / 2**30
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # process RSS
+    rate = n_questions / (time.perf_counter() - t)
+    del model
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return {"q_per_s": rate, "peak_gib": peak}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=["tiny", "real"], default="tiny")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--models", default=None, help="comma-separated subset")
+    parser.add_argument("--batch-sizes", default="1,8,32")
+    parser.add_argument("--questions", type=int, default=64)
+    parser.add_argument("--count-only", action="store_true")
+    args = parser.parse_args()
+    if args.count_only:
+        return count_real()
+    if args.scale == "real" and not args.device.startswith("cuda"):
+        sys.exit("--scale real builds 0.1-13 B parameter models: run it with --device cuda")
+    names = args.models.split(",") if args.models else (
+        list(REAL) if args.scale == "real" else ["vilt", "blip", "llava"])  # fmt: skip
+    memory = "peak GPU GiB" if "cuda" in args.device else "peak RSS GiB"
+    print(f"| model | batch | image-feature reuse | questions/s | {memory} | "
+          "GPU-hours for paper.yaml |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            folder = Path(tmp) / name
+            entry = (write_real(name, folder, args.device) if args.scale == "real"
+                     else write_tiny(name, folder))  # fmt: skip
+            reuse_options = [True, False] if entry["family"] in ("blip", "llava") else [None]
+            for batch in (int(b) for b in args.batch_sizes.split(",")):
+                for reuse in reuse_options:
+                    r = measure(entry, args.device, batch, args.questions, reuse)
+                    hours = PAPER_QUESTIONS * PAPER_SUBSETS / r["q_per_s"] / 3600
+                    label = "-" if reuse is None else ("yes" if reuse else "no")
+                    print(f"| {name} | {batch} | {label} | {r['q_per_s']:.1f} | "
+                          f"{r['peak_gib']:.2f} | {hours:.1f} |", flush=True)  # fmt: skip
+            shutil.rmtree(folder)  # the 13B checkpoint alone takes 25 GB of disk
+
+
+if __name__ == "__main__":
+    main()
