@@ -94,12 +94,11 @@ def write_real(name: str, folder: Path, device: str) -> dict:
     """Save the random real-size model with a word tokenizer and the family's processor;
     the entry to load it."""
     import torch
-    from transformers import BlipProcessor, LlavaProcessor, ViltProcessor
+    from transformers import BlipProcessor, ViltProcessor
     from transformers.models.blip import BlipImageProcessorPil
-    from transformers.models.clip import CLIPImageProcessorPil
     from transformers.models.vilt import ViltImageProcessorPil
 
-    from tests.tiny_checkpoints import CHAT_TEMPLATE
+    from tests.tiny_checkpoints import llava_processor
 
     with torch.device(device):
         torch.set_default_dtype(torch.bfloat16)
@@ -123,12 +122,7 @@ def write_real(name: str, folder: Path, device: str) -> dict:
         # Never-generated end token: every answer takes all max_new_tokens (upper bound).
         model.generation_config.eos_token_id = model.config.text_config.vocab_size - 1
         model.generation_config.pad_token_id = tok.pad_token_id
-        proc = LlavaProcessor(
-            image_processor=CLIPImageProcessorPil(size={"shortest_edge": 336},
-                                                  crop_size={"height": 336, "width": 336}),
-            tokenizer=tok, patch_size=14, vision_feature_select_strategy="default",
-            chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
-        )  # fmt: skip
+        proc = llava_processor(tok, side=336, patch_size=14)
         entry = {"family": "llava", "batch_size": 16, "max_new_tokens": 10}
     model.save_pretrained(folder)
     proc.save_pretrained(folder)

@@ -36,7 +36,8 @@ SENTENCE = list(config["text"]["sentence"])
 RANKERS = list(config["basic_questions"]["rankers"])
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS]
-if workflow.is_main_process and not workflow.dryrun:
+# Said in dry runs too: what a run would leave out is worth knowing before it starts.
+if workflow.is_main_process:
     if SKIPPED_TEXT:
         names = ", ".join(SKIPPED_TEXT)
         print(f"Skipping text perturbations {names}: {text.wordnet.missing_message()}")

@@ -50,6 +50,20 @@ CHAT_TEMPLATE = (
 )
 
 
+def llava_processor(tok, side: int, patch_size: int):  # noqa: ANN001, ANN201
+    """A LlavaProcessor: CLIP image processing at ``side`` pixels, the word tokenizer
+    ``tok`` and the one-turn chat template."""
+    from transformers import LlavaProcessor
+    from transformers.models.clip import CLIPImageProcessorPil
+
+    return LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": side},
+                                           crop_size={"height": side, "width": side}),
+        tokenizer=tok, patch_size=patch_size, vision_feature_select_strategy="default",
+        chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
+    )  # fmt: skip
+
+
 def tiny_llava(path: Path) -> Path:
     """A LlavaForConditionalGeneration with a 1-layer CLIP vision tower and Llama LM."""
     from transformers import (
@@ -57,9 +71,7 @@ def tiny_llava(path: Path) -> Path:
         LlamaConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
-        LlavaProcessor,
     )
-    from transformers.models.clip import CLIPImageProcessorPil
 
     tok = build_tokenizer([" ".join([*WORDS, "user", "assistant", "answer", "single", "word",
                                      "or", "phrase", "using", "question", ":", "."])])  # fmt: skip
@@ -83,12 +95,7 @@ def tiny_llava(path: Path) -> Path:
     model = LlavaForConditionalGeneration(config)
     model.generation_config.eos_token_id = tok.sep_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(size={"shortest_edge": 32},
-                                           crop_size={"height": 32, "width": 32}),
-        tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
-        chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
-    )  # fmt: skip
+    processor = llava_processor(tok, side=32, patch_size=8)
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
