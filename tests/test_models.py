@@ -99,11 +99,13 @@ def test_registries_list_their_names():
         "image-text-to-text",
         "llava",
         "openai-chat",
+        "pnp-vqa",
+        "vle",
         "vqa-classifier",
     ]
     assert ARCHITECTURES.list() == ["cnn-bow", "vilt"]
-    with pytest.raises(KeyError, match="unknown model family 'pnp-vqa'"):
-        load_model({"family": "pnp-vqa", "path_or_id": "x"})
+    with pytest.raises(KeyError, match="unknown model family 'lavis'"):
+        load_model({"family": "lavis", "path_or_id": "x"})
 
 
 class Flaky(VQAModel):
@@ -143,17 +145,21 @@ def test_repository_lists_the_papers_models():
     ids = {e.get("path_or_id") for e in repo.values()}
     assert {"dandelin/vilt-b32-finetuned-vqa", "Salesforce/blip-vqa-base",
             "Salesforce/blip-vqa-capfilt-large", "llava-hf/llava-1.5-7b-hf",
-            "llava-hf/llava-1.5-13b-hf"} <= ids  # fmt: skip
+            "llava-hf/llava-1.5-13b-hf", "hfl/vle-base-for-vqa"} <= ids  # fmt: skip
+    pnp = repo["pnp-vqa-large"]
+    assert (pnp["itm_model"], pnp["caption_model"], pnp["qa_model"]) == (
+        "Salesforce/blip-itm-large-coco", "Salesforce/blip-image-captioning-large",
+        "allenai/unifiedqa-v2-t5-large-1363200")  # fmt: skip
     for name, entry in repo.items():
-        if entry["family"] != "unavailable":
-            assert entry["family"] in FAMILIES, name
-            assert {"dtype", "batch_size", "gpu_memory_gb"} <= set(entry), name
+        # Every paper model has an adapter: no entry is left "unavailable".
+        assert entry["family"] in FAMILIES, name
+        assert {"dtype", "batch_size", "gpu_memory_gb", "mem_mb", "runtime"} <= set(entry), name
 
 
 def test_repository_names_load_or_fail_fast(tmp_path, monkeypatch):
     import time
 
-    from vqarobust.models.repository import ModelUnavailableError
+    from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -161,10 +167,17 @@ def test_repository_names_load_or_fail_fast(tmp_path, monkeypatch):
     with pytest.raises(MissingWeightsError, match="model 'llava-1.5-7b'.*hf download"):
         load_model("llava-1.5-7b")
     assert time.perf_counter() - t0 < 30
-    with pytest.raises(ModelUnavailableError, match="LAVIS"):
-        load_model("pnp-vqa")
+    with pytest.raises(MissingWeightsError, match=r"'pnp-vqa-large \(itm_model\)'.*blip-itm"):
+        load_model("pnp-vqa-large")
+    with pytest.raises(MissingWeightsError, match="model 'vle-base-vqa'.*hf download hfl/vle"):
+        load_model("vle-base-vqa")
     with pytest.raises(KeyError, match="repository lists"):
         load_model("gpt-17")
+    # The mechanism stays for models listed before their adapter exists.
+    listed = tmp_path / "repo.yaml"
+    listed.write_text("future:\n  family: unavailable\n  needs: an adapter for X\n")
+    with pytest.raises(ModelUnavailableError, match="an adapter for X"):
+        resolve_spec("future", repository=listed)
 
 
 def test_config_entries_can_start_from_the_repository():
@@ -178,8 +191,13 @@ def test_config_entries_can_start_from_the_repository():
     entry = validate_config(cfg)["models"]["blip"]
     assert entry["family"] == "blip" and entry["path_or_id"] == "Salesforce/blip-vqa-base"
     assert entry["batch_size"] == 8
+    cfg["models"] = {"vle": {"from_repository": "vle-base-vqa"},
+                     "pnp": {"from_repository": "pnp-vqa-large"}}  # fmt: skip
+    models = validate_config(cfg)["models"]
+    assert models["vle"]["family"] == "vle" and models["vle"]["device"] == "cuda"
+    assert models["pnp"]["qa_model"] == "allenai/unifiedqa-v2-t5-large-1363200"
     cfg["models"] = {"vle": {"from_repository": "vle"}}
-    with pytest.raises(ConfigError, match="models.vle.from_repository.*no adapter"):
+    with pytest.raises(ConfigError, match="models.vle.from_repository.*unknown model 'vle'"):
         validate_config(cfg)
 
 

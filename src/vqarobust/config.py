@@ -182,13 +182,10 @@ def validate_config(
         if entry["family"] not in FAMILIES:
             unknown = _unknown("family", entry["family"], FAMILIES.list())
             raise ConfigError(f"config error at models.{name}.family: {unknown}")
-        only_served = [k for k in SERVED_KEYS if k in entry]
-        if not served and only_served:
-            raise ConfigError(
-                f"config error at models.{name}: {only_served} apply to family openai-chat only"
-            )
+        _check_family_keys(name, entry)
         train = entry.get("train")
-        if train is None and "path_or_id" not in entry and not served:
+        pnp = entry["family"] == "pnp-vqa"
+        if train is None and "path_or_id" not in entry and not served and not pnp:
             raise ConfigError(f"config error at models.{name}: give path_or_id or train")
         if train is not None and config["dataset"]["adapter"] != "easy-vqa":
             raise ConfigError(
@@ -205,6 +202,37 @@ def validate_config(
 # Keys only a served model (family openai-chat) reads, and keys it cannot use.
 SERVED_KEYS = ("base_url", "model", "api_key_env", "max_concurrency", "timeout_s",
                "max_retries", "seed")  # fmt: skip
+# PNP-VQA's three checkpoints replace path_or_id.
+PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")
+# Keys that only some families read: a key given to another family would be ignored.
+FAMILY_ONLY_KEYS = {
+    **{k: ("openai-chat",) for k in SERVED_KEYS},
+    "seed": ("openai-chat", "pnp-vqa"),
+    **{k: ("pnp-vqa",) for k in (*PNP_CHECKPOINTS, "pnp")},
+}
+
+
+def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
+    """No key that the entry's family would ignore; PNP-VQA names its three checkpoints."""
+    family = entry["family"]
+    for key, families in FAMILY_ONLY_KEYS.items():
+        if key in entry and family not in families:
+            raise ConfigError(
+                f"config error at models.{name}.{key}: applies to family "
+                f"{' or '.join(families)} only, not {family}"
+            )
+    if family == "pnp-vqa":
+        missing = [k for k in PNP_CHECKPOINTS if k not in entry]
+        if missing:
+            raise ConfigError(f"config error at models.{name}: family pnp-vqa needs {missing}")
+        for key in ("path_or_id", "revision"):
+            if key in entry:
+                raise ConfigError(
+                    f"config error at models.{name}.{key}: family pnp-vqa reads "
+                    f"{', '.join(PNP_CHECKPOINTS)} instead"
+                )
+
+
 IN_PROCESS_KEYS = ("path_or_id", "revision", "dtype", "allow_download", "trust_remote_code",
                    "share_image_features", "train")  # fmt: skip
 

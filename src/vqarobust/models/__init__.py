@@ -49,6 +49,22 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
+@FAMILIES.register("pnp-vqa")
+def _pnp_vqa(**kwargs: Any) -> VQAModel:
+    """PNP-VQA: BLIP ITM GradCAM -> BLIP question-guided captions -> UnifiedQA-v2 (FiD)."""
+    from vqarobust.models.pnp_vqa import PnpVQA
+
+    return PnpVQA(**kwargs)
+
+
+@FAMILIES.register("vle")
+def _vle(**kwargs: Any) -> VQAModel:
+    """VLE (CLIP + DeBERTa-v3 + co-attention fusion), e.g. hfl/vle-base-for-vqa."""
+    from vqarobust.models.vle import VLEVQA
+
+    return VLEVQA(**kwargs)
+
+
 @FAMILIES.register("openai-chat")
 def _openai_chat(**kwargs: Any) -> VQAModel:
     """A model served behind the OpenAI chat-completions protocol (vLLM, TGI, SGLang, ...)."""

@@ -34,8 +34,13 @@ class HFVQAModel(VQAModel):
         self.name = name
         local = resolve_weights(name, path_or_id, allow_download, revision)
         self.device = torch.device(device)
+        self.dtype = torch_dtype(dtype, self.device)
+        self.load(local, trust_remote_code)
+
+    def load(self, local: str, trust_remote_code: bool) -> None:
+        """Load the processor and the model from the local checkpoint folder."""
         self.processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
         self.model = self.model_class.from_pretrained(
-            local, dtype=torch_dtype(dtype, self.device), trust_remote_code=trust_remote_code
+            local, dtype=self.dtype, trust_remote_code=trust_remote_code
         )
         self.model.to(self.device).eval()
