@@ -4,12 +4,16 @@ without image-feature reuse, and the GPU-hours of config/paper.yaml they imply.
     .venv/bin/python benchmarks/gpu_throughput.py                       # tiny models, CPU
     .venv/bin/python benchmarks/gpu_throughput.py --scale real --device cuda   # on a GPU
 
-``tiny``: the test suite's random tiny ViLT, BLIP and LLaVA (the code paths, not the
-cost). ``real``: the published architectures with random weights in bf16, written
-offline: ViLT-B/32, BLIP base (ViT-B/16 at 384 px), LLaVA-1.5 7B and 13B (CLIP ViT-L/14
-at 336 px + Llama 7B/13B). Cost does not depend on weight values, but answer length
-does: the random LLaVA is made to generate all ``max_new_tokens`` (10) tokens, an upper
-bound on the 1-3 tokens real answers take. ``--count-only`` builds the real
+``tiny``: the test suite's random tiny ViLT, BLIP, VLE, PNP-VQA and LLaVA (the code
+paths, not the cost). ``real``: the published architectures with random weights in
+bf16, written offline: ViLT-B/32, BLIP base (ViT-B/16 at 384 px), VLE base (CLIP
+ViT-B/16 at 384 px, the resolution of its VQA fine-tuning, + DeBERTa-v3-base + 6 fusion
+layers), PNP-VQA large (two BLIP ViT-L/16 at 384 px with BERT-base text models, and
+T5-large; 100 captions per question as in LAVIS), LLaVA-1.5 7B and 13B (CLIP ViT-L/14 at
+336 px + Llama 7B/13B). Cost does not depend on weight values, but output length does:
+the random LLaVA and UnifiedQA are made to generate all their tokens (10 and 20), an
+upper bound on the 1-3 tokens real answers take; the random captioner samples 10-20
+tokens per caption like the real one. ``--count-only`` builds the real
 architectures on the meta device and prints their parameter counts (no memory; runs
 anywhere) to check the dimensions. Questions are asked about 640x480 photo-like images,
 16,000 / 3,000 questions per image as in the paper protocol; the GPU-hours are
@@ -34,26 +38,56 @@ QUESTIONS = ["What is the man holding in his right hand?", "How many people are 
              "What color is the bus?", "Is there a clock on the tower?",
              "What sport is being played?", "Are the lights on?"]  # fmt: skip
 PAPER_QUESTIONS, PAPER_IMAGES, PAPER_SUBSETS = 16_000, 3_000, 71
-REAL = ("vilt-b32", "blip-base", "llava-1.5-7b", "llava-1.5-13b")
+REAL = ("vilt-b32", "blip-base", "vle-base", "pnp-vqa-large", "llava-1.5-7b", "llava-1.5-13b")
+TINY = ("vilt", "blip", "vle", "pnp-vqa", "llava")
+TINY_PNP = {"block_num": 0, "num_captions": 5, "num_patches": 4}
 
 
-def _tokenizer(extra: tuple[str, ...] = ()):  # noqa: ANN202
+def _tokenizer(extra: tuple[str, ...] = (), size: int = 0):  # noqa: ANN202
+    """A word tokenizer of the benchmark's questions, padded with filler words ``w0``,
+    ``w1``, ... to ``size`` entries, so that every id a random model samples decodes to a
+    word (a random captioner's captions are then distinct, as real ones are)."""
     from tests.tiny_checkpoints import WORDS
-    from vqarobust.models.vocab import build_tokenizer
+    from vqarobust.models.vocab import SPECIAL_TOKENS, build_tokenizer
 
-    return build_tokenizer([" ".join([*WORDS, *extra, *" ".join(QUESTIONS).lower().split()])])
+    words = {*WORDS, *extra, *" ".join(QUESTIONS).lower().replace("?", " ").split()}
+    filler = [f"w{i}" for i in range(max(0, size - len(words) - len(SPECIAL_TOKENS) - 2))]
+    return build_tokenizer([" ".join([*sorted(words), "?", *filler])])
 
 
-def real_model(name: str):  # noqa: ANN201
+def vle_base_config() -> dict:
+    """The public ``config.json`` of VLE base for VQA: CLIP ViT-B/16 at 384 px,
+    DeBERTa-v3-base, 6 fusion layers of width 768, VQAv2's 3,129 answers."""
+    labels = {i: f"a{i}" for i in range(3129)}
+    vision = {"model_type": "clip_vision_model", "hidden_size": 768, "intermediate_size": 3072,
+              "num_hidden_layers": 12, "num_attention_heads": 12, "image_size": 384,
+              "patch_size": 16, "projection_dim": 512}  # fmt: skip
+    text = {"model_type": "deberta-v2", "vocab_size": 128100, "hidden_size": 768,
+            "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+            "max_position_embeddings": 512, "relative_attention": True, "position_buckets": 256,
+            "norm_rel_ebd": "layer_norm", "share_att_key": True, "pos_att_type": ["p2c", "c2p"],
+            "position_biased_input": False, "type_vocab_size": 0,
+            "layer_norm_eps": 1e-7}  # fmt: skip
+    return {"model_type": "vle", "vision_config": vision, "text_config": text,
+            "hidden_size": 768, "num_hidden_layers": 6, "num_attention_heads": 12,
+            "intermediate_size": 3072, "id2label": labels,
+            "label2id": {v: k for k, v in labels.items()}}  # fmt: skip
+
+
+def real_models(name: str) -> dict:
     """The published architecture of ``name`` with random weights (on the current device
-    and dtype defaults), and what its folder needs besides the weights."""
+    and dtype defaults): one model per checkpoint folder ("" for a single one)."""
     from transformers import (
         BlipConfig,
+        BlipForConditionalGeneration,
+        BlipForImageTextRetrieval,
         BlipForQuestionAnswering,
         CLIPVisionConfig,
         LlamaConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
+        T5Config,
+        T5ForConditionalGeneration,
         ViltConfig,
         ViltForQuestionAnswering,
     )  # fmt: skip
@@ -63,9 +97,30 @@ def real_model(name: str):  # noqa: ANN201
         labels = {i: f"a{i}" for i in range(3129)}
         config = ViltConfig(num_labels=3129, id2label=labels,
                             label2id={v: k for k, v in labels.items()})  # fmt: skip
-        return ViltForQuestionAnswering(config)
+        return {"": ViltForQuestionAnswering(config)}
     if name == "blip-base":
-        return BlipForQuestionAnswering(BlipConfig())  # defaults: BLIP base, 384 px
+        return {"": BlipForQuestionAnswering(BlipConfig())}  # defaults: BLIP base, 384 px
+    if name == "vle-base":
+        from vqarobust.models.vle import VLEForVQA, config_from_dict
+
+        return {"": VLEForVQA(config_from_dict(vle_base_config()))}
+    if name == "pnp-vqa-large":
+        # BLIP large (ViT-L/16 at 384 px, BERT-base text with cross-attention to width
+        # 1024) for matching and captioning; UnifiedQA-v2 large is a T5-large.
+        vision = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+                  "num_attention_heads": 16, "image_size": 384, "patch_size": 16}  # fmt: skip
+        text = {"vocab_size": 30524, "num_attention_heads": 12, "encoder_hidden_size": 1024}
+        return {
+            "itm": BlipForImageTextRetrieval(BlipConfig(text_config=text, vision_config=vision)),
+            "caption": BlipForConditionalGeneration(
+                BlipConfig(text_config=text, vision_config=vision)
+            ),
+            "qa": T5ForConditionalGeneration(
+                T5Config(
+                    vocab_size=32128, d_model=1024, d_ff=4096, d_kv=64, num_layers=24, num_heads=16
+                )  # fmt: skip
+            ),
+        }
     width = {"llava-1.5-7b": (4096, 32, 32, 11008), "llava-1.5-13b": (5120, 40, 40, 13824)}
     hidden, layers, heads, mlp = width[name]
     vision = CLIPVisionConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
@@ -77,7 +132,7 @@ def real_model(name: str):  # noqa: ANN201
     config = LlavaConfig(vision_config=vision, text_config=text, image_token_id=32000,
                          vision_feature_layer=-2, vision_feature_select_strategy="default",
                          projector_hidden_act="gelu")  # fmt: skip
-    return LlavaForConditionalGeneration(config)
+    return {"": LlavaForConditionalGeneration(config)}
 
 
 def count_real() -> None:
@@ -85,8 +140,8 @@ def count_real() -> None:
 
     for name in REAL:
         with torch.device("meta"):
-            model = real_model(name)
-        n = sum(p.numel() for p in model.parameters())
+            models = real_models(name)
+        n = sum(p.numel() for m in models.values() for p in m.parameters())
         print(f"{name}: {n / 1e9:.3f} B parameters ({2 * n / 2**30:.1f} GiB in bf16)")
 
 
@@ -94,16 +149,28 @@ def write_real(name: str, folder: Path, device: str) -> dict:
     """Save the random real-size model with a word tokenizer and the family's processor;
     the entry to load it."""
     import torch
+
+    with torch.device(device):
+        torch.set_default_dtype(torch.bfloat16)
+        models = real_models(name)
+        torch.set_default_dtype(torch.float32)
+    if name == "vle-base":
+        entry = _save_vle(models[""], folder)
+    elif name == "pnp-vqa-large":
+        entry = _save_pnp(models, folder)
+    else:
+        entry = _save_hf(name, models[""], folder)
+    del models
+    return {**entry, "dtype": "bfloat16"}
+
+
+def _save_hf(name: str, model, folder: Path) -> dict:  # noqa: ANN001
     from transformers import BlipProcessor, ViltProcessor
     from transformers.models.blip import BlipImageProcessorPil
     from transformers.models.vilt import ViltImageProcessorPil
 
     from tests.tiny_checkpoints import llava_processor
 
-    with torch.device(device):
-        torch.set_default_dtype(torch.bfloat16)
-        model = real_model(name)
-        torch.set_default_dtype(torch.float32)
     if name == "vilt-b32":
         tok = _tokenizer()
         proc = ViltProcessor(ViltImageProcessorPil(size={"shortest_edge": 384}), tok)
@@ -126,17 +193,71 @@ def write_real(name: str, folder: Path, device: str) -> dict:
         entry = {"family": "llava", "batch_size": 16, "max_new_tokens": 10}
     model.save_pretrained(folder)
     proc.save_pretrained(folder)
-    del model
-    return {**entry, "path_or_id": str(folder), "dtype": "bfloat16"}
+    return {**entry, "path_or_id": str(folder)}
+
+
+def _save_vle(model, folder: Path) -> dict:  # noqa: ANN001
+    """The public VLE layout: config.json, safetensors under the public names."""
+    import json
+
+    from safetensors.torch import save_file
+    from transformers.models.clip import CLIPImageProcessorPil
+
+    from vqarobust.models.vle import public_name
+
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(vle_base_config()))
+    state = {public_name(k): v.contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / "model.safetensors"))
+    tok = _tokenizer()
+    tok.model_max_length = 512
+    tok.save_pretrained(folder)
+    side = {"height": 384, "width": 384}
+    CLIPImageProcessorPil(size={"shortest_edge": 384}, crop_size=side).save_pretrained(folder)
+    return {"family": "vle", "path_or_id": str(folder), "batch_size": 32}
+
+
+def _save_pnp(models: dict, folder: Path) -> dict:  # noqa: ANN001
+    """Three folders; the random reader never ends early (20 answer tokens, upper bound)."""
+    from transformers import BlipProcessor
+    from transformers.models.blip import BlipImageProcessorPil
+
+    entry = {"family": "pnp-vqa", "batch_size": 8}
+    for part in ("itm", "caption"):
+        # 30,522 words + [DEC] (+ [ENC] as the id after it): BLIP's 30,524 rows.
+        tok = _tokenizer(("picture", "of"), size=30522)
+        tok.add_special_tokens({"bos_token": "[DEC]"})
+        tok.model_max_length = 512
+        text = models[part].config.text_config
+        text.bos_token_id = tok.convert_tokens_to_ids("[DEC]")
+        text.sep_token_id, text.pad_token_id = tok.sep_token_id, tok.pad_token_id
+        models[part].save_pretrained(folder / part)
+        proc = BlipProcessor(BlipImageProcessorPil(size={"height": 384, "width": 384}), tok)
+        proc.save_pretrained(folder / part)
+        entry[f"{part}_model"] = str(folder / part)
+    tok = _tokenizer(size=32100)  # T5's 32,128 rows include 28 unused
+    tok.model_max_length = 512
+    qa = models["qa"]
+    qa.generation_config.eos_token_id = qa.config.vocab_size - 1
+    qa.generation_config.decoder_start_token_id = tok.pad_token_id
+    qa.generation_config.pad_token_id = tok.pad_token_id
+    qa.save_pretrained(folder / "qa")
+    tok.save_pretrained(folder / "qa")
+    entry["qa_model"] = str(folder / "qa")
+    return entry
 
 
 def write_tiny(name: str, folder: Path) -> dict:
-    from tests.tiny_checkpoints import tiny_blip, tiny_llava
+    from tests.tiny_checkpoints import tiny_blip, tiny_llava, tiny_pnp, tiny_vle
 
     if name == "blip":
         return {"family": "blip", "path_or_id": str(tiny_blip(folder)), "max_new_tokens": 10}
     if name == "llava":
         return {"family": "llava", "path_or_id": str(tiny_llava(folder)), "max_new_tokens": 10}
+    if name == "vle":
+        return {"family": "vle", "path_or_id": str(tiny_vle(folder))}
+    if name == "pnp-vqa":
+        return {"family": "pnp-vqa", **tiny_pnp(folder), "pnp": TINY_PNP}
     from transformers import ViltProcessor
     from transformers.models.vilt import ViltImageProcessorPil
 
@@ -199,7 +320,7 @@ def main() -> None:
     if args.scale == "real" and not args.device.startswith("cuda"):
         sys.exit("--scale real builds 0.1-13 B parameter models: run it with --device cuda")
     names = args.models.split(",") if args.models else (
-        list(REAL) if args.scale == "real" else ["vilt", "blip", "llava"])  # fmt: skip
+        list(REAL) if args.scale == "real" else list(TINY))  # fmt: skip
     memory = "peak GPU GiB" if "cuda" in args.device else "peak RSS GiB"
     print(f"| model | batch | image-feature reuse | questions/s | {memory} | "
           "GPU-hours for paper.yaml |")  # fmt: skip
@@ -209,7 +330,8 @@ def main() -> None:
             folder = Path(tmp) / name
             entry = (write_real(name, folder, args.device) if args.scale == "real"
                      else write_tiny(name, folder))  # fmt: skip
-            reuse_options = [True, False] if entry["family"] in ("blip", "llava") else [None]
+            shares = ("blip", "llava", "vle", "pnp-vqa")
+            reuse_options = [True, False] if entry["family"] in shares else [None]
             for batch in (int(b) for b in args.batch_sizes.split(",")):
                 for reuse in reuse_options:
                     r = measure(entry, args.device, batch, args.questions, reuse)

@@ -63,6 +63,10 @@ def test_every_public_tensor_is_used_and_none_is_missing(vle_path):
     mapped = map_public_names(state, model)
     # Two position-id buffers are checked and dropped; every other tensor is a parameter.
     assert len(mapped) == len(state) - 2 == len(model.state_dict())
+    from vqarobust.models.vle import public_name
+
+    names = {public_name(n) for n in model.state_dict()}
+    assert names == set(state) - {n for n in state if n.endswith("position_ids")}
     loaded, labels = load_vle(vle_path)
     assert labels == dict(enumerate(VLE_LABELS))
     public = "vle.cross_modal_image_layers.1.crossattention.self.key.weight"

@@ -59,14 +59,20 @@ FUSION_DEFAULTS = {"num_token_types": 2, "hidden_size": 768, "num_hidden_layers"
 
 def read_config(path: str | Path) -> dict[str, Any]:
     """The towers' transformers configs, the fusion settings and the labels of a VLE
-    ``config.json`` (``model_type: vle``)."""
+    checkpoint folder's ``config.json`` (``model_type: vle``)."""
+    raw = json.loads(Path(path, "config.json").read_text(encoding="utf-8"))
+    try:
+        return config_from_dict(raw)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+
+
+def config_from_dict(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`read_config` for an already parsed ``config.json``."""
     from transformers import CLIPConfig, CLIPVisionConfig, DebertaV2Config
 
-    raw = json.loads(Path(path, "config.json").read_text(encoding="utf-8"))
     if raw.get("model_type") != "vle":
-        raise CheckpointError(
-            f"{path}: config.json has model_type {raw.get('model_type')!r}, not 'vle'"
-        )
+        raise CheckpointError(f"config.json has model_type {raw.get('model_type')!r}, not 'vle'")
     vision = dict(raw["vision_config"])
     kind = vision.pop("model_type", "clip_vision_model")
     if kind == "clip":
@@ -74,14 +80,14 @@ def read_config(path: str | Path) -> dict[str, Any]:
     elif kind == "clip_vision_model":
         vision_config = CLIPVisionConfig(**vision)
     else:
-        raise CheckpointError(f"{path}: VLE's vision tower must be CLIP, got {kind!r}")
+        raise CheckpointError(f"VLE's vision tower must be CLIP, got {kind!r}")
     text = dict(raw["text_config"])
     if text.pop("model_type", "deberta-v2") != "deberta-v2":
-        raise CheckpointError(f"{path}: VLE's text tower must be DeBERTa-v2/v3")
+        raise CheckpointError("VLE's text tower must be DeBERTa-v2/v3")
     fusion = {k: raw.get(k, v) for k, v in FUSION_DEFAULTS.items()}
     labels = raw.get("id2label") or {}
     if not labels:
-        raise CheckpointError(f"{path}: config.json has no id2label (is it a VQA checkpoint?)")
+        raise CheckpointError("config.json has no id2label (is it a VQA checkpoint?)")
     return {"vision": vision_config, "text": DebertaV2Config(**text), "fusion": fusion,
             "id2label": {int(k): v for k, v in labels.items()}}  # fmt: skip
 
@@ -274,6 +280,15 @@ def _read_torch(file: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+def public_name(name: str) -> str:
+    """The public checkpoint's name of one of this module's tensors (the inverse of
+    :func:`map_public_names`' renaming)."""
+    for old, new in PUBLIC_PREFIXES:
+        if new and name.startswith(new):
+            return old + name[len(new) :]
+    return "vle." + name
+
+
 def map_public_names(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
     """The checkpoint's tensors under this module's names.
 
@@ -333,19 +348,29 @@ class VLEVQA(SharesImageFeatures, HFVQAModel):
 
     def load(self, local: str, trust_remote_code: bool) -> None:
         """Tokenizer, CLIP image processor and the model, implemented here (no remote code)."""
-        from transformers import AutoImageProcessor, AutoTokenizer
+        from transformers import AutoImageProcessor
+        from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
         if trust_remote_code:
             raise ValueError(
                 f"model {self.name!r}: family vle runs no remote code; drop trust_remote_code"
             )
+        # The tokenizer class named in tokenizer_config.json (DeBERTa-v3's when unnamed):
+        # AutoTokenizer would consult config.json, whose model_type transformers lacks.
+        settings = Path(local, "tokenizer_config.json")
+        named = None
+        if settings.is_file():
+            named = json.loads(settings.read_text()).get("tokenizer_class")
+        tokenizer_class = tokenizer_class_from_name(named or "DebertaV2Tokenizer")
+        if tokenizer_class is None:
+            raise CheckpointError(f"model {self.name!r}: unknown tokenizer_class {named!r}")
+        self.tokenizer = tokenizer_class.from_pretrained(local)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(local)
             self.image_processor = AutoImageProcessor.from_pretrained(local)
         except ValueError as exc:
             raise CheckpointError(
-                f"model {self.name!r}: {local} needs tokenizer_config.json with tokenizer_class "
-                f"and preprocessor_config.json with the image processor ({exc})"
+                f"model {self.name!r}: {local} needs preprocessor_config.json naming CLIP's "
+                f"image processor ({exc})"
             ) from exc
         model, self.id2label = load_vle(local)
         self.model = model.to(self.device, self.dtype)
