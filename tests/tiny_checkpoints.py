@@ -336,10 +336,11 @@ def _blip_parts(tok, layers: int = 2) -> tuple[dict, dict]:  # noqa: ANN001
     return text, vision
 
 
-def tiny_pnp(path: Path, enc_token: bool = True) -> dict[str, str]:
+def tiny_pnp(path: Path, enc_token: bool = True, seed: int = 0) -> dict[str, str]:
     """The three PNP-VQA checkpoints, tiny and random: a BlipForImageTextRetrieval (2 text
     blocks with cross-attention), a BlipForConditionalGeneration and a T5 reader. The ITM
     tokenizer has [DEC] and, with ``enc_token``, [ENC] (else [ENC] is the id after [DEC])."""
+    import torch
     from transformers import (
         BlipConfig,
         BlipForConditionalGeneration,
@@ -348,6 +349,7 @@ def tiny_pnp(path: Path, enc_token: bool = True) -> dict[str, str]:
     )
     from transformers.models.blip import BlipImageProcessorPil
 
+    torch.manual_seed(seed)  # random weights, but the same in every run
     words = [*WORDS, "picture", "of", "on", "with", "and", "green", "square", "large", "small"]
     paths = {}
     for kind, cls in (
@@ -383,7 +385,7 @@ def tiny_unifiedqa(path: Path) -> Path:
     corpus = [" ".join(words[i:] + words[:i]) for i in range(len(words))] * 20
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(corpus), model_prefix=str(path / "spiece"), vocab_size=48,
-        pad_id=0, eos_id=1, unk_id=2, bos_id=-1, minloglevel=2,
+        pad_id=0, eos_id=1, unk_id=2, bos_id=-1, minloglevel=2, num_threads=1,
     )  # fmt: skip
     tok = T5Tokenizer.from_pretrained(path)  # the folder holds spiece.model, like the Hub's
     config = T5Config(vocab_size=len(tok), d_model=32, d_ff=64, d_kv=16, num_layers=1,
