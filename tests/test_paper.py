@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.tiny_checkpoints import tiny_blip, tiny_llava
+from tests.tiny_checkpoints import tiny_blip, tiny_llava, tiny_pnp, tiny_vle
 from vqarobust import store
 from vqarobust.datasets.miniature import write_mini_vqav2
 from vqarobust.datasets.prepare import read_manifest
@@ -44,6 +44,7 @@ def paper_run(tmp_path_factory, checkpoints):
     broken = sorted(mini["images"].iterdir())[5]
     broken.write_bytes(b"\xff\xd8 not really a JPEG")
     blip, llava = tiny_blip(root / "blip"), tiny_llava(root / "llava")
+    vle, pnp = tiny_vle(root / "vle"), tiny_pnp(root / "pnp")
     cpu = {"device": "cpu", "batch_size": 8}
     override = {
         "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
@@ -54,6 +55,9 @@ def paper_run(tmp_path_factory, checkpoints):
         "models": {
             "vilt": {"path_or_id": str(checkpoints["vilt"]), **cpu},
             "blip": {"path_or_id": str(blip), **cpu},
+            "vle": {"path_or_id": str(vle), **cpu},
+            "pnp-vqa": {**pnp, "pnp": {"block_num": 0, "num_captions": 5, "num_patches": 4},
+                        **cpu},
             "llava-1.5-7b": {"path_or_id": str(llava), **cpu},
             "llava-1.5-13b": {"path_or_id": str(llava), **cpu},
         },
@@ -80,8 +84,13 @@ def test_paper_config_end_to_end(paper_run):
         assert info["dataset.n_skipped_questions"] == str(n_broken)
         assert info["metric"] == "vqa_accuracy"
         n_p = con.execute("SELECT count(*) FROM predictions").fetchone()[0]
-        # 4 models x (clean + 2 corruptions x 2 severities + the blank control)
-        assert n_p == n_q * 4 * (1 + 2 * 2 + 1)
+        # 6 models x (clean + 2 corruptions x 2 severities + the blank control)
+        assert n_p == n_q * 6 * (1 + 2 * 2 + 1)
+        per_model = dict(
+            con.execute("SELECT model, count(*) FROM predictions GROUP BY model").fetchall()
+        )
+        assert per_model == {m: n_q * 6 for m in ("vilt", "blip", "vle", "pnp-vqa", "llava-1.5-7b",
+                                                   "llava-1.5-13b")}  # fmt: skip
         controls = con.execute("SELECT DISTINCT control FROM image_reliance").fetchall()
         assert controls == [("blank",)]
         types = con.execute("SELECT DISTINCT answer_type FROM answer_type_accuracy").fetchall()
@@ -129,7 +138,7 @@ def test_paper_plan_at_3000_images(tmp_path):
     override = {"dataset": {k: str(v) for k, v in mini.items()}}
     out = snakemake(tmp_path, override, "-n")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
-    # 70 corrupted subsets + the blank control; 4 models x (clean + 14 + blank).
-    expected = {"prepare_dataset": "1", "corrupt_images": "71", "run_model": "64",
-                "load_duckdb": "1", "render_report": "1", "all": "1", "total": "139"}  # fmt: skip
+    # 70 corrupted subsets + the blank control; 6 models x (clean + 14 + blank).
+    expected = {"prepare_dataset": "1", "corrupt_images": "71", "run_model": "96",
+                "load_duckdb": "1", "render_report": "1", "all": "1", "total": "171"}  # fmt: skip
     assert counts == expected
