@@ -5,6 +5,7 @@ rule load_duckdb:
         predictions=get_prediction_files,
         question_sets=get_all_question_sets,
         images=get_image_folders,
+        unpack(get_context_input),
     output:
         "results/{dataset}/robustness.duckdb",
     log:

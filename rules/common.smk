@@ -4,6 +4,7 @@ import sys
 from vqarobust.config import ConfigError, validate_config
 from vqarobust import text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
+from vqarobust.context.swapmix import context_max_swaps
 from vqarobust.datasets import dataset_job
 from vqarobust.params import answer_spec, canonical
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
@@ -35,7 +36,11 @@ TEXT = [p for p in config["text"]["perturbations"] if p not in SKIPPED_TEXT]
 SENTENCE = list(config["text"]["sentence"])
 RANKERS = list(config["basic_questions"]["rankers"])
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
-SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS]
+# SwapMix context perturbations (scenes datasets): one subset each, severity = the index
+# of a question's swap of that kind.
+CONTEXT = list(config["context"]["perturbations"])
+CONTEXT_SEVERITIES = list(range(1, context_max_swaps(config["context"]) + 1))
+SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS, *CONTEXT]
 # Said in dry runs too: what a run would leave out is worth knowing before it starts.
 if workflow.is_main_process:
     if SKIPPED_TEXT:
@@ -82,7 +87,12 @@ def get_dataset_params(wildcards):
 
 
 def get_train_params(wildcards):
-    return canonical(config["models"][wildcards.model]["train"])
+    train = dict(config["models"][wildcards.model]["train"])
+    if train.get("swapmix"):
+        # SwapMix re-renders the training scenes: which ones depends on these.
+        dataset = config["dataset"]
+        train.update(scene_seed=dataset.get("scene_seed", 0), split=dataset["train_split"])
+    return canonical(train)
 
 
 def get_model_dir(model):
@@ -125,12 +135,18 @@ def get_modality(wildcards):
         return "text"
     if wildcards.subset in RANKERS:
         return "basic_question"
+    if wildcards.subset in CONTEXT:
+        return "context"
     return "image"
 
 
 def get_infer_input(wildcards):
     inputs = {"questions": f"resources/datasets/{DATASET}/eval/questions.parquet"}
-    if wildcards.subset == "clean" or wildcards.subset in [*TEXT, *SENTENCE, *RANKERS]:
+    if wildcards.subset in CONTEXT:
+        # Every swap index of the perturbation: one question set, one image folder.
+        inputs["images"] = [f"results/{DATASET}/context/images"]
+        inputs["question_sets"] = [f"results/{DATASET}/context/{wildcards.subset}.parquet"]
+    elif wildcards.subset == "clean" or wildcards.subset in [*TEXT, *SENTENCE, *RANKERS]:
         inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
         if wildcards.subset != "clean":
             inputs["question_sets"] = get_question_sets(wildcards.subset)
@@ -156,6 +172,8 @@ def get_subset_severities(wildcards):
         return BQ_LEVELS
     if wildcards.subset in SENTENCE:
         return [1]
+    if wildcards.subset in CONTEXT:
+        return CONTEXT_SEVERITIES
     return SEVERITIES
 
 
@@ -259,3 +277,19 @@ def get_stylize_params(wildcards):
 def get_image_encoding(wildcards):
     encoding = {k: config["storage"][k] for k in ("image_format", "jpeg_quality")}
     return canonical(encoding)
+
+
+def get_context_params(wildcards):
+    """What changes the swaps: seeds, the scenes split, k, the perturbations (ordered as
+    the rule's outputs)."""
+    dataset = config["dataset"]
+    return {"perturbations": CONTEXT, "seed": config["seed"], "k": config["context"]["k"],
+            "scene_seed": dataset.get("scene_seed", 0), "split": dataset["split"]}
+
+
+def get_context_input(wildcards):
+    """The swap table and swapped images, for the report's flipped examples."""
+    if not CONTEXT:
+        return {}
+    return {"context_swaps": f"results/{DATASET}/context/swaps.parquet",
+            "context_images": f"results/{DATASET}/context/images"}

@@ -154,6 +154,12 @@ def validate_config(
     if "stylize" in config["corruptions"]:
         _check_stylize(config["stylize"])
     _check_text(config)
+    if config["context"]["perturbations"] and config["dataset"]["adapter"] != "scenes":
+        raise ConfigError(
+            "config error at context.perturbations: SwapMix needs the objects of every image "
+            f"and what each question depends on; dataset.adapter {config['dataset']['adapter']!r} "
+            "has no scene graphs (use adapter scenes, docs/context.md)"
+        )
     from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
     for name, entry in list(config["models"].items()):
@@ -187,11 +193,16 @@ def validate_config(
         pnp = entry["family"] == "pnp-vqa"
         if train is None and "path_or_id" not in entry and not served and not pnp:
             raise ConfigError(f"config error at models.{name}: give path_or_id or train")
-        if train is not None and config["dataset"]["adapter"] != "easy-vqa":
+        if train is not None and config["dataset"]["adapter"] not in ("easy-vqa", "scenes"):
             raise ConfigError(
                 f"config error at models.{name}.train: reference models train on easy-vqa "
-                f"only, not on dataset.adapter {config['dataset']['adapter']!r}; give "
-                "path_or_id (a trained checkpoint) instead"
+                f"or scenes only, not on dataset.adapter {config['dataset']['adapter']!r}; "
+                "give path_or_id (a trained checkpoint) instead"
+            )
+        if train is not None and train.get("swapmix") and config["dataset"]["adapter"] != "scenes":
+            raise ConfigError(
+                f"config error at models.{name}.train.swapmix: SwapMix training re-renders "
+                "scenes; it needs dataset.adapter scenes"
             )
         if train is not None and train["architecture"] not in ARCHITECTURES:
             unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
@@ -287,6 +298,7 @@ def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
     if needed:
         raise ConfigError(f"config error at dataset: adapter {name!r} needs {needed}")
     foreign = [k for k in SOURCE_KEYS if k in explicit and k not in tags["sources"]]
+    foreign += [k for k in ("scene_seed",) if k in explicit and k not in tags.get("options", ())]
     if not tags["splits"]:
         foreign += [k for k in ("split", "train_split", "train_n_images") if k in explicit]
     if foreign:

@@ -26,6 +26,7 @@ import polars as pl
 from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
+from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 from vqarobust.samples import sample_images, sample_questions
@@ -111,6 +112,7 @@ def build_database(
     skipped_perturbations: Mapping[str, str] | None = None,
     image_subsets: Sequence[tuple[str, int, str | os.PathLike[str]]] | None = None,
     seed: int = 0,
+    context: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -122,7 +124,11 @@ def build_database(
     (perturbation, severity, image folder) of the clean and corrupted images: thumbnails of
     a few seeded sample questions' images go into ``sample_images`` (``seed`` picks them).
     ``dataset_info_path`` is the prepared dataset's ``dataset.json``: its counts go into
-    ``run_info`` and its skipped images into ``skipped_images``.
+    ``run_info`` and its skipped images into ``skipped_images``. ``context`` (keys
+    ``swaps``, ``images``, ``clean``: the swap table, the swapped images, the clean
+    images) adds the SwapMix tables ``context_swaps`` and ``context_examples``;
+    ``context_reliance`` and ``effective_accuracy`` are always written (empty without
+    context predictions).
     """
     dataset_info = (
         json.loads(Path(dataset_info_path).read_text(encoding="utf-8")) if dataset_info_path else {}
@@ -184,7 +190,19 @@ def build_database(
         thumbs = sample_images(picked, image_subsets or [])
         con.register("samples_df", thumbs.to_arrow())
         con.execute("CREATE TABLE sample_images AS SELECT * FROM samples_df ORDER BY ALL")
-        all_accuracy = con.sql("SELECT * FROM accuracy").pl()
+        for name, df in context_tables(scored).items():
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        if context:
+            swaps = pl.read_parquet(context["swaps"])
+            flips = flipped_swaps(scored, swaps, seed)
+            examples = example_images(flips, questions, str(context["clean"]),
+                                      str(context["images"]))  # fmt: skip
+            for name, df in (("context_swaps", swaps), ("context_examples", examples)):
+                con.register(f"{name}_df", df.to_arrow())
+                con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df ORDER BY ALL")
+        # Swaps are no severities: the context modality has its own tables above.
+        all_accuracy = con.sql("SELECT * FROM accuracy WHERE modality != 'context'").pl()
         # Controls (class "control": the blank images) are no perturbation: they stay out
         # of the robustness metrics and get their own table.
         controls = sorted(c for c, f in (families or {}).items() if f == CONTROL)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
@@ -98,7 +99,27 @@ def predict_subset(
 
 def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:
     """The questions asked on ``subset``: the dataset's, or its perturbed question set
-    (same question ids, the ``perturbed`` text as ``question``), in image order."""
+    (same question ids, the ``perturbed`` text as ``question``), in image order.
+
+    A ``context`` subset's set holds every severity of its perturbation and only the
+    questions that have a swap of that severity, each about its own swapped image: those
+    questions are asked, about the set's ``image_id``.
+    """
+    if subset.modality == "context":
+        rows = pq.read_table(subset.questions_path, columns=["question_id", "image_id", "severity"])
+        rows = rows.filter(pc.equal(rows.column("severity"), subset.severity))
+        row_of = {q: i for i, q in enumerate(questions.column("question_id").to_pylist())}
+        ids = rows.column("question_id").to_pylist()
+        unknown = [i for i in ids if i not in row_of]
+        if unknown:
+            raise ValueError(
+                f"{subset.questions_path}: question ids not in the dataset, e.g. {unknown[:5]}"
+            )
+        asked = questions.take(pa.array([row_of[i] for i in ids], pa.int64()))
+        asked = asked.set_column(
+            asked.schema.get_field_index("image_id"), "image_id", rows.column("image_id")
+        )
+        return asked.sort_by([("image_id", "ascending"), ("question_id", "ascending")])
     if subset.questions_path is not None:
         perturbed = pq.read_table(subset.questions_path, columns=["question_id", "perturbed"])
         ids = set(questions.column("question_id").to_pylist())
@@ -157,7 +178,8 @@ def run_inference(
     model: VQAModel | None = None
     chunk_files = []
     for subset in subsets:
-        starts = range(0, questions.num_rows, chunk_size)
+        asked_questions = subset_questions(questions, subset)
+        starts = range(0, asked_questions.num_rows, chunk_size)
         files = [
             partial / f"{subset.perturbation}-{subset.severity}-{k:05d}.parquet" for k in starts
         ]
@@ -170,7 +192,7 @@ def run_inference(
         if not todo:
             continue
         shards = store.ImageShards(subset.images_dir)
-        asked = set(questions.column("image_id").to_pylist())
+        asked = set(asked_questions.column("image_id").to_pylist())
         missing = sorted(i for i in asked if i not in shards)
         if missing:
             raise ValueError(
@@ -182,16 +204,17 @@ def run_inference(
             model = loader({**spec, **(options or {})}, name=model_name, device=device)
             log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
         t = time.perf_counter()
-        asked_questions = subset_questions(questions, subset)
         for start, path in todo:
             chunk = asked_questions.slice(start, chunk_size)
             images = decode_images(shards, chunk.column("image_id").unique().to_pylist())
             store.write_table(predict_subset(model, chunk, subset, model_name, images), path)
-        n = sum(min(chunk_size, questions.num_rows - k) for k, _ in todo)
+        n = sum(min(chunk_size, asked_questions.num_rows - k) for k, _ in todo)
         dt = time.perf_counter() - t
         log.info("%s %s/%d: %d questions in %.1fs (%.0f q/s)", model_name, subset.perturbation,
                  subset.severity, n, dt, n / max(dt, 1e-9))  # fmt: skip
-    table = pa.concat_tables([pq.read_table(f) for f in chunk_files]).cast(store.PREDICTION_SCHEMA)
+    tables = [pq.read_table(f) for f in chunk_files]
+    table = pa.concat_tables(tables).cast(store.PREDICTION_SCHEMA) if tables else (
+        store.PREDICTION_SCHEMA.empty_table())  # fmt: skip
     store.write_table(table, out_path)
     shutil.rmtree(partial)
     return table.num_rows

@@ -4,7 +4,8 @@ Every subset of the benchmark is a (modality, perturbation, severity), severity 
 Modalities: ``image`` (corruptions and the ``blank`` control, :mod:`vqarobust.corruptions`),
 ``text`` (question perturbations, :mod:`vqarobust.text`) and ``basic_question`` (the main
 question followed by ranked basic questions, one perturbation per ranker,
-:mod:`vqarobust.text.ranking`). Each modality registers through a view of
+:mod:`vqarobust.text.ranking`) and ``context`` (SwapMix swaps of objects the question does
+not depend on, :mod:`vqarobust.context`). Each modality registers through a view of
 ``PERTURBATIONS`` that adds its ``modality`` tag, so a perturbation is one decorated
 function in one file and a name is unique across modalities.
 """
@@ -14,12 +15,13 @@ from __future__ import annotations
 from vqarobust.registry import Entry, Registry
 
 PERTURBATIONS: Registry = Registry("perturbation")
-MODALITIES = ("image", "text", "basic_question")
+MODALITIES = ("image", "text", "basic_question", "context")
 
 
 def _registered() -> Registry:
     # Importing the modality packages registers their perturbations; done lazily because
     # they import this module.
+    import vqarobust.context  # noqa: F401
     import vqarobust.corruptions  # noqa: F401
     import vqarobust.text  # noqa: F401
 
@@ -32,7 +34,7 @@ def entry(name: str) -> Entry:
 
 
 def modality(name: str) -> str:
-    """The modality of a perturbation (``image``, ``text`` or ``basic_question``)."""
+    """The modality of a perturbation (``image``, ``text``, ``basic_question``, ``context``)."""
     return entry(name).tags["modality"]
 
 

@@ -24,4 +24,11 @@ build_database(
         )
     ],
     seed=snakemake.params.seed,
+    context={
+        "swaps": snakemake.input.context_swaps,
+        "images": snakemake.input.context_images,
+        "clean": snakemake.input.images[0],
+    }
+    if "context_swaps" in snakemake.input.keys()
+    else None,
 )

@@ -11,7 +11,11 @@ torch.set_num_threads(snakemake.threads)
 severities = snakemake.params.severities
 modality = snakemake.params.modality
 question_sets = snakemake.input.get("question_sets")
-if question_sets:
+if modality == "context":
+    # One question set and one image folder hold every swap index.
+    sets = list(question_sets) * len(severities)
+    images = [snakemake.input.images[0]] * len(severities)
+elif question_sets:
     # Perturbed questions about the clean images.
     sets = list(question_sets)
     images = [snakemake.input.images[0]] * len(sets)

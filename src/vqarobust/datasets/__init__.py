@@ -14,6 +14,7 @@ from vqarobust.datasets.easy_vqa import read_easy_vqa
 from vqarobust.datasets.jsonl import open_jsonl
 from vqarobust.datasets.prepare import Dataset, write_prepared
 from vqarobust.datasets.question_types import answer_type, question_type
+from vqarobust.datasets.scenes import read_scenes
 from vqarobust.datasets.vqav2 import open_vqav2
 from vqarobust.registry import Registry
 
@@ -24,6 +25,8 @@ ADAPTERS.register("easy-vqa", sources=(), default_n_images=200, splits=True)(rea
 ADAPTERS.register("vqav2", sources=("questions", "annotations", "images"),
                   default_n_images=3000, splits=False)(open_vqav2)  # fmt: skip
 ADAPTERS.register("jsonl", sources=("path",), default_n_images=None, splits=False)(open_jsonl)
+ADAPTERS.register("scenes", sources=(), default_n_images=500, splits=True,
+                  options=("scene_seed",))(read_scenes)  # fmt: skip
 
 # dataset keys that only some adapters read; validation rejects them elsewhere.
 SOURCE_KEYS = ("questions", "annotations", "images", "path")
@@ -84,6 +87,8 @@ def dataset_job(dataset: dict[str, Any], split: str, seed: int) -> tuple[dict, d
     tags = ADAPTERS.entry(dataset["adapter"]).tags
     inputs = {key: dataset[key] for key in tags["sources"]}
     params: dict[str, Any] = {"seed": seed, "on_bad_image": dataset["on_bad_image"]}
+    # Settings the adapter itself reads (e.g. the scenes generator's seed).
+    params.update({k: dataset[k] for k in tags.get("options", ()) if k in dataset})
     if split == "train":
         params.update(split=dataset["train_split"], n_images=dataset["train_n_images"])
     else:

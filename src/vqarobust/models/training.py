@@ -50,6 +50,9 @@ def train_reference_model(
     seed: int = 0,
     threads: int = 1,
     name: str | None = None,
+    swapmix: dict[str, Any] | None = None,
+    scene_seed: int = 0,
+    split: str = "train",
     **arch_kwargs: Any,
 ) -> dict[str, float]:
     """Train ``architecture`` on a prepared split; save model + processor to ``out_dir``.
@@ -58,6 +61,13 @@ def train_reference_model(
     ``<name> epoch e/E step s/S loss L`` (``name`` defaults to the architecture).
     Returns training statistics (steps, seconds, final training accuracy over the last
     10% of steps).
+
+    ``swapmix`` (scenes datasets only: ``p_object``, ``p_class``, ``k``) trains with SwapMix
+    augmentation: in every step each context object of each question is swapped with
+    probability ``p_object``, by a class swap (one of its ``k`` nearest classes the
+    question does not mention) with probability ``p_class``, else by an attribute swap;
+    the scene is re-rendered. Draws are seeded by (seed, step, question id). The scenes
+    are regenerated from ``scene_seed`` and ``split``.
     """
     name = name or architecture
     torch.manual_seed(seed)
@@ -98,6 +108,12 @@ def train_reference_model(
     )
     model.train()
     reuses_images = "image_index" in inspect.signature(model.forward).parameters
+    augment = None
+    if swapmix:
+        from vqarobust.context.augment import SwapMixAugmenter
+
+        augment = SwapMixAugmenter(questions.column("question_id").to_pylist(), image_ids,
+                                   scene_seed, split, seed, **swapmix)  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     # A late-fusion model takes whole images with all of their questions per step, so it
     # encodes each image once; other models take random questions (more varied batches).
@@ -127,6 +143,11 @@ def train_reference_model(
         else:
             idx = chosen
             pv, extra = pixels[q_image[idx]], {}
+        if augment is not None:
+            # Each question sees its own swapped scene (or the clean one).
+            pv = augment.pixels(step, idx.tolist(), pixels[q_image[idx]], image_processor)
+            if reuses_images:
+                extra = {"image_index": torch.arange(len(idx))}
         out = model(
             input_ids=enc["input_ids"][idx],
             attention_mask=enc["attention_mask"][idx],

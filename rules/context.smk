@@ -1,0 +1,19 @@
+# Visual context (SwapMix, docs/context.md): one job swaps the context objects of every
+# question of the eval split and writes the swapped images, the swap table and one
+# question set per context perturbation (every swap index in one file).
+rule swap_context:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+    output:
+        images=directory("results/{dataset}/context/images"),
+        swaps="results/{dataset}/context/swaps.parquet",
+        sets=expand("results/{{dataset}}/context/{perturbation}.parquet", perturbation=CONTEXT),
+    log:
+        "logs/{dataset}/swap_context.log",
+    benchmark:
+        "benchmarks/out/{dataset}/swap_context.tsv"
+    params:
+        settings=get_context_params,
+    threads: 1
+    script:
+        "../workflow/scripts/swap_context.py"

@@ -1,0 +1,140 @@
+"""Materialize the SwapMix context subsets of a scenes dataset: swapped images, the
+question set of each context perturbation, and a table of every swap."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from vqarobust import store
+from vqarobust.context.swapmix import Swap, class_neighbours, describe, scene_swaps
+from vqarobust.datasets import scenes
+from vqarobust.seeding import item_rng
+
+log = logging.getLogger(__name__)
+
+# Swapped images of one source image get ids image_id * VARIANTS + n.
+VARIANTS = 1000
+
+SWAP_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.int64()),
+        ("perturbation", pa.string()),
+        ("severity", pa.int8()),
+        ("image_id", pa.int64()),  # the swapped image
+        ("source_image_id", pa.int64()),
+        ("object_id", pa.int16()),
+        ("before", pa.string()),  # "small red circle"
+        ("after", pa.string()),
+    ]
+)
+
+
+def shape_neighbours(encoder_path: str | None = None) -> dict[str, list[str]]:
+    """Per scenes shape, the other shapes by MiniLM similarity of their names."""
+    from vqarobust.text import encoder
+
+    return class_neighbours(scenes.SHAPES, encoder.encode(list(scenes.SHAPES), encoder_path))
+
+
+def plan_swaps(
+    questions: pa.Table,
+    seed: int,
+    scene_seed: int,
+    split: str,
+    k: int,
+    perturbations: Sequence[str],
+    neighbours: Mapping[str, list[str]],
+) -> tuple[list[dict], dict[int, tuple[int, Swap]]]:
+    """Every swap of every question (rows of SWAP_SCHEMA) and, per swapped-image id, the
+    source image and the swap that makes it. Attribute swaps are drawn per question from
+    (seed, question id); identical swaps of one image share one swapped image."""
+    image_ids = sorted(set(questions.column("image_id").to_pylist()))
+    index = scenes.question_index(scene_seed, split, image_ids)
+    texts = dict(zip(questions.column("question_id").to_pylist(),
+                     questions.column("question").to_pylist(), strict=True))  # fmt: skip
+    variants: dict[tuple, int] = {}
+    per_image: dict[int, int] = {}
+    made: dict[int, tuple[int, Swap]] = {}
+    rows = []
+    for qid in sorted(texts):
+        if qid not in index or index[qid][1].text != texts[qid]:
+            raise ValueError(
+                f"question {qid} is not a question of scenes {split} (scene_seed {scene_seed}); "
+                "was the dataset prepared with another seed or split?"
+            )
+        objects, question = index[qid]
+        image_id = qid // scenes.ID_STRIDE
+        rng = item_rng(seed, "swapmix", qid)
+        for sw in scene_swaps(objects, question, dict(neighbours), k, rng):
+            if sw.perturbation not in perturbations:
+                continue
+            key = (image_id, sw.object_id, sw.changes)
+            if key not in variants:
+                n = per_image.get(image_id, 0)
+                if n >= VARIANTS:
+                    raise ValueError(f"image {image_id}: more than {VARIANTS} swapped images")
+                per_image[image_id] = n + 1
+                variants[key] = image_id * VARIANTS + n
+                made[variants[key]] = (image_id, sw)
+            before = objects[sw.object_id]
+            after = sw.apply(objects)[sw.object_id]
+            rows.append({"question_id": qid, "perturbation": sw.perturbation,
+                         "severity": sw.severity, "image_id": variants[key],
+                         "source_image_id": image_id, "object_id": sw.object_id,
+                         "before": describe(before), "after": describe(after)})  # fmt: skip
+    return rows, made
+
+
+def swap_context(
+    questions_path: str | os.PathLike[str],
+    images_out: str | os.PathLike[str],
+    swaps_out: str | os.PathLike[str],
+    sets_out: Mapping[str, str | os.PathLike[str]],
+    seed: int = 0,
+    scene_seed: int = 0,
+    split: str = "test",
+    k: int = 3,
+    encoder_path: str | None = None,
+    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+) -> dict[str, int]:
+    """Write the swapped images, the swap table and one question set per perturbation
+    (``sets_out``: perturbation -> path; QUESTION_SET_SCHEMA, every severity, only the
+    questions that have a swap of that severity). Returns counts."""
+    questions = store.read_questions(questions_path)
+    rows, made = plan_swaps(questions, seed, scene_seed, split, k, list(sets_out),
+                            shape_neighbours(encoder_path))  # fmt: skip
+
+    def images() -> Iterator[dict]:
+        graphs: dict[int, list[scenes.SceneObject]] = {}
+        for vid in sorted(made):
+            image_id, sw = made[vid]
+            objects = graphs.setdefault(image_id, scenes.scene(scene_seed, split, image_id))
+            yield {"image_id": vid, "bytes": scenes.png(scenes.render(sw.apply(objects))),
+                   "format": "png", "width": scenes.SIDE, "height": scenes.SIDE}  # fmt: skip
+
+    n_images = store.write_image_shards(images(), images_out, shard_bytes)
+    table = pa.Table.from_pylist(rows, schema=SWAP_SCHEMA)
+    store.write_table(table, swaps_out)
+    texts = dict(zip(questions.column("question_id").to_pylist(),
+                     questions.column("question").to_pylist(), strict=True))  # fmt: skip
+    counts = {"swapped_images": n_images, "swaps": table.num_rows}
+    for perturbation, path in sets_out.items():
+        mine = [r for r in rows if r["perturbation"] == perturbation]
+        qs = [texts[r["question_id"]] for r in mine]
+        store.write_table(pa.table({
+            "question_id": [r["question_id"] for r in mine],
+            "image_id": [r["image_id"] for r in mine],
+            "original": qs, "perturbed": qs,
+            "perturbation": [perturbation] * len(mine),
+            "severity": [r["severity"] for r in mine],
+            "changed": [True] * len(mine),
+            "similarity": [1.0] * len(mine),
+            "tries": [1] * len(mine),
+        }, schema=store.QUESTION_SET_SCHEMA), path)  # fmt: skip
+        counts[perturbation] = len(mine)
+    log.info("context swaps: %s", counts)
+    return counts

@@ -1,0 +1,143 @@
+"""Context reliance and effective accuracy (SwapMix; docs/metrics.md).
+
+From scored predictions: the clean answer of each question and its answers under every
+swap of its context objects (modality ``context``, perturbation ``swap_class`` or
+``swap_attribute``, severity = the swap's index).
+
+* **Context reliance** of a model: among the questions it answers correctly on the clean
+  image (full VQA credit) and that have at least one swap, the share whose answer changes
+  under any swap. Per perturbation, and ``all`` for any swap of either kind.
+* **Effective accuracy**: the share of all questions answered correctly on the clean
+  image and under every swap (a question without context objects counts when its clean
+  answer is correct). Per perturbation and ``all``; ``accuracy`` is the clean accuracy on
+  the same questions, for comparison.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+CORRECT = 1.0  # full VQA credit
+RELIANCE_SCHEMA = {"model": pl.String, "perturbation": pl.String, "n_correct": pl.Int64,
+                   "n_changed": pl.Int64, "reliance": pl.Float64}  # fmt: skip
+EFFECTIVE_SCHEMA = {"model": pl.String, "perturbation": pl.String, "n_questions": pl.Int64,
+                    "n_swapped": pl.Int64, "accuracy": pl.Float64, "n_effective": pl.Int64,
+                    "effective_accuracy": pl.Float64}  # fmt: skip
+
+
+def _per_question(scored: pl.DataFrame) -> pl.DataFrame:
+    """Per (model, perturbation incl. ``all``, question): any answer changed, every swap
+    answered correctly, number of swaps."""
+    clean = scored.filter(pl.col("modality") == "clean").select(
+        "model", "question_id", pl.col("answer").alias("clean_answer")
+    )
+    swaps = scored.filter(pl.col("modality") == "context").join(
+        clean, on=["model", "question_id"], how="inner"
+    )
+    both = pl.concat([swaps, swaps.with_columns(pl.lit("all").alias("perturbation"))])
+    return both.group_by("model", "perturbation", "question_id").agg(
+        (pl.col("answer") != pl.col("clean_answer")).any().alias("changed"),
+        (pl.col("score") >= CORRECT).all().alias("swaps_correct"),
+        pl.len().alias("n_swaps"),
+    )
+
+
+def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """``context_reliance`` and ``effective_accuracy`` from scored predictions (columns
+    model, modality, perturbation, question_id, answer, score); empty without context
+    predictions."""
+    if scored.filter(pl.col("modality") == "context").is_empty():
+        return {"context_reliance": pl.DataFrame(schema=RELIANCE_SCHEMA),
+                "effective_accuracy": pl.DataFrame(schema=EFFECTIVE_SCHEMA)}  # fmt: skip
+    per_q = _per_question(scored)
+    clean = scored.filter(pl.col("modality") == "clean").select(
+        "model", "question_id", (pl.col("score") >= CORRECT).alias("correct"), "score"
+    )
+    perturbations = per_q.select("perturbation").unique()
+    grid = clean.join(perturbations, how="cross").join(
+        per_q, on=["model", "perturbation", "question_id"], how="left"
+    )
+    reliance = (
+        grid.filter(pl.col("correct") & pl.col("n_swaps").is_not_null())
+        .group_by("model", "perturbation")
+        .agg(pl.len().alias("n_correct"), pl.col("changed").sum().alias("n_changed"))
+        .with_columns((pl.col("n_changed") / pl.col("n_correct")).alias("reliance"))
+    )
+    effective = (
+        grid.with_columns(
+            (pl.col("correct") & pl.col("swaps_correct").fill_null(True)).alias("effective")
+        )
+        .group_by("model", "perturbation")
+        .agg(
+            pl.len().alias("n_questions"),
+            pl.col("n_swaps").is_not_null().sum().alias("n_swapped"),
+            pl.col("score").mean().alias("accuracy"),
+            pl.col("effective").sum().alias("n_effective"),
+        )
+        .with_columns((pl.col("n_effective") / pl.col("n_questions")).alias("effective_accuracy"))
+    )
+    return {
+        "context_reliance": reliance.cast(RELIANCE_SCHEMA).select(list(RELIANCE_SCHEMA))
+        .sort("model", "perturbation"),
+        "effective_accuracy": effective.cast(EFFECTIVE_SCHEMA).select(list(EFFECTIVE_SCHEMA))
+        .sort("model", "perturbation"),
+    }  # fmt: skip
+
+
+N_EXAMPLES = 6
+EXAMPLE_SCHEMA = {"rank": pl.Int32, "model": pl.String, "question_id": pl.Int64,
+                  "question": pl.String, "truth": pl.String, "perturbation": pl.String,
+                  "severity": pl.Int8, "before": pl.String, "after": pl.String,
+                  "clean_answer": pl.String, "swapped_answer": pl.String,
+                  "clean_png": pl.Binary, "swapped_png": pl.Binary}  # fmt: skip
+
+
+def flipped_swaps(
+    scored: pl.DataFrame, swaps: pl.DataFrame, seed: int, n: int = N_EXAMPLES
+) -> pl.DataFrame:
+    """Up to ``n`` swaps that changed a correct clean answer, one per question, chosen by a
+    seeded hash (the same run shows the same examples), with what was swapped."""
+    from vqarobust.seeding import derive_seed
+
+    clean = scored.filter(pl.col("modality") == "clean", pl.col("score") >= CORRECT).select(
+        "model", "question_id", pl.col("answer").alias("clean_answer")
+    )
+    flips = (
+        scored.filter(pl.col("modality") == "context")
+        .join(clean, on=["model", "question_id"])
+        .filter(pl.col("answer") != pl.col("clean_answer"))
+        .join(swaps, on=["question_id", "perturbation", "severity"])
+        .rename({"answer": "swapped_answer"})
+    )
+    if flips.is_empty():
+        return flips
+    keys = flips.select("model", "question_id", "perturbation", "severity").rows()
+    flips = flips.with_columns(
+        pl.Series("order", [derive_seed(seed, "flip", *k) for k in keys], pl.UInt64)
+    ).sort("order")
+    return flips.unique("question_id", keep="first", maintain_order=True).head(n)
+
+
+def example_images(
+    flips: pl.DataFrame,
+    questions: pl.DataFrame,
+    clean_dir: str,
+    swapped_dir: str,
+) -> pl.DataFrame:
+    """The flipped swaps with thumbnails of the clean and the swapped image."""
+    from vqarobust import store
+    from vqarobust.samples import thumbnail
+
+    if flips.is_empty():
+        return pl.DataFrame(schema=EXAMPLE_SCHEMA)
+    clean = store.ImageShards(clean_dir).read(flips["source_image_id"].unique().to_list())
+    swapped = store.ImageShards(swapped_dir).read(flips["image_id"].unique().to_list())
+    info = questions.select("question_id", "question",
+                            pl.col("answers").list.first().alias("truth"))  # fmt: skip
+    rows = flips.join(info, on="question_id").with_row_index("rank", offset=1)
+    return rows.with_columns(
+        pl.col("source_image_id").map_elements(lambda i: thumbnail(clean[i], 128),
+                                               return_dtype=pl.Binary).alias("clean_png"),
+        pl.col("image_id").map_elements(lambda i: thumbnail(swapped[i], 128),
+                                        return_dtype=pl.Binary).alias("swapped_png"),
+    ).cast({k: v for k, v in EXAMPLE_SCHEMA.items()}).select(list(EXAMPLE_SCHEMA))  # fmt: skip
