@@ -1,11 +1,11 @@
 rule load_duckdb:
     input:
+        unpack(get_context_input),
         questions="resources/datasets/{dataset}/eval/questions.parquet",
         info="resources/datasets/{dataset}/eval/dataset.json",
         predictions=get_prediction_files,
         question_sets=get_all_question_sets,
         images=get_image_folders,
-        unpack(get_context_input),
     output:
         "results/{dataset}/robustness.duckdb",
     log:

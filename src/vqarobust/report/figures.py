@@ -7,6 +7,7 @@ Perturbations are ordered by class everywhere.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 import matplotlib
@@ -334,4 +335,69 @@ def answer_grid(
     fig.subplots_adjust(left=1.3 / width, right=0.99,
                         top=1 - 0.45 / height, bottom=0.15 * len(models) / height,
                         hspace=0.15 + 0.17 * len(models), wspace=0.08)  # fmt: skip
+    return fig
+
+
+CONTEXT_COLOURS = {"swap_class": "#4c72b0", "swap_attribute": "#dd8452", "all": "#55a868"}
+
+
+def context_reliance(reliance: pl.DataFrame, effective: pl.DataFrame) -> Figure:
+    """Left: context reliance per model and swap kind (lower = less reliant). Right: clean
+    vs effective accuracy per model (all swaps)."""
+    models = sorted(reliance["model"].unique().to_list())
+    fig, (left, right) = plt.subplots(1, 2, figsize=(4 + 2.2 * len(models), 3.4))
+    kinds = [k for k in CONTEXT_COLOURS if k in set(reliance["perturbation"])]
+    width = 0.8 / max(1, len(kinds))
+    for j, kind in enumerate(kinds):
+        rows = dict(
+            reliance.filter(pl.col("perturbation") == kind).select("model", "reliance").rows()
+        )
+        xs = np.arange(len(models)) + (j - (len(kinds) - 1) / 2) * width
+        vals = [rows.get(m, np.nan) for m in models]
+        left.bar(xs, vals, width, color=CONTEXT_COLOURS[kind], label=kind.replace("_", " "))
+        for x, v in zip(xs, vals, strict=True):
+            if np.isfinite(v):
+                left.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
+    left.set_title("Context reliance (lower = less reliant)", fontsize=9)
+    left.set_ylabel("share of correct answers that change", fontsize=8)
+    left.legend(fontsize=7)
+    eff = effective.filter(pl.col("perturbation") == "all")
+    rows = {m: (a, e) for m, a, e in eff.select("model", "accuracy", "effective_accuracy").rows()}
+    xs = np.arange(len(models))
+    for k, (label, colour) in enumerate((("clean accuracy", "#8c8c8c"),
+                                         ("effective accuracy", "#55a868"))):  # fmt: skip
+        vals = [rows.get(m, (np.nan, np.nan))[k] for m in models]
+        right.bar(xs + (k - 0.5) * 0.4, vals, 0.4, color=colour, label=label)
+        for x, v in zip(xs + (k - 0.5) * 0.4, vals, strict=True):
+            if np.isfinite(v):
+                right.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
+    right.set_title("Accuracy under every swap", fontsize=9)
+    right.legend(fontsize=7)
+    for ax in (left, right):
+        ax.set_xticks(range(len(models)), models, fontsize=8, rotation=20, ha="right")
+        ax.set_ylim(0, 1.08)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def context_flips(examples: pl.DataFrame) -> Figure:
+    """Each flipped swap: the clean image and the swapped one, with the question, what was
+    swapped and the model's two answers."""
+    from PIL import Image
+
+    n = examples.height
+    fig, axes = plt.subplots(n, 2, figsize=(6.4, 2.6 * n), squeeze=False)
+    for row, ex in zip(axes, examples.iter_rows(named=True), strict=True):
+        panels = ((row[0], "clean_png", f"clean: {ex['clean_answer']}"),
+                  (row[1], "swapped_png", f"swapped: {ex['swapped_answer']}"))  # fmt: skip
+        for ax, key, title in panels:
+            ax.imshow(Image.open(io.BytesIO(ex[key])))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{ex['model']} {title}", fontsize=8)
+        row[0].set_ylabel(f"{ex['question']}\n(truth: {ex['truth']})", fontsize=7.5)
+        kind = ex["perturbation"].replace("_", " ")
+        row[1].set_xlabel(f"{kind}: {ex['before']} -> {ex['after']}", fontsize=7)
+    fig.tight_layout()
     return fig

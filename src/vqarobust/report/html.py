@@ -215,12 +215,13 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         question_side = _question_side(con)
         samples = _samples(con)
+        context = _context_side(con)
     families = dict(vre_corr.select("corruption", "family").iter_rows())
     frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
               "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
               "question_type_accuracy": qtype, "answer_type_accuracy": atype,
               "answer_flips": flips, "skipped_images": skipped,
-              **question_side}  # fmt: skip
+              **question_side, **{k: v for k, v in context.items() if k in TABLES}}  # fmt: skip
     for name in TABLES:
         with store.atomic_path(tables / f"{name}.csv") as tmp:
             frames[name].write_csv(tmp)
@@ -238,6 +239,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
                                                     top=TOP_QUESTION_TYPES),
         **_question_figures(question_side),
+        **_context_figures(context),
         **_answer_grids(samples, families),
     }  # fmt: skip
     embedded = {name: _save(made[name], figures, name) for name in FIGURES}
@@ -315,6 +317,7 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("answer_type_accuracy", "Accuracy per answer type")}
 {figure_html("question_type_accuracy", "Accuracy per question type")}</section>
 {_question_section(question_side, figure_html)}
+{_context_section(context, figure_html)}
 <section id="failures"><h2>How answers change</h2>
 {
         "".join(
@@ -530,3 +533,55 @@ sub-metrics as for images (scaled over the model x text-perturbation matrix).</p
 {_table_html(_levels_wide(side["rscore_basic_questions"]))}
 <h3>Example perturbed questions</h3>{_table_html(side["question_examples"])}
 {truncated_html}</section>"""
+
+
+def _context_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """SwapMix tables: reliance, effective accuracy and the flipped examples (with their
+    thumbnails as ``examples_png``; ``context_examples`` without them for the CSV)."""
+    tables = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    examples = (con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
+                if "context_examples" in tables else pl.DataFrame())  # fmt: skip
+    return {
+        "context_reliance": con.sql("SELECT * FROM context_reliance ORDER BY ALL").pl(),
+        "effective_accuracy": con.sql("SELECT * FROM effective_accuracy ORDER BY ALL").pl(),
+        "context_examples": examples.drop("clean_png", "swapped_png", strict=False),
+        "examples_png": examples,
+    }
+
+
+def _context_figures(context: dict[str, pl.DataFrame]) -> dict[str, plt.Figure]:
+    reliance = context["context_reliance"]
+    examples = context["examples_png"]
+    return {
+        "context_reliance": fig.context_reliance(reliance, context["effective_accuracy"])
+        if reliance.height else fig.placeholder("No context swaps in this run."),
+        "context_flips": fig.context_flips(examples)
+        if examples.height else fig.placeholder("No swap changed a correct answer."),
+    }  # fmt: skip
+
+
+def _context_section(context: dict[str, pl.DataFrame], figure_html: Callable[..., str]) -> str:
+    reliance = context["context_reliance"]
+    if not reliance.height:
+        return (
+            '<section id="context"><h2>Visual context (SwapMix)</h2><p class="note">No '
+            "context swaps in this run (context.perturbations, docs/context.md).</p></section>"
+        )
+    wide = reliance.pivot(on="perturbation", index="model", values="reliance")
+    effective = (
+        context["effective_accuracy"]
+        .filter(pl.col("perturbation") == "all")
+        .select("model", "n_questions", "n_swapped", "accuracy", "effective_accuracy")
+    )
+    return f"""<section id="context"><h2>Visual context (SwapMix)</h2>
+<p class="note">Each question's context objects (those it does not depend on) are swapped
+one at a time: by an object of a nearby class (class swaps) or the same object in another
+colour or size (attribute swaps), never into a class or colour the question mentions, so
+the true answer stays the same. Reliance: the share of correctly answered questions whose
+answer changes under any swap (lower = less reliant on irrelevant context).</p>
+<h3>Context reliance per model and swap kind</h3>{_table_html(wide)}
+<h3>Clean and effective accuracy (correct under the original and every swap)</h3>
+{_table_html(effective)}
+{figure_html("context_reliance", "Context reliance and effective accuracy")}
+{figure_html("context_flips", "Swaps that changed a correct answer")}
+<h3>Those swaps</h3>{_table_html(context["context_examples"])}</section>"""
