@@ -169,6 +169,8 @@ def train_reference_model(
             log.info("%s epoch %d/%d step %d/%d loss %.4f (%.0fs)", name, epoch, n_epochs,
                      step + 1, steps, loss.item(), time.perf_counter() - t0)  # fmt: skip
     seconds = time.perf_counter() - t0
+    if augment is not None:
+        log.info("%s: SwapMix re-rendered %d training images with swaps", name, augment.swapped)
     model.eval()
     with store.atomic_path(out_dir) as tmp:
         model.save_pretrained(tmp)
