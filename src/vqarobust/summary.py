@@ -29,6 +29,8 @@ class Summary:
     # model, text VRE, MMI per modality, mean R_score per ranker (empty without text rows)
     questions: pl.DataFrame | None = None
     rscore: tuple[float, float] | None = None  # R_score tolerance t and maximum m
+    # model, clean accuracy, reliance per swap kind, effective accuracy (None without swaps)
+    context: pl.DataFrame | None = None
 
 
 def summarize(db_path: str | os.PathLike[str]) -> Summary:
@@ -54,9 +56,27 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
         ).fetchone()
         metric = con.execute("SELECT value FROM run_info WHERE key = 'metric'").fetchone()[0]
         questions = _question_side(con)
+        context = _context_side(con)
         rscore = con.execute("SELECT any_value(tolerance), any_value(maximum) FROM rscore")
         t, m = rscore.fetchall()[0]
-    return Summary(models, corruptions, n_images, n_questions, metric, questions, (t, m))
+    return Summary(models, corruptions, n_images, n_questions, metric, questions, (t, m),
+                   context)  # fmt: skip
+
+
+def _context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """Per model: clean accuracy, context reliance per swap kind and effective accuracy
+    (all swaps); None when the run has no context swaps."""
+    if not con.execute("SELECT count(*) FROM context_reliance").fetchall()[0][0]:
+        return None
+    return con.sql(
+        """WITH r AS (PIVOT (SELECT model, 'reliance ' || replace(perturbation, 'swap_', '')
+                                    AS p, reliance FROM context_reliance)
+                      ON p USING first(reliance))
+           SELECT e.model, e.accuracy AS "clean accuracy", r.* EXCLUDE (model),
+                  e.effective_accuracy AS "effective accuracy"
+           FROM effective_accuracy e JOIN r USING (model)
+           WHERE e.perturbation = 'all' ORDER BY e.model"""
+    ).pl()
 
 
 def _question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
@@ -122,6 +142,18 @@ def to_markdown(s: Summary, command: str) -> str:
             "MMI per modality (relative drop from clean; `all` = image and text sets "
             "together; lower = more robust), and R_score averaged over the basic-question "
             f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
+        ]
+    if s.context is not None and s.context.height:
+        c = s.context
+        lines += ["", "| " + " | ".join(c.columns) + " |", "|" + "---|" * c.width]
+        for row in c.iter_rows():
+            cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += [
+            "",
+            "Context (SwapMix): reliance = share of correctly answered questions whose "
+            "answer changes when an object they do not depend on is swapped (lower = less "
+            "reliant); effective accuracy = correct on the clean image and under every swap.",
         ]
     return "\n".join(lines) + "\n"
 
