@@ -1,8 +1,10 @@
 # Visual context (SwapMix, docs/context.md): one job swaps the context objects of every
 # question of the eval split and writes the swapped images, the swap table and one
-# question set per context perturbation (every swap index in one file).
+# question set per context perturbation (every swap index in one file). Scenes are
+# re-rendered; VQAv2 images get another COCO instance pasted into a context object's box.
 rule swap_context:
     input:
+        unpack(get_context_sources),
         questions="resources/datasets/{dataset}/eval/questions.parquet",
     output:
         images=directory("results/{dataset}/context/images"),

@@ -243,7 +243,7 @@ def test_config_checks_the_context_study():
 
     base = {"dataset": {"name": "d", "adapter": "easy-vqa"}, "corruptions": ["snow"],
             "models": {"m": {"family": "blip", "path_or_id": "x"}}}  # fmt: skip
-    with pytest.raises(ConfigError, match="context.perturbations: SwapMix needs.*'easy-vqa'"):
+    with pytest.raises(ConfigError, match="context.perturbations: SwapMix needs.*easy-vqa"):
         validate_config({**base, "context": {"perturbations": ["swap_class"]}})
     with pytest.raises(ConfigError, match="context"):
         validate_config({**base, "context": {"perturbations": ["swap_colour"]}})

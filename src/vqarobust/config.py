@@ -154,12 +154,7 @@ def validate_config(
     if "stylize" in config["corruptions"]:
         _check_stylize(config["stylize"])
     _check_text(config)
-    if config["context"]["perturbations"] and config["dataset"]["adapter"] != "scenes":
-        raise ConfigError(
-            "config error at context.perturbations: SwapMix needs the objects of every image "
-            f"and what each question depends on; dataset.adapter {config['dataset']['adapter']!r} "
-            "has no scene graphs (use adapter scenes, docs/context.md)"
-        )
+    _check_context(config)
     from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
     for name, entry in list(config["models"].items()):
@@ -263,6 +258,26 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
         raise ConfigError(
             f"config error at models.{name}.device: a served model runs on its server; its "
             "job asks for no GPU (device: cpu)"
+        )
+
+
+def _check_context(config: dict[str, Any]) -> None:
+    """SwapMix needs objects: scene graphs (scenes) or COCO instances (vqav2)."""
+    context, adapter = config["context"], config["dataset"]["adapter"]
+    if "instances" in context and adapter != "vqav2":
+        raise ConfigError(f"config error at context.instances: vqav2 only, not {adapter!r}")
+    if not context["perturbations"]:
+        return
+    if adapter == "vqav2" and not context.get("instances"):
+        raise ConfigError(
+            "config error at context.perturbations: on vqav2, SwapMix needs COCO's instance "
+            "annotations; set context.instances to instances_val2014.json (docs/context.md)"
+        )
+    if adapter not in ("scenes", "vqav2"):
+        raise ConfigError(
+            "config error at context.perturbations: SwapMix needs the objects of every image "
+            f"and what each question depends on; dataset.adapter {adapter!r} has neither "
+            "scene graphs nor COCO instances (use adapter scenes or vqav2, docs/context.md)"
         )
 
 

@@ -29,6 +29,6 @@ build_database(
         "images": snakemake.input.context_images,
         "clean": snakemake.input.images[0],
     }
-    if "context_swaps" in snakemake.input.keys()
+    if hasattr(snakemake.input, "context_swaps")
     else None,
 )

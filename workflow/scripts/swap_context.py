@@ -1,15 +1,30 @@
 """Snakemake adapter: materialize the SwapMix context subsets of the eval split."""
 
 from vqarobust.logs import setup_logging
-from vqarobust.materialize.context import swap_context
+from vqarobust.materialize.context import swap_context, swap_context_coco
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
-swap_context(
-    snakemake.input.questions,
-    snakemake.output.images,
-    snakemake.output.swaps,
-    dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True)),
-    shard_bytes=int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024),
-    **settings,
-)
+sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True))
+shard_bytes = int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024)
+if hasattr(snakemake.input, "instances"):
+    swap_context_coco(
+        snakemake.input.questions,
+        snakemake.input.clean,
+        snakemake.input.source,
+        snakemake.input.instances,
+        snakemake.output.images,
+        snakemake.output.swaps,
+        sets,
+        shard_bytes=shard_bytes,
+        **settings,
+    )
+else:
+    swap_context(
+        snakemake.input.questions,
+        snakemake.output.images,
+        snakemake.output.swaps,
+        sets,
+        shard_bytes=shard_bytes,
+        **settings,
+    )

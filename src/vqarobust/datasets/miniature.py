@@ -59,12 +59,16 @@ def write_mini_vqav2(
     seed: int = 0,
     images: str = "folder",
     first_image_id: int = 9,
+    instances: bool = False,
 ) -> dict[str, Path]:
     """Write ``questions.json``, ``annotations.json`` and the images under ``root``.
 
     ``images`` is ``folder`` (``val2014/COCO_val2014_*.jpg``), ``zip``
     (``val2014.zip`` holding that folder) or ``none`` (only the JSON files, for dry
-    runs). Returns the paths, keyed like the ``dataset:`` config keys.
+    runs). With ``instances``, each image also gets 2-4 drawn objects and
+    ``instances_val2014.json`` describes them in COCO's instance format (real category
+    ids and names, boxes, polygons, areas; some crowd regions with RLE masks). Returns the
+    paths, keyed like the ``dataset:`` config keys (``instances`` for the annotations).
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -91,15 +95,21 @@ def write_mini_vqav2(
         "info": {"description": "vqarobust miniature of VQAv2"}, "data_type": "mscoco",
         "data_subtype": SUBTYPE, "annotations": annotations,
     }))  # fmt: skip
+    sizes = {image_id: COCO_SIZES[i % len(COCO_SIZES)] for i, image_id in enumerate(ids.tolist())}
+    objects = _instances(sizes, seed) if instances else {}
+    if instances:
+        paths["instances"] = root / f"instances_{SUBTYPE}.json"
+        paths["instances"].write_text(json.dumps(_coco_instances(sizes, objects)))
     if images == "none":
         (root / SUBTYPE).mkdir(exist_ok=True)
         paths["images"] = root / SUBTYPE
         return paths
     files = {}
-    for i, image_id in enumerate(ids.tolist()):
-        width, height = COCO_SIZES[i % len(COCO_SIZES)]
+    for image_id, (width, height) in sizes.items():
+        image = Image.fromarray(photo_like(height, width, seed=image_id))
+        _draw(image, objects.get(image_id, []))
         buf = io.BytesIO()
-        Image.fromarray(photo_like(height, width, seed=image_id)).save(buf, "JPEG", quality=90)
+        image.save(buf, "JPEG", quality=90)
         files[f"{SUBTYPE}/{image_name(image_id)}"] = buf.getvalue()
     if images == "zip":
         paths["images"] = root / f"{SUBTYPE}.zip"
@@ -114,3 +124,72 @@ def write_mini_vqav2(
     else:
         raise ValueError(f"images must be folder, zip or none, not {images!r}")
     return paths
+
+
+# A few COCO categories with their official ids, and a colour to draw each.
+MINI_CATEGORIES = {
+    1: ("person", "person", (200, 60, 60)), 2: ("bicycle", "vehicle", (60, 60, 200)),
+    3: ("car", "vehicle", (60, 160, 60)), 15: ("bench", "outdoor", (150, 110, 60)),
+    17: ("cat", "animal", (230, 150, 40)), 18: ("dog", "animal", (120, 70, 160)),
+    28: ("umbrella", "accessory", (40, 170, 170)), 62: ("chair", "furniture", (90, 90, 90)),
+    64: ("potted plant", "furniture", (30, 120, 30)),
+}  # fmt: skip
+
+
+def _instances(sizes: dict[int, tuple[int, int]], seed: int) -> dict[int, list[dict]]:
+    """2-4 boxes per image (at least 48 px a side), category ids from MINI_CATEGORIES; one
+    image in five also gets a crowd region of people."""
+    rng = np.random.default_rng([seed, 7])
+    out: dict[int, list[dict]] = {}
+    ann_id = 1
+    for image_id, (width, height) in sizes.items():
+        items = []
+        for _ in range(int(rng.integers(2, 5))):
+            w, h = (int(v) for v in rng.integers(48, 160, size=2))
+            x, y = int(rng.integers(0, width - w)), int(rng.integers(0, height - h))
+            cat = int(rng.choice(list(MINI_CATEGORIES)))
+            items.append({"id": ann_id, "category_id": cat, "bbox": [x, y, w, h], "iscrowd": 0})
+            ann_id += 1
+        if rng.random() < 0.2:
+            items.append({"id": ann_id, "category_id": 1, "bbox": [0, 0, 60, 40], "iscrowd": 1})
+            ann_id += 1
+        out[image_id] = items
+    return out
+
+
+def _coco_instances(sizes: dict[int, tuple[int, int]], objects: dict[int, list[dict]]) -> dict:
+    """COCO's instances file layout."""
+    annotations = []
+    for image_id, items in objects.items():
+        for o in items:
+            x, y, w, h = o["bbox"]
+            if o["iscrowd"]:
+                height = sizes[image_id][1]
+                # Column-major RLE of the box: runs of background / foreground per column.
+                counts = [0] + [v for _ in range(w) for v in (h, height - h)]
+                segmentation = {"counts": counts[:-1], "size": [height, sizes[image_id][0]]}
+            else:
+                segmentation = [[x, y, x + w, y, x + w, y + h, x, y + h]]
+            annotations.append({"id": o["id"], "image_id": image_id,
+                                "category_id": o["category_id"],
+                                "bbox": [float(v) for v in o["bbox"]], "area": float(w * h),
+                                "iscrowd": o["iscrowd"], "segmentation": segmentation})  # fmt: skip
+    return {
+        "info": {"description": "vqarobust miniature of COCO instances"}, "licenses": [],
+        "images": [{"id": i, "file_name": image_name(i), "width": w, "height": h}
+                   for i, (w, h) in sizes.items()],
+        "annotations": annotations,
+        "categories": [{"id": k, "name": n, "supercategory": sc}
+                       for k, (n, sc, _) in MINI_CATEGORIES.items()],
+    }  # fmt: skip
+
+
+def _draw(image: Image.Image, items: list[dict]) -> None:
+    """Each non-crowd object as a filled ellipse of its category's colour in its box."""
+    from PIL import ImageDraw
+
+    draw = ImageDraw.Draw(image)
+    for o in items:
+        if not o["iscrowd"]:
+            x, y, w, h = o["bbox"]
+            draw.ellipse((x, y, x + w - 1, y + h - 1), fill=MINI_CATEGORIES[o["category_id"]][2])

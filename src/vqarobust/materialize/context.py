@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from vqarobust import store
@@ -117,6 +118,17 @@ def swap_context(
                    "format": "png", "width": scenes.SIDE, "height": scenes.SIDE}  # fmt: skip
 
     n_images = store.write_image_shards(images(), images_out, shard_bytes)
+    return _write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
+
+
+def _write_swap_outputs(
+    questions: pa.Table,
+    rows: list[dict],
+    n_images: int,
+    swaps_out: str | os.PathLike[str],
+    sets_out: Mapping[str, str | os.PathLike[str]],
+) -> dict[str, int]:
+    """The swap table and one question set per perturbation; returns counts."""
     table = pa.Table.from_pylist(rows, schema=SWAP_SCHEMA)
     store.write_table(table, swaps_out)
     texts = dict(zip(questions.column("question_id").to_pylist(),
@@ -138,3 +150,80 @@ def swap_context(
         counts[perturbation] = len(mine)
     log.info("context swaps: %s", counts)
     return counts
+
+
+def swap_context_coco(
+    questions_path: str | os.PathLike[str],
+    clean_dir: str | os.PathLike[str],
+    source_images: str | os.PathLike[str],
+    instances_path: str | os.PathLike[str],
+    images_out: str | os.PathLike[str],
+    swaps_out: str | os.PathLike[str],
+    sets_out: Mapping[str, str | os.PathLike[str]],
+    seed: int = 0,
+    k: int = 3,
+    min_area: float = 1024.0,
+    encoder_path: str | None = None,
+    image_format: str = "png",
+    jpeg_quality: int = 95,
+    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+) -> dict[str, int]:
+    """The context subsets of a COCO-image dataset (VQAv2): swaps from the COCO instance
+    annotations (:mod:`vqarobust.context.coco`), pasted in image space. Target images come
+    from the prepared clean shards, donor images from the dataset's image folder or zip.
+    Writes the same outputs as :func:`swap_context`."""
+    from vqarobust.context import coco
+    from vqarobust.datasets.sources import open_images
+    from vqarobust.text import encoder
+
+    questions = store.read_questions(questions_path)
+    by_image, categories = coco.read_instances(instances_path)
+    neighbours = class_neighbours(categories, encoder.encode(categories, encoder_path))
+    donors = coco.donor_pool(by_image, min_area)
+    rows: list[dict] = []
+    made: dict[int, coco.CocoSwap] = {}
+    variants: dict[tuple, int] = {}
+    per_image: dict[int, int] = {}
+    no_instances = set()
+    for q in questions.select(["question_id", "image_id", "question", "answers"]).to_pylist():
+        image_id = q["image_id"]
+        if image_id not in by_image:
+            no_instances.add(image_id)
+            continue
+        mentioned = coco.mentioned_categories([q["question"], *q["answers"]], categories)
+        rng = item_rng(seed, "swapmix", q["question_id"])
+        for sw in coco.coco_swaps(by_image[image_id], mentioned, neighbours, donors, k, rng,
+                                  min_area):  # fmt: skip
+            if sw.perturbation not in sets_out:
+                continue
+            key = (image_id, sw.target.id, sw.donor.id)
+            if key not in variants:
+                n = per_image.get(image_id, 0)
+                if n >= VARIANTS:
+                    raise ValueError(f"image {image_id}: more than {VARIANTS} swapped images")
+                per_image[image_id] = n + 1
+                variants[key] = image_id * VARIANTS + n
+                made[variants[key]] = sw
+            rows.append({"question_id": q["question_id"], "perturbation": sw.perturbation,
+                         "severity": sw.severity, "image_id": variants[key],
+                         "source_image_id": image_id, "object_id": sw.target.id,
+                         "before": sw.target.category,
+                         "after": f"{sw.donor.category} (instance {sw.donor.id})"})  # fmt: skip
+    if no_instances:
+        log.warning("%d images have no COCO instance annotations: their questions get no "
+                    "swaps (e.g. %s)", len(no_instances), sorted(no_instances)[:5])  # fmt: skip
+
+    def images() -> Iterator[dict]:
+        clean = store.ImageShards(clean_dir)
+        with open_images(source_images) as source:
+            for vid in sorted(made):
+                sw = made[vid]
+                target = coco.decode(clean.read([sw.target.image_id])[sw.target.image_id])
+                donor = coco.decode(source.read(sw.donor.image_id))
+                out = np.asarray(coco.paste(target, sw.target.box, donor, sw.donor.box))
+                data = store.encode_image(out, image_format, jpeg_quality)
+                yield {"image_id": vid, "bytes": data, "format": image_format,
+                       "width": out.shape[1], "height": out.shape[0]}  # fmt: skip
+
+    n_images = store.write_image_shards(images(), images_out, shard_bytes)
+    return _write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
