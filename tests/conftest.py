@@ -88,3 +88,19 @@ def wordnet() -> Path:
     if folder is None:
         pytest.skip(f"WordNet 3.0 is absent and cannot be installed here (Debian {PACKAGE})")
     return folder
+
+
+def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:
+    """Write ``config`` as the workdir's config/config.yaml and run the whole workflow
+    there on 2 cores; fail with the end of Snakemake's output."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    (workdir / "config").mkdir(exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--cores", "2"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]

@@ -156,13 +156,9 @@ def test_config_for_coco_context():
 
 @pytest.mark.workflow
 def test_coco_context_runs_through_the_workflow(mini, checkpoints, tmp_path):
-    import subprocess
-    import sys
-
     import duckdb
-    import yaml
 
-    from tests.conftest import REPO
+    from tests.conftest import run_workflow
 
     paths, _ = mini
     config = {
@@ -175,12 +171,7 @@ def test_coco_context_runs_through_the_workflow(mini, checkpoints, tmp_path):
         "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
                             "device": "cpu", "batch_size": 16}},
     }  # fmt: skip
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
-           "--cores", "2"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    run_workflow(tmp_path, config)
     with duckdb.connect(
         str(tmp_path / "results" / "mini" / "robustness.duckdb"), read_only=True
     ) as con:

@@ -262,13 +262,10 @@ def test_config_checks_the_context_study():
 
 @pytest.mark.workflow
 def test_the_context_study_runs_end_to_end(tmp_path):
-    import subprocess
-    import sys
-
     import duckdb
     import yaml
 
-    from tests.conftest import REPO
+    from tests.conftest import REPO, run_workflow
 
     config = yaml.safe_load((REPO / "config" / "scenes.yaml").read_text())
     config["dataset"].update(n_images=8, train_n_images=150)
@@ -278,12 +275,7 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     config["models"] = {name: {**config["models"][name],
                                "train": {**config["models"][name]["train"], **small}}
                         for name in ("cnn-bow", "cnn-bow-swapmix")}  # fmt: skip
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
-           "--cores", "2"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    run_workflow(tmp_path, config)
     db = tmp_path / "results" / "scenes" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         reliance = con.sql(

@@ -109,6 +109,15 @@ def _named(df: pl.DataFrame) -> str:
     return ", ".join(f"{c} ({v:.3f})" for c, v in df.select("corruption", "vre").iter_rows())
 
 
+def _markdown_table(df: pl.DataFrame) -> list[str]:
+    """Lines of a Markdown table, floats to 3 decimals."""
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
+    for row in df.iter_rows():
+        cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def to_markdown(s: Summary, command: str) -> str:
     """The summary as a Markdown block (table plus two sentences); ``command`` made it."""
     lines = [
@@ -130,11 +139,7 @@ def to_markdown(s: Summary, command: str) -> str:
         f"weakest: {_named(s.corruptions.tail(k).reverse())}.",
     ]
     if s.questions is not None and s.questions.height:
-        q = s.questions
-        lines += ["", "| " + " | ".join(q.columns) + " |", "|" + "---|" * q.width]
-        for row in q.iter_rows():
-            cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", *_markdown_table(s.questions)]
         t, m = s.rscore or (float("nan"), float("nan"))
         lines += [
             "",
@@ -144,11 +149,7 @@ def to_markdown(s: Summary, command: str) -> str:
             f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
         ]
     if s.context is not None and s.context.height:
-        c = s.context
-        lines += ["", "| " + " | ".join(c.columns) + " |", "|" + "---|" * c.width]
-        for row in c.iter_rows():
-            cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", *_markdown_table(s.context)]
         lines += [
             "",
             "Context (SwapMix): reliance = share of correctly answered questions whose "

@@ -7,14 +7,11 @@ leave-one-out subset keeps nine matches) and equals exact-match accuracy.
 
 from __future__ import annotations
 
-import polars as pl
-
 from vqarobust.datasets.prepare import Dataset
-from vqarobust.datasets.question_types import answer_type, question_type
+from vqarobust.datasets.question_types import single_answer_questions
 from vqarobust.datasets.sources import PathImages
 
 SPLITS = ("train", "test")
-N_ANNOTATORS = 10
 
 
 def _load_split(split: str) -> tuple[list[str], list[str], list[int], dict[int, str]]:
@@ -38,22 +35,5 @@ def read_easy_vqa(split: str = "test") -> Dataset:
     whatever subset is drawn.
     """
     qs, answers, image_ids, paths = _load_split(split)
-    questions = pl.DataFrame(
-        {
-            "question_id": range(len(qs)),
-            "image_id": image_ids,
-            "question": qs,
-            "answers": [[a] * N_ANNOTATORS for a in answers],
-            "question_type": [question_type(q) for q in qs],
-            "answer_type": [answer_type([a]) for a in answers],
-        },
-        schema={
-            "question_id": pl.Int64,
-            "image_id": pl.Int64,
-            "question": pl.String,
-            "answers": pl.List(pl.String),
-            "question_type": pl.String,
-            "answer_type": pl.String,
-        },  # fmt: skip
-    )
+    questions = single_answer_questions(range(len(qs)), image_ids, qs, answers)
     return Dataset(questions, PathImages(paths), {"adapter": "easy-vqa", "split": split})

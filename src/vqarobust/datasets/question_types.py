@@ -7,6 +7,9 @@ VQAv2 assigns each question the longest of 65 fixed prefixes that it starts with
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import polars as pl
 
 VQAV2_QUESTION_TYPES: tuple[str, ...] = (
     "how many", "is the", "what", "what color is the", "what is the", "is this",
@@ -58,3 +61,35 @@ def answer_type(answers: list[str]) -> str:
     if top.isdigit():
         return "number"
     return "other"
+
+
+# Datasets with one answer per question repeat it as if this many annotators agreed, so
+# that VQA accuracy (docs/metrics.md) is defined and equals exact match.
+N_ANNOTATORS = 10
+
+
+def single_answer_questions(
+    question_ids: Sequence[int], image_ids: Sequence[int], questions: Sequence[str],
+    answers: Sequence[str],
+) -> pl.DataFrame:  # fmt: skip
+    """The questions table (``store.QUESTION_SCHEMA`` columns) of a dataset with one answer
+    per question: the answer repeated :data:`N_ANNOTATORS` times, question and answer
+    types derived."""
+    return pl.DataFrame(
+        {
+            "question_id": list(question_ids),
+            "image_id": list(image_ids),
+            "question": list(questions),
+            "answers": [[a] * N_ANNOTATORS for a in answers],
+            "question_type": [question_type(q) for q in questions],
+            "answer_type": [answer_type([a]) for a in answers],
+        },
+        schema={
+            "question_id": pl.Int64,
+            "image_id": pl.Int64,
+            "question": pl.String,
+            "answers": pl.List(pl.String),
+            "question_type": pl.String,
+            "answer_type": pl.String,
+        },  # fmt: skip
+    )

@@ -21,11 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import polars as pl
 from PIL import Image, ImageDraw
 
 from vqarobust.datasets.prepare import Dataset
-from vqarobust.datasets.question_types import answer_type, question_type
+from vqarobust.datasets.question_types import single_answer_questions
 from vqarobust.datasets.sources import ImageSource
 
 SHAPES = ("circle", "square", "triangle", "star", "diamond", "hexagon", "pentagon", "cross")
@@ -37,7 +36,6 @@ COLOURS = {
 SIZES = {"small": 9, "large": 15}  # radius in pixels
 SIDE = 128
 SPLITS = {"train": 5000, "test": 2000}  # images per split
-N_ANNOTATORS = 10
 MAX_QUESTIONS = 6  # per image
 # Question ids are image_id * ID_STRIDE + position, so they stay stable per image.
 ID_STRIDE = 16
@@ -251,24 +249,7 @@ def read_scenes(split: str = "test", scene_seed: int = 0) -> Dataset:
     rows = [(q.question_id, image_id, q.text, q.answer)
             for image_id, _, qs in iter_split(scene_seed, split) for q in qs]  # fmt: skip
     ids, image_ids, texts, answers = (list(c) for c in zip(*rows, strict=True))
-    table = pl.DataFrame(
-        {
-            "question_id": ids,
-            "image_id": image_ids,
-            "question": texts,
-            "answers": [[a] * N_ANNOTATORS for a in answers],
-            "question_type": [question_type(q) for q in texts],
-            "answer_type": [answer_type([a]) for a in answers],
-        },
-        schema={
-            "question_id": pl.Int64,
-            "image_id": pl.Int64,
-            "question": pl.String,
-            "answers": pl.List(pl.String),
-            "question_type": pl.String,
-            "answer_type": pl.String,
-        },  # fmt: skip
-    )
+    table = single_answer_questions(ids, image_ids, texts, answers)
     describe = {"adapter": "scenes", "split": split, "scene_seed": scene_seed}
     return Dataset(table, SceneImages(scene_seed, split), describe)
 

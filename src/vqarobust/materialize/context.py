@@ -34,6 +34,26 @@ SWAP_SCHEMA = pa.schema(
 )
 
 
+class VariantIds:
+    """Ids of swapped images: image_id * VARIANTS + n, one per distinct swap of an image,
+    so identical swaps asked by several questions share one image."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple, int] = {}
+        self._count: dict[int, int] = {}
+
+    def get(self, image_id: int, swap: tuple) -> int:
+        """The id of ``image_id`` with ``swap`` made (a new one for a new swap)."""
+        key = (image_id, swap)
+        if key not in self._ids:
+            n = self._count.get(image_id, 0)
+            if n >= VARIANTS:
+                raise ValueError(f"image {image_id}: more than {VARIANTS} swapped images")
+            self._count[image_id] = n + 1
+            self._ids[key] = image_id * VARIANTS + n
+        return self._ids[key]
+
+
 def shape_neighbours(encoder_path: str | None = None) -> dict[str, list[str]]:
     """Per scenes shape, the other shapes by MiniLM similarity of their names."""
     from vqarobust.text import encoder
@@ -57,8 +77,7 @@ def plan_swaps(
     index = scenes.question_index(scene_seed, split, image_ids)
     texts = dict(zip(questions.column("question_id").to_pylist(),
                      questions.column("question").to_pylist(), strict=True))  # fmt: skip
-    variants: dict[tuple, int] = {}
-    per_image: dict[int, int] = {}
+    ids = VariantIds()
     made: dict[int, tuple[int, Swap]] = {}
     rows = []
     for qid in sorted(texts):
@@ -73,18 +92,12 @@ def plan_swaps(
         for sw in scene_swaps(objects, question, dict(neighbours), k, rng):
             if sw.perturbation not in perturbations:
                 continue
-            key = (image_id, sw.object_id, sw.changes)
-            if key not in variants:
-                n = per_image.get(image_id, 0)
-                if n >= VARIANTS:
-                    raise ValueError(f"image {image_id}: more than {VARIANTS} swapped images")
-                per_image[image_id] = n + 1
-                variants[key] = image_id * VARIANTS + n
-                made[variants[key]] = (image_id, sw)
+            vid = ids.get(image_id, (sw.object_id, sw.changes))
+            made.setdefault(vid, (image_id, sw))
             before = objects[sw.object_id]
             after = sw.apply(objects)[sw.object_id]
             rows.append({"question_id": qid, "perturbation": sw.perturbation,
-                         "severity": sw.severity, "image_id": variants[key],
+                         "severity": sw.severity, "image_id": vid,
                          "source_image_id": image_id, "object_id": sw.object_id,
                          "before": describe(before), "after": describe(after)})  # fmt: skip
     return rows, made
@@ -182,8 +195,7 @@ def swap_context_coco(
     donors = coco.donor_pool(by_image, min_area)
     rows: list[dict] = []
     made: dict[int, coco.CocoSwap] = {}
-    variants: dict[tuple, int] = {}
-    per_image: dict[int, int] = {}
+    ids = VariantIds()
     no_instances = set()
     for q in questions.select(["question_id", "image_id", "question", "answers"]).to_pylist():
         image_id = q["image_id"]
@@ -196,16 +208,10 @@ def swap_context_coco(
                                   min_area):  # fmt: skip
             if sw.perturbation not in sets_out:
                 continue
-            key = (image_id, sw.target.id, sw.donor.id)
-            if key not in variants:
-                n = per_image.get(image_id, 0)
-                if n >= VARIANTS:
-                    raise ValueError(f"image {image_id}: more than {VARIANTS} swapped images")
-                per_image[image_id] = n + 1
-                variants[key] = image_id * VARIANTS + n
-                made[variants[key]] = sw
+            vid = ids.get(image_id, (sw.target.id, sw.donor.id))
+            made.setdefault(vid, sw)
             rows.append({"question_id": q["question_id"], "perturbation": sw.perturbation,
-                         "severity": sw.severity, "image_id": variants[key],
+                         "severity": sw.severity, "image_id": vid,
                          "source_image_id": image_id, "object_id": sw.target.id,
                          "before": sw.target.category,
                          "after": f"{sw.donor.category} (instance {sw.donor.id})"})  # fmt: skip
