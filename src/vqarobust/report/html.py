@@ -565,7 +565,9 @@ def _context_section(context: dict[str, pl.DataFrame], figure_html: Callable[...
     if not reliance.height:
         return (
             '<section id="context"><h2>Visual context (SwapMix)</h2><p class="note">No '
-            "context swaps in this run (context.perturbations, docs/context.md).</p></section>"
+            "context swaps in this run (context.perturbations, docs/context.md).</p>"
+            f"{figure_html('context_reliance', 'Context reliance and effective accuracy')}"
+            f"{figure_html('context_flips', 'Swaps that changed a correct answer')}</section>"
         )
     wide = reliance.pivot(on="perturbation", index="model", values="reliance")
     effective = (
