@@ -140,4 +140,4 @@ def example_images(
                                                return_dtype=pl.Binary).alias("clean_png"),
         pl.col("image_id").map_elements(lambda i: thumbnail(swapped[i], 128),
                                         return_dtype=pl.Binary).alias("swapped_png"),
-    ).cast({k: v for k, v in EXAMPLE_SCHEMA.items()}).select(list(EXAMPLE_SCHEMA))  # fmt: skip
+    ).cast(EXAMPLE_SCHEMA).select(list(EXAMPLE_SCHEMA))  # fmt: skip
