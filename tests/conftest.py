@@ -45,26 +45,28 @@ def easy_vqa_train(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def checkpoints(easy_vqa_train, tmp_path_factory):
-    """Tiny ViLT and CNN+BoW checkpoints trained for a few steps, in HF format."""
+    """Tiny ViLT, CNN+BoW and CNN+FiLM checkpoints trained for a few steps, in HF format."""
     from vqarobust.models.training import train_reference_model
 
     root = tmp_path_factory.mktemp("ckpt")
     out = {}
-    for arch, kw in (
-        ("vilt", {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}),
-        ("cnn-bow", {"channels": [4, 8], "hidden_dim": 16}),
-    ):
+    for key, arch, kw in (
+        ("vilt", "vilt", {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}),
+        ("cnn-bow", "cnn-bow", {"channels": [4, 8], "hidden_dim": 16}),
+        ("cnn-film", "cnn-bow", {"channels": [4, 8], "hidden_dim": 16, "fusion": "film",
+                                 "film_blocks": 1, "first_stride": 2}),
+    ):  # fmt: skip
         stats = train_reference_model(
             str(easy_vqa_train["questions"]),
             str(easy_vqa_train["images"]),
-            root / arch,
+            root / key,
             arch,
             epochs=0.5,
             batch_size=32,
             **kw,
         )
         assert stats["steps"] >= 1
-        out[arch] = root / arch
+        out[key] = root / key
     return out
 
 

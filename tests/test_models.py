@@ -23,13 +23,13 @@ def _batch(easy_vqa_eval, n=7):
     return [imgs[r["image_id"]] for r in q], [r["question"] for r in q]
 
 
-@pytest.mark.parametrize("arch", ["vilt", "cnn-bow"])
+@pytest.mark.parametrize("arch", ["vilt", "cnn-bow", "cnn-film"])
 def test_saved_checkpoint_loads_through_auto_classes(checkpoints, easy_vqa_eval, arch):
     from transformers import AutoConfig, AutoModelForVisualQuestionAnswering, AutoProcessor
 
     path = str(checkpoints[arch])
     config = AutoConfig.from_pretrained(path)
-    assert config.model_type == {"vilt": "vilt", "cnn-bow": "vqarobust-cnn-bow"}[arch]
+    assert config.model_type == ("vilt" if arch == "vilt" else "vqarobust-cnn-bow")
     AutoModelForVisualQuestionAnswering.from_pretrained(path)
     AutoProcessor.from_pretrained(path)
 
@@ -219,3 +219,95 @@ def test_training_rejects_mixed_image_sizes(tmp_path):
         train_reference_model(str(tmp_path / "q.parquet"), str(tmp_path / "images"),
                               tmp_path / "m", "cnn-bow")  # fmt: skip
     assert not (tmp_path / "m").exists()
+
+
+def _cnn(fusion: str, **kw):
+    import torch
+
+    torch.manual_seed(0)
+    model = ARCHITECTURES.create("cnn-bow", vocab_size=12, labels=["a", "b", "c"], image_size=32,
+                                 channels=[4, 8], hidden_dim=16, fusion=fusion, **kw)  # fmt: skip
+    return model.eval()
+
+
+def test_late_fusion_initialisation_is_pinned():
+    # The FiLM option must not change how a seed initialises the late-fusion model:
+    # the default run's trained CNN+BoW (and its numbers in the README) depend on it.
+    import torch
+
+    state = _cnn("late").state_dict()
+    assert list(state)[:3] == ["image_encoder.0.weight", "image_encoder.1.weight",
+                               "image_encoder.1.bias"]  # fmt: skip
+    total = sum(float(v.double().abs().sum()) for v in state.values() if v.is_floating_point())
+    assert total == pytest.approx(105.482015, abs=1e-5)
+    assert torch.equal(state["word_embeddings.weight"][0], torch.zeros(64))
+
+
+def test_film_conditions_every_layer_on_the_question():
+    import torch
+
+    model = _cnn("film", film_blocks=1, first_stride=2)
+    assert model.film_sizes == [4, 8, 8]  # two stem layers, one residual block
+    assert model.film.out_features == 2 * 20
+    assert not model.image_features_shared and _cnn("late").image_features_shared
+    pixels = torch.randn(2, 3, 32, 32)
+    ids = torch.tensor([[2, 5, 6, 3, 0], [2, 7, 3, 0, 0]])
+    out = model(input_ids=ids, pixel_values=pixels).logits
+    # Padding after the question does not reach the question vector.
+    longer = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)
+    assert torch.allclose(model(input_ids=longer, pixel_values=pixels).logits, out, atol=1e-6)
+    # One row per distinct image plus an index = one row per question.
+    index = torch.tensor([1, 0, 1])
+    q3 = ids[[0, 1, 1]]
+    shared = model(input_ids=q3, pixel_values=pixels, image_index=index).logits
+    assert torch.allclose(shared, model(input_ids=q3, pixel_values=pixels[index]).logits)
+    # The question changes what the image encoder computes: with the classifier's input
+    # recorded, two questions about the same image give different pooled features.
+    seen = []
+    model.classifier.register_forward_hook(lambda m, i, o: seen.append(i[0]))
+    model(input_ids=ids, pixel_values=pixels[[0, 0]])
+    assert not torch.allclose(seen[0][0], seen[0][1])
+    with pytest.raises(ValueError, match="no question-independent image features"):
+        model.encode_images(pixels)
+
+
+def test_film_gradients_reach_the_question_encoder_and_the_first_layer():
+    import torch
+
+    model = _cnn("film").train()
+    ids = torch.tensor([[2, 5, 6, 3], [2, 7, 3, 0]])
+    out = model(input_ids=ids, pixel_values=torch.randn(2, 3, 32, 32), labels=torch.tensor([0, 2]))
+    out.loss.backward()
+    for name in ("question_encoder.weight_ih_l0", "film.weight", "stem.0.conv.weight",
+                 "blocks.0.conv2.weight", "word_embeddings.weight"):  # fmt: skip
+        grad = dict(model.named_parameters())[name].grad
+        assert grad is not None and grad.abs().sum() > 0, name
+
+
+def test_unknown_fusion_is_refused():
+    from vqarobust.models.cnn_bow import CnnBowConfig
+
+    with pytest.raises(ValueError, match="fusion must be one of"):
+        CnnBowConfig(fusion="early")
+
+
+def test_training_keys_of_another_architecture_are_refused():
+    import yaml
+
+    from tests.conftest import REPO
+    from vqarobust.config import ConfigError, validate_config
+
+    config = yaml.safe_load((REPO / "config" / "scenes.yaml").read_text())
+    validate_config(config)
+    config["models"]["vilt-tiny"]["train"]["fusion"] = "film"
+    message = r"models.vilt-tiny.train: 'fusion' not used by architecture 'vilt' \(it takes hid"
+    with pytest.raises(ConfigError, match=message):
+        validate_config(config)
+    del config["models"]["vilt-tiny"]["train"]["fusion"]
+    config["models"]["cnn-film"]["train"]["patch_size"] = 16
+    with pytest.raises(ConfigError, match=r"'patch_size' not used by architecture 'cnn-bow'"):
+        validate_config(config)
+    del config["models"]["cnn-film"]["train"]["patch_size"]
+    config["models"]["cnn-film"]["train"]["fusion"] = "early"
+    with pytest.raises(ConfigError, match=r"models.cnn-film.train.fusion.*'early'"):
+        validate_config(config)

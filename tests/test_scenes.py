@@ -274,14 +274,14 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     small = {"epochs": 3, "channels": [8, 16], "hidden_dim": 32}
     config["models"] = {name: {**config["models"][name],
                                "train": {**config["models"][name]["train"], **small}}
-                        for name in ("cnn-bow", "cnn-bow-swapmix")}  # fmt: skip
+                        for name in ("cnn-film", "cnn-film-swapmix")}  # fmt: skip
     run_workflow(tmp_path, config)
     db = tmp_path / "results" / "scenes" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         reliance = con.sql(
             "SELECT model, perturbation FROM context_reliance ORDER BY ALL"
         ).fetchall()
-        assert reliance == [(m, p) for m in ("cnn-bow", "cnn-bow-swapmix")
+        assert reliance == [(m, p) for m in ("cnn-film", "cnn-film-swapmix")
                             for p in ("all", "swap_attribute", "swap_class")]  # fmt: skip
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         n_swaps = con.execute("SELECT count(*) FROM context_swaps").fetchone()[0]
@@ -295,7 +295,7 @@ def test_the_context_study_runs_end_to_end(tmp_path):
         assert effective == 6
         # Context rows stay out of the robustness metrics over severities.
         assert con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchone()[0] == 0
-    log = (tmp_path / "logs" / "scenes" / "train_model" / "cnn-bow-swapmix.log").read_text()
+    log = (tmp_path / "logs" / "scenes" / "train_model" / "cnn-film-swapmix.log").read_text()
     assert re.search(r"SwapMix re-rendered [1-9]\d* training images", log)
     html = (tmp_path / "results" / "scenes" / "report" / "index.html").read_text()
     assert "Visual context (SwapMix)" in html and "context_reliance.svg" in html

@@ -202,7 +202,30 @@ def validate_config(
         if train is not None and train["architecture"] not in ARCHITECTURES:
             unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
             raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
+        if train is not None:
+            foreign = sorted(set(train) - TRAINING_KEYS - architecture_keys(train["architecture"]))
+            if foreign:
+                raise ConfigError(
+                    f"config error at models.{name}.train: {', '.join(map(repr, foreign))} "
+                    f"not used by architecture {train['architecture']!r} (it takes "
+                    f"{', '.join(sorted(architecture_keys(train['architecture'])))})"
+                )
     return config
+
+
+# Keys of models.<name>.train that every architecture's training reads.
+TRAINING_KEYS = {"architecture", "epochs", "batch_size", "learning_rate", "weight_decay", "seed",
+                 "swapmix"}  # fmt: skip
+
+
+def architecture_keys(architecture: str) -> set[str]:
+    """The hyper-parameters an architecture's builder takes (besides what training sets)."""
+    import inspect
+
+    from vqarobust.models.architectures import ARCHITECTURES
+
+    params = inspect.signature(ARCHITECTURES.get(architecture)).parameters.values()
+    return {p.name for p in params if p.kind is p.KEYWORD_ONLY or p.default is not p.empty}
 
 
 # Keys only a served model (family openai-chat) reads, and keys it cannot use.

@@ -59,9 +59,13 @@ def build_cnn_bow(
     embed_dim: int = 64,
     hidden_dim: int = 128,
     pool_size: int = 4,
+    fusion: str = "late",
+    film_blocks: int = 2,
+    first_stride: int = 1,
     **_: Any,
 ) -> Any:
-    """A randomly initialised late-fusion CNN + bag-of-words classifier."""
+    """A randomly initialised CNN classifier: late fusion with a bag of words, or FiLM
+    conditioning by a GRU question encoder (``fusion="film"``)."""
     from vqarobust.models.cnn_bow import CnnBowConfig, CnnBowForQuestionAnswering
 
     config = CnnBowConfig(
@@ -70,6 +74,9 @@ def build_cnn_bow(
         embed_dim=embed_dim,
         hidden_dim=hidden_dim,
         pool_size=pool_size,
+        fusion=fusion,
+        film_blocks=film_blocks,
+        first_stride=first_stride,
         **_labels(labels),
     )
     return CnnBowForQuestionAnswering(config)

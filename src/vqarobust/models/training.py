@@ -9,7 +9,6 @@ checkpoint. Training is seeded and single-process, so it is reproducible.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import os
@@ -107,7 +106,7 @@ def train_reference_model(
         **arch_kwargs,
     )
     model.train()
-    reuses_images = "image_index" in inspect.signature(model.forward).parameters
+    reuses_images = bool(getattr(model, "image_features_shared", False))
     augment = None
     if swapmix:
         from vqarobust.context.augment import SwapMixAugmenter
@@ -116,7 +115,8 @@ def train_reference_model(
                                    scene_seed, split, seed, **swapmix)  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     # A late-fusion model takes whole images with all of their questions per step, so it
-    # encodes each image once; other models take random questions (more varied batches).
+    # encodes each image once; other models take random questions (more varied batches,
+    # and batch norm statistics over many images).
     questions_of = [torch.nonzero(q_image == i).flatten() for i in range(len(image_ids))]
     units = len(image_ids) if reuses_images else len(y)
     per_step = max(1, round(batch_size * units / len(y)))
