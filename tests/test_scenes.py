@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from vqarobust.context.augment import SwapMixAugmenter
 from vqarobust.context.swapmix import class_neighbours, scene_swaps
 from vqarobust.datasets import scenes
-from vqarobust.metrics.context import context_tables
+from vqarobust.metrics.context import context_by_group, context_tables
 
 # Shapes in an order unrelated to the package's, so that the evaluator below does not
 # reuse its lists.
@@ -180,6 +180,14 @@ def test_context_metrics_by_hand():
     assert eff["swap_class"]["effective_accuracy"] == 0.5
     empty = context_tables(scored.filter(pl.col("modality") == "clean"))
     assert empty["context_reliance"].is_empty() and empty["effective_accuracy"].is_empty()
+    # Per group: {q1, q3} -> accuracy 1/2, reliance 1/1 (q1 flips); {q2, q4} -> accuracy
+    # 1, reliance 0/1 (q4 has no swaps); q5 is in no question table, so it counts nowhere.
+    groups = pl.DataFrame({"question_id": [1, 3, 2, 4, 5], "group": ["a", "a", "b", "b", "c"]})
+    by_group = context_by_group(scored, groups)
+    assert by_group.rows() == [("m", "a", 2, 0.5, 1.0), ("m", "b", 2, 1.0, 0.0)]
+    wrong = scored.filter(pl.col("question_id") == 3)
+    assert context_by_group(wrong, groups).rows() == [("m", "a", 1, 0.0, None)]
+    assert context_by_group(scored.head(0), groups).is_empty()
 
 
 def test_context_subsets_ask_each_question_about_its_swapped_image(tmp_path):

@@ -109,7 +109,7 @@ def _named(df: pl.DataFrame) -> str:
     return ", ".join(f"{c} ({v:.3f})" for c, v in df.select("corruption", "vre").iter_rows())
 
 
-def _markdown_table(df: pl.DataFrame) -> list[str]:
+def markdown_table(df: pl.DataFrame) -> list[str]:
     """Lines of a Markdown table, floats to 3 decimals."""
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
     for row in df.iter_rows():
@@ -139,7 +139,7 @@ def to_markdown(s: Summary, command: str) -> str:
         f"weakest: {_named(s.corruptions.tail(k).reverse())}.",
     ]
     if s.questions is not None and s.questions.height:
-        lines += ["", *_markdown_table(s.questions)]
+        lines += ["", *markdown_table(s.questions)]
         t, m = s.rscore or (float("nan"), float("nan"))
         lines += [
             "",
@@ -149,7 +149,7 @@ def to_markdown(s: Summary, command: str) -> str:
             f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
         ]
     if s.context is not None and s.context.height:
-        lines += ["", *_markdown_table(s.context)]
+        lines += ["", *markdown_table(s.context)]
         lines += [
             "",
             "Context (SwapMix): reliance = share of correctly answered questions whose "

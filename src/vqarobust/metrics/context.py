@@ -84,6 +84,29 @@ def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
     }  # fmt: skip
 
 
+GROUP_SCHEMA = {"model": pl.String, "group": pl.String, "n_questions": pl.Int64,
+                "accuracy": pl.Float64, "reliance": pl.Float64}  # fmt: skip
+
+
+def context_by_group(scored: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+    """Clean accuracy and reliance (any swap) per model and question group: ``groups``
+    maps ``question_id`` to ``group`` (e.g. the scenes question kind). Questions without
+    a group are left out; reliance is null where a model answers none correctly."""
+    scored = scored.join(groups.select("question_id", "group"), on="question_id")
+    parts = []
+    for (group,) in scored.select("group").unique().sort("group").iter_rows():
+        tables = context_tables(scored.filter(pl.col("group") == group).drop("group"))
+        parts.append(
+            tables["effective_accuracy"]
+            .filter(pl.col("perturbation") == "all")
+            .join(tables["context_reliance"], on=["model", "perturbation"], how="left")
+            .select("model", pl.lit(group).alias("group"), "n_questions", "accuracy", "reliance")
+        )
+    if not parts:
+        return pl.DataFrame(schema=GROUP_SCHEMA)
+    return pl.concat(parts).cast(GROUP_SCHEMA).sort("model", "group")
+
+
 N_EXAMPLES = 6
 EXAMPLE_SCHEMA = {"rank": pl.Int32, "model": pl.String, "question_id": pl.Int64,
                   "question": pl.String, "truth": pl.String, "perturbation": pl.String,
