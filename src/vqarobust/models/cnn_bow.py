@@ -116,9 +116,8 @@ class CnnBowForQuestionAnswering(PreTrainedModel):
         if config.fusion == "film":
             self.word_embeddings = nn.Embedding(config.vocab_size, config.embed_dim, padding_idx=0)
             # The question conditions the first layer already: picking "the red object"
-            # out of the pixels is then one channel's gain, and the later layers only
-            # see what the question is about (FiLM on the residual blocks alone learned
-            # nothing but the answer priors in 10 epochs here; docs/models.md).
+            # out of the pixels is then one channel's gain, and the later layers see
+            # mostly what the question is about (docs/models.md).
             strides = [config.first_stride] + [1] * (len(widths) - 2)
             self.stem = nn.ModuleList(
                 FilmConv(i, o, st) for (i, o), st in zip(pairwise(widths), strides, strict=True)
@@ -164,7 +163,7 @@ class CnnBowForQuestionAnswering(PreTrainedModel):
         if self.config.fusion == "film" and hasattr(module, "reset_parameters"):
             # PyTorch's own initialisation, not transformers' N(0, 0.02): with word vectors
             # that small every question starts as nearly the same FiLM vector, and the
-            # model sat on the answer priors for 16 epochs here (docs/models.md).
+            # model never left the answer priors in a trial here (docs/models.md).
             module.reset_parameters()
             return
         super()._init_weights(module)
