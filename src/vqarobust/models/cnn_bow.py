@@ -3,9 +3,9 @@
 ``fusion="late"`` (the default) encodes the image once, the question as a bag of words,
 and combines the two vectors before the classifier. ``fusion="film"`` follows FiLM
 (Perez et al., 2018): a GRU reads the question (word order matters for "is the A left
-of the B"), and its state scales and shifts the feature maps of residual blocks over
-the CNN's grid, with x/y coordinate channels, so the question selects where and what
-the image encoder looks at. Late fusion cannot answer "what colour is the star" in a
+of the B"), and its state scales and shifts the channels of every conv layer, the first
+included, and of residual blocks with x/y coordinate channels, so the question selects
+what the image encoder looks at. Late fusion cannot answer "what colour is the star" in a
 scene of several objects; FiLM can.
 
 Registered with the transformers Auto classes, so ``AutoConfig`` and
