@@ -17,6 +17,7 @@ rule load_duckdb:
         preferences=get_vre_preferences,
         families=get_families,
         rscore=canonical(config["rscore"]),
+        uncertainty=canonical(config["uncertainty"]),
         skipped=SKIPPED_TEXT,
         image_subsets=get_image_subsets,
         seed=config["seed"],

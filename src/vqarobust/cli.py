@@ -52,25 +52,57 @@ def _metrics(args: argparse.Namespace) -> int:
     import polars as pl
 
     from vqarobust.corruptions import CORRUPTIONS
+    from vqarobust.metrics.intervals import uncertainty_tables
     from vqarobust.metrics.robustness import check_weights, softmax_weights
-    from vqarobust.metrics.tables import TableError, read_accuracy_table, write_metric_tables
+    from vqarobust.metrics.tables import (
+        TableError,
+        is_per_question,
+        per_question_rows,
+        read_accuracy_table,
+        read_table,
+        write_metric_tables,
+    )
+    from vqarobust.metrics.uncertainty import Settings
 
     try:
         table = read_accuracy_table(args.table)
         weights = _pairs(args.weights, "--weights")
         prefs = _pairs(args.preferences, "--preferences")
         w = check_weights(weights) if weights else softmax_weights(prefs)
+        settings = Settings(resamples=args.resamples or 0, level=args.level,
+                            cluster=args.cluster, seed=args.seed, adjust=args.adjust)  # fmt: skip
+        raw = read_table(args.table)
+        if args.resamples and not is_per_question(raw):
+            raise TableError(f"{args.table}: --resamples needs one row per question "
+                             "(columns question_id and score, and image_id for image "
+                             "clusters); this is an accuracy table")  # fmt: skip
     except (TableError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     families = {c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"])
                 if c in CORRUPTIONS}  # fmt: skip
-    tables = write_metric_tables(table, args.out, w, families)
+    extra = {}
+    if args.resamples:
+        try:
+            scored, questions = per_question_rows(raw, str(args.table), args.cluster)
+        except TableError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        extra = uncertainty_tables(scored, questions, settings, w, families)
+    tables = write_metric_tables(table, args.out, w, families, extra)
     with pl.Config(tbl_hide_dataframe_shape=True, float_precision=4, tbl_rows=40):
         print("weights:", ", ".join(f"{k}={v:.3f}" for k, v in w.items()))
         print("VRE per model (lower = more robust):")
-        print(tables["vre_model"].select("model", "clean_accuracy", "accuracy",
-                                          "relative_drop", "vre").sort("vre"))  # fmt: skip
+        vre = tables["vre_model"].select("model", "clean_accuracy", "accuracy",
+                                         "relative_drop", "vre")  # fmt: skip
+        if extra:
+            bounds = (
+                extra["intervals"]
+                .filter(pl.col("metric") == "vre_model")
+                .select("model", pl.col("low").alias("vre_low"), pl.col("high").alias("vre_high"))
+            )
+            vre = vre.join(bounds, on="model", how="left")
+        print(vre.sort("vre"))
         print("VRE per corruption (higher = stronger corruption):")
         print(tables["vre_corruption"].select("corruption", "accuracy", "relative_drop", "vre")
               .sort("vre", descending=True))  # fmt: skip
@@ -127,11 +159,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config")
     p.set_defaults(func=_validate)
     p = sub.add_parser("metrics", help="robustness metrics from a long accuracy table")
-    p.add_argument("table", help="CSV/TSV/Parquet with model, corruption, severity, accuracy")
+    p.add_argument(
+        "table",
+        help="CSV/TSV/Parquet with model, corruption, severity, accuracy "
+        "(or one row per question: question_id, image_id, score instead of accuracy)",
+    )
     p.add_argument("--out", required=True, help="directory for the CSV tables")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--weights", nargs="+", metavar="METRIC=W", help="explicit weights (sum 1)")
     g.add_argument("--preferences", nargs="+", metavar="METRIC=S", help="softmax preferences")
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=0,
+        help="bootstrap resamples for intervals (needs one row per question)",
+    )
+    p.add_argument("--level", type=float, default=0.95, help="interval coverage (0.95)")
+    p.add_argument(
+        "--cluster",
+        choices=["image", "question"],
+        default="image",
+        help="resampling unit (image needs an image_id column)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the resamples")
+    p.add_argument(
+        "--adjust",
+        choices=["holm", "bh"],
+        default="holm",
+        help="multiple-testing adjustment of the drop tests",
+    )
     p.set_defaults(func=_metrics)
     p = sub.add_parser("preview", help="corruption x severity grid of one image")
     p.add_argument("image")

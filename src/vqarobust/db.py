@@ -13,9 +13,11 @@ perturbation ``clean``, severity 0. Reports read only this file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,8 +29,10 @@ from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
 from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
+from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
+from vqarobust.metrics.uncertainty import Settings
 from vqarobust.samples import sample_images, sample_questions
 
 log = logging.getLogger(__name__)
@@ -113,6 +117,7 @@ def build_database(
     image_subsets: Sequence[tuple[str, int, str | os.PathLike[str]]] | None = None,
     seed: int = 0,
     context: Mapping[str, str | os.PathLike[str]] | None = None,
+    uncertainty: Mapping[str, object] | Settings | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -128,8 +133,14 @@ def build_database(
     ``swaps``, ``images``, ``clean``: the swap table, the swapped images, the clean
     images) adds the SwapMix tables ``context_swaps`` and ``context_examples``;
     ``context_reliance`` and ``effective_accuracy`` are always written (empty without
-    context predictions).
+    context predictions). ``uncertainty`` (the config section of that name, or
+    :class:`~vqarobust.metrics.uncertainty.Settings`) sets the bootstrap behind the tables
+    ``intervals``, ``model_comparisons``, ``rank_stability``, ``drop_tests`` and
+    ``effective_robustness`` (:mod:`vqarobust.metrics.intervals`).
     """
+    settings = (
+        uncertainty if isinstance(uncertainty, Settings) else Settings.from_mapping(uncertainty)
+    )
     dataset_info = (
         json.loads(Path(dataset_info_path).read_text(encoding="utf-8")) if dataset_info_path else {}
     )
@@ -219,11 +230,28 @@ def build_database(
         for name, df in tables.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        started = time.perf_counter()
+        extra = uncertainty_tables(
+            scored,
+            questions,
+            settings,
+            weights,
+            families,
+            controls,
+            rscore_tolerance,
+            rscore_maximum,
+        )
+        log.info("uncertainty tables (%d resamples, cluster %s) in %.1f s",
+                 settings.resamples, settings.cluster, time.perf_counter() - started)  # fmt: skip
+        for name, df in extra.items():
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
         info = {
             "metric": metric,
             "weights": json.dumps(dict(weights) if weights else "uniform"),
             "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
             "warnings": json.dumps([str(w.message) for w in caught]),
+            "uncertainty": json.dumps(dataclasses.asdict(settings)),
         }
         for package in ("vqarobust", "torch", "transformers", "snakemake", "duckdb", "polars"):
             info[f"version.{package}"] = _version(package)

@@ -7,6 +7,8 @@ numbers a reader sees are the numbers the code produced.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from dataclasses import dataclass
 
@@ -19,10 +21,15 @@ N_NAMED = 4
 
 @dataclass(frozen=True)
 class Summary:
-    """Per-model headline numbers and the corruption ranking of one run."""
+    """Per-model headline numbers and the corruption ranking of one run.
 
-    models: pl.DataFrame  # model, clean, corrupted, relative_drop, vre, rank
-    corruptions: pl.DataFrame  # corruption, vre, relative_drop (strongest first)
+    Every number ``x`` of ``models``, ``corruptions``, ``questions`` and ``context`` comes
+    with ``x_low`` and ``x_high``, the bounds of its bootstrap interval (null when the run
+    had ``uncertainty.resamples: 0``)."""
+
+    # model, clean, corrupted, relative_drop, vre, rank, rank_share (+ bounds)
+    models: pl.DataFrame
+    corruptions: pl.DataFrame  # corruption, vre, aggregated_drop (+ bounds), strongest first
     n_images: int
     n_questions: int
     metric: str
@@ -31,82 +38,227 @@ class Summary:
     rscore: tuple[float, float] | None = None  # R_score tolerance t and maximum m
     # model, clean accuracy, reliance per swap kind, effective accuracy (None without swaps)
     context: pl.DataFrame | None = None
+    comparisons: pl.DataFrame | None = None  # model_comparisons of VRE on the image side
+    level: float = 0.95  # coverage of the intervals
+    cluster: str = "image"  # resampling unit
+    resamples: int = 0
+    reliance: pl.DataFrame | None = None  # model, ratio, uses_image_little (blank control)
+    skipped: pl.DataFrame | None = None  # perturbation, reason
+
+
+def _bounds(alias: str, metric: str, where: str) -> str:
+    return (f"LEFT JOIN intervals {alias} ON {alias}.metric = '{metric}' AND {where}")  # fmt: skip
 
 
 def summarize(db_path: str | os.PathLike[str]) -> Summary:
     """Read the headline numbers of a results database."""
     with duckdb.connect(str(db_path), read_only=True) as con:
         models = con.sql(
-            """SELECT v.model, v.clean_accuracy AS clean, c.corrupted, v.relative_drop, v.vre,
-                      rank() OVER (ORDER BY v.vre) AS rank
-               FROM vre_model v JOIN (
-                   SELECT model, avg(accuracy) AS corrupted FROM accuracy
-                   WHERE severity > 0 AND modality = 'image' AND perturbation IN (
-                       SELECT perturbation FROM vre_corruption WHERE modality = 'image')
-                   GROUP BY model) c USING (model)
-               WHERE v.modality = 'image'
-               ORDER BY v.vre, v.model"""
+            f"""WITH m AS (
+                   SELECT v.model, v.clean_accuracy AS clean, c.corrupted,
+                          CASE WHEN v.clean_accuracy > 0
+                               THEN (v.clean_accuracy - c.corrupted) / v.clean_accuracy
+                               ELSE 0 END AS relative_drop,
+                          v.vre, rank() OVER (ORDER BY v.vre) AS rank
+                   FROM vre_model v JOIN (
+                       SELECT model, avg(accuracy) AS corrupted FROM accuracy
+                       WHERE severity > 0 AND modality = 'image' AND perturbation IN (
+                           SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                       GROUP BY model) c USING (model)
+                   WHERE v.modality = 'image')
+               SELECT m.*, s.share AS rank_share,
+                      a.low AS clean_low, a.high AS clean_high,
+                      p.low AS corrupted_low, p.high AS corrupted_high,
+                      d.low AS relative_drop_low, d.high AS relative_drop_high,
+                      r.low AS vre_low, r.high AS vre_high
+               FROM m
+               {_bounds("a", "accuracy", "a.model = m.model AND a.modality = 'clean'")}
+               {_bounds("p", "perturbed_accuracy", "p.model = m.model AND p.modality = 'image'")}
+               {_bounds("d", "mmi", "d.model = m.model AND d.modality = 'image' AND d.key = 'all'")}
+               {_bounds("r", "vre_model", "r.model = m.model AND r.modality = 'image'")}
+               LEFT JOIN rank_stability s
+                 ON s.modality = 'image' AND s.model = m.model AND s.rank = m.rank
+               ORDER BY m.vre, m.model"""
         ).pl()
         corruptions = con.sql(
-            "SELECT perturbation AS corruption, vre, relative_drop FROM vre_corruption "
-            "WHERE modality = 'image' ORDER BY vre DESC, corruption"
-        ).pl()
+            f"""SELECT c.perturbation AS corruption, c.vre, r.low AS vre_low, r.high AS vre_high,
+                      c.relative_drop AS aggregated_drop
+               FROM vre_corruption c
+               {_bounds("r", "vre_perturbation",
+                        "r.modality = 'image' AND r.perturbation = c.perturbation")}
+               WHERE c.modality = 'image' ORDER BY c.vre DESC, corruption"""
+        ).pl()  # fmt: skip
         n_images, n_questions = con.execute(
             "SELECT count(DISTINCT image_id), count(*) FROM questions"
         ).fetchone()
-        metric = con.execute("SELECT value FROM run_info WHERE key = 'metric'").fetchone()[0]
+        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         questions = _question_side(con)
         context = _context_side(con)
         rscore = con.execute("SELECT any_value(tolerance), any_value(maximum) FROM rscore")
         t, m = rscore.fetchall()[0]
-    return Summary(models, corruptions, n_images, n_questions, metric, questions, (t, m),
-                   context)  # fmt: skip
+        comparisons = con.sql(
+            "SELECT * FROM model_comparisons WHERE modality = 'image' AND metric = 'vre'"
+        ).pl()
+        reliance = con.sql(
+            "SELECT model, ratio, uses_image_little FROM image_reliance WHERE control = 'blank'"
+        ).pl()
+        skipped = con.sql("SELECT * FROM skipped_perturbations ORDER BY perturbation").pl()
+    unc = json.loads(info.get("uncertainty", "{}"))
+    return Summary(models, corruptions, n_images, n_questions, info["metric"], questions, (t, m),
+                   context, comparisons, float(unc.get("level", 0.95)),
+                   str(unc.get("cluster", "image")), int(unc.get("resamples", 0)), reliance,
+                   skipped)  # fmt: skip
 
 
 def _context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """Per model: clean accuracy, context reliance per swap kind and effective accuracy
-    (all swaps); None when the run has no context swaps."""
+    (all swaps), each with its bounds; None when the run has no context swaps."""
     if not con.execute("SELECT count(*) FROM context_reliance").fetchall()[0][0]:
         return None
-    return con.sql(
-        """WITH r AS (PIVOT (SELECT model, 'reliance ' || replace(perturbation, 'swap_', '')
-                                    AS p, reliance FROM context_reliance)
-                      ON p USING first(reliance))
-           SELECT e.model, e.accuracy AS "clean accuracy", r.* EXCLUDE (model),
-                  e.effective_accuracy AS "effective accuracy"
-           FROM effective_accuracy e JOIN r USING (model)
-           WHERE e.perturbation = 'all' ORDER BY e.model"""
-    ).pl()
+    long = con.sql(
+        f"""SELECT e.model, 'clean accuracy' AS col, 0 AS k, e.accuracy AS v,
+                   a.low, a.high
+            FROM effective_accuracy e
+            {_bounds("a", "accuracy", "a.model = e.model AND a.modality = 'clean'")}
+            WHERE e.perturbation = 'all'
+            UNION ALL
+            SELECT c.model, 'reliance ' || replace(c.perturbation, 'swap_', ''),
+                   CASE WHEN c.perturbation = 'all' THEN 1 ELSE 2 END, c.reliance, i.low, i.high
+            FROM context_reliance c
+            {_bounds("i", "context_reliance",
+                     "i.model = c.model AND i.perturbation = c.perturbation")}
+            UNION ALL
+            SELECT e.model, 'effective accuracy', 3, e.effective_accuracy, i.low, i.high
+            FROM effective_accuracy e
+            {_bounds("i", "effective_accuracy",
+                     "i.model = e.model AND i.perturbation = e.perturbation")}
+            WHERE e.perturbation = 'all'"""
+    ).pl()  # fmt: skip
+    return _wide(long)
+
+
+def _wide(long: pl.DataFrame) -> pl.DataFrame:
+    """(model, col, k, v, low, high) rows -> one row per model, columns ordered by (k, col),
+    each ``col`` with ``col_low`` and ``col_high`` beside it."""
+    order = long.select("col", "k").unique().sort("k", "col")["col"].to_list()
+    out = long.select("model").unique().sort("model")
+    for col in order:
+        part = long.filter(pl.col("col") == col).select(
+            "model", pl.col("v").alias(col), pl.col("low").alias(f"{col}_low"),
+            pl.col("high").alias(f"{col}_high"),
+        )  # fmt: skip
+        out = out.join(part, on="model", how="left")
+    return out
 
 
 def _question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """Per model: VRE over text perturbations, MMI per modality and the mean R_score over
-    the basic-question levels of each ranker; None when the run has no question side."""
+    the basic-question levels of each ranker, with bounds; None without a question side."""
     has = con.execute(
         "SELECT count(*) FROM accuracy WHERE modality IN ('text', 'basic_question')"
     ).fetchall()[0][0]
     if not has:
         return None
-    table = con.sql(
-        """WITH m AS (PIVOT (SELECT model, 'MMI ' || replace("group", '_', ' ') AS g, mmi
-                             FROM mmi WHERE scope = 'modality')
-                      ON g USING first(mmi)),
-                r AS (PIVOT (SELECT model, 'R_score ' || perturbation AS p, avg(rscore) AS r
-                             FROM rscore WHERE modality = 'basic_question'
-                               AND perturbation <> 'all' GROUP BY ALL)
-                      ON p USING first(r)),
-                v AS (SELECT model, vre AS "text VRE" FROM vre_model WHERE modality = 'text')
-           SELECT * FROM v FULL JOIN m USING (model) FULL JOIN r USING (model)
-           ORDER BY model"""
-    ).pl()
-    order = ["model", "text VRE", "MMI image", "MMI text", "MMI all", "MMI basic question"]
-    return table.select(
-        [c for c in order if c in table.columns] + [c for c in table.columns if c not in order]
+    group = 'm."group"'
+    mmi_order = f"CASE {group} WHEN 'image' THEN 1 WHEN 'text' THEN 2 WHEN 'all' THEN 3 ELSE 4 END"
+    mmi_bounds = _bounds("i", "mmi", "i.model = m.model AND i.modality = 'all' AND "
+                         f"i.key = 'modality' AND i.perturbation = {group}")  # fmt: skip
+    long = con.sql(
+        f"""SELECT v.model, 'text VRE' AS col, 0 AS k, v.vre AS v, i.low, i.high
+            FROM vre_model v
+            {_bounds("i", "vre_model", "i.model = v.model AND i.modality = 'text'")}
+            WHERE v.modality = 'text'
+            UNION ALL
+            SELECT m.model, 'MMI ' || replace(m."group", '_', ' '), {mmi_order}, m.mmi,
+                   i.low, i.high
+            FROM mmi m
+            {mmi_bounds}
+            WHERE m.scope = 'modality'
+            UNION ALL
+            SELECT r.model, 'R_score ' || r.perturbation, 5, r.r, i.low, i.high
+            FROM (SELECT model, perturbation, avg(rscore) AS r FROM rscore
+                  WHERE modality = 'basic_question' AND perturbation <> 'all'
+                  GROUP BY ALL) r
+            {_bounds("i", "rscore_mean", "i.model = r.model AND i.modality = 'basic_question' "
+                     "AND i.perturbation = r.perturbation")}"""
+    ).pl()  # fmt: skip
+    return _wide(long)
+
+
+def with_interval(value: float | None, low: float | None, high: float | None) -> str:
+    """``0.496 [0.471, 0.519]``, or the value alone when it has no interval."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if low is None or high is None:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def interval_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """A frame of numbers with ``_low``/``_high`` bounds as one text column per number."""
+    bounds = {c for c in df.columns if c.endswith(("_low", "_high"))}
+    cols = {}
+    for c in df.columns:
+        if c in bounds:
+            continue
+        if f"{c}_low" in df.columns:
+            cols[c] = [with_interval(v, lo, hi) for v, lo, hi in
+                       zip(df[c], df[f"{c}_low"], df[f"{c}_high"], strict=True)]  # fmt: skip
+        else:
+            cols[c] = df[c].to_list()
+    return pl.DataFrame(cols, strict=False)
+
+
+def comparison_sentences(s: Summary) -> list[str]:
+    """For every pair of models, "X is more robust than Y" when the interval of their VRE
+    difference excludes zero, else "X and Y are indistinguishable at 95%"; without
+    resamples, that no comparison was made."""
+    if s.models.height < 2:
+        return []
+    if s.comparisons is None or s.comparisons.is_empty():
+        return ["No interval was computed (uncertainty.resamples: 0), so no model is called "
+                "more robust than another."]  # fmt: skip
+    vre = dict(s.models.select("model", "vre").iter_rows())
+    out = []
+    for c in s.comparisons.sort("model_a", "model_b").iter_rows(named=True):
+        a, b = c["model_a"], c["model_b"]
+        if c["distinguishable"]:
+            better, worse = (a, b) if c["difference"] < 0 else (b, a)
+            d, lo, hi = (c["difference"], c["low"], c["high"]) if better == a else (
+                -c["difference"], -c["high"], -c["low"])  # fmt: skip
+            out.append(
+                f"{better} is more robust than {worse} (VRE {vre[better]:.3f} vs "
+                f"{vre[worse]:.3f}, difference {d:.3f} [{lo:.3f}, {hi:.3f}])."
+            )
+        else:
+            out.append(
+                f"{a} and {b} are indistinguishable at {s.level:.0%} (VRE difference "
+                f"{c['difference']:.3f} [{c['low']:.3f}, {c['high']:.3f}] includes zero)."
+            )
+    return out
+
+
+def reliance_sentence(s: Summary, threshold: float) -> str | None:
+    """The blank-image caveat: which models answer mostly without the image."""
+    if s.reliance is None or s.reliance.is_empty():
+        return None
+    little = s.reliance.filter(pl.col("uses_image_little"))
+    if little.is_empty():
+        return (f"Every model loses more than {1 - threshold:.0%} of its clean accuracy "
+                "without the image (blank control).")  # fmt: skip
+    items = ", ".join(f"{m} keeps {r:.0%}" for m, r in
+                      little.select("model", "ratio").iter_rows())  # fmt: skip
+    one = little.height == 1
+    return (
+        f"Image reliance: {items} of {'its' if one else 'their'} clean accuracy without the "
+        f"image (blank control; threshold {threshold:.0%}), so {'its' if one else 'their'} "
+        "low VRE means little use of the image, not robustness."
     )
 
 
 def _named(df: pl.DataFrame) -> str:
-    return ", ".join(f"{c} ({v:.3f})" for c, v in df.select("corruption", "vre").iter_rows())
+    return ", ".join(f"{c} ({with_interval(v, lo, hi)})" for c, v, lo, hi in
+                     df.select("corruption", "vre", "vre_low", "vre_high").iter_rows())  # fmt: skip
 
 
 def markdown_table(df: pl.DataFrame) -> list[str]:
@@ -118,28 +270,77 @@ def markdown_table(df: pl.DataFrame) -> list[str]:
     return lines
 
 
-def to_markdown(s: Summary, command: str) -> str:
-    """The summary as a Markdown block (table plus two sentences); ``command`` made it."""
-    lines = [
-        f"<!-- generated by `{command}`; do not edit by hand -->",
-        "| model | clean accuracy | mean corrupted accuracy | relative drop | VRE | VRE rank |",
-        "|---|---|---|---|---|---|",
-    ]
-    for m in s.models.iter_rows(named=True):
-        lines.append(
-            f"| {m['model']} | {m['clean']:.3f} | {m['corrupted']:.3f} | "
-            f"{m['relative_drop']:.3f} | {m['vre']:.3f} | {m['rank']} |"
+def _rank(s: Summary, rank: int, share: float | None) -> str:
+    if s.models.height < 2:
+        return "n/a"
+    return f"{rank}" if share is None else f"{rank} ({share:.0%})"
+
+
+def headline_table(s: Summary) -> pl.DataFrame:
+    """The per-model headline table, every number with its interval, as text cells."""
+    m = s.models
+    rows = {
+        "model": m["model"].to_list(),
+        "clean accuracy": interval_columns(m.select("clean", "clean_low", "clean_high"))["clean"],
+        "mean corrupted accuracy": interval_columns(
+            m.select("corrupted", "corrupted_low", "corrupted_high"))["corrupted"],
+        "relative drop": interval_columns(m.select(
+            "relative_drop", "relative_drop_low", "relative_drop_high"))["relative_drop"],
+        "VRE": interval_columns(m.select("vre", "vre_low", "vre_high"))["vre"],
+        "VRE rank (share of resamples)": [_rank(s, r, sh) for r, sh in
+                                          m.select("rank", "rank_share").iter_rows()],
+    }  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def notes(s: Summary) -> list[str]:
+    """The sentences under the headline table: what the numbers are, which model is more
+    robust than which (only where the data says so), the image-reliance caveat, the
+    strongest and weakest corruptions, and what the run skipped."""
+    from vqarobust.db import IMAGE_RELIANCE_RATIO
+
+    if s.resamples:
+        unit = "images" if s.cluster == "image" else "questions"
+        iv = (
+            f"Brackets: {s.level:.0%} percentile intervals over {s.resamples:,} bootstrap "
+            f"resamples of the {unit}, the same resamples for every model and subset."
         )
-    k = min(N_NAMED, max(1, s.corruptions.height // 2))
-    lines += [
-        "",
-        f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. Lower VRE "
-        "and relative drop = more robust; rank 1 is the most robust model.",
-        f"Strongest corruptions (highest VRE over the models): {_named(s.corruptions.head(k))}; "
-        f"weakest: {_named(s.corruptions.tail(k).reverse())}.",
+    else:
+        iv = "No intervals (uncertainty.resamples: 0)."
+    out = [
+        f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} Mean "
+        "corrupted accuracy = mean over every corruption and severity 1-5; relative drop = "
+        "(clean - mean corrupted) / clean (MMI of the image side). Lower VRE and relative "
+        "drop = more robust; VRE rank 1 = lowest VRE, with the share of resamples in which "
+        "the model holds that rank.",
     ]
+    if s.models.height < 2:
+        out.append(
+            "One model: VRE min-max scales each sub-metric over the models and "
+            "corruptions, so it ranks the corruptions only; no model rank is given."
+        )
+    out += comparison_sentences(s)
+    caveat = reliance_sentence(s, IMAGE_RELIANCE_RATIO)
+    if caveat:
+        out.append(caveat)
+    k = min(N_NAMED, max(1, s.corruptions.height // 2))
+    out.append(
+        f"Strongest corruptions (highest VRE over the models): {_named(s.corruptions.head(k))}; "
+        f"weakest: {_named(s.corruptions.tail(k).reverse())}."
+    )
+    if s.skipped is not None and s.skipped.height:
+        items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
+        out.append(f"Skipped in this run: {items}.")
+    return out
+
+
+def to_markdown(s: Summary, command: str) -> str:
+    """The summary as a Markdown block (tables plus sentences); ``command`` made it."""
+    lines = [f"<!-- generated by `{command}`; do not edit by hand -->",
+             *markdown_table(headline_table(s)), ""]  # fmt: skip
+    lines += notes(s)
     if s.questions is not None and s.questions.height:
-        lines += ["", *markdown_table(s.questions)]
+        lines += ["", *markdown_table(interval_columns(s.questions))]
         t, m = s.rscore or (float("nan"), float("nan"))
         lines += [
             "",
@@ -149,7 +350,7 @@ def to_markdown(s: Summary, command: str) -> str:
             f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
         ]
     if s.context is not None and s.context.height:
-        lines += ["", *markdown_table(s.context)]
+        lines += ["", *markdown_table(interval_columns(s.context))]
         lines += [
             "",
             "Context (SwapMix): reliance = share of correctly answered questions whose "
@@ -161,11 +362,13 @@ def to_markdown(s: Summary, command: str) -> str:
 
 def to_text(s: Summary) -> str:
     """The summary for a terminal."""
-    with pl.Config(tbl_hide_dataframe_shape=True, float_precision=3, tbl_rows=50):
-        out = (
-            f"{s.n_images} images, {s.n_questions} questions, score {s.metric}\n"
-            f"{s.models}\nCorruptions by VRE (strongest first):\n{s.corruptions}\n"
-        )
+    with pl.Config(tbl_hide_dataframe_shape=True, float_precision=3, tbl_rows=50,
+                   tbl_cols=20, fmt_str_lengths=40, tbl_width_chars=200):  # fmt: skip
+        corr = interval_columns(s.corruptions)
+        out = (f"{headline_table(s)}\n" + "\n".join(notes(s))
+               + f"\nCorruptions by VRE (strongest first):\n{corr}\n")  # fmt: skip
         if s.questions is not None:
-            out += f"Question side:\n{s.questions}\n"
+            out += f"Question side:\n{interval_columns(s.questions)}\n"
+        if s.context is not None:
+            out += f"Context:\n{interval_columns(s.context)}\n"
         return out

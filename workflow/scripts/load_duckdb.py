@@ -31,4 +31,5 @@ build_database(
     }
     if hasattr(snakemake.input, "context_swaps")
     else None,
+    uncertainty=dict(snakemake.params.uncertainty),
 )

@@ -42,13 +42,11 @@ def _per_question(scored: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """``context_reliance`` and ``effective_accuracy`` from scored predictions (columns
-    model, modality, perturbation, question_id, answer, score); empty without context
-    predictions."""
-    if scored.filter(pl.col("modality") == "context").is_empty():
-        return {"context_reliance": pl.DataFrame(schema=RELIANCE_SCHEMA),
-                "effective_accuracy": pl.DataFrame(schema=EFFECTIVE_SCHEMA)}  # fmt: skip
+def context_flags(scored: pl.DataFrame) -> pl.DataFrame:
+    """Per (model, perturbation incl. ``all``, clean question): ``correct`` on the clean
+    image, ``score``, ``n_swaps`` (null without swaps), ``changed`` under any swap,
+    ``counts_for_reliance`` (correct and swapped) and ``effective`` (correct clean and under
+    every swap). Both context tables, and their bootstrap intervals, are sums of these."""
     per_q = _per_question(scored)
     clean = scored.filter(pl.col("modality") == "clean").select(
         "model", "question_id", (pl.col("score") >= CORRECT).alias("correct"), "score"
@@ -57,17 +55,28 @@ def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
     grid = clean.join(perturbations, how="cross").join(
         per_q, on=["model", "perturbation", "question_id"], how="left"
     )
+    return grid.with_columns(
+        (pl.col("correct") & pl.col("n_swaps").is_not_null()).alias("counts_for_reliance"),
+        (pl.col("correct") & pl.col("swaps_correct").fill_null(True)).alias("effective"),
+    )
+
+
+def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """``context_reliance`` and ``effective_accuracy`` from scored predictions (columns
+    model, modality, perturbation, question_id, answer, score); empty without context
+    predictions."""
+    if scored.filter(pl.col("modality") == "context").is_empty():
+        return {"context_reliance": pl.DataFrame(schema=RELIANCE_SCHEMA),
+                "effective_accuracy": pl.DataFrame(schema=EFFECTIVE_SCHEMA)}  # fmt: skip
+    grid = context_flags(scored)
     reliance = (
-        grid.filter(pl.col("correct") & pl.col("n_swaps").is_not_null())
+        grid.filter(pl.col("counts_for_reliance"))
         .group_by("model", "perturbation")
         .agg(pl.len().alias("n_correct"), pl.col("changed").sum().alias("n_changed"))
         .with_columns((pl.col("n_changed") / pl.col("n_correct")).alias("reliance"))
     )
     effective = (
-        grid.with_columns(
-            (pl.col("correct") & pl.col("swaps_correct").fill_null(True)).alias("effective")
-        )
-        .group_by("model", "perturbation")
+        grid.group_by("model", "perturbation")
         .agg(
             pl.len().alias("n_questions"),
             pl.col("n_swaps").is_not_null().sum().alias("n_swapped"),

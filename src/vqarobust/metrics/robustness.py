@@ -76,8 +76,32 @@ class AccuracyCube:
     acc: np.ndarray
 
 
-def accuracy_cube(table: pl.DataFrame) -> AccuracyCube:
-    """Pivot a long accuracy table into an :class:`AccuracyCube`; validates the table."""
+@dataclass(frozen=True)
+class CubeLayout:
+    """Where each row of a long accuracy table lands in the (model x corruption x
+    severity) cube: row ``row[k]`` fills cell ``(model[k], corruption[k], severity[k])``.
+    A clean row given once per model fills severity 0 of every corruption of that model
+    that has no severity-0 row of its own. The same layout serves the point estimate and
+    every bootstrap replicate (:mod:`vqarobust.metrics.uncertainty`)."""
+
+    models: list[str]
+    corruptions: list[str]
+    row: np.ndarray
+    model: np.ndarray
+    corruption: np.ndarray
+    severity: np.ndarray
+
+    def fill(self, values: np.ndarray) -> np.ndarray:
+        """The cube of ``values`` (shape (..., n_rows): one entry per table row), with the
+        leading axes of ``values`` kept: (..., model, corruption, severity)."""
+        lead = values.shape[:-1]
+        acc = np.full((*lead, len(self.models), len(self.corruptions), 6), np.nan)
+        acc[..., self.model, self.corruption, self.severity] = values[..., self.row]
+        return acc
+
+
+def cube_layout(table: pl.DataFrame) -> CubeLayout:
+    """Validate a long accuracy table and say where each row goes in the cube."""
     required = {"model", "corruption", "severity", "accuracy"}
     missing = required - set(table.columns)
     if missing:
@@ -87,24 +111,44 @@ def accuracy_cube(table: pl.DataFrame) -> AccuracyCube:
         pl.col("corruption").cast(pl.String),
         pl.col("severity").cast(pl.Int64),
         pl.col("accuracy").cast(pl.Float64),
-    )
+    ).with_row_index("row")
     bad = df.filter(~pl.col("severity").is_between(0, 5) | ~pl.col("accuracy").is_between(0, 1))
     if bad.height:
         raise ValueError(f"severity must be 0..5 and accuracy in [0, 1]; offending rows:\n{bad}")
+    bad = df.filter((pl.col("corruption") == CLEAN) & (pl.col("severity") != 0))
+    if bad.height:
+        m, s = bad.row(0, named=True)["model"], bad.row(0, named=True)["severity"]
+        raise ValueError(f"clean rows must have severity 0; model {m!r} has {s}")
     models = sorted(df["model"].unique().to_list())
     corruptions = sorted(c for c in df["corruption"].unique().to_list() if c != CLEAN)
     if not corruptions:
         raise ValueError("accuracy table holds no corrupted rows (severity 1..5)")
-    acc = np.full((len(models), len(corruptions), 6), np.nan)
+    index = pl.DataFrame(
+        {"corruption": corruptions, "c": np.arange(len(corruptions))},
+        schema={"corruption": pl.String, "c": pl.Int64},
+    )
+    own = df.filter(pl.col("corruption") != CLEAN).join(index, on="corruption")
+    # A model's clean row stands in for severity 0 of each corruption without its own.
+    clean = (
+        df.filter(pl.col("corruption") == CLEAN)
+        .unique("model", keep="first", maintain_order=True)
+        .drop("corruption")
+        .join(index, how="cross")
+        .join(own.filter(pl.col("severity") == 0), on=["model", "c"], how="anti")
+    )
+    cells = pl.concat([own.select("row", "model", "c", "severity"),
+                       clean.select("row", "model", "c", "severity")])  # fmt: skip
     mi = {m: i for i, m in enumerate(models)}
-    ci = {c: i for i, c in enumerate(corruptions)}
-    for m, c, s, a in df.filter(pl.col("corruption") != CLEAN).iter_rows():
-        acc[mi[m], ci[c], s] = a
-    for m, _, s, a in df.filter(pl.col("corruption") == CLEAN).iter_rows():
-        if s != 0:
-            raise ValueError(f"clean rows must have severity 0; model {m!r} has {s}")
-        row = acc[mi[m], :, 0]
-        acc[mi[m], :, 0] = np.where(np.isnan(row), a, row)
+    cells = cells.with_columns(pl.col("model").replace_strict(mi, return_dtype=pl.Int64))
+    layout = CubeLayout(
+        models,
+        corruptions,
+        cells["row"].to_numpy().astype(np.int64),
+        cells["model"].to_numpy(),
+        cells["c"].to_numpy(),
+        cells["severity"].to_numpy(),
+    )
+    acc = layout.fill(df["accuracy"].to_numpy())
     no_clean = [models[i] for i in range(len(models)) if np.isnan(acc[i, :, 0]).any()]
     if no_clean:
         raise ValueError(f"no clean accuracy (severity 0) for models {no_clean}")
@@ -112,19 +156,33 @@ def accuracy_cube(table: pl.DataFrame) -> AccuracyCube:
     if len(holes):
         where = [f"{models[v]}/{corruptions[c]}/{s + 1}" for v, c, s in holes[:10]]
         _warn(f"{len(holes)} missing severities left out of the metrics, e.g. {where}")
-    return AccuracyCube(models, corruptions, acc)
+    return layout
+
+
+def accuracy_cube(table: pl.DataFrame) -> AccuracyCube:
+    """Pivot a long accuracy table into an :class:`AccuracyCube`; validates the table."""
+    layout = cube_layout(table)
+    acc = layout.fill(table["accuracy"].cast(pl.Float64).to_numpy())
+    return AccuracyCube(layout.models, layout.corruptions, acc)
+
+
+def _matrix_axes(a: np.ndarray) -> tuple[int, ...]:
+    # Axis 0 is the replicate (one matrix per bootstrap resample); the rest is the matrix.
+    return tuple(range(1, a.ndim))
 
 
 def _safe_ratio(num: np.ndarray, den: np.ndarray, what: str) -> np.ndarray:
+    """num / den per replicate (axis 0); fallbacks per replicate's matrix (module doc)."""
+    num, den = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
     zero = den == 0
-    out = np.divide(num, den, out=np.zeros_like(num, dtype=float), where=~zero)
-    bad = zero & (num != 0) & ~np.isnan(num)
+    out = np.divide(num, den, out=np.zeros(num.shape), where=~zero)
     if zero.any():
-        finite = out[~zero & np.isfinite(out)]
-        worst = float(finite.max()) if finite.size else 0.0
-        out[bad] = worst
-        out[zero & ~bad] = 0.0
-        _warn(f"{what}: {int(zero.sum())} zero denominators (fallback {worst:.4g})")
+        bad = zero & (num != 0) & ~np.isnan(num)
+        finite = np.where(~zero & np.isfinite(out), out, -np.inf)
+        worst = finite.max(axis=_matrix_axes(out), keepdims=True)
+        worst = np.where(np.isneginf(worst), 0.0, worst)
+        out = np.where(bad, worst, np.where(zero, 0.0, out))
+        _warn(f"{what}: {int(zero.sum())} zero denominators (fallback {float(worst.max()):.4g})")
     out[np.isnan(num) | np.isnan(den)] = np.nan
     return out
 
@@ -140,9 +198,9 @@ def _slope(errors: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.full_like(num, np.nan), where=den > 0)
 
 
-def raw_submetrics(cube: AccuracyCube) -> dict[str, np.ndarray]:
-    """The five sub-metrics, each a (model x corruption) array, before scaling."""
-    err = 1.0 - cube.acc
+def _raw(acc: np.ndarray) -> dict[str, np.ndarray]:
+    """The five sub-metrics of accuracy cubes (replicate, model, corruption, severity)."""
+    err = 1.0 - acc
     e0 = err[..., 0]
     corrupted = err[..., 1:]
     # First-Drop uses E1, or the lowest severity present when E1 is missing.
@@ -160,13 +218,28 @@ def raw_submetrics(cube: AccuracyCube) -> dict[str, np.ndarray]:
         }
 
 
+def raw_submetrics(cube: AccuracyCube) -> dict[str, np.ndarray]:
+    """The five sub-metrics, each a (model x corruption) array, before scaling."""
+    return {k: v[0] for k, v in _raw(cube.acc[None]).items()}
+
+
+def _scale(values: np.ndarray, name: str) -> np.ndarray:
+    """Min-max scaling of each replicate's matrix (axis 0 = replicate)."""
+    axes = _matrix_axes(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanmin(values, axis=axes, keepdims=True)
+        hi = np.nanmax(values, axis=axes, keepdims=True)
+    flat = ~(hi > lo)
+    if flat.any():
+        _warn(f"{name} is constant ({float(lo.flat[0]):.4g}) over the matrix; scaled to 0")
+    span = np.where(flat, 1.0, hi - lo)
+    return np.where(np.isnan(values), np.nan, np.where(flat, 0.0, (values - lo) / span))
+
+
 def min_max_scale(values: np.ndarray, name: str = "metric") -> np.ndarray:
     """Scale to [0, 1] over the whole matrix; a constant metric scales to 0."""
-    lo, hi = np.nanmin(values), np.nanmax(values)
-    if not hi > lo:
-        _warn(f"{name} is constant ({lo:.4g}) over the matrix; scaled to 0")
-        return np.where(np.isnan(values), np.nan, 0.0)
-    return (values - lo) / (hi - lo)
+    return _scale(np.asarray(values, float)[None], name)[0]
 
 
 def softmax_weights(preferences: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -210,6 +283,47 @@ class RobustnessTables:
     vre_sweep: pl.DataFrame
 
 
+def vre_arrays(acc: np.ndarray, weights: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """The VRE suite of accuracy cubes ``acc[replicate, model, corruption, severity]``.
+
+    Every statistic is computed per replicate (axis 0), the min-max scaling included, so
+    a bootstrap resample goes through exactly the steps of the point estimate (which is
+    the one replicate of the observed data). Keys: ``clean`` (replicate, model), ``a_vc``,
+    ``rel_vc`` and each raw and ``{name}_scaled`` sub-metric (replicate, model,
+    corruption), ``a_v``, ``rel_v``, ``m_v.{name}``, ``vre_v`` (replicate, model) and
+    ``a_c``, ``rel_c``, ``m_c.{name}``, ``vre_c`` (replicate, corruption).
+    """
+    a_clean = acc[:, :, 0, 0]  # per model; identical over corruptions when given once
+    a_vc = np.nanmean(acc, axis=-1)
+    a_v = a_vc.mean(axis=-1)
+    a_c = a_vc.mean(axis=-2)
+    out = {
+        "clean": a_clean,
+        "a_vc": a_vc,
+        "a_v": a_v,
+        "a_c": a_c,
+        "rel_vc": _safe_ratio(acc[..., 0] - a_vc, acc[..., 0], "relative drop (A(v,0) = 0)"),
+        "rel_v": _safe_ratio(a_clean - a_v, a_clean, "relative drop (A(v,0) = 0)"),
+        "rel_c": _safe_ratio(
+            (acc[..., 0] - a_vc).sum(axis=-2),
+            acc[..., 0].sum(axis=-2),
+            "relative drop of corruption",
+        ),
+    }
+    raw = _raw(acc)
+    vre_v = np.zeros_like(a_v)
+    vre_c = np.zeros_like(a_c)
+    for m in METRIC_NAMES:
+        scaled = _scale(raw[m], m)
+        out[m], out[f"{m}_scaled"] = raw[m], scaled
+        out[f"m_v.{m}"] = np.nanmean(scaled, axis=-1)
+        out[f"m_c.{m}"] = np.nanmean(scaled, axis=-2)
+        vre_v = vre_v + weights[m] * out[f"m_v.{m}"]
+        vre_c = vre_c + weights[m] * out[f"m_c.{m}"]
+    out["vre_v"], out["vre_c"] = vre_v, vre_c
+    return out
+
+
 def robustness_tables(
     accuracy: pl.DataFrame, weights: Mapping[str, float] | None = None
 ) -> RobustnessTables:
@@ -220,17 +334,9 @@ def robustness_tables(
     w = check_weights(weights) if weights is not None else softmax_weights()
     cube = accuracy_cube(accuracy)
     acc = cube.acc
-    a_clean = acc[:, 0, 0]  # per model; identical over corruptions when given once
-    a_vc = np.nanmean(acc, axis=-1)
-    a_v = a_vc.mean(axis=1)
-    a_c = a_vc.mean(axis=0)
-    rel_vc = _safe_ratio(acc[..., 0] - a_vc, acc[..., 0], "relative drop (A(v,0) = 0)")
-    rel_v = _safe_ratio(a_clean - a_v, a_clean, "relative drop (A(v,0) = 0)")
-    rel_c = _safe_ratio(
-        (acc[..., 0] - a_vc).sum(axis=0), acc[..., 0].sum(axis=0), "relative drop of corruption"
-    )
-    raw = raw_submetrics(cube)
-    scaled = {m: min_max_scale(raw[m], m) for m in METRIC_NAMES}
+    a = {k: v[0] for k, v in vre_arrays(acc[None], w).items()}
+    m_v = {m: a[f"m_v.{m}"] for m in METRIC_NAMES}
+    m_c = {m: a[f"m_c.{m}"] for m in METRIC_NAMES}
 
     v_idx, c_idx = np.meshgrid(range(len(cube.models)), range(len(cube.corruptions)), indexing="ij")
     sub = pl.DataFrame(
@@ -238,14 +344,12 @@ def robustness_tables(
             "model": np.array(cube.models, dtype=object)[v_idx.ravel()].tolist(),
             "corruption": np.array(cube.corruptions, dtype=object)[c_idx.ravel()].tolist(),
             "clean_accuracy": acc[..., 0].ravel(),
-            "accuracy": a_vc.ravel(),
-            "relative_drop": rel_vc.ravel(),
-            **{m: raw[m].ravel() for m in METRIC_NAMES},
-            **{f"{m}_scaled": scaled[m].ravel() for m in METRIC_NAMES},
+            "accuracy": a["a_vc"].ravel(),
+            "relative_drop": a["rel_vc"].ravel(),
+            **{m: a[m].ravel() for m in METRIC_NAMES},
+            **{f"{m}_scaled": a[f"{m}_scaled"].ravel() for m in METRIC_NAMES},
         }
     )
-    m_v = {m: np.nanmean(scaled[m], axis=1) for m in METRIC_NAMES}
-    m_c = {m: np.nanmean(scaled[m], axis=0) for m in METRIC_NAMES}
 
     def vre(ms: dict[str, np.ndarray], weights_: Mapping[str, float]) -> np.ndarray:
         return sum(weights_[m] * ms[m] for m in METRIC_NAMES)
@@ -253,20 +357,20 @@ def robustness_tables(
     vre_model = pl.DataFrame(
         {
             "model": cube.models,
-            "clean_accuracy": a_clean,
-            "accuracy": a_v,
-            "relative_drop": rel_v,
+            "clean_accuracy": a["clean"],
+            "accuracy": a["a_v"],
+            "relative_drop": a["rel_v"],
             **{m: m_v[m] for m in METRIC_NAMES},
-            "vre": vre(m_v, w),
+            "vre": a["vre_v"],
         }
     )
     vre_corruption = pl.DataFrame(
         {
             "corruption": cube.corruptions,
-            "accuracy": a_c,
-            "relative_drop": rel_c,
+            "accuracy": a["a_c"],
+            "relative_drop": a["rel_c"],
             **{m: m_c[m] for m in METRIC_NAMES},
-            "vre": vre(m_c, w),
+            "vre": a["vre_c"],
         }
     )
     sweep_rows = []

@@ -29,13 +29,11 @@ class TableError(ValueError):
 
 def read_accuracy_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     """Read and validate a long accuracy table; clean rows get corruption ``clean``."""
-    path = Path(path)
-    if path.suffix.lower() == ".parquet":
-        df = pl.read_parquet(path)
-    elif path.suffix.lower() in {".csv", ".tsv"}:
-        df = pl.read_csv(path, separator="\t" if path.suffix.lower() == ".tsv" else ",")
-    else:
-        raise TableError(f"{path}: expected a .csv, .tsv or .parquet file")
+    df = read_table(path)
+    if is_per_question(df):
+        df = df.group_by("model", "corruption", "severity").agg(
+            pl.col("score").cast(pl.Float64).mean().alias("accuracy")
+        )
     return validate_accuracy_table(df, str(path))
 
 
@@ -93,13 +91,91 @@ def validate_accuracy_table(df: pl.DataFrame, source: str = "table") -> pl.DataF
     return pl.concat([clean_rows.select(*COLUMNS), corrupted.select(*COLUMNS)]).sort(keys)
 
 
+QUESTION_COLUMNS = ("model", "corruption", "severity", "question_id", "score")
+
+
+def is_per_question(df: pl.DataFrame) -> bool:
+    """Whether a table holds one row per question (``question_id`` and ``score``)."""
+    return {"question_id", "score"} <= set(df.columns)
+
+
+def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Read a CSV, TSV or Parquet table as it is."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pl.read_parquet(path)
+    if suffix in {".csv", ".tsv"}:
+        return pl.read_csv(path, separator="\t" if suffix == ".tsv" else ",")
+    raise TableError(f"{path}: expected a .csv, .tsv or .parquet file")
+
+
+def per_question_rows(
+    df: pl.DataFrame, source: str = "table", cluster: str = "image"
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Scored predictions and questions from a per-question table (``QUESTION_COLUMNS``,
+    plus ``image_id`` for image clusters, optional ``question_type``/``answer_type``).
+
+    Severity-0 rows are the clean subset (modality and perturbation ``clean``); a clean
+    row repeated per corruption must agree. Everything else is the image modality."""
+    need = [*QUESTION_COLUMNS, *(["image_id"] if cluster == "image" else [])]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        hint = " (or cluster by question)" if missing == ["image_id"] else ""
+        raise TableError(f"{source}: per-question rows lack columns {missing}{hint}")
+    try:
+        df = df.with_columns(
+            pl.col("model").cast(pl.String),
+            pl.col("corruption").cast(pl.String),
+            pl.col("severity").cast(pl.Int64, strict=True),
+            pl.col("question_id").cast(pl.Int64, strict=True),
+            pl.col("score").cast(pl.Float64, strict=True),
+        )
+    except pl.exceptions.PolarsError as exc:
+        raise TableError(
+            f"{source}: severity, question_id and score must be numbers ({exc})"
+        ) from None
+    bad = df.filter(~pl.col("score").is_between(0, 1) | ~pl.col("severity").is_between(0, 5)
+                    | pl.any_horizontal(pl.col(list(need)).is_null()))  # fmt: skip
+    if bad.height:
+        raise TableError(f"{source}: empty cells, scores outside [0, 1] or severities outside "
+                         f"0..5 in rows:\n{bad.head(10)}")  # fmt: skip
+    clean = df.filter(pl.col("severity") == 0)
+    conflict = clean.group_by("model", "question_id").agg(pl.col("score").n_unique().alias("k"))
+    if conflict.filter(pl.col("k") > 1).height:
+        raise TableError(f"{source}: clean scores of a question disagree:\n"
+                         f"{conflict.filter(pl.col('k') > 1).head(10)}")  # fmt: skip
+    keys = ["model", "corruption", "severity", "question_id"]
+    dup = df.filter(pl.col("severity") > 0).filter(pl.len().over(keys) > 1)
+    if dup.height:
+        raise TableError(f"{source}: duplicate per-question rows:\n{dup.head(10)}")
+    scored = pl.concat([
+        clean.unique(["model", "question_id"], keep="first").with_columns(
+            pl.lit("clean").alias("modality"), pl.lit(CLEAN).alias("perturbation")),
+        df.filter(pl.col("severity") > 0).with_columns(
+            pl.lit("image").alias("modality"), pl.col("corruption").alias("perturbation")),
+    ]).select("model", "modality", "perturbation", pl.col("severity").cast(pl.Int8),
+              "question_id", pl.lit("").alias("answer"), "score")  # fmt: skip
+    qcols = ["question_id", *(c for c in ("image_id", "question_type", "answer_type")
+                              if c in df.columns)]  # fmt: skip
+    questions = df.select(qcols).unique("question_id", keep="first").sort("question_id")
+    if "image_id" not in questions.columns:
+        questions = questions.with_columns(pl.col("question_id").alias("image_id"))
+    for col in ("question_type", "answer_type"):
+        if col not in questions.columns:
+            questions = questions.with_columns(pl.lit("all").alias(col))
+    return scored, questions
+
+
 def write_metric_tables(
     accuracy: pl.DataFrame,
     out_dir: str | os.PathLike[str],
     weights: Mapping[str, float] | None = None,
     families: Mapping[str, str] | None = None,
+    extra: Mapping[str, pl.DataFrame] | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """Compute and write accuracy, submetrics, vre_model, vre_corruption and mmi as CSV."""
+    """Compute and write accuracy, submetrics, vre_model, vre_corruption and mmi as CSV,
+    and any ``extra`` tables (e.g. the uncertainty tables) beside them."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings(record=True) as caught:
@@ -114,6 +190,7 @@ def write_metric_tables(
         "vre_model": t.vre_model,
         "vre_corruption": t.vre_corruption,
         "mmi": mmi,
+        **dict(extra or {}),
     }
     for name, df in tables.items():
         with store.atomic_path(out / f"{name}.csv") as tmp:

@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 # One hue per perturbation class (ImageNet-C classes, colour transforms, stylize).
 CLASS_COLOURS = {
@@ -58,10 +59,16 @@ def perturbation_colours(families: dict[str, str]) -> dict[str, tuple]:
 
 
 def heatmap(
-    df: pl.DataFrame, value: str, title: str, families: dict[str, str], cmap: str = "Reds"
+    df: pl.DataFrame,
+    value: str,
+    title: str,
+    families: dict[str, str],
+    cmap: str = "Reds",
+    not_significant: set[tuple[str, str]] | None = None,
 ) -> Figure:
     """A model x perturbation heatmap of ``value``, numbers in the cells, perturbations
-    grouped by class (class names above, separators between classes)."""
+    grouped by class (class names above, separators between classes). Cells in
+    ``not_significant`` ((model, perturbation) pairs) are hatched and marked "ns"."""
     models = sorted(df["model"].unique().to_list())
     cols = [p for p in class_order(families) if p in set(df["corruption"])]
     grid = np.full((len(models), len(cols)), np.nan)
@@ -78,7 +85,12 @@ def heatmap(
         for j in range(len(cols)):
             if np.isfinite(grid[i, j]):
                 colour = "white" if grid[i, j] > mid else "black"
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=6.5, c=colour)
+                ns = (models[i], cols[j]) in (not_significant or set())
+                label = f"{grid[i, j]:.2f}\nns" if ns else f"{grid[i, j]:.2f}"
+                ax.text(j, i, label, ha="center", va="center", fontsize=6.5, c=colour)
+                if ns:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////",
+                                           edgecolor="#777777", lw=0))  # fmt: skip
     start = 0
     for j in range(1, len(cols) + 1):
         if j == len(cols) or families[cols[j]] != families[cols[start]]:
@@ -96,7 +108,8 @@ def heatmap(
 
 def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figure:
     """Error (1 - accuracy) against severity, one panel per model, one line per
-    perturbation in its class's shades; severity 0 is the clean error."""
+    perturbation in its class's shades; severity 0 is the clean error. Where ``accuracy``
+    has ``low`` and ``high`` (the interval of each accuracy), a band shows the interval."""
     models = sorted(accuracy["model"].unique().to_list())
     present = set(accuracy["corruption"]) - {"clean"}
     order = [p for p in class_order(families) if p in present]
@@ -108,12 +121,18 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
     for ax, model in zip(axes.flat, models, strict=False):
         rows = accuracy.filter(pl.col("model") == model)
         clean = rows.filter(pl.col("corruption") == "clean")["accuracy"]
+        bands = "low" in rows.columns
+        clean_row = rows.filter(pl.col("corruption") == "clean")
         for p in order:
             r = rows.filter(pl.col("corruption") == p).sort("severity")
-            sev, err = r["severity"].to_list(), (1 - r["accuracy"]).to_list()
             if clean.len():
-                sev, err = [0, *sev], [1 - clean[0], *err]
+                r = pl.concat([clean_row.select(r.columns), r])
+            sev, err = r["severity"].to_list(), (1 - r["accuracy"]).to_numpy()
             ax.plot(sev, err, marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)
+            if bands and r["low"].null_count() < r.height:
+                lo = (1 - r["high"].fill_null(np.nan)).to_numpy()
+                hi = (1 - r["low"].fill_null(np.nan)).to_numpy()
+                ax.fill_between(sev, lo, hi, color=colours[p], alpha=0.10, lw=0)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("severity", fontsize=8)
         ax.set_xticks(range(6))
@@ -230,6 +249,7 @@ def mmi_modalities(mmi: pl.DataFrame) -> Figure:
         xs = np.arange(len(models)) + (k - (len(groups) - 1) / 2) * width
         vals = [rows.get(m, np.nan) for m in models]
         ax.bar(xs, vals, width, color=MODALITY_COLOURS[g], label=g.replace("_", " "))
+        _error_bars(ax, xs, mmi.filter(pl.col("group") == g), models, "mmi")
         for x, v in zip(xs, vals, strict=True):
             if np.isfinite(v):
                 ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
@@ -256,11 +276,99 @@ def rscore_levels(rscore: pl.DataFrame) -> Figure:
             r = r.sort("severity")
             ax.plot(r["severity"], r["rscore"], marker="o", ms=3, lw=1.2, color=colours[model],
                     label=model)  # fmt: skip
+            if "low" in r.columns and r["low"].null_count() < r.height:
+                ax.fill_between(r["severity"], r["low"].fill_null(np.nan),
+                                r["high"].fill_null(np.nan), color=colours[model], alpha=0.12,
+                                lw=0)  # fmt: skip
         ax.set_title(f"ranker: {ranker}", fontsize=9)
         ax.set_xlabel("level (1 = most similar)", fontsize=8)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("R_score", fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def _error_bars(ax, xs: np.ndarray, df: pl.DataFrame, models: list[str], value: str) -> None:
+    """Interval bars (columns ``low``, ``high`` of ``df``, one row per model) at ``xs``."""
+    if "low" not in df.columns:
+        return
+    rows = {m: (v, lo, hi) for m, v, lo, hi in df.select("model", value, "low", "high").rows()}
+    for x, m in zip(xs, models, strict=True):
+        v, lo, hi = rows.get(m, (None, None, None))
+        if v is not None and lo is not None and hi is not None:
+            ax.errorbar(x, v, yerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]], fmt="none",
+                        ecolor="black", elinewidth=0.8, capsize=2)  # fmt: skip
+
+
+def vre_intervals(vre: pl.DataFrame, ranks: pl.DataFrame, level: float) -> Figure:
+    """Left: VRE per model with its interval (lower = more robust). Right: the share of
+    bootstrap resamples in which each model holds each VRE rank."""
+    vre = vre.sort("vre")
+    models = vre["model"].to_list()
+    colours = model_colours(models)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(4.5 + 1.6 * len(models), 3.3))
+    xs = np.arange(len(models))
+    left.bar(xs, vre["vre"], 0.6, color=[colours[m] for m in models])
+    _error_bars(left, xs, vre, models, "vre")
+    left.set_xticks(xs, models, fontsize=8, rotation=20, ha="right")
+    left.set_ylabel("VRE (lower = more robust)", fontsize=8)
+    left.set_title(f"VRE with {level:.0%} interval", fontsize=9)
+    left.grid(axis="y", alpha=0.3)
+    n_ranks = len(models)
+    bottom = np.zeros(len(models))
+    greys = plt.get_cmap("viridis")(np.linspace(0.15, 0.9, max(1, n_ranks)))
+    for r in range(1, n_ranks + 1):
+        share = dict(ranks.filter(pl.col("rank") == r).select("model", "share").rows())
+        vals = np.array([share.get(m, 0.0) for m in models])
+        right.bar(xs, vals, 0.6, bottom=bottom, color=greys[r - 1], label=f"rank {r}")
+        bottom += vals
+    right.set_xticks(xs, models, fontsize=8, rotation=20, ha="right")
+    right.set_ylim(0, 1.0)
+    right.set_ylabel("share of resamples", fontsize=8)
+    right.set_title("VRE rank over the resamples", fontsize=9)
+    right.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def effective_robustness(fit: pl.DataFrame) -> Figure:
+    """Perturbed vs clean accuracy per model on logit axes, one panel per modality, with
+    the linear fit across the models; each point is labelled with its effective
+    robustness (the vertical distance to the line, in accuracy) and its interval."""
+    modalities = [m for m in MODALITY_COLOURS if m in set(fit["modality"])]
+    fig, axes = plt.subplots(1, len(modalities), figsize=(1.5 + 3.6 * len(modalities), 3.4),
+                             squeeze=False)  # fmt: skip
+    colours = model_colours(fit["model"].unique().to_list())
+
+    def logit(p: np.ndarray) -> np.ndarray:
+        p = np.clip(np.asarray(p, float), 1e-4, 1 - 1e-4)
+        return np.log(p / (1 - p))
+
+    for ax, modality in zip(axes[0], modalities, strict=True):
+        rows = fit.filter(pl.col("modality") == modality).sort("model")
+        x, y = logit(rows["clean_accuracy"]), logit(rows["perturbed_accuracy"])
+        a, b = rows["intercept"][0], rows["slope"][0]
+        span = np.linspace(x.min() - 0.3, x.max() + 0.3, 20)
+        if np.isfinite(b):
+            ax.plot(span, a + b * span, color="#555555", lw=1, ls="--", label="fit")
+        for xi, yi, r in zip(x, y, rows.iter_rows(named=True), strict=True):
+            ax.scatter(xi, yi, color=colours[r["model"]], s=28, zorder=3, label=r["model"])
+            er = r["effective_robustness"]
+            text = "" if er is None else f"{er:+.3f}"
+            if r["low"] is not None:
+                text += f" [{r['low']:+.3f}, {r['high']:+.3f}]"
+            ax.annotate(text, (xi, yi), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
+        ticks = np.array([0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99])
+        ax.set_xticks(logit(ticks), [f"{t:g}" for t in ticks], fontsize=7)
+        ax.set_yticks(logit(ticks), [f"{t:g}" for t in ticks], fontsize=7)
+        ax.set_xlim(span.min(), span.max())
+        ax.set_xlabel("clean accuracy (logit axis)", fontsize=8)
+        ax.set_ylabel("perturbed accuracy (logit axis)", fontsize=8)
+        ax.set_title(f"{modality.replace('_', ' ')}: all perturbations", fontsize=9)
+        ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
@@ -355,6 +463,7 @@ def context_reliance(reliance: pl.DataFrame, effective: pl.DataFrame) -> Figure:
         xs = np.arange(len(models)) + (j - (len(kinds) - 1) / 2) * width
         vals = [rows.get(m, np.nan) for m in models]
         left.bar(xs, vals, width, color=CONTEXT_COLOURS[kind], label=kind.replace("_", " "))
+        _error_bars(left, xs, reliance.filter(pl.col("perturbation") == kind), models, "reliance")
         for x, v in zip(xs, vals, strict=True):
             if np.isfinite(v):
                 left.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
@@ -368,6 +477,8 @@ def context_reliance(reliance: pl.DataFrame, effective: pl.DataFrame) -> Figure:
                                          ("effective accuracy", "#55a868"))):  # fmt: skip
         vals = [rows.get(m, (np.nan, np.nan))[k] for m in models]
         right.bar(xs + (k - 0.5) * 0.4, vals, 0.4, color=colour, label=label)
+        if k == 1:
+            _error_bars(right, xs + 0.2, eff, models, "effective_accuracy")
         for x, v in zip(xs + (k - 0.5) * 0.4, vals, strict=True):
             if np.isfinite(v):
                 right.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)

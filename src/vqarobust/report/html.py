@@ -25,7 +25,14 @@ from vqarobust.db import IMAGE_RELIANCE_RATIO
 from vqarobust.metrics import SUBMETRICS
 from vqarobust.report import figures as fig
 from vqarobust.report.outputs import FIGURES, LATEX_TABLES, N_ANSWER_GRIDS, TABLES
-from vqarobust.summary import summarize
+from vqarobust.summary import (
+    Summary,
+    comparison_sentences,
+    headline_table,
+    reliance_sentence,
+    summarize,
+    with_interval,
+)
 
 CAPTIONS = Path(__file__).resolve().parent / "captions"
 N_FLIPS = 8  # most frequent answer flips shown per model
@@ -116,30 +123,27 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
     ).pl()
 
 
-def _reading(models: pl.DataFrame, corruptions: pl.DataFrame) -> str:
-    """A plain-language paragraph from the summary numbers."""
-    best, worst = models.row(0, named=True), models.row(-1, named=True)
-    acc = models.sort("clean", descending=True).row(0, named=True)
+def _reading(s: Summary) -> str:
+    """A plain-language paragraph from the summary numbers; it calls one model more robust
+    than another only where the interval of their VRE difference excludes zero."""
+    best = s.models.row(0, named=True)
+    vre = with_interval(best["vre"], best["vre_low"], best["vre_high"])
     text = [
-        f"{best['model']} is the most robust model (VRE {best['vre']:.3f}, accuracy "
-        f"{best['clean']:.3f} clean and {best['corrupted']:.3f} on average under the "
-        f"perturbations, a relative drop of {best['relative_drop']:.1%})."
+        f"{best['model']} has the lowest VRE ({vre}"
+        f"; accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average over the "
+        f"corruptions at severities 1-5, a relative drop of {best['relative_drop']:.1%})."
     ]
-    if worst["model"] != best["model"]:
-        text.append(
-            f"{worst['model']} is the least robust (VRE {worst['vre']:.3f}, relative drop "
-            f"{worst['relative_drop']:.1%})."
-        )
-        if acc["model"] != best["model"]:
-            text.append(
-                f"The most accurate model on clean images, {acc['model']} ({acc['clean']:.3f}), "
-                "is not the most robust one: clean accuracy and robustness rank differently."
-            )
-    strong, weak = corruptions.row(0, named=True), corruptions.row(-1, named=True)
+    text += comparison_sentences(s)
+    caveat = reliance_sentence(s, IMAGE_RELIANCE_RATIO)
+    if caveat and not caveat.startswith("Every"):
+        text.append(caveat)
+    strong, weak = s.corruptions.row(0, named=True), s.corruptions.row(-1, named=True)
     text.append(
-        f"The strongest perturbation is {strong['corruption']} (VRE {strong['vre']:.3f}, "
-        f"relative drop {strong['relative_drop']:.1%} over the models); the weakest is "
-        f"{weak['corruption']} (VRE {weak['vre']:.3f})."
+        f"The strongest corruption is {strong['corruption']} (VRE "
+        f"{with_interval(strong['vre'], strong['vre_low'], strong['vre_high'])}; severity-"
+        f"aggregated drop A_rel {strong['aggregated_drop']:.1%} over the models, severities "
+        f"0-5 as in the paper); the weakest is {weak['corruption']} (VRE "
+        f"{with_interval(weak['vre'], weak['vre_low'], weak['vre_high'])})."
     )
     return " ".join(text)
 
@@ -171,7 +175,19 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
     summary = summarize(db_path)
     image = "modality IN ('clean', 'image')"
     with duckdb.connect(str(db_path), read_only=True) as con:
-        accuracy = con.sql("SELECT * FROM corruption_accuracy ORDER BY ALL").pl()
+        accuracy = con.sql(
+            """SELECT a.*, i.low, i.high FROM corruption_accuracy a
+               LEFT JOIN intervals i ON i.metric = 'accuracy' AND i.model = a.model
+                 AND i.perturbation = a.corruption AND i.severity = a.severity
+                 AND i.modality IN ('clean', 'image')
+               ORDER BY ALL"""
+        ).pl()
+        not_significant = {
+            (m, p) for m, p in con.execute(
+                "SELECT model, perturbation FROM drop_tests WHERE modality = 'image' "
+                "GROUP BY ALL HAVING NOT bool_or(significant)").fetchall()
+        }  # fmt: skip
+        uncertainty = _uncertainty_side(con)
         sub = con.sql(
             "SELECT model, perturbation AS corruption, * EXCLUDE (model, modality, perturbation) "
             "FROM submetrics WHERE modality = 'image' ORDER BY model, corruption"
@@ -221,7 +237,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
               "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
               "question_type_accuracy": qtype, "answer_type_accuracy": atype,
               "answer_flips": flips, "skipped_images": skipped,
-              **question_side, **{k: v for k, v in context.items() if k in TABLES}}  # fmt: skip
+              **question_side, **{k: v for k, v in context.items() if k in TABLES},
+              **{k: v for k, v in uncertainty.items() if k in TABLES}}  # fmt: skip
     for name in TABLES:
         with store.atomic_path(tables / f"{name}.csv") as tmp:
             frames[name].write_csv(tmp)
@@ -230,7 +247,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             tmp.write_text(_latex(frames[name].drop("family", strict=False)), encoding="utf-8")
     labels = {m: SUBMETRICS.get(m).label for m in SUBMETRICS}
     made = {
-        "relative_drop": fig.heatmap(sub, "relative_drop", "Relative accuracy drop", families),
+        "relative_drop": fig.heatmap(sub, "relative_drop", "Severity-aggregated relative drop "
+                                     "A_rel", families, not_significant=not_significant),
         "average_error": fig.heatmap(sub, "average_error", "Average error", families, "Blues"),
         "error_vs_severity": fig.error_vs_severity(accuracy, families),
         "radar": fig.radars(sub, labels),
@@ -240,6 +258,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
                                                     top=TOP_QUESTION_TYPES),
         **_question_figures(question_side),
         **_context_figures(context),
+        **_uncertainty_figures(uncertainty, summary.level),
         **_answer_grids(samples, families),
     }  # fmt: skip
     embedded = {name: _save(made[name], figures, name) for name in FIGURES}
@@ -250,13 +269,11 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
                 f"{html.escape(caption(name))} (<a href=\"figures/{name}.svg\">SVG</a>)"
                 "</figcaption></figure>")  # fmt: skip
 
-    models = summary.models.join(reliance, on="model", how="left").select(
-        "model", pl.col("clean").alias("clean accuracy"),
-        pl.col("control_accuracy").alias("accuracy without the image (blank)"),
-        pl.col("corrupted").alias("mean perturbed accuracy"),
-        pl.col("relative_drop").alias("relative drop (lower = more robust)"),
-        pl.col("vre").alias("VRE (lower = more robust)"), pl.col("rank").alias("VRE rank"),
-    )  # fmt: skip
+    headline = headline_table(summary)
+    models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
+        "accuracy without the image (blank)")), on="model", how="left")  # fmt: skip
+    models = models.select(*headline.columns[:2], "accuracy without the image (blank)",
+                           *headline.columns[2:])  # fmt: skip
     k = min(3, max(1, summary.corruptions.height // 2))
     strongest = ", ".join(summary.corruptions.head(k)["corruption"])
     weakest = ", ".join(summary.corruptions.tail(k).reverse()["corruption"])
@@ -300,9 +317,13 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
 <title>vqarobust report</title><style>{_CSS}</style></head><body>
 <h1>VQA robustness report</h1>
 <section id="summary"><h2>Summary</h2>
-<p class="reading">{html.escape(_reading(summary.models, summary.corruptions))}</p>
+<p class="reading">{html.escape(_reading(summary))}</p>
 {_table_html(models)}
-<p class="note">Strongest perturbations (highest VRE): {html.escape(strongest)}; weakest:
+<p class="note">{html.escape(_interval_note(summary))} Mean perturbed accuracy = mean
+over every corruption and severity 1-5; relative drop = (clean - mean perturbed) / clean,
+recomputable from the two columns beside it (it is the MMI of the image side; the VRE
+tables keep the paper's severity-aggregated drop A_rel over severities 0-5).
+Strongest perturbations (highest VRE): {html.escape(strongest)}; weakest:
 {html.escape(weakest)}. VRE combines five sub-metrics, each min-max scaled over the
 model x perturbation matrix, so it compares the models and perturbations of this run
 only. Lower VRE, relative drop, error and MMI are more robust; higher accuracy and
@@ -316,6 +337,7 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("vre_sweep", "VRE under other weightings")}
 {figure_html("answer_type_accuracy", "Accuracy per answer type")}
 {figure_html("question_type_accuracy", "Accuracy per question type")}</section>
+{_uncertainty_section(uncertainty, summary, figure_html)}
 {_question_section(question_side, figure_html)}
 {_context_section(context, figure_html)}
 <section id="failures"><h2>How answers change</h2>
@@ -330,6 +352,8 @@ perturbed one, per model (counted over every perturbation and severity).</p>
 {_table_html(flips)}</section>
 <section id="tables"><h2>Tables</h2>
 <h3>VRE per model</h3>{_table_html(vre_model)}
+<p class="note">relative_drop in the VRE tables is the paper's severity-aggregated drop
+A_rel over severities 0-5.</p>
 <h3>VRE per perturbation</h3>{_table_html(vre_corr)}
 <h3>MMI per model (all perturbations and per class; lower = more robust)</h3>{_table_html(mmi)}
 <h3>R_score per model and severity, over all perturbations (higher = more robust)</h3>
@@ -370,8 +394,12 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     example questions, truncation counts and skipped perturbations."""
     out = {
         "text_accuracy": con.sql(
-            "SELECT model, perturbation, severity, n, accuracy FROM accuracy "
-            "WHERE modality = 'text' OR (modality = 'clean') ORDER BY ALL"
+            """SELECT a.model, a.perturbation, a.severity, a.n, a.accuracy, i.low, i.high
+               FROM accuracy a
+               LEFT JOIN intervals i ON i.metric = 'accuracy' AND i.model = a.model
+                 AND i.modality = a.modality AND i.perturbation = a.perturbation
+                 AND i.severity = a.severity
+               WHERE a.modality IN ('text', 'clean') ORDER BY ALL"""
         ).pl(),
         "vre_text": con.sql(
             "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'text' ORDER BY vre"
@@ -380,11 +408,20 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
             "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE scope = 'modality') "
             'ON "group" USING first(mmi) ORDER BY model'
         ).pl(),
-        "mmi_long": con.sql("SELECT model, \"group\", mmi FROM mmi WHERE scope = 'modality'").pl(),
+        "mmi_long": con.sql(
+            """SELECT m.model, m."group", m.mmi, i.low, i.high FROM mmi m
+               LEFT JOIN intervals i ON i.metric = 'mmi' AND i.model = m.model
+                 AND i.modality = 'all' AND i.key = 'modality' AND i.perturbation = m."group"
+               WHERE m.scope = 'modality'"""
+        ).pl(),
         "rscore_basic_questions": con.sql(
-            "SELECT model, perturbation AS ranker, severity AS level, acc_clean, acc_noisy, "
-            "acc_di, rscore FROM rscore WHERE modality = 'basic_question' "
-            "AND perturbation <> 'all' ORDER BY ALL"
+            """SELECT r.model, r.perturbation AS ranker, r.severity AS level, r.acc_clean,
+                      r.acc_noisy, r.acc_di, r.rscore, i.low, i.high
+               FROM rscore r
+               LEFT JOIN intervals i ON i.metric = 'rscore' AND i.model = r.model
+                 AND i.modality = r.modality AND i.perturbation = r.perturbation
+                 AND i.severity = r.severity
+               WHERE r.modality = 'basic_question' AND r.perturbation <> 'all' ORDER BY ALL"""
         ).pl(),
         "rscore_text": con.sql(
             "PIVOT (SELECT model, perturbation, rscore FROM rscore WHERE modality = 'text') "
@@ -542,8 +579,16 @@ def _context_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     examples = (con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
                 if "context_examples" in tables else pl.DataFrame())  # fmt: skip
     return {
-        "context_reliance": con.sql("SELECT * FROM context_reliance ORDER BY ALL").pl(),
-        "effective_accuracy": con.sql("SELECT * FROM effective_accuracy ORDER BY ALL").pl(),
+        "context_reliance": con.sql(
+            """SELECT c.*, i.low, i.high FROM context_reliance c
+               LEFT JOIN intervals i ON i.metric = 'context_reliance' AND i.model = c.model
+                 AND i.perturbation = c.perturbation ORDER BY ALL"""
+        ).pl(),
+        "effective_accuracy": con.sql(
+            """SELECT e.*, i.low, i.high FROM effective_accuracy e
+               LEFT JOIN intervals i ON i.metric = 'effective_accuracy' AND i.model = e.model
+                 AND i.perturbation = e.perturbation ORDER BY ALL"""
+        ).pl(),
         "context_examples": examples.drop("clean_png", "swapped_png", strict=False),
         "examples_png": examples,
     }
@@ -587,3 +632,113 @@ answer changes under any swap (lower = less reliant on irrelevant context).</p>
 {figure_html("context_reliance", "Context reliance and effective accuracy")}
 {figure_html("context_flips", "Swaps that changed a correct answer")}
 <h3>Those swaps</h3>{_table_html(context["context_examples"])}</section>"""
+
+
+def _interval_note(s: Summary) -> str:
+    if not s.resamples:
+        return "No intervals: the run had uncertainty.resamples: 0."
+    unit = "images" if s.cluster == "image" else "questions"
+    return (
+        f"Brackets: {s.level:.0%} percentile intervals over {s.resamples:,} bootstrap "
+        f"resamples of the {unit} (the same resamples for every model and subset, so "
+        "differences are paired); rank shares: how often the model holds its rank."
+    )
+
+
+def _uncertainty_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """Intervals, comparisons, rank shares, drop tests and effective robustness."""
+    return {
+        "intervals": con.sql("SELECT * FROM intervals").pl(),
+        "model_comparisons": con.sql("SELECT * FROM model_comparisons ORDER BY ALL").pl(),
+        "rank_stability": con.sql("SELECT * FROM rank_stability ORDER BY ALL").pl(),
+        "drop_tests": con.sql("SELECT * FROM drop_tests ORDER BY ALL").pl(),
+        "effective_robustness": con.sql(
+            "SELECT * FROM effective_robustness ORDER BY modality, perturbation, model"
+        ).pl(),
+        "vre_bounds": con.sql(
+            """SELECT v.model, v.vre, i.low, i.high FROM vre_model v
+               LEFT JOIN intervals i ON i.metric = 'vre_model' AND i.model = v.model
+                 AND i.modality = v.modality
+               WHERE v.modality = 'image'"""
+        ).pl(),
+        "models": con.sql("SELECT DISTINCT model FROM predictions ORDER BY model").pl(),
+    }
+
+
+def _uncertainty_figures(u: dict[str, pl.DataFrame], level: float) -> dict[str, plt.Figure]:
+    ranks = u["rank_stability"].filter(pl.col("modality") == "image")
+    fit = u["effective_robustness"].filter(pl.col("perturbation") == "all")
+    n_models = u["models"].height
+    return {
+        "vre_intervals": fig.vre_intervals(u["vre_bounds"], ranks, level)
+        if u["vre_bounds"].height else fig.placeholder("No VRE in this run."),
+        "effective_robustness": fig.effective_robustness(fit) if fit.height
+        else fig.placeholder(_no_fit_reason(n_models)),
+    }  # fmt: skip
+
+
+def _no_fit_reason(n_models: int) -> str:
+    from vqarobust.metrics.uncertainty import MIN_MODELS_FOR_FIT
+
+    return (
+        f"No effective robustness: it fits perturbed against clean accuracy across the "
+        f"models, which needs at least {MIN_MODELS_FOR_FIT}; this run has {n_models}."
+    )
+
+
+def _uncertainty_section(
+    u: dict[str, pl.DataFrame], s: Summary, figure_html: Callable[..., str]
+) -> str:
+    comparisons = u["model_comparisons"]
+    pairs_html = (
+        _table_html(comparisons.select(
+            "modality", "metric", "model_a", "model_b",
+            pl.col("difference").alias("difference a - b"), "low", "high", "se",
+            "distinguishable"))
+        if comparisons.height else
+        '<p class="note">No comparisons (one model, or uncertainty.resamples: 0).</p>'
+    )  # fmt: skip
+    ranks = u["rank_stability"]
+    ranks_html = (
+        _table_html(ranks.with_columns(pl.format("rank {}", "rank").alias("rank"))
+                    .pivot(on="rank", index=["modality", "model"], values="share"))
+        if ranks.height else ""
+    )  # fmt: skip
+    tests = u["drop_tests"]
+    if tests.height:
+        counts = tests.group_by("modality", "test").agg(
+            pl.len().alias("cells"), pl.col("significant").sum().alias("significant drops"),
+            (~pl.col("significant")).sum().alias("not significant"),
+        ).sort("modality", "test")  # fmt: skip
+        weak = tests.filter(~pl.col("significant")).select(
+            "model", "modality", "perturbation", "severity", "n_worse", "n_better",
+            "mean_difference", "p_value", "p_adjusted")  # fmt: skip
+        adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(tests["adjust"][0], "")
+        tests_html = (
+            f"<p class=\"note\">Per model, perturbation and severity: a paired test of clean "
+            f"vs perturbed score per question (exact McNemar where every score is 0 or 1, "
+            f"else the sign test on the score differences), {adjust}-adjusted over all "
+            f"{tests.height:,} cells; significant at {1 - s.level:.0%}.</p>"
+            f"{_table_html(counts)}"
+            + (f"<h3>Cells whose drop is not significant</h3>{_table_html(weak.head(60))}"
+               + ('<p class="note">First 60 of ' + f"{weak.height:,} (all in "
+                  "tables/drop_tests.csv).</p>" if weak.height > 60 else "")
+               if weak.height else "<p class=\"note\">Every cell's drop is significant.</p>")
+        )  # fmt: skip
+    else:
+        tests_html = '<p class="note">No perturbed subsets to test.</p>'
+    eff = u["effective_robustness"].filter(pl.col("perturbation") == "all")
+    eff_html = (
+        _table_html(eff.drop("perturbation")) if eff.height
+        else f'<p class="note">{html.escape(_no_fit_reason(u["models"].height))}</p>'
+    )  # fmt: skip
+    return f"""<section id="uncertainty"><h2>Uncertainty and significance</h2>
+<p class="note">{html.escape(_interval_note(s))} Every statistic, VRE included (its min-max
+scaling is redone in each resample), is recomputed from the resampled per-question rows;
+all intervals are in tables/intervals.csv.</p>
+{figure_html("vre_intervals", "VRE intervals and rank stability")}
+<h3>Differences between models (interval excludes zero = distinguishable)</h3>{pairs_html}
+{("<h3>Share of resamples per VRE rank</h3>" + ranks_html) if ranks_html else ""}
+<h3>Is each drop real?</h3>{tests_html}
+<h3>Effective robustness (residual from the fit across models, logit scale)</h3>{eff_html}
+{figure_html("effective_robustness", "Effective robustness")}</section>"""

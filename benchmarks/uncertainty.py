@@ -1,0 +1,131 @@
+"""Time and memory of the bootstrap, and of the whole load_duckdb, at paper scale.
+
+    .venv/bin/python benchmarks/uncertainty.py bootstrap [--resamples 1000]
+    .venv/bin/python benchmarks/uncertainty.py load_duckdb [--resamples 1000] [--out DIR]
+
+Synthetic scored predictions at the paper protocol's size (docs/paper.md): 3,000 images,
+16,500 questions (3 to 8 per image), 6 models, and 148 subsets per model: clean, the 14
+benchmark corruptions x 5 severities, the blank control, 11 text perturbations x 5 and
+3 basic-question rankers x 7 levels (14.7 million predictions). ``bootstrap`` times
+:func:`vqarobust.metrics.intervals.uncertainty_tables` on them (goal: under 60 s and 4 GB
+on the 2-core machine); ``load_duckdb`` writes them as prediction files and times
+:func:`vqarobust.db.build_database`, scoring included (goal: under 5 min and 8 GB). Peak
+memory is the process's maximum resident set size, the synthetic data included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vqarobust import store, text  # noqa: E402
+from vqarobust.corruptions import family, names  # noqa: E402
+from vqarobust.metrics.simulation import (  # noqa: E402
+    SimulatedModel,
+    simulate_questions,
+    simulate_scored,
+)
+
+N_IMAGES = 3000
+QUESTIONS_PER_IMAGE = [3, 4, 5, 6, 7, 8]
+MODELS = ["vilt", "blip-base", "blip-large", "vle", "pnp-vqa", "llava-7b"]
+RANKERS = ["bq_lasso", "bq_cosine", "bq_bleu"]
+TEXT = ["keyboard", "ocr", "char_insert", "char_replace", "char_swap", "char_delete",
+        "synonym_replace", "word_insert", "word_swap", "word_delete", "punct_insert"]  # fmt: skip
+
+
+def _peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+
+
+def synthetic_run() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
+    """Questions, scored predictions and perturbation families of the paper-scale run."""
+    questions = simulate_questions(N_IMAGES, QUESTIONS_PER_IMAGE, seed=0)
+    corruptions = names(benchmark=True)
+    drops: dict[tuple[str, str, int], float] = {}
+    for i, c in enumerate(corruptions):
+        drops |= {("image", c, s): 0.02 * s * (1 + i % 4) for s in range(1, 6)}
+    drops[("image", "blank", 1)] = 0.5
+    for i, p in enumerate(TEXT):
+        drops |= {("text", p, s): 0.015 * s * (1 + i % 3) for s in range(1, 6)}
+    for r in RANKERS:
+        drops |= {("basic_question", r, lvl): 0.05 + 0.01 * lvl for lvl in range(1, 8)}
+    models = {m: SimulatedModel(0.62 + 0.03 * k, {key: min(0.95, d * (1 + 0.15 * k))
+                                                 for key, d in drops.items()})
+              for k, m in enumerate(MODELS)}  # fmt: skip
+    scored = simulate_scored(questions, models, seed=0)
+    families = {c: family(c) for c in corruptions} | {"blank": "control"}
+    families |= {p: text.level(p) for p in TEXT} | {r: r.removeprefix("bq_") for r in RANKERS}
+    return questions, scored, families
+
+
+def bench_bootstrap(resamples: int) -> None:
+    from vqarobust.metrics.intervals import uncertainty_tables
+    from vqarobust.metrics.uncertainty import Settings
+
+    questions, scored, families = synthetic_run()
+    print(f"{scored.height:,} predictions, {questions.height:,} questions, "
+          f"{N_IMAGES:,} images; peak so far {_peak_gb():.2f} GB")  # fmt: skip
+    start = time.perf_counter()
+    tables = uncertainty_tables(scored, questions, Settings(resamples=resamples),
+                                families=families, controls=["blank"])  # fmt: skip
+    seconds = time.perf_counter() - start
+    sizes = ", ".join(f"{k} {v.height:,}" for k, v in tables.items())
+    print(f"uncertainty_tables, {resamples} resamples: {seconds:.1f} s, peak RSS "
+          f"{_peak_gb():.2f} GB ({sizes} rows)")  # fmt: skip
+
+
+def bench_load_duckdb(resamples: int, out: Path) -> None:
+    from vqarobust.db import build_database
+
+    questions, scored, families = synthetic_run()
+    out.mkdir(parents=True, exist_ok=True)
+    q = questions.with_columns(
+        pl.lit("question?").alias("question"),
+        pl.lit(["right"] * 10, dtype=pl.List(pl.String)).alias("answers"),
+    ).select(store.QUESTION_SCHEMA.names)
+    store.write_table(pa.Table.from_pylist(q.to_dicts(), schema=store.QUESTION_SCHEMA),
+                      out / "questions.parquet")  # fmt: skip
+    paths = []
+    preds = scored.drop("score").with_columns(pl.col("severity").cast(pl.Int8))
+    for (model, perturbation), part in preds.group_by("model", "perturbation"):
+        path = out / "predictions" / model / f"{perturbation}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part.write_parquet(path)
+        paths.append(path)
+    del preds, scored
+    print(f"wrote {len(paths)} prediction files; peak so far {_peak_gb():.2f} GB")
+    start = time.perf_counter()
+    counts = build_database(out / "robustness.duckdb", out / "questions.parquet", paths,
+                            families=families, uncertainty={"resamples": resamples})  # fmt: skip
+    seconds = time.perf_counter() - start
+    print(f"build_database ({counts['predictions']:,} predictions, {resamples} resamples): "
+          f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["bootstrap", "load_duckdb"])
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--out", type=Path, help="folder for load_duckdb's files (default: temp)")
+    args = parser.parse_args()
+    if args.what == "bootstrap":
+        bench_bootstrap(args.resamples)
+    elif args.out:
+        bench_load_duckdb(args.resamples, args.out)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_load_duckdb(args.resamples, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

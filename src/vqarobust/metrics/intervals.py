@@ -1,0 +1,439 @@
+"""Bootstrap intervals of every results table, comparisons of models, tests of drops and
+effective robustness (docs/metrics.md, "Uncertainty").
+
+:func:`uncertainty_tables` takes scored per-question predictions (the rows of the
+``predictions`` table) and the questions, and returns the tables ``intervals``,
+``model_comparisons``, ``rank_stability``, ``drop_tests`` and ``effective_robustness``.
+Every statistic is computed from replicate arrays (replicate 0 = the data as observed,
+1..B = resamples, :mod:`vqarobust.metrics.uncertainty`) by the same vectorized code as its
+point estimate, so each interval's ``estimate`` equals the number in the table beside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+
+from vqarobust.metrics.context import context_flags
+from vqarobust.metrics.modalities import MMI_ALL, SINGLE_LEVEL_FAMILIES, VRE_MODALITIES
+from vqarobust.metrics.robustness import (
+    CLEAN,
+    METRIC_NAMES,
+    cube_layout,
+    softmax_weights,
+    vre_arrays,
+)
+from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, check_bounds
+from vqarobust.metrics.uncertainty import (
+    INTERVAL_SCHEMA,
+    MIN_MODELS_FOR_FIT,
+    Settings,
+    chunked_intervals,
+    cluster_index,
+    cluster_sums,
+    drop_tests,
+    effective_robustness,
+    interval_frame,
+    rank_shares,
+    replicate_weights,
+    summarize,
+)
+
+SUBSET = ["model", "modality", "perturbation", "severity"]
+COMPARISON_SCHEMA = {
+    "modality": pl.String,
+    "metric": pl.String,
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "difference": pl.Float64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "se": pl.Float64,
+    "distinguishable": pl.Boolean,
+}
+RANK_SCHEMA = {"modality": pl.String, "model": pl.String, "rank": pl.Int64, "share": pl.Float64}
+EFFECTIVE_SCHEMA = {
+    "modality": pl.String,
+    "perturbation": pl.String,
+    "model": pl.String,
+    "clean_accuracy": pl.Float64,
+    "perturbed_accuracy": pl.Float64,
+    "predicted": pl.Float64,
+    "effective_robustness": pl.Float64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "se": pl.Float64,
+    "intercept": pl.Float64,
+    "slope": pl.Float64,
+}
+
+
+def _group_means(
+    values: np.ndarray, frame: pl.DataFrame, by: Sequence[str]
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """Plain means of replicate ``values`` (replicates, rows) over the rows of ``frame``
+    (which holds a ``row`` column into ``values``) per group ``by``: (labels, (R, G))."""
+    by = list(by)
+    labels = frame.select(by).unique().sort(by).with_row_index("_g")
+    f = frame.join(labels, on=by, how="left", nulls_equal=True)
+    f = f.with_columns(pl.len().over("_g").alias("_size"))
+    member = sparse.csr_matrix(
+        (1.0 / f["_size"].to_numpy(), (f["_g"].to_numpy(), f["row"].to_numpy())),
+        shape=(labels.height, values.shape[1]),
+    )
+    return labels.drop("_g"), np.asarray(member @ values.T).T
+
+
+def _lookup(table: pl.DataFrame, value: str) -> pl.Expr:
+    """``question_id`` -> ``value`` of ``table`` as a new column."""
+    return (
+        pl.col("question_id")
+        .replace_strict(table["question_id"], table[value], return_dtype=pl.Int64)
+        .alias(value)
+    )
+
+
+def _ratio_drop(clean: np.ndarray, perturbed: np.ndarray) -> np.ndarray:
+    """(clean - perturbed) / clean; 0 where clean is 0 (as :func:`mmi_table`)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(clean > 0, (clean - perturbed) / np.where(clean > 0, clean, 1.0), 0.0)
+
+
+def _pairs(
+    modality: str, metric: str, models: Sequence[str], values: np.ndarray, level: float
+) -> list[dict]:
+    """Differences a - b of every pair of models (columns of ``values``)."""
+    rows = []
+    for i, j in itertools.combinations(range(len(models)), 2):
+        s = summarize(values[:, i] - values[:, j], level)
+        low, high = float(s["low"]), float(s["high"])
+        rows.append({"modality": modality, "metric": metric, "model_a": models[i],
+                     "model_b": models[j], "difference": float(s["estimate"]), "low": low,
+                     "high": high, "se": float(s["se"]),
+                     "distinguishable": bool(low > 0 or high < 0)})  # fmt: skip
+    return rows
+
+
+def _by_model(labels: pl.DataFrame, values: np.ndarray, models: Sequence[str]) -> np.ndarray:
+    """Columns of ``values`` (labels with a ``model`` column) in the order of ``models``."""
+    pos = {m: i for i, m in enumerate(labels["model"].to_list())}
+    return values[:, [pos[m] for m in models]]
+
+
+class _Builder:
+    """Collects interval rows and comparisons while the metrics are computed."""
+
+    def __init__(self, level: float) -> None:
+        self.level = level
+        self.intervals: list[pl.DataFrame] = []
+        self.comparisons: list[dict] = []
+        self.ranks: list[dict] = []
+        self.effective_fit: list[pl.DataFrame] = []
+
+    def add(self, metric: str, labels: pl.DataFrame, values: np.ndarray) -> None:
+        self.intervals.append(interval_frame(metric, labels, values, self.level))
+
+
+def uncertainty_tables(
+    scored: pl.DataFrame,
+    questions: pl.DataFrame,
+    settings: Settings | None = None,
+    weights: Mapping[str, float] | None = None,
+    families: Mapping[str, str] | None = None,
+    controls: Sequence[str] = (),
+    rscore_tolerance: float = DEFAULT_TOLERANCE,
+    rscore_maximum: float = DEFAULT_MAXIMUM,
+) -> dict[str, pl.DataFrame]:
+    """The uncertainty tables of a run (module doc) from scored per-question predictions
+    (model, modality, perturbation, severity, question_id, answer, score) and the
+    questions (question_id, image_id, question_type, answer_type).
+
+    ``families`` and ``controls`` are those of :func:`vqarobust.db.build_database`
+    (controls stay out of the robustness metrics, as there). With ``settings.resamples``
+    0 only ``drop_tests`` and the point estimates of ``effective_robustness`` are filled.
+    """
+    settings = settings or Settings()
+    check_bounds(rscore_tolerance, rscore_maximum)
+    w = dict(weights) if weights is not None else softmax_weights()
+    families = {p: f for p, f in (families or {}).items() if p not in set(controls)}
+    tests = drop_tests(scored, exclude=controls, level=settings.level, adjust=settings.adjust)
+    resamples = settings.resamples
+    mapping, n_clusters = cluster_index(questions, settings.cluster)
+    weights_ = replicate_weights(n_clusters, resamples, settings.seed)
+    unknown = scored.join(mapping, on="question_id", how="anti")
+    if unknown.height:
+        raise ValueError(f"{unknown.height} predictions have no question row")
+    # New columns only (a lookup, not a join): the big table's buffers stay shared.
+    rows = scored.with_columns(_lookup(mapping, "cluster"))
+    b = _Builder(settings.level)
+
+    acc_sums = cluster_sums(rows, SUBSET, ["score"], n_clusters).where(
+        pl.col("modality") != "context"
+    )
+    acc = acc_sums.means("score", weights_)
+    keys = acc_sums.keys.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    b.add("accuracy", acc_sums.keys, acc)
+    if resamples:
+        for kind in ("question_type", "answer_type"):
+            names = questions.select(pl.col(kind).unique().sort()).with_row_index("code")
+            codes = questions.join(names, on=kind).select("question_id", "code")
+            typed = rows.with_columns(_lookup(codes, "code"))
+            sums = cluster_sums(typed, [*SUBSET, "code"], ["score"], n_clusters).where(
+                pl.col("modality") != "context"
+            )
+            sums = sums.relabel(
+                sums.keys.join(names, on="code", how="left").drop("code").rename({kind: "key"})
+            )
+            b.intervals.extend(chunked_intervals(f"{kind}_accuracy", sums, "score", weights_,
+                                                 settings.level))  # fmt: skip
+
+    models = sorted(keys["model"].unique().to_list())
+    clean_rows = keys.filter(pl.col("modality") == CLEAN)
+    clean_labels, clean = _group_means(acc, clean_rows, ["model"])
+    clean_v = _by_model(clean_labels, clean, models)
+    b.comparisons += _pairs(CLEAN, "clean_accuracy", models, clean_v, settings.level)
+    metric_rows = keys.filter(~pl.col("perturbation").is_in(list(controls)))
+    present = sorted(set(metric_rows["modality"].to_list()) - {CLEAN})
+    fam = pl.DataFrame(
+        {"perturbation": list(families), "family": list(families.values())},
+        schema={"perturbation": pl.String, "family": pl.String},
+    )
+
+    perturbed_by_modality: dict[str, np.ndarray] = {}
+    mmi_all: dict[str, tuple[pl.DataFrame, np.ndarray]] = {}
+    for modality in present:
+        own = metric_rows.filter(pl.col("modality") == modality, pl.col("severity") > 0)
+        own = own.join(fam, on="perturbation", how="left").with_columns(
+            pl.col("family").fill_null("unknown")
+        )
+        # Perturbed accuracy (mean over severities 1..) and MMI, per model x scope x group.
+        for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None)):
+            f = own.with_columns((pl.col(col) if col else pl.lit("all")).alias("group"))
+            labels, pert = _group_means(acc, f, ["model", "group"])
+            cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+            lab = labels.select("model", pl.lit(modality).alias("modality"),
+                                pl.col("group").alias("perturbation"),
+                                pl.lit(scope).alias("key"))  # fmt: skip
+            b.add("mmi", lab, _ratio_drop(cl, pert))
+            if scope == "all":
+                b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
+                perturbed_by_modality[modality] = _by_model(labels, pert, models)
+                mmi_all[modality] = (labels, pert)
+            if scope == "corruption":
+                _effective(b, modality, labels, pert, clean_v, models, settings.level)
+        _rscore(b, acc, own, clean, clean_labels, modality, rscore_tolerance, rscore_maximum)
+        if modality in VRE_MODALITIES:
+            _vre(b, acc, metric_rows, families, modality, w, models)
+    for modality, pert in perturbed_by_modality.items():
+        if pert.shape[1] == len(models):
+            b.comparisons += _pairs(modality, "perturbed_accuracy", models, pert, settings.level)
+            _effective_overall(b, modality, clean_v, pert, models, settings.level)
+    # Across modalities (MMI scope "modality"): each modality whole, and image + text.
+    for modality, (labels, pert) in mmi_all.items():
+        cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+        lab = labels.select("model", pl.lit("all").alias("modality"),
+                            pl.lit(modality).alias("perturbation"),
+                            pl.lit("modality").alias("key"))  # fmt: skip
+        b.add("mmi", lab, _ratio_drop(cl, pert))
+    if all(m in present for m in MMI_ALL):
+        both = metric_rows.filter(pl.col("modality").is_in(list(MMI_ALL)), pl.col("severity") > 0)
+        labels, pert = _group_means(acc, both, ["model"])
+        cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+        lab = labels.select("model", pl.lit("all").alias("modality"), pl.lit("all")
+                            .alias("perturbation"), pl.lit("modality").alias("key"))  # fmt: skip
+        b.add("mmi", lab, _ratio_drop(cl, pert))
+    for control in controls:
+        ctl = keys.filter(pl.col("perturbation") == control)
+        if ctl.height:
+            labels, ctl_acc = _group_means(acc, ctl, ["model"])
+            cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = np.where(cl > 0, ctl_acc / np.where(cl > 0, cl, 1.0), np.nan)
+            lab = labels.with_columns(pl.lit("image").alias("modality"),
+                                      pl.lit(control).alias("perturbation"))  # fmt: skip
+            b.add("image_reliance_ratio", lab, ratio)
+    _context(b, rows, n_clusters, weights_)
+    return _tables(b, tests, resamples)
+
+
+def _tables(b: _Builder, tests: pl.DataFrame, resamples: int) -> dict[str, pl.DataFrame]:
+    intervals = pl.concat(b.intervals) if b.intervals else pl.DataFrame(schema=INTERVAL_SCHEMA)
+    effective = intervals.filter(pl.col("metric") == "effective_robustness")
+    intervals = intervals.filter(pl.col("metric") != "effective_robustness")
+    eff_table = _effective_table(effective, b)
+    if not resamples:
+        intervals = intervals.clear()
+        b.comparisons, b.ranks = [], []
+    return {
+        "intervals": intervals.sort(
+            "metric", "model", "modality", "perturbation", "severity", "key", nulls_last=True
+        ),  # fmt: skip
+        "model_comparisons": pl.DataFrame(b.comparisons, schema=COMPARISON_SCHEMA),
+        "rank_stability": pl.DataFrame(b.ranks, schema=RANK_SCHEMA),
+        "drop_tests": tests,
+        "effective_robustness": eff_table,
+    }
+
+
+def _vre(
+    b: _Builder,
+    acc: np.ndarray,
+    metric_rows: pl.DataFrame,
+    families: Mapping[str, str],
+    modality: str,
+    weights: Mapping[str, float],
+    models: Sequence[str],
+) -> None:
+    """VRE suite of one modality in every replicate, as :func:`modality_tables` builds it."""
+    single = [p for p, f in families.items() if f in SINGLE_LEVEL_FAMILIES]
+    table = metric_rows.filter(
+        pl.col("modality").is_in([CLEAN, modality]), ~pl.col("perturbation").is_in(single)
+    ).rename({"perturbation": "corruption"})
+    if not table.filter(pl.col("severity") > 0).height:
+        return
+    with warnings.catch_warnings():
+        # The point estimate has already reported every degenerate input.
+        warnings.simplefilter("ignore")
+        layout = cube_layout(table.with_columns(pl.Series("accuracy", acc[0, table["row"]])))
+        cube = layout.fill(acc[:, table["row"].to_numpy()])
+        arr = vre_arrays(cube, weights)
+    ms = pl.DataFrame({"model": layout.models, "modality": modality})
+    cs = pl.DataFrame({"modality": modality, "perturbation": layout.corruptions})
+    grid = ms.join(cs, on="modality")  # model-major, like the (model x corruption) arrays
+    flat = (arr["vre_v"].shape[0], -1)
+    b.add("vre_model", ms, arr["vre_v"])
+    b.add("vre_perturbation", cs, arr["vre_c"])
+    b.add("relative_drop_paper", ms, arr["rel_v"])
+    b.add("relative_drop_paper", cs, arr["rel_c"])
+    b.add("relative_drop_paper", grid, arr["rel_vc"].reshape(flat))
+    for m in METRIC_NAMES:
+        b.add(m, grid, arr[m].reshape(flat))
+    vre = arr["vre_v"][:, [layout.models.index(m) for m in models if m in layout.models]]
+    named = [m for m in models if m in layout.models]
+    b.comparisons += _pairs(modality, "vre", named, vre, b.level)
+    if vre.shape[0] > 1:
+        shares = rank_shares(vre[1:])
+        for i, model in enumerate(named):
+            for r in range(len(named)):
+                b.ranks.append({"modality": modality, "model": model, "rank": r + 1,
+                                "share": float(shares[i, r])})  # fmt: skip
+
+
+def _rscore(
+    b: _Builder,
+    acc: np.ndarray,
+    own: pl.DataFrame,
+    clean: np.ndarray,
+    clean_labels: pl.DataFrame,
+    modality: str,
+    tolerance: float,
+    maximum: float,
+) -> None:
+    """R_score per (model, perturbation, severity), per severity over all perturbations,
+    and its mean over the levels (the summary's per-ranker number)."""
+    per, per_v = _group_means(acc, own, ["model", "perturbation", "severity"])
+    overall, overall_v = _group_means(acc, own, ["model", "severity"])
+    labels = pl.concat([per, overall.with_columns(pl.lit("all").alias("perturbation"))
+                        .select(per.columns)])  # fmt: skip
+    noisy = np.hstack([per_v, overall_v])
+    order = clean_labels["model"].to_list()
+    cl = clean[:, [order.index(m) for m in labels["model"]]]
+    sm, st = math.sqrt(maximum), math.sqrt(tolerance)
+    score = np.clip((sm - np.sqrt(np.abs(cl - noisy) * 100)) / (sm - st), 0.0, 1.0)
+    lab = labels.with_columns(pl.lit(modality).alias("modality"))
+    b.add("rscore", lab, score)
+    framed = lab.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    mean_labels, mean = _group_means(score, framed, ["model", "modality", "perturbation"])
+    b.add("rscore_mean", mean_labels, mean)
+
+
+def _effective(
+    b: _Builder,
+    modality: str,
+    labels: pl.DataFrame,
+    pert: np.ndarray,
+    clean_v: np.ndarray,
+    models: Sequence[str],
+    level: float,
+) -> None:
+    """Effective robustness per perturbation of a modality (models with every one)."""
+    if len(models) < MIN_MODELS_FOR_FIT:
+        return
+    for (p,), part in labels.with_row_index("i").group_by(["group"], maintain_order=True):
+        if part.height != len(models):
+            continue
+        y = pert[:, part["i"].to_numpy()][:, [part["model"].to_list().index(m) for m in models]]
+        _effective_overall(b, modality, clean_v, y, models, level, perturbation=str(p))
+
+
+def _effective_overall(
+    b: _Builder,
+    modality: str,
+    clean_v: np.ndarray,
+    pert: np.ndarray,
+    models: Sequence[str],
+    level: float,
+    perturbation: str = "all",
+) -> None:
+    if len(models) < MIN_MODELS_FOR_FIT:
+        return
+    fit = effective_robustness(clean_v, pert)
+    lab = pl.DataFrame({"model": list(models), "modality": modality, "perturbation": perturbation})
+    b.add("effective_robustness", lab, fit["residual"])
+    b.effective_fit.append(
+        pl.DataFrame(
+            {
+                "model": list(models),
+                "modality": modality,
+                "perturbation": perturbation,
+                "clean_accuracy": clean_v[0],
+                "perturbed_accuracy": pert[0],
+                "predicted": fit["predicted"][0],
+                "intercept": float(fit["intercept"][0]),
+                "slope": float(fit["slope"][0]),
+            }
+        )  # fmt: skip
+    )
+
+
+def _effective_table(intervals: pl.DataFrame, b: _Builder) -> pl.DataFrame:
+    fits = b.effective_fit
+    if not fits:
+        return pl.DataFrame(schema=EFFECTIVE_SCHEMA)
+    fit = pl.concat(fits).unique(["modality", "perturbation", "model"], keep="first")
+    table = fit.join(
+        intervals.select("model", "modality", "perturbation",
+                         pl.col("estimate").alias("effective_robustness"), "low", "high", "se"),
+        on=["model", "modality", "perturbation"], how="left",
+    )  # fmt: skip
+    return table.select([pl.col(c).cast(t) for c, t in EFFECTIVE_SCHEMA.items()]).sort(
+        "modality", "perturbation", "model"
+    )
+
+
+def _context(b: _Builder, rows: pl.DataFrame, n_clusters: int, weights: np.ndarray) -> None:
+    """Context reliance and effective accuracy (SwapMix) per model and perturbation."""
+    if rows.filter(pl.col("modality") == "context").is_empty():
+        return
+    flags = context_flags(rows.drop("cluster")).join(
+        rows.filter(pl.col("modality") == "clean").select("model", "question_id", "cluster"),
+        on=["model", "question_id"],
+    )
+    flags = flags.with_columns(
+        pl.col("counts_for_reliance").cast(pl.Float64).alias("den"),
+        (pl.col("counts_for_reliance") & pl.col("changed").fill_null(False))
+        .cast(pl.Float64).alias("num"),
+        pl.col("effective").cast(pl.Float64).alias("eff"),
+    )  # fmt: skip
+    sums = cluster_sums(flags, ["model", "perturbation"], ["num", "den", "eff"], n_clusters)
+    labels = sums.keys.with_columns(pl.lit("context").alias("modality"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reliance = sums.totals("num", weights) / sums.totals("den", weights)
+    b.add("context_reliance", labels, reliance)
+    b.add("effective_accuracy", labels, sums.means("eff", weights))

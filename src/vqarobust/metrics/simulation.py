@@ -1,0 +1,85 @@
+"""Seeded synthetic scored predictions from a known model, for tests and benchmarks.
+
+Each image has a latent accuracy drawn from a Beta distribution (mean ``accuracy``,
+concentration ``concentration``: the lower it is, the more the questions of an image are
+correlated); each of its questions is answered correctly with that probability on the
+clean image. Under a perturbation of drop ``d``, a correct clean answer stays correct
+with probability ``1 - d`` and a wrong one stays wrong, so the true perturbed accuracy is
+``accuracy * (1 - d)`` and the true relative drop is ``d``. ``concentration=None`` gives
+every image the same accuracy (questions independent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+
+@dataclass(frozen=True)
+class SimulatedModel:
+    """True clean accuracy and true relative drop per perturbed subset of one model."""
+
+    accuracy: float
+    drops: Mapping[tuple[str, str, int], float]  # (modality, perturbation, severity) -> d
+
+
+def simulate_questions(
+    n_images: int, questions_per_image: int | Sequence[int], seed: int
+) -> pl.DataFrame:
+    """Questions (question_id, image_id, question_type, answer_type) of ``n_images``
+    images; a fixed number per image or drawn uniformly from ``questions_per_image``."""
+    rng = np.random.default_rng([seed, 1])
+    if isinstance(questions_per_image, int):
+        counts = np.full(n_images, questions_per_image)
+    else:
+        counts = rng.choice(np.asarray(questions_per_image), size=n_images)
+    image_id = np.repeat(np.arange(n_images, dtype=np.int64), counts)
+    n = image_id.size
+    types = np.array(["what color", "how many", "is there"])
+    answer_types = np.array(["other", "number", "yes/no"])
+    kind = rng.integers(0, 3, n)
+    return pl.DataFrame(
+        {
+            "question_id": np.arange(n, dtype=np.int64),
+            "image_id": image_id,
+            "question_type": types[kind],
+            "answer_type": answer_types[kind],
+        }
+    )
+
+
+def simulate_scored(
+    questions: pl.DataFrame,
+    models: Mapping[str, SimulatedModel],
+    seed: int,
+    concentration: float | None = 4.0,
+) -> pl.DataFrame:
+    """Scored predictions (model, modality, perturbation, severity, question_id, answer,
+    score, truncated) of every model on the clean subset and on each of its drops."""
+    image_idx = questions["image_id"].rank("dense").cast(pl.Int64).to_numpy() - 1
+    n_images = int(image_idx.max()) + 1
+    qid = questions["question_id"].to_numpy()
+    frames = []
+    for k, (name, model) in enumerate(sorted(models.items())):
+        rng = np.random.default_rng([seed, 2, k])
+        if concentration is None:
+            p_image = np.full(n_images, model.accuracy)
+        else:
+            a = model.accuracy * concentration
+            p_image = rng.beta(a, concentration - a, n_images)
+        clean = rng.random(qid.size) < p_image[image_idx]
+        subsets = [("clean", "clean", 0, clean)]
+        for (modality, perturbation, severity), d in sorted(model.drops.items()):
+            keep = rng.random(qid.size) >= d
+            subsets.append((modality, perturbation, severity, clean & keep))
+        for modality, perturbation, severity, correct in subsets:
+            frames.append(pl.DataFrame({
+                "model": name, "modality": modality, "perturbation": perturbation,
+                "severity": np.full(qid.size, severity, dtype=np.int8), "question_id": qid,
+                "answer": np.where(correct, "right", "wrong"),
+                "score": correct.astype(np.float64), "truncated": False,
+            }))  # fmt: skip
+    return pl.concat(frames)

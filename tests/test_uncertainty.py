@@ -1,0 +1,280 @@
+"""The paired cluster bootstrap, drop tests and effective robustness (docs/metrics.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest, false_discovery_control
+
+from vqarobust.metrics.intervals import uncertainty_tables
+from vqarobust.metrics.modalities import modality_tables
+from vqarobust.metrics.simulation import SimulatedModel, simulate_questions, simulate_scored
+from vqarobust.metrics.uncertainty import (
+    Settings,
+    adjust_p,
+    cluster_index,
+    cluster_sums,
+    drop_tests,
+    effective_robustness,
+    rank_shares,
+    replicate_weights,
+    sign_test_p,
+    summarize,
+)
+
+FAMILIES = {"noise_a": "noise", "blur_b": "blur", "typo": "char", "blank": "control"}
+
+
+def _drops(scale: float) -> dict[tuple[str, str, int], float]:
+    d = {("image", c, s): min(0.9, scale * 0.03 * s * (i + 1))
+         for i, c in enumerate(["noise_a", "blur_b"]) for s in range(1, 6)}  # fmt: skip
+    d |= {("text", "typo", s): min(0.9, scale * 0.02 * s) for s in range(1, 6)}
+    d |= {("basic_question", "bq_x", s): 0.01 * s for s in range(1, 8)}
+    return d | {("image", "blank", 1): 0.6}
+
+
+@pytest.fixture(scope="module")
+def run() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.DataFrame]]:
+    q = simulate_questions(120, [2, 3, 4, 5, 6], seed=0)
+    models = {f"m{k}": SimulatedModel(0.55 + 0.12 * k, _drops(1 + 0.4 * k)) for k in range(3)}
+    scored = simulate_scored(q, models, seed=0)
+    tables = uncertainty_tables(scored, q, Settings(resamples=300), families=FAMILIES,
+                                controls=["blank"])  # fmt: skip
+    return q, scored, tables
+
+
+def _accuracy(scored: pl.DataFrame) -> pl.DataFrame:
+    return scored.group_by("model", "modality", "perturbation", "severity").agg(
+        pl.col("score").mean().alias("accuracy")
+    )
+
+
+def _est(intervals: pl.DataFrame, metric: str, **keys: object) -> float:
+    row = intervals.filter(pl.col("metric") == metric)
+    for k, v in keys.items():
+        row = row.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
+    assert row.height == 1, (metric, keys, row)
+    return row.row(0, named=True)
+
+
+def test_estimates_are_the_point_tables(run):
+    _, scored, t = run
+    acc = _accuracy(scored)
+    point = modality_tables(
+        acc.filter(pl.col("perturbation") != "blank"),
+        families={k: v for k, v in FAMILIES.items() if k != "blank"},
+    )
+    iv = t["intervals"]
+    for r in point["vre_model"].iter_rows(named=True):
+        got = _est(iv, "vre_model", model=r["model"], modality=r["modality"])
+        assert got["estimate"] == pytest.approx(r["vre"], abs=1e-12)
+        assert got["low"] <= got["estimate"] <= got["high"]
+        rel = _est(iv, "relative_drop_paper", model=r["model"], modality=r["modality"],
+                   perturbation=None)  # fmt: skip
+        assert rel["estimate"] == pytest.approx(r["relative_drop"], abs=1e-12)
+    for r in point["vre_corruption"].iter_rows(named=True):
+        got = _est(iv, "vre_perturbation", model=None, modality=r["modality"],
+                   perturbation=r["perturbation"])  # fmt: skip
+        assert got["estimate"] == pytest.approx(r["vre"], abs=1e-12)
+    for r in point["submetrics"].iter_rows(named=True):
+        for m in ("first_drop", "range_of_error", "error_rate", "average_error",
+                  "corruption_error_diff", "relative_drop"):  # fmt: skip
+            name = "relative_drop_paper" if m == "relative_drop" else m
+            got = _est(iv, name, model=r["model"], modality=r["modality"],
+                       perturbation=r["perturbation"])  # fmt: skip
+            assert got["estimate"] == pytest.approx(r[m], abs=1e-12), m
+    for r in point["mmi"].iter_rows(named=True):
+        got = _est(iv, "mmi", model=r["model"], modality=r["modality"], key=r["scope"],
+                   perturbation=r["group"])  # fmt: skip
+        assert got["estimate"] == pytest.approx(r["mmi"], abs=1e-12)
+    for r in point["rscore"].iter_rows(named=True):
+        got = _est(iv, "rscore", model=r["model"], modality=r["modality"],
+                   perturbation=r["perturbation"], severity=r["severity"])  # fmt: skip
+        assert got["estimate"] == pytest.approx(r["rscore"], abs=1e-12)
+    for r in acc.iter_rows(named=True):
+        got = _est(iv, "accuracy", model=r["model"], modality=r["modality"],
+                   perturbation=r["perturbation"], severity=r["severity"])  # fmt: skip
+        assert got["estimate"] == pytest.approx(r["accuracy"], abs=1e-12)
+
+
+def test_every_metric_of_the_issue_has_intervals(run):
+    _, _, t = run
+    metrics = set(t["intervals"]["metric"])
+    assert {"accuracy", "question_type_accuracy", "answer_type_accuracy", "relative_drop_paper",
+            "first_drop", "range_of_error", "error_rate", "average_error",
+            "corruption_error_diff", "vre_model", "vre_perturbation", "mmi", "rscore",
+            "rscore_mean", "perturbed_accuracy", "image_reliance_ratio"} <= metrics  # fmt: skip
+    finite = t["intervals"].filter(pl.col("low").is_not_nan(), pl.col("high").is_not_nan())
+    assert finite.filter(pl.col("low") > pl.col("high")).is_empty()
+    # Every pair of models, for every compared quantity; rank shares sum to 1.
+    c = t["model_comparisons"]
+    assert set(c["metric"]) == {"clean_accuracy", "perturbed_accuracy", "vre"}
+    assert c.filter(pl.col("metric") == "vre", pl.col("modality") == "image").height == 3
+    shares = t["rank_stability"].group_by("modality", "model").agg(pl.col("share").sum())
+    assert np.allclose(shares["share"], 1.0)
+    assert t["effective_robustness"].filter(pl.col("perturbation") == "all").height == 9
+
+
+def test_resampling_is_paired_across_models():
+    """Two models with identical answers differ by exactly 0 in every resample."""
+    q = simulate_questions(50, 4, seed=3)
+    scored = simulate_scored(q, {"a": SimulatedModel(0.7, _drops(1.0))}, seed=3)
+    both = pl.concat([scored, scored.with_columns(pl.lit("b").alias("model"))])
+    t = uncertainty_tables(both, q, Settings(resamples=200), families=FAMILIES,
+                           controls=["blank"])  # fmt: skip
+    c = t["model_comparisons"]
+    assert c.height and (c["low"] == 0).all() and (c["high"] == 0).all()
+    assert not c["distinguishable"].any()
+
+
+def test_weights_are_seeded_and_pinned():
+    w = replicate_weights(6, 3, seed=0)
+    assert (w[0] == 1).all() and (w[1:].sum(axis=1) == 6).all()
+    assert np.array_equal(w, replicate_weights(6, 3, seed=0))
+    assert not np.array_equal(w, replicate_weights(6, 3, seed=1))
+    # Golden: the resamples of a run must never drift between versions.
+    assert w[1:].astype(int).tolist() == GOLDEN_WEIGHTS
+
+
+GOLDEN_WEIGHTS = [[1, 1, 0, 0, 1, 3], [1, 2, 1, 0, 1, 1], [0, 0, 2, 2, 1, 1]]
+
+
+def test_cluster_sums_by_hand():
+    q = pl.DataFrame({"question_id": [1, 2, 3, 4], "image_id": [10, 10, 20, 30]})
+    mapping, n = cluster_index(q, "image")
+    assert n == 3
+    rows = pl.DataFrame(
+        {"model": ["m"] * 4, "question_id": [1, 2, 3, 4], "score": [1.0, 0.0, 1.0, 0.5]}
+    ).join(mapping, on="question_id")
+    sums = cluster_sums(rows, ["model"], ["score"], n)
+    w = np.array([[1.0, 1, 1], [2, 0, 1], [0, 3, 0]])
+    # (2 * (1 + 0) + 0.5) / (2 * 2 + 1) = 0.5; image 20 alone: 1.0.
+    assert sums.means("score", w)[:, 0].tolist() == pytest.approx([2.5 / 4, 0.5, 1.0])
+    _, nq = cluster_index(q, "question")
+    assert nq == 4
+
+
+def test_summarize_percentiles_by_hand():
+    values = np.array([5.0, *range(1, 101)])[:, None]
+    s = summarize(values, 0.9)
+    assert s["estimate"][0] == 5.0
+    assert s["low"][0] == pytest.approx(np.quantile(np.arange(1, 101), 0.05))
+    assert s["high"][0] == pytest.approx(np.quantile(np.arange(1, 101), 0.95))
+    assert s["se"][0] == pytest.approx(np.std(np.arange(1, 101), ddof=1))
+    assert np.isnan(summarize(values[:1], 0.9)["low"][0])
+
+
+@given(st.integers(0, 60), st.integers(0, 60))
+@settings(max_examples=60, deadline=None)
+def test_sign_test_is_scipys_exact_binomial(worse, better):
+    expected = 1.0 if worse + better == 0 else binomtest(worse, worse + better, 0.5).pvalue
+    assert sign_test_p(np.array([worse]), np.array([better]))[0] == pytest.approx(expected)
+
+
+def test_adjustments_by_hand():
+    p = np.array([0.01, 0.04, 0.03, 0.005])
+    # Holm: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 -> 0.02, 0.03, 0.06, 0.06 (monotone).
+    assert adjust_p(p, "holm").tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert adjust_p(p, "bh") == pytest.approx(false_discovery_control(p, method="bh"))
+    with pytest.raises(ValueError, match="adjust"):
+        adjust_p(p, "bonferroni")
+
+
+def test_drop_tests_by_hand():
+    rows = []
+    # 6 questions: clean correct on all; perturbed wrong on 5, right on 1 -> 5 worse, 0 better.
+    for qid in range(6):
+        rows.append(("m", "clean", "clean", 0, qid, 1.0))
+        rows.append(("m", "image", "noise", 1, qid, 0.0 if qid < 5 else 1.0))
+        rows.append(("m", "text", "typo", 1, qid, 0.3 if qid < 2 else 1.0))
+    scored = pl.DataFrame(rows, orient="row", schema=["model", "modality", "perturbation",
+                          "severity", "question_id", "score"])  # fmt: skip
+    t = drop_tests(scored).sort("modality")
+    image, text = t.row(0, named=True), t.row(1, named=True)
+    assert (image["n_worse"], image["n_better"], image["test"]) == (5, 0, "mcnemar_exact")
+    assert image["p_value"] == pytest.approx(2 * 0.5**5)
+    assert image["p_adjusted"] == pytest.approx(min(1, 2 * image["p_value"]))
+    assert (text["n_worse"], text["test"]) == (2, "sign")
+    assert text["p_value"] == pytest.approx(0.5)
+    assert image["mean_difference"] == pytest.approx(-5 / 6)
+
+
+def test_effective_robustness_by_hand():
+    clean = np.array([[0.5, 0.7310585786300049, 0.8807970779778823]])  # logit 0, 1, 2
+    pert = 1 / (1 + np.exp(-np.array([[-1.0, 0.0, 1.0]])))  # logit = x - 1 exactly
+    fit = effective_robustness(clean, pert)
+    assert fit["slope"][0] == pytest.approx(1.0)
+    assert fit["intercept"][0] == pytest.approx(-1.0)
+    assert np.allclose(fit["residual"], 0.0, atol=1e-12)
+    # Lift the middle model: positive residual for it, the others below the new line.
+    pert2 = pert.copy()
+    pert2[0, 1] += 0.1
+    res = effective_robustness(clean, pert2)["residual"][0]
+    assert res[1] > 0 and res[0] < 0.05 and res[2] < 0.05
+
+
+def test_rank_shares_by_hand():
+    values = np.array([[0.1, 0.2, 0.3], [0.2, 0.1, 0.3], [0.1, 0.3, 0.2], [0.4, 0.2, 0.1]])
+    shares = rank_shares(values)
+    assert shares[0].tolist() == [0.5, 0.25, 0.25]
+    assert shares.sum(axis=0).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_off_switch_and_bad_settings(run):
+    q, scored, _ = run
+    t = uncertainty_tables(scored, q, Settings(resamples=0), families=FAMILIES,
+                           controls=["blank"])  # fmt: skip
+    assert t["intervals"].is_empty() and t["model_comparisons"].is_empty()
+    assert t["drop_tests"].height and t["effective_robustness"]["low"].is_null().all()
+    with pytest.raises(ValueError, match="uncertainty.cluster"):
+        Settings(cluster="pixel")
+    with pytest.raises(ValueError, match="unknown uncertainty settings"):
+        Settings.from_mapping({"resample": 10})
+
+
+def _coverage(concentration: float | None, cluster: str, n_sets: int) -> tuple[float, float]:
+    """Share of simulated datasets whose 95% intervals of accuracy and relative drop cover
+    the true values (accuracy 0.7, drop 0.2)."""
+    true_acc, true_drop = 0.7, 0.2
+    hits_acc = hits_drop = 0
+    for k in range(n_sets):
+        q = simulate_questions(300, 5, seed=1000 + k)
+        model = SimulatedModel(true_acc, {("image", "noise", 1): true_drop})
+        scored = simulate_scored(q, {"m": model}, seed=1000 + k, concentration=concentration)
+        mapping, n = cluster_index(q, cluster)
+        sums = cluster_sums(scored.join(mapping, on="question_id"),
+                            ["modality"], ["score"], n)  # fmt: skip
+        acc = sums.means("score", replicate_weights(n, 999, seed=k))
+        clean, pert = acc[:, 0], acc[:, 1]  # keys sorted: clean, image
+        a = summarize(clean[:, None], 0.95)
+        d = summarize(((clean - pert) / clean)[:, None], 0.95)
+        hits_acc += bool(a["low"][0] <= true_acc <= a["high"][0])
+        hits_drop += bool(d["low"][0] <= true_drop <= d["high"][0])
+    return hits_acc / n_sets, hits_drop / n_sets
+
+
+def test_cluster_intervals_cover_the_truth():
+    """Questions correlated within an image: the image bootstrap covers 93-97%."""
+    acc, drop = _coverage(concentration=4.0, cluster="image", n_sets=500)
+    assert 0.93 <= acc <= 0.97, acc
+    assert 0.93 <= drop <= 0.97, drop
+
+
+def _width(concentration: float | None, cluster: str) -> float:
+    q = simulate_questions(1000, 5, seed=7)
+    scored = simulate_scored(q, {"m": SimulatedModel(0.7, {})}, seed=7,
+                             concentration=concentration)  # fmt: skip
+    mapping, n = cluster_index(q, cluster)
+    sums = cluster_sums(scored.join(mapping, on="question_id"), ["model"], ["score"], n)
+    s = summarize(sums.means("score", replicate_weights(n, 2000, seed=0)), 0.95)
+    return float(s["high"][0] - s["low"][0])
+
+
+def test_image_clusters_widen_intervals_only_when_questions_are_correlated():
+    correlated = _width(2.0, "image") / _width(2.0, "question")
+    independent = _width(None, "image") / _width(None, "question")
+    assert correlated > 1.4, correlated
+    assert 0.85 < independent < 1.15, independent
