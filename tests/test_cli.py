@@ -83,3 +83,46 @@ def test_summary_markdown(tmp_path, capsys):
     assert "good is more robust than bad (VRE 0.000 vs 0.600" in out
     assert "4 images, 4 questions, score `vqa_accuracy`" in out
     assert "Strongest corruptions (highest VRE over the models): snow (" in out
+
+
+def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from vqarobust.metrics.intervals import uncertainty_tables
+    from vqarobust.metrics.simulation import SimulatedModel, simulate_questions, simulate_scored
+    from vqarobust.metrics.tables import per_question_rows
+    from vqarobust.metrics.uncertainty import Settings
+
+    q = simulate_questions(60, 4, seed=2)
+    drops = {("image", c, s): 0.05 * s * k for k, c in enumerate(["snow", "contrast"], 1)
+             for s in range(1, 6)}  # fmt: skip
+    models = {"x": SimulatedModel(0.8, drops), "y": SimulatedModel(0.6, drops)}
+    scored = simulate_scored(q, models, seed=2).join(q, on="question_id")
+    table = scored.select("model", pl.col("perturbation").alias("corruption"), "severity",
+                          "question_id", "image_id", "score")  # fmt: skip
+    table.write_csv(tmp_path / "per_question.csv")
+    assert main(["metrics", str(tmp_path / "per_question.csv"), "--out", str(tmp_path / "o"),
+                 "--resamples", "300"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "vre_low" in out and "intervals.csv" in out
+    got = pl.read_csv(tmp_path / "o" / "intervals.csv")
+    rows, questions = per_question_rows(table)
+    expected = uncertainty_tables(rows, questions, Settings(resamples=300),
+                                  families={"snow": "weather", "contrast": "attribute"})
+    vre = ["metric", "model", "estimate", "low", "high"]
+    assert_frame_equal(
+        got.filter(pl.col("metric") == "vre_model").select(vre).sort("model"),
+        expected["intervals"].filter(pl.col("metric") == "vre_model").select(vre).sort("model"),
+    )
+    # An accuracy table has no questions to resample: a clear error, not intervals of nothing.
+    acc = table.group_by("model", "corruption", "severity").agg(pl.col("score").mean()
+                                                                .alias("accuracy"))  # fmt: skip
+    acc.write_csv(tmp_path / "acc.csv")
+    assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o2"),
+                 "--resamples", "10"]) == 2  # fmt: skip
+    assert "--resamples needs one row per question" in capsys.readouterr().err
+    table.drop("image_id").write_csv(tmp_path / "no_image.csv")
+    assert main(["metrics", str(tmp_path / "no_image.csv"), "--out", str(tmp_path / "o3"),
+                 "--resamples", "10"]) == 2  # fmt: skip
+    assert "lack columns ['image_id'] (or cluster by question)" in capsys.readouterr().err

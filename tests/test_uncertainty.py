@@ -11,7 +11,13 @@ from scipy.stats import binomtest, false_discovery_control
 
 from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.modalities import modality_tables
-from vqarobust.metrics.simulation import SimulatedModel, simulate_questions, simulate_scored
+from vqarobust.metrics.simulation import (
+    SimulatedModel,
+    interval_coverage,
+    interval_width,
+    simulate_questions,
+    simulate_scored,
+)
 from vqarobust.metrics.uncertainty import (
     Settings,
     adjust_p,
@@ -235,46 +241,16 @@ def test_off_switch_and_bad_settings(run):
         Settings.from_mapping({"resample": 10})
 
 
-def _coverage(concentration: float | None, cluster: str, n_sets: int) -> tuple[float, float]:
-    """Share of simulated datasets whose 95% intervals of accuracy and relative drop cover
-    the true values (accuracy 0.7, drop 0.2)."""
-    true_acc, true_drop = 0.7, 0.2
-    hits_acc = hits_drop = 0
-    for k in range(n_sets):
-        q = simulate_questions(300, 5, seed=1000 + k)
-        model = SimulatedModel(true_acc, {("image", "noise", 1): true_drop})
-        scored = simulate_scored(q, {"m": model}, seed=1000 + k, concentration=concentration)
-        mapping, n = cluster_index(q, cluster)
-        sums = cluster_sums(scored.join(mapping, on="question_id"),
-                            ["modality"], ["score"], n)  # fmt: skip
-        acc = sums.means("score", replicate_weights(n, 999, seed=k))
-        clean, pert = acc[:, 0], acc[:, 1]  # keys sorted: clean, image
-        a = summarize(clean[:, None], 0.95)
-        d = summarize(((clean - pert) / clean)[:, None], 0.95)
-        hits_acc += bool(a["low"][0] <= true_acc <= a["high"][0])
-        hits_drop += bool(d["low"][0] <= true_drop <= d["high"][0])
-    return hits_acc / n_sets, hits_drop / n_sets
-
-
 def test_cluster_intervals_cover_the_truth():
-    """Questions correlated within an image: the image bootstrap covers 93-97%."""
-    acc, drop = _coverage(concentration=4.0, cluster="image", n_sets=500)
+    """Questions correlated within an image: the image bootstrap's 95% intervals of
+    accuracy and relative drop cover the true values in 93-97% of 500 datasets."""
+    acc, drop = interval_coverage(500, cluster="image", concentration=4.0)
     assert 0.93 <= acc <= 0.97, acc
     assert 0.93 <= drop <= 0.97, drop
 
 
-def _width(concentration: float | None, cluster: str) -> float:
-    q = simulate_questions(1000, 5, seed=7)
-    scored = simulate_scored(q, {"m": SimulatedModel(0.7, {})}, seed=7,
-                             concentration=concentration)  # fmt: skip
-    mapping, n = cluster_index(q, cluster)
-    sums = cluster_sums(scored.join(mapping, on="question_id"), ["model"], ["score"], n)
-    s = summarize(sums.means("score", replicate_weights(n, 2000, seed=0)), 0.95)
-    return float(s["high"][0] - s["low"][0])
-
-
 def test_image_clusters_widen_intervals_only_when_questions_are_correlated():
-    correlated = _width(2.0, "image") / _width(2.0, "question")
-    independent = _width(None, "image") / _width(None, "question")
+    correlated = interval_width("image", 2.0) / interval_width("question", 2.0)
+    independent = interval_width("image", None) / interval_width("question", None)
     assert correlated > 1.4, correlated
-    assert 0.85 < independent < 1.15, independent
+    assert 0.9 < independent < 1.1, independent

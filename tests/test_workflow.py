@@ -103,8 +103,21 @@ def test_results_and_report(workflow_run):
             ).fetchall()
         }
         assert corr == {"gaussian_noise", "brightness"}
+        # Intervals beside the point estimates, paired comparisons, drop tests.
+        vre = con.execute(
+            "SELECT v.vre, i.estimate, i.low, i.high FROM vre_model v JOIN intervals i "
+            "ON i.metric = 'vre_model' AND i.model = v.model AND i.modality = v.modality"
+        ).fetchall()
+        assert len(vre) == 4 and all(abs(v - e) < 1e-9 and lo <= e <= hi for v, e, lo, hi in vre)
+        pairs = con.execute("SELECT count(*) FROM model_comparisons").fetchone()[0]
+        assert pairs == 1 + 3 + 2  # clean accuracy, perturbed accuracy x 3 modalities, VRE x 2
+        cells = con.execute("SELECT count(*) FROM drop_tests").fetchone()[0]
+        assert cells == 2 * (2 * 2 + 2 * 2 + 2 * 2)  # models x cells of the three sides
+        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+        assert '"resamples": ' in info["uncertainty"]
     html = (workdir / "results" / "easy-vqa" / "report" / "index.html").read_text()
     assert "VRE per model" in html and "data:image/png;base64," in html
+    assert "Uncertainty and significance" in html and "Effective robustness" in html
     for heading in ("Question perturbations", "MMI image vs text", "R_score per model, ranker",
                     "Example perturbed questions"):  # fmt: skip
         assert heading in html
@@ -148,10 +161,15 @@ def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
     assert "Nothing to be done" in out
 
 
-def test_scoring_mode_reruns_only_aggregation(workflow_run):
+@pytest.mark.parametrize(
+    "key, value",
+    [("scoring", {"metric": "vqa_accuracy_both"}),
+     ("uncertainty", {"resamples": 50, "cluster": "question", "level": 0.9})],
+)  # fmt: skip
+def test_scoring_and_uncertainty_rerun_only_aggregation(workflow_run, key, value):
     workdir, config = workflow_run
     changed = yaml.safe_load(yaml.safe_dump(config))
-    changed["scoring"] = {"metric": "vqa_accuracy_both"}
+    changed[key] = value
     write_config(workdir, changed)
     try:
         jobs = planned_jobs(snakemake(workdir, "-n"))
@@ -377,7 +395,8 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()
     assert errors == [] and broken == [] and n_images == len(REPORT_FIGURES)
-    assert "most robust model" in summary and "VRE rank" in summary
+    assert "has the lowest VRE" in summary and "VRE rank" in summary
+    assert "more robust than" in summary or "indistinguishable at" in summary
     assert "bq_lasso" in questions and "keyboard" in questions
     assert "scoring" in settings and "{" not in settings  # a table, not raw JSON
     assert (tmp_path / "report.png").stat().st_size > 50_000

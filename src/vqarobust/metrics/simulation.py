@@ -83,3 +83,61 @@ def simulate_scored(
                 "score": correct.astype(np.float64), "truncated": False,
             }))  # fmt: skip
     return pl.concat(frames)
+
+
+def interval_coverage(
+    n_sets: int,
+    cluster: str = "image",
+    concentration: float | None = 4.0,
+    n_images: int = 300,
+    questions_per_image: int = 5,
+    resamples: int = 999,
+    accuracy: float = 0.7,
+    drop: float = 0.2,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Share of ``n_sets`` simulated datasets whose intervals of clean accuracy and of the
+    relative drop under one perturbation cover the true values, with the run's bootstrap
+    (:mod:`vqarobust.metrics.uncertainty`) resampling ``cluster``."""
+    from vqarobust.metrics.uncertainty import (
+        cluster_index,
+        cluster_sums,
+        replicate_weights,
+        summarize,
+    )
+
+    hits_acc = hits_drop = 0
+    model = SimulatedModel(accuracy, {("image", "noise", 1): drop})
+    for k in range(n_sets):
+        q = simulate_questions(n_images, questions_per_image, seed=1000 + k)
+        scored = simulate_scored(q, {"m": model}, seed=1000 + k, concentration=concentration)
+        mapping, n = cluster_index(q, cluster)
+        rows = scored.join(mapping, on="question_id")
+        sums = cluster_sums(rows, ["modality"], ["score"], n)  # keys sorted: clean, image
+        acc = sums.means("score", replicate_weights(n, resamples, seed=k))
+        clean, pert = acc[:, 0], acc[:, 1]
+        a = summarize(clean[:, None], level)
+        d = summarize(((clean - pert) / clean)[:, None], level)
+        hits_acc += bool(a["low"][0] <= accuracy <= a["high"][0])
+        hits_drop += bool(d["low"][0] <= drop <= d["high"][0])
+    return hits_acc / n_sets, hits_drop / n_sets
+
+
+def interval_width(
+    cluster: str, concentration: float | None, n_images: int = 1000, resamples: int = 2000
+) -> float:
+    """Width of the interval of one model's accuracy (true 0.7, 5 questions per image)."""
+    from vqarobust.metrics.uncertainty import (
+        cluster_index,
+        cluster_sums,
+        replicate_weights,
+        summarize,
+    )
+
+    q = simulate_questions(n_images, 5, seed=7)
+    scored = simulate_scored(q, {"m": SimulatedModel(0.7, {})}, seed=7,
+                             concentration=concentration)  # fmt: skip
+    mapping, n = cluster_index(q, cluster)
+    sums = cluster_sums(scored.join(mapping, on="question_id"), ["model"], ["score"], n)
+    s = summarize(sums.means("score", replicate_weights(n, resamples, seed=0)), 0.95)
+    return float(s["high"][0] - s["low"][0])

@@ -352,8 +352,10 @@ perturbed one, per model (counted over every perturbation and severity).</p>
 {_table_html(flips)}</section>
 <section id="tables"><h2>Tables</h2>
 <h3>VRE per model</h3>{_table_html(vre_model)}
-<p class="note">relative_drop in the VRE tables is the paper's severity-aggregated drop
-A_rel over severities 0-5.</p>
+<p class="note">In the VRE tables (the visual-robustness paper's definitions), accuracy is
+A(v) and relative_drop the severity-aggregated drop A_rel, both over severities 0-5 (clean
+included), so they differ from the summary's mean corrupted accuracy and relative drop
+(severities 1-5).</p>
 <h3>VRE per perturbation</h3>{_table_html(vre_corr)}
 <h3>MMI per model (all perturbations and per class; lower = more robust)</h3>{_table_html(mmi)}
 <h3>R_score per model and severity, over all perturbations (higher = more robust)</h3>
