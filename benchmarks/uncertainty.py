@@ -28,16 +28,16 @@ import time
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vqarobust import store, text  # noqa: E402
+from vqarobust import text  # noqa: E402
 from vqarobust.corruptions import family, names  # noqa: E402
 from vqarobust.metrics.simulation import (  # noqa: E402
     SimulatedModel,
     simulate_questions,
     simulate_scored,
+    write_questions,
 )
 
 N_IMAGES = 3000
@@ -68,9 +68,13 @@ def synthetic_run() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
                                                  for key, d in drops.items()})
               for k, m in enumerate(MODELS)}  # fmt: skip
     scored = simulate_scored(questions, models, seed=0)
-    families = {c: family(c) for c in corruptions} | {"blank": "control"}
-    families |= {p: text.level(p) for p in TEXT} | {r: r.removeprefix("bq_") for r in RANKERS}
-    return questions, scored, families
+    return questions, scored, synthetic_families()
+
+
+def synthetic_families() -> dict[str, str]:
+    """Perturbation -> class of the synthetic run (as the workflow passes them)."""
+    families = {c: family(c) for c in names(benchmark=True)} | {"blank": "control"}
+    return families | {p: text.level(p) for p in TEXT} | {r: r.removeprefix("bq_") for r in RANKERS}
 
 
 def bench_bootstrap(resamples: int) -> None:
@@ -90,16 +94,29 @@ def bench_bootstrap(resamples: int) -> None:
 
 
 def bench_load_duckdb(resamples: int, out: Path) -> None:
+    """Write the synthetic run's files into ``out`` (unless they are there: then only
+    build_database runs in this process, so its peak memory is its own)."""
     from vqarobust.db import build_database
 
-    questions, scored, families = synthetic_run()
+    families = synthetic_families()
+    paths = sorted((out / "predictions").glob("*/*.parquet"))
+    if not paths:
+        paths = write_run(out)
+    print(f"{len(paths)} prediction files; peak so far {_peak_gb():.2f} GB")
+    start = time.perf_counter()
+    counts = build_database(out / "robustness.duckdb", out / "questions.parquet", paths,
+                            families=families, uncertainty={"resamples": resamples})  # fmt: skip
+    seconds = time.perf_counter() - start
+    print(f"build_database ({counts['predictions']:,} predictions, {resamples} resamples): "
+          f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB")  # fmt: skip
+
+
+def write_run(out: Path) -> list[Path]:
+    """The synthetic run as a questions file and one prediction file per model and
+    perturbation, as the workflow writes them."""
+    questions, scored, _ = synthetic_run()
     out.mkdir(parents=True, exist_ok=True)
-    q = questions.with_columns(
-        pl.lit("question?").alias("question"),
-        pl.lit(["right"] * 10, dtype=pl.List(pl.String)).alias("answers"),
-    ).select(store.QUESTION_SCHEMA.names)
-    store.write_table(pa.Table.from_pylist(q.to_dicts(), schema=store.QUESTION_SCHEMA),
-                      out / "questions.parquet")  # fmt: skip
+    write_questions(questions, out / "questions.parquet")
     paths = []
     preds = scored.drop("score").with_columns(pl.col("severity").cast(pl.Int8))
     for (model, perturbation), part in preds.group_by("model", "perturbation"):
@@ -107,14 +124,7 @@ def bench_load_duckdb(resamples: int, out: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         part.write_parquet(path)
         paths.append(path)
-    del preds, scored
-    print(f"wrote {len(paths)} prediction files; peak so far {_peak_gb():.2f} GB")
-    start = time.perf_counter()
-    counts = build_database(out / "robustness.duckdb", out / "questions.parquet", paths,
-                            families=families, uncertainty={"resamples": resamples})  # fmt: skip
-    seconds = time.perf_counter() - start
-    print(f"build_database ({counts['predictions']:,} predictions, {resamples} resamples): "
-          f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB")  # fmt: skip
+    return paths
 
 
 def bench_coverage(n_sets: int) -> None:
@@ -137,7 +147,12 @@ def main() -> None:
     parser.add_argument("what", choices=["bootstrap", "load_duckdb", "coverage"])
     parser.add_argument("--sets", type=int, default=500, help="coverage: simulated datasets")
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--out", type=Path, help="folder for load_duckdb's files (default: temp)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="folder for load_duckdb's files (default: "
+        "temp); a second call with the same folder only times build_database",
+    )
     args = parser.parse_args()
     if args.what == "bootstrap":
         bench_bootstrap(args.resamples)

@@ -108,8 +108,12 @@ def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
     assert "vre_low" in out and "intervals.csv" in out
     got = pl.read_csv(tmp_path / "o" / "intervals.csv")
     rows, questions = per_question_rows(table)
-    expected = uncertainty_tables(rows, questions, Settings(resamples=300),
-                                  families={"snow": "weather", "contrast": "attribute"})
+    expected = uncertainty_tables(
+        rows,
+        questions,
+        Settings(resamples=300),
+        families={"snow": "weather", "contrast": "attribute"},
+    )
     vre = ["metric", "model", "estimate", "low", "high"]
     assert_frame_equal(
         got.filter(pl.col("metric") == "vre_model").select(vre).sort("model"),

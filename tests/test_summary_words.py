@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
-import pyarrow as pa
 import pytest
 
-from vqarobust import store
 from vqarobust.db import build_database
-from vqarobust.metrics.simulation import SimulatedModel, simulate_questions, simulate_scored
+from vqarobust.metrics.simulation import (
+    SimulatedModel,
+    simulate_questions,
+    simulate_scored,
+    write_questions,
+)
 from vqarobust.report import render_report
 from vqarobust.summary import summarize, to_markdown
 
@@ -26,12 +28,7 @@ def _database(folder, models: dict[str, SimulatedModel], seed: int, resamples: i
     """A results database of simulated answers ("right" scores 1, "wrong" 0)."""
     folder.mkdir(parents=True, exist_ok=True)
     q = simulate_questions(150, [3, 4, 5, 6, 7], seed=seed)
-    rows = q.with_columns(
-        pl.lit("what is it?").alias("question"),
-        pl.lit(["right"] * 10, dtype=pl.List(pl.String)).alias("answers"),
-    ).select(store.QUESTION_SCHEMA.names)
-    store.write_table(pa.Table.from_pylist(rows.to_dicts(), schema=store.QUESTION_SCHEMA),
-                      folder / "q.parquet")  # fmt: skip
+    write_questions(q, folder / "q.parquet")
     scored = simulate_scored(q, models, seed=seed)
     scored.drop("score").write_parquet(folder / "p.parquet")
     families = {"gaussian_noise": "noise", "defocus_blur": "blur", "snow": "weather"}

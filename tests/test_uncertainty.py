@@ -254,3 +254,47 @@ def test_image_clusters_widen_intervals_only_when_questions_are_correlated():
     independent = interval_width("image", None) / interval_width("question", None)
     assert correlated > 1.4, correlated
     assert 0.9 < independent < 1.1, independent
+
+
+def test_intervals_do_not_depend_on_row_order(run):
+    """The resamples follow the sorted image ids, not the order rows were read in."""
+    q, scored, t = run
+    shuffled = scored.sample(fraction=1.0, shuffle=True, seed=11)
+    again = uncertainty_tables(shuffled, q.reverse(), Settings(resamples=300),
+                               families=FAMILIES, controls=["blank"])  # fmt: skip
+    cols = ["estimate", "low", "high", "se"]
+    a = t["intervals"].filter(pl.col("metric") == "vre_model")
+    b = again["intervals"].filter(pl.col("metric") == "vre_model")
+    assert np.allclose(a.select(cols).to_numpy(), b.select(cols).to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_context_intervals_estimate_the_context_tables():
+    from vqarobust.metrics.context import context_tables
+
+    rng = np.random.default_rng(4)
+    q = simulate_questions(40, 3, seed=4)
+    rows = []
+    for model in ("m1", "m2"):
+        for qid in q["question_id"]:
+            clean_right = bool(rng.random() < 0.7)
+            rows.append((model, "clean", "clean", 0, qid, "a" if clean_right else "b",
+                         float(clean_right)))  # fmt: skip
+            for kind in ("swap_class", "swap_attribute"):
+                for sev in (1, 2):
+                    flip = rng.random() < 0.3
+                    right = clean_right != flip
+                    rows.append((model, "context", kind, sev, qid, "a" if right else "b",
+                                 float(right)))  # fmt: skip
+    scored = pl.DataFrame(rows, orient="row", schema=["model", "modality", "perturbation",
+                          "severity", "question_id", "answer", "score"])  # fmt: skip
+    scored = pl.concat([scored, scored.filter(pl.col("modality") == "clean").with_columns(
+        pl.lit("image").alias("modality"), pl.lit("snow").alias("perturbation"),
+        pl.lit(1, dtype=pl.Int64).alias("severity"))])  # fmt: skip
+    t = uncertainty_tables(scored, q, Settings(resamples=200), families={"snow": "weather"})
+    point = context_tables(scored)
+    for name in ("context_reliance", "effective_accuracy"):
+        col = "reliance" if name == "context_reliance" else "effective_accuracy"
+        for r in point[name].iter_rows(named=True):
+            got = _est(t["intervals"], name, model=r["model"], perturbation=r["perturbation"])
+            assert got["estimate"] == pytest.approx(r[col], abs=1e-12)
+            assert got["low"] <= got["estimate"] <= got["high"]

@@ -168,26 +168,25 @@ def main(argv: list[str] | None = None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--weights", nargs="+", metavar="METRIC=W", help="explicit weights (sum 1)")
     g.add_argument("--preferences", nargs="+", metavar="METRIC=S", help="softmax preferences")
+    from vqarobust.metrics.uncertainty import ADJUSTMENTS, CLUSTERS, Settings
+
+    unc = Settings()  # the config's defaults, in one place
     p.add_argument(
         "--resamples",
         type=int,
         default=0,
         help="bootstrap resamples for intervals (needs one row per question)",
     )
-    p.add_argument("--level", type=float, default=0.95, help="interval coverage (0.95)")
+    p.add_argument("--level", type=float, default=unc.level, help="interval coverage")
     p.add_argument(
         "--cluster",
-        choices=["image", "question"],
-        default="image",
+        choices=CLUSTERS,
+        default=unc.cluster,
         help="resampling unit (image needs an image_id column)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the resamples")
-    p.add_argument(
-        "--adjust",
-        choices=["holm", "bh"],
-        default="holm",
-        help="multiple-testing adjustment of the drop tests",
-    )
+    p.add_argument("--seed", type=int, default=unc.seed, help="seed of the resamples")
+    p.add_argument("--adjust", choices=ADJUSTMENTS, default=unc.adjust,
+                   help="multiple-testing adjustment of the drop tests")  # fmt: skip
     p.set_defaults(func=_metrics)
     p = sub.add_parser("preview", help="corruption x severity grid of one image")
     p.add_argument("image")

@@ -11,6 +11,7 @@ every image the same accuracy (questions independent).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,22 @@ def simulate_questions(
             "answer_type": answer_types[kind],
         }
     )
+
+
+def write_questions(questions: pl.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write simulated questions as a dataset's questions file: every question "what is
+    it?" with ten human answers "right", so that the answer "right" scores 1 and any
+    other 0 (as the simulated predictions' ``answer`` column)."""
+    import pyarrow as pa
+
+    from vqarobust import store
+
+    rows = questions.with_columns(
+        pl.lit("what is it?").alias("question"),
+        pl.lit(["right"] * 10, dtype=pl.List(pl.String)).alias("answers"),
+    ).select(store.QUESTION_SCHEMA.names)
+    table = pa.Table.from_pylist(rows.to_dicts(), schema=store.QUESTION_SCHEMA)
+    store.write_table(table, path)
 
 
 def simulate_scored(
