@@ -100,8 +100,13 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
             "SELECT * FROM model_comparisons WHERE modality = 'image' AND metric = 'vre'"
         ).pl()
         reliance = con.sql(
-            "SELECT model, ratio, uses_image_little FROM image_reliance WHERE control = 'blank'"
-        ).pl()
+            f"""SELECT r.model, r.ratio, i.low AS ratio_low, i.high AS ratio_high,
+                       r.uses_image_little
+                FROM image_reliance r
+                {_bounds("i", "image_reliance_ratio",
+                         "i.model = r.model AND i.perturbation = r.control")}
+                WHERE r.control = 'blank' ORDER BY r.model"""
+        ).pl()  # fmt: skip
         skipped = con.sql("SELECT * FROM skipped_perturbations ORDER BY perturbation").pl()
     unc = json.loads(info.get("uncertainty", "{}"))
     return Summary(models, corruptions, n_images, n_questions, info["metric"], questions, (t, m),
@@ -246,8 +251,12 @@ def reliance_sentence(s: Summary, threshold: float) -> str | None:
     if little.is_empty():
         return (f"Every model loses more than {1 - threshold:.0%} of its clean accuracy "
                 "without the image (blank control).")  # fmt: skip
-    items = ", ".join(f"{m} keeps {r:.0%}" for m, r in
-                      little.select("model", "ratio").iter_rows())  # fmt: skip
+
+    def share(r: float, lo: float | None, hi: float | None) -> str:
+        return f"{r:.0%}" if lo is None or hi is None else f"{r:.0%} [{lo:.0%}, {hi:.0%}]"
+
+    rows = little.select("model", "ratio", "ratio_low", "ratio_high").iter_rows()
+    items = ", ".join(f"{m} keeps {share(r, lo, hi)}" for m, r, lo, hi in rows)
     one = little.height == 1
     return (
         f"Image reliance: {items} of {'its' if one else 'their'} clean accuracy without the "
