@@ -298,3 +298,11 @@ def test_context_intervals_estimate_the_context_tables():
             got = _est(t["intervals"], name, model=r["model"], perturbation=r["perturbation"])
             assert got["estimate"] == pytest.approx(r[col], abs=1e-12)
             assert got["low"] <= got["estimate"] <= got["high"]
+
+
+def test_a_model_without_clean_rows_is_an_error(run):
+    q, scored, _ = run
+    broken = scored.filter(~((pl.col("model") == "m1") & (pl.col("modality") == "clean")))
+    with pytest.raises(ValueError, match=r"no clean predictions for models \['m1'\]"):
+        uncertainty_tables(broken, q, Settings(resamples=10), families=FAMILIES,
+                           controls=["blank"])  # fmt: skip

@@ -195,6 +195,10 @@ def uncertainty_tables(
 
     models = sorted(keys["model"].unique().to_list())
     clean_rows = keys.filter(pl.col("modality") == CLEAN)
+    no_clean = sorted(set(models) - set(clean_rows["model"]))
+    if no_clean:
+        raise ValueError(f"no clean predictions for models {no_clean}: every interval "
+                         "of a model is relative to its clean accuracy")  # fmt: skip
     clean_labels, clean = _group_means(acc, clean_rows, ["model"])
     clean_v = _by_model(clean_labels, clean, models)
     b.comparisons += _pairs(CLEAN, "clean_accuracy", models, clean_v, settings.level)

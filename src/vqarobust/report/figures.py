@@ -129,10 +129,16 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
                 r = pl.concat([clean_row.select(r.columns), r])
             sev, err = r["severity"].to_list(), (1 - r["accuracy"]).to_numpy()
             ax.plot(sev, err, marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)
-            if bands and r["low"].null_count() < r.height:
-                lo = (1 - r["high"].fill_null(np.nan)).to_numpy()
-                hi = (1 - r["low"].fill_null(np.nan)).to_numpy()
-                ax.fill_between(sev, lo, hi, color=colours[p], alpha=0.10, lw=0)
+            # Bands from severity 1 on: the clean interval is drawn once, below.
+            b = r.filter(pl.col("severity") > 0)
+            if bands and b["low"].null_count() < b.height:
+                lo = (1 - b["high"].fill_null(np.nan)).to_numpy()
+                hi = (1 - b["low"].fill_null(np.nan)).to_numpy()
+                ax.fill_between(b["severity"], lo, hi, color=colours[p], alpha=0.10, lw=0)
+        if bands and clean_row.height and clean_row["low"][0] is not None:
+            a0, lo0, hi0 = (clean_row[c][0] for c in ("accuracy", "low", "high"))
+            ax.errorbar(0, 1 - a0, yerr=[[hi0 - a0], [a0 - lo0]], fmt="none", ecolor="black",
+                        elinewidth=0.9, capsize=3, zorder=4)  # fmt: skip
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("severity", fontsize=8)
         ax.set_xticks(range(6))
@@ -361,10 +367,18 @@ def effective_robustness(fit: pl.DataFrame) -> Figure:
             if r["low"] is not None:
                 text += f" [{r['low']:+.3f}, {r['high']:+.3f}]"
             ax.annotate(text, (xi, yi), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
-        ticks = np.array([0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99])
-        ax.set_xticks(logit(ticks), [f"{t:g}" for t in ticks], fontsize=7)
-        ax.set_yticks(logit(ticks), [f"{t:g}" for t in ticks], fontsize=7)
+        ticks = np.array([0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95,
+                          0.98, 0.99])  # fmt: skip
         ax.set_xlim(span.min(), span.max())
+        ylo, yhi = (
+            min(y.min(), (a + b * span).min()) - 0.2,
+            max(y.max(), (a + b * span).max()) + 0.2,
+        )
+        ax.set_ylim(ylo, yhi)
+        xt = ticks[(logit(ticks) >= span.min()) & (logit(ticks) <= span.max())]
+        yt = ticks[(logit(ticks) >= ylo) & (logit(ticks) <= yhi)]
+        ax.set_xticks(logit(xt), [f"{t:g}" for t in xt], fontsize=7)
+        ax.set_yticks(logit(yt), [f"{t:g}" for t in yt], fontsize=7)
         ax.set_xlabel("clean accuracy (logit axis)", fontsize=8)
         ax.set_ylabel("perturbed accuracy (logit axis)", fontsize=8)
         ax.set_title(f"{modality.replace('_', ' ')}: all perturbations", fontsize=9)
