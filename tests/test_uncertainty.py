@@ -306,3 +306,13 @@ def test_a_model_without_clean_rows_is_an_error(run):
     with pytest.raises(ValueError, match=r"no clean predictions for models \['m1'\]"):
         uncertainty_tables(broken, q, Settings(resamples=10), families=FAMILIES,
                            controls=["blank"])  # fmt: skip
+
+
+def test_a_model_missing_one_side_gets_no_comparison_there(run):
+    q, scored, _ = run
+    partial = scored.filter(~((pl.col("model") == "m2") & (pl.col("modality") == "text")))
+    t = uncertainty_tables(partial, q, Settings(resamples=50), families=FAMILIES,
+                           controls=["blank"])  # fmt: skip
+    c = t["model_comparisons"].filter(pl.col("metric") == "perturbed_accuracy")
+    assert set(c["modality"]) == {"image", "basic_question"}
+    assert t["effective_robustness"].filter(pl.col("modality") == "text").is_empty()

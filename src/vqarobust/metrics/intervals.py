@@ -121,7 +121,8 @@ def _pairs(
 
 
 def _by_model(labels: pl.DataFrame, values: np.ndarray, models: Sequence[str]) -> np.ndarray:
-    """Columns of ``values`` (labels with a ``model`` column) in the order of ``models``."""
+    """Columns of ``values`` (labels with a ``model`` column) in the order of ``models``
+    (a model may repeat: one column per entry)."""
     pos = {m: i for i, m in enumerate(labels["model"].to_list())}
     return values[:, [pos[m] for m in models]]
 
@@ -220,27 +221,28 @@ def uncertainty_tables(
         for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None)):
             f = own.with_columns((pl.col(col) if col else pl.lit("all")).alias("group"))
             labels, pert = _group_means(acc, f, ["model", "group"])
-            cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+            cl = _by_model(clean_labels, clean, labels["model"].to_list())
             lab = labels.select("model", pl.lit(modality).alias("modality"),
                                 pl.col("group").alias("perturbation"),
                                 pl.lit(scope).alias("key"))  # fmt: skip
             b.add("mmi", lab, _ratio_drop(cl, pert))
             if scope == "all":
                 b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
-                perturbed_by_modality[modality] = _by_model(labels, pert, models)
                 mmi_all[modality] = (labels, pert)
+                # Comparisons and the fit across models need every model on this side.
+                if set(labels["model"]) == set(models):
+                    perturbed_by_modality[modality] = _by_model(labels, pert, models)
             if scope == "corruption":
                 _effective(b, modality, labels, pert, clean_v, models, settings.level)
         _rscore(b, acc, own, clean, clean_labels, modality, rscore_tolerance, rscore_maximum)
         if modality in VRE_MODALITIES:
             _vre(b, acc, metric_rows, families, modality, w, models)
     for modality, pert in perturbed_by_modality.items():
-        if pert.shape[1] == len(models):
-            b.comparisons += _pairs(modality, "perturbed_accuracy", models, pert, settings.level)
-            _effective_overall(b, modality, clean_v, pert, models, settings.level)
+        b.comparisons += _pairs(modality, "perturbed_accuracy", models, pert, settings.level)
+        _effective_overall(b, modality, clean_v, pert, models, settings.level)
     # Across modalities (MMI scope "modality"): each modality whole, and image + text.
     for modality, (labels, pert) in mmi_all.items():
-        cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+        cl = _by_model(clean_labels, clean, labels["model"].to_list())
         lab = labels.select("model", pl.lit("all").alias("modality"),
                             pl.lit(modality).alias("perturbation"),
                             pl.lit("modality").alias("key"))  # fmt: skip
@@ -248,7 +250,7 @@ def uncertainty_tables(
     if all(m in present for m in MMI_ALL):
         both = metric_rows.filter(pl.col("modality").is_in(list(MMI_ALL)), pl.col("severity") > 0)
         labels, pert = _group_means(acc, both, ["model"])
-        cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+        cl = _by_model(clean_labels, clean, labels["model"].to_list())
         lab = labels.select("model", pl.lit("all").alias("modality"), pl.lit("all")
                             .alias("perturbation"), pl.lit("modality").alias("key"))  # fmt: skip
         b.add("mmi", lab, _ratio_drop(cl, pert))
@@ -256,7 +258,7 @@ def uncertainty_tables(
         ctl = keys.filter(pl.col("perturbation") == control)
         if ctl.height:
             labels, ctl_acc = _group_means(acc, ctl, ["model"])
-            cl = clean[:, [clean_labels["model"].to_list().index(m) for m in labels["model"]]]
+            cl = _by_model(clean_labels, clean, labels["model"].to_list())
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(cl > 0, ctl_acc / np.where(cl > 0, cl, 1.0), np.nan)
             lab = labels.with_columns(pl.lit("image").alias("modality"),
