@@ -195,8 +195,13 @@ def with_interval(value: float | None, low: float | None, high: float | None) ->
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if low is None or high is None:
-        return f"{value:.3f}"
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+        return _fixed(value)
+    return f"{_fixed(value)} [{_fixed(low)}, {_fixed(high)}]"
+
+
+def _fixed(v: float) -> str:
+    """Three decimals, without a "-0.000" for a value that rounds to zero."""
+    return f"{0.0 if abs(v) < 0.0005 else v:.3f}"
 
 
 def interval_columns(df: pl.DataFrame) -> pl.DataFrame:
