@@ -298,6 +298,12 @@ def test_context_intervals_estimate_the_context_tables():
             got = _est(t["intervals"], name, model=r["model"], perturbation=r["perturbation"])
             assert got["estimate"] == pytest.approx(r[col], abs=1e-12)
             assert got["low"] <= got["estimate"] <= got["high"]
+    pairs = t["model_comparisons"].filter(pl.col("modality") == "context")
+    assert set(pairs["metric"]) == {"context_reliance", "effective_accuracy"}
+    rel = point["context_reliance"].filter(pl.col("perturbation") == "all")
+    r = dict(rel.select("model", "reliance").iter_rows())
+    row = pairs.filter(pl.col("metric") == "context_reliance").row(0, named=True)
+    assert row["difference"] == pytest.approx(r["m1"] - r["m2"], abs=1e-12)
 
 
 def test_a_model_without_clean_rows_is_an_error(run):

@@ -44,6 +44,7 @@ class Summary:
     resamples: int = 0
     reliance: pl.DataFrame | None = None  # model, ratio, uses_image_little (blank control)
     skipped: pl.DataFrame | None = None  # perturbation, reason
+    context_comparisons: pl.DataFrame | None = None  # model_comparisons of context reliance
 
 
 def _bounds(alias: str, metric: str, where: str) -> str:
@@ -108,11 +109,15 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
                 WHERE r.control = 'blank' ORDER BY r.model"""
         ).pl()  # fmt: skip
         skipped = con.sql("SELECT * FROM skipped_perturbations ORDER BY perturbation").pl()
+        context_pairs = con.sql(
+            "SELECT * FROM model_comparisons WHERE modality = 'context' "
+            "AND metric = 'context_reliance' ORDER BY model_a, model_b"
+        ).pl()
     unc = json.loads(info.get("uncertainty", "{}"))
     return Summary(models, corruptions, n_images, n_questions, info["metric"], questions, (t, m),
                    context, comparisons, float(unc.get("level", 0.95)),
                    str(unc.get("cluster", "image")), int(unc.get("resamples", 0)), reliance,
-                   skipped)  # fmt: skip
+                   skipped, context_pairs)  # fmt: skip
 
 
 def _context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
@@ -248,6 +253,27 @@ def comparison_sentences(s: Summary) -> list[str]:
     return out
 
 
+def context_sentences(s: Summary) -> list[str]:
+    """For every pair of models, which relies less on irrelevant context (all swaps),
+    only where the interval of the difference in reliance excludes zero."""
+    if s.context_comparisons is None or s.context_comparisons.is_empty():
+        return []
+    out = []
+    for c in s.context_comparisons.iter_rows(named=True):
+        a, b = c["model_a"], c["model_b"]
+        if c["distinguishable"]:
+            less, more = (a, b) if c["difference"] < 0 else (b, a)
+            d, lo, hi = (c["difference"], c["low"], c["high"]) if less == a else (
+                -c["difference"], -c["high"], -c["low"])  # fmt: skip
+            out.append(f"{less} relies less on context than {more} (difference in reliance "
+                       f"{with_interval(d, lo, hi)}).")  # fmt: skip
+        else:
+            d = with_interval(c["difference"], c["low"], c["high"])
+            out.append(f"{a} and {b} rely on context indistinguishably at {s.level:.0%} "
+                       f"(difference {d}).")  # fmt: skip
+    return out
+
+
 def reliance_sentence(s: Summary, threshold: float) -> str | None:
     """The blank-image caveat: which models answer mostly without the image."""
     if s.reliance is None or s.reliance.is_empty():
@@ -370,6 +396,7 @@ def to_markdown(s: Summary, command: str) -> str:
             "Context (SwapMix): reliance = share of correctly answered questions whose "
             "answer changes when an object they do not depend on is swapped (lower = less "
             "reliant); effective accuracy = correct on the clean image and under every swap.",
+            *context_sentences(s),
         ]
     return "\n".join(lines) + "\n"
 

@@ -441,5 +441,12 @@ def _context(b: _Builder, rows: pl.DataFrame, n_clusters: int, weights: np.ndarr
     labels = sums.keys.with_columns(pl.lit("context").alias("modality"))
     with np.errstate(invalid="ignore", divide="ignore"):
         reliance = sums.totals("num", weights) / sums.totals("den", weights)
+    effective = sums.means("eff", weights)
     b.add("context_reliance", labels, reliance)
-    b.add("effective_accuracy", labels, sums.means("eff", weights))
+    b.add("effective_accuracy", labels, effective)
+    # Pairs of models over all swaps (e.g. a model and its SwapMix-trained twin).
+    every = labels.with_row_index("i").filter(pl.col("perturbation") == "all")
+    models = every["model"].to_list()
+    idx = every["i"].to_numpy()
+    for metric, values in (("context_reliance", reliance), ("effective_accuracy", effective)):
+        b.comparisons += _pairs("context", metric, models, values[:, idx], b.level)
