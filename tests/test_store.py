@@ -74,3 +74,59 @@ def test_read_questions_checks_columns(tmp_path):
 def test_missing_shards_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no image shards"):
         store.image_shards(tmp_path)
+
+
+def test_atomic_path_syncs_before_renaming(tmp_path, monkeypatch):
+    """The new file's data and then its folder reach the disk; the rename comes between."""
+    import os
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(a, b):
+        events.append(("replace", str(a), str(b)))
+        real_replace(a, b)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    with store.atomic_path(tmp_path / "out.txt") as tmp:
+        tmp.write_text("new")
+    kinds = [e[0] for e in events]
+    assert kinds == ["fsync", "replace", "fsync"]
+    assert events[0][1].endswith(".out.txt.tmp-" + str(os.getpid()))
+    assert events[2][1] == str(tmp_path)
+    assert (tmp_path / "out.txt").read_text() == "new"
+
+
+def test_replacing_a_directory_never_leaves_neither(tmp_path, monkeypatch):
+    import os
+
+    target = tmp_path / "shards"
+    target.mkdir()
+    (target / "a").write_text("old")
+    real_replace = os.replace
+    calls = []
+
+    def replace(a, b):
+        calls.append((str(a), str(b)))
+        if len(calls) == 2:  # the new directory's rename in fails
+            raise OSError("disk gone")
+        real_replace(a, b)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="disk gone"), store.atomic_path(target) as tmp:
+        tmp.mkdir()
+        (tmp / "a").write_text("new")
+    # The old directory was renamed aside first, then put back when the new one failed.
+    assert calls[0][1].endswith(".shards.old-" + str(os.getpid()))
+    assert (target / "a").read_text() == "old"
+    monkeypatch.setattr(os, "replace", real_replace)
+    with store.atomic_path(target) as tmp:
+        tmp.mkdir()
+        (tmp / "a").write_text("new")
+    assert (target / "a").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shards"]  # nothing left aside

@@ -82,14 +82,54 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
     _remove(tmp)
     try:
         yield tmp
-        if target.exists() and target.is_dir() and tmp.is_dir():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        # On disk before the rename, so a crash leaves the old or the new, never a torn file.
+        _fsync_tree(tmp)
+        if target.is_dir() and not target.is_symlink() and tmp.is_dir():
+            # Rename the old directory aside, the new one in, then delete the old one: at no
+            # point is there neither (and a failed rename puts the old one back).
+            _remove(old)
+            os.replace(target, old)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.replace(old, target)
+                raise
+            _fsync_dir(target.parent)
+            _remove(old)
+        else:
+            os.replace(tmp, target)
+            _fsync_dir(target.parent)
     finally:
         _remove(tmp)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(path: Path) -> None:
+    """fsync a file, or every file and folder of a directory tree (folders last)."""
+    if path.is_symlink() or not path.exists():
+        return
+    if path.is_file():
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+        return
+    for root, _, files in os.walk(path, topdown=False):
+        for name in files:
+            file = Path(root) / name
+            if not file.is_symlink():
+                with open(file, "rb") as fh:
+                    os.fsync(fh.fileno())
+        _fsync_dir(Path(root))
 
 
 def _remove(path: Path) -> None:
