@@ -11,6 +11,15 @@ from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
 from vqarobust.report.outputs import TABLES as REPORT_TABLES
 
+# A shipped study (config/paper.yaml, config/scenes.yaml) merged into the default would
+# silently run the default's question study too: refuse it, saying how to run it.
+_cli_config = workflow.config_settings.overwrite_config or {}
+if _cli_config.get("study") and not workflow.config_settings.replace_workflow_config:
+    sys.exit(
+        f"config error at study: {config['study']!r} is a study of its own; run it with "
+        "--replace-workflow-config (without it, --configfile merges the study into "
+        "config/config.yaml and the default's text and basic-question study would run too)"
+    )
 # Validate before any job runs: a wrong key or value fails here, naming it. The message
 # is all a person needs; a traceback would only bury it.
 try:

@@ -414,3 +414,19 @@ def test_native_snakemake_report(workflow_run, tmp_path):
         names = zf.namelist()
     assert any(n.endswith("relative_drop.png") for n in names)
     assert any(n.endswith("index.html") for n in names)
+
+
+@pytest.mark.parametrize("study", ["scenes", "paper"])
+def test_a_shipped_study_is_never_merged_into_the_default(study):
+    """Without --replace-workflow-config, --configfile would merge the default's text and
+    basic-question study into the shipped one: it fails at once, saying how to run it."""
+    cmd = [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
+           "--configfile", str(REPO / "config" / f"{study}.yaml")]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode != 0
+    assert f"config error at study: '{study}' is a study of its own; run it with " \
+           "--replace-workflow-config" in out.stdout + out.stderr  # fmt: skip
+    if study == "scenes":  # generated data: its dry run plans jobs with the flag
+        ok = subprocess.run([*cmd, "--replace-workflow-config"], capture_output=True,
+                            text=True, cwd=REPO, timeout=120)  # fmt: skip
+        assert ok.returncode == 0 and "swap_context" in ok.stdout, ok.stderr[-2000:]
