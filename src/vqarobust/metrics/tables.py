@@ -37,21 +37,27 @@ def read_accuracy_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     return validate_accuracy_table(df, str(path))
 
 
+def _typed(df: pl.DataFrame, numbers: dict[str, pl.DataType], message: str) -> pl.DataFrame:
+    """``model`` and ``corruption`` as text, ``numbers`` cast strictly (a value that is not
+    a number is a :class:`TableError` with ``message``, never a silent null)."""
+    try:
+        return df.with_columns(
+            pl.col("model").cast(pl.String),
+            pl.col("corruption").cast(pl.String),
+            *(pl.col(c).cast(t, strict=True) for c, t in numbers.items()),
+        )
+    except pl.exceptions.PolarsError as exc:
+        raise TableError(f"{message} ({exc})") from None
+
+
 def validate_accuracy_table(df: pl.DataFrame, source: str = "table") -> pl.DataFrame:
     """Check columns, ranges, duplicates and clean rows; return the normalized table."""
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise TableError(f"{source}: missing columns {missing}; found {df.columns}")
-    try:
-        df = df.select(
-            pl.col("model").cast(pl.String),
-            pl.col("corruption").cast(pl.String),
-            pl.col("severity").cast(pl.Int64, strict=True),
-            pl.col("accuracy").cast(pl.Float64, strict=True),
-        )
-    except pl.exceptions.PolarsError as exc:
-        msg = f"{source}: severity must be integer and accuracy numeric ({exc})"
-        raise TableError(msg) from None
+    numbers = {"severity": pl.Int64, "accuracy": pl.Float64}
+    df = _typed(df, numbers, f"{source}: severity must be integer and accuracy numeric")
+    df = df.select(*COLUMNS)
     nulls = df.filter(pl.any_horizontal(pl.all().is_null()))
     if nulls.height:
         raise TableError(f"{source}: empty cells in rows:\n{nulls}")
@@ -123,18 +129,8 @@ def per_question_rows(
     if missing:
         hint = " (or cluster by question)" if missing == ["image_id"] else ""
         raise TableError(f"{source}: per-question rows lack columns {missing}{hint}")
-    try:
-        df = df.with_columns(
-            pl.col("model").cast(pl.String),
-            pl.col("corruption").cast(pl.String),
-            pl.col("severity").cast(pl.Int64, strict=True),
-            pl.col("question_id").cast(pl.Int64, strict=True),
-            pl.col("score").cast(pl.Float64, strict=True),
-        )
-    except pl.exceptions.PolarsError as exc:
-        raise TableError(
-            f"{source}: severity, question_id and score must be numbers ({exc})"
-        ) from None
+    numbers = {"severity": pl.Int64, "question_id": pl.Int64, "score": pl.Float64}
+    df = _typed(df, numbers, f"{source}: severity, question_id and score must be numbers")
     bad = df.filter(~pl.col("score").is_between(0, 1) | ~pl.col("severity").is_between(0, 5)
                     | pl.any_horizontal(pl.col(list(need)).is_null()))  # fmt: skip
     if bad.height:
