@@ -264,3 +264,112 @@ def test_the_vilt_classifier_counts_questions_over_its_text_limit(checkpoints):
     short = "what color is the shape?"
     long = " ".join([short] * 8)
     assert model.truncated([short, long]) == [False, True]
+
+
+class Killed(VQAModel):
+    """A real model that dies after ``fail_after`` batches, like a job killed mid-way."""
+
+    def __init__(self, inner: VQAModel, fail_after: int) -> None:
+        super().__init__(batch_size=inner.batch_size)
+        self.inner, self.fail_after, self.batches = inner, fail_after, 0
+
+    def answer(self, images, questions):
+        if self.batches >= self.fail_after:
+            raise RuntimeError("killed")
+        self.batches += 1
+        return self.inner.answer(images, questions)
+
+    def truncated(self, questions):
+        return self.inner.truncated(questions)
+
+
+def _train(data, out, epochs):
+    from vqarobust.models.training import train_reference_model
+
+    train_reference_model(str(data["questions"]), str(data["images"]), out, "cnn-bow",
+                          epochs=epochs, batch_size=32, channels=[4, 8], hidden_dim=16)  # fmt: skip
+
+
+def test_a_resumed_job_with_retrained_weights_equals_a_fresh_run(
+    easy_vqa_train, easy_vqa_eval, tmp_path, caplog
+):
+    """Kill mid-inference, change the reference model's epochs (retrained at the same
+    path), rerun: the old chunks are discarded, the log says the weights changed, and the
+    predictions are a fresh run's."""
+    from vqarobust.models import load_model
+
+    weights = tmp_path / "cnn-bow"
+    _train(easy_vqa_train, weights, epochs=0.25)
+    spec = {"family": "vqa-classifier", "path_or_id": str(weights), "batch_size": 4}
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    out = tmp_path / "pred.parquet"
+    with pytest.raises(RuntimeError, match="killed"):
+        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8,
+                      loader=lambda *a, **k: Killed(load_model(*a, **k), 3))  # fmt: skip
+    assert len(list((tmp_path / "pred.parquet.partial").glob("clean-*.parquet"))) == 1
+
+    _train(easy_vqa_train, weights, epochs=1.0)  # the config's epochs changed
+    with caplog.at_level("WARNING"):
+        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8)
+    assert "changed since they were computed: the weights (path_or_id)" in caplog.text
+    fresh = tmp_path / "fresh.parquet"
+    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, fresh, "cpu", chunk_size=8)
+    assert pl.read_parquet(out).equals(pl.read_parquet(fresh))
+
+
+def test_a_regenerated_subset_at_the_same_path_is_recomputed(easy_vqa_eval, tmp_path, caplog):
+    """The images of a subset are compared by content, not by path."""
+    corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow", "snow", 1)
+    subsets = [Subset("snow", 1, str(tmp_path / "snow"))]
+    out = tmp_path / "pred.parquet"
+    first = Counting(fail_after=2)
+    with pytest.raises(RuntimeError):
+        run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets, out, "cpu",
+                      chunk_size=8, loader=lambda *a, **k: first)  # fmt: skip
+    corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow", "snow", 4)  # same path
+    second = Counting()
+    with caplog.at_level("WARNING"):
+        run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets, out, "cpu",
+                      chunk_size=8, loader=lambda *a, **k: second)  # fmt: skip
+    n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
+    assert second.answered == n_q  # nothing of the old images' chunks reused
+    assert "the images of image/snow/1" in caplog.text
+
+
+def test_unchanged_content_at_a_new_mtime_resumes(easy_vqa_eval, tmp_path):
+    """Touching (or copying) an input without changing its bytes keeps the finished chunks."""
+    import os
+    import shutil
+
+    questions = tmp_path / "q.parquet"
+    shutil.copy(easy_vqa_eval["questions"], questions)
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    out = tmp_path / "pred.parquet"
+    with pytest.raises(RuntimeError):
+        run_inference("m", {"family": "t"}, questions, subsets, out, "cpu", chunk_size=8,
+                      loader=lambda *a, **k: Counting(fail_after=2))  # fmt: skip
+    os.utime(questions, (1, 1))
+    second = Counting()
+    run_inference("m", {"family": "t"}, questions, subsets, out, "cpu", chunk_size=8,
+                  loader=lambda *a, **k: second)  # fmt: skip
+    n_q = store.read_questions(questions).num_rows
+    assert second.answered == n_q - 8
+
+
+def test_predictions_carry_their_input_fingerprint(checkpoints, easy_vqa_eval, tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from vqarobust.digests import file_sha256, tree_sha256
+
+    spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])}
+    out = tmp_path / "pred.parquet"
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu")
+    record = json.loads(pq.read_schema(out).metadata[b"vqarobust.inputs"])
+    inputs = record["inputs"]
+    assert inputs["questions"] == file_sha256(easy_vqa_eval["questions"])
+    assert inputs["checkpoint"]["path_or_id"]["sha256"] == tree_sha256(checkpoints["cnn-bow"])
+    assert inputs["subsets"][0]["images"] == tree_sha256(easy_vqa_eval["images"])
+    assert record["started"] <= record["finished"]

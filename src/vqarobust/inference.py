@@ -20,7 +20,9 @@ from PIL import Image
 
 from vqarobust import store
 from vqarobust.devices import lease_device
+from vqarobust.digests import tree_sha256
 from vqarobust.models import load_model
+from vqarobust.models.identity import checkpoint_identity
 from vqarobust.models.base import VQAModel
 
 log = logging.getLogger(__name__)
@@ -156,7 +158,10 @@ def run_inference(
     ``chunk_size``, in image order, and only the images of the current chunk are decoded,
     so memory stays flat however large the subset. Each finished chunk is kept in
     ``<out_path>.partial/``, so a killed job restarted with the same inputs only computes
-    what is missing. The chunks are merged into ``out_path`` (atomically) and the partial
+    what is missing, but only when the *content* of everything the answers depend on is
+    unchanged (:func:`input_fingerprint`); otherwise the chunks are discarded and the log
+    names what changed. The fingerprint is stored in the output's Parquet metadata
+    (key ``vqarobust.inputs``). The chunks are merged into ``out_path`` (atomically) and the partial
     folder is removed at the end.
 
     Without ``device``, the job leases one as the entry's ``device`` asks (see
@@ -174,7 +179,9 @@ def run_inference(
     questions = store.read_questions(questions_path).sort_by(
         [("image_id", "ascending"), ("question_id", "ascending")]
     )
-    partial = _partial_dir(out_path, model_name, spec, questions_path, subsets, chunk_size)
+    started = time.time()
+    fingerprint = input_fingerprint(model_name, spec, questions_path, subsets, chunk_size)
+    partial = _partial_dir(out_path, fingerprint)
     model: VQAModel | None = None
     chunk_files = []
     for subset in subsets:
@@ -215,42 +222,101 @@ def run_inference(
     tables = [pq.read_table(f) for f in chunk_files]
     table = pa.concat_tables(tables).cast(store.PREDICTION_SCHEMA) if tables else (
         store.PREDICTION_SCHEMA.empty_table())  # fmt: skip
+    # The fingerprint travels with the predictions: provenance reads it from there.
+    record = {"inputs": fingerprint, "started": started, "finished": time.time()}
+    table = table.replace_schema_metadata(
+        {INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
+    )
     store.write_table(table, out_path)
     shutil.rmtree(partial)
     return table.num_rows
 
 
-def _partial_dir(
-    out_path: str | os.PathLike[str],
+INPUTS_KEY = b"vqarobust.inputs"
+
+
+def input_fingerprint(
     model_name: str,
     spec: dict[str, Any],
     questions_path: str | os.PathLike[str],
     subsets: Sequence[Subset],
     chunk_size: int,
-) -> Path:
-    """The folder of finished chunks; emptied when it belongs to other inputs."""
+) -> dict[str, Any]:
+    """What a job's answers depend on, by content: the answer-relevant spec, the weights
+    (:func:`~vqarobust.models.identity.checkpoint_identity`), the questions file's SHA-256
+    and, per subset, the SHA-256 of its image shards and of its question set.
+
+    Each file is read once per job (a folder shared by several subsets is hashed once).
+    """
+    digests: dict[str, str] = {}
+
+    def digest(path: str | os.PathLike[str] | None) -> str | None:
+        if path is None:
+            return None
+        key = str(path)
+        if key not in digests:
+            digests[key] = tree_sha256(key)
+        return digests[key]
+
+    return {
+        "model": model_name,
+        "spec": spec,
+        "checkpoint": checkpoint_identity(spec),
+        "questions": digest(questions_path),
+        "subsets": [
+            {
+                "subset": f"{s.modality}/{s.perturbation}/{s.severity}",
+                "images": digest(s.images_dir),
+                "question_set": digest(s.questions_path),
+            }
+            for s in subsets
+        ],
+        "chunk_size": chunk_size,
+    }
+
+
+def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Readable names of what differs between two fingerprints (empty when none does)."""
+    changed = []
+    for key in ("model", "spec", "questions", "chunk_size"):
+        if old.get(key) != new.get(key):
+            changed.append({"questions": "the questions file"}.get(key, f"the model {key}"))
+    old_ck, new_ck = old.get("checkpoint", {}), new.get("checkpoint", {})
+    for key in sorted(set(old_ck) | set(new_ck)):
+        if old_ck.get(key) != new_ck.get(key):
+            changed.append(f"the weights ({key})")
+    old_subsets = {s["subset"]: s for s in old.get("subsets", [])}
+    new_subsets = {s["subset"]: s for s in new.get("subsets", [])}
+    if list(old_subsets) != list(new_subsets):
+        changed.append("the list of subsets")
+    for name, sub in new_subsets.items():
+        before = old_subsets.get(name)
+        if before is None:
+            continue
+        for part, label in (("images", "images"), ("question_set", "question set")):
+            if before.get(part) != sub.get(part):
+                changed.append(f"the {label} of {name}")
+    return changed
+
+
+def _partial_dir(out_path: str | os.PathLike[str], fingerprint: dict[str, Any]) -> Path:
+    """The folder of finished chunks; emptied, saying why, when it belongs to other inputs."""
     partial = Path(f"{out_path}.partial")
-    q = Path(questions_path).stat()
-    fingerprint = json.dumps(
-        {
-            "model": model_name,
-            "spec": spec,
-            "questions": [str(questions_path), q.st_size, q.st_mtime_ns],
-            "subsets": [
-                [s.modality, s.perturbation, s.severity, s.images_dir, s.questions_path]
-                for s in subsets
-            ],
-            "chunk_size": chunk_size,
-        },
-        sort_keys=True,
-        default=str,
-    )
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
     meta = partial / "inputs.json"
-    if partial.exists() and (not meta.exists() or meta.read_text() != fingerprint):
-        log.warning("discarding partial results in %s: they belong to other inputs", partial)
-        shutil.rmtree(partial)
+    if partial.exists():
+        try:
+            old = json.loads(meta.read_text()) if meta.exists() else None
+        except json.JSONDecodeError:
+            old = None
+        if old != json.loads(text):
+            why = "no readable inputs.json" if old is None else ", ".join(
+                changed_inputs(old, fingerprint)) or "their inputs differ"  # fmt: skip
+            log.warning("discarding partial results in %s: changed since they were computed: "
+                        "%s", partial, why)  # fmt: skip
+            shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
     if not meta.exists():
         with store.atomic_path(meta) as tmp:
-            tmp.write_text(fingerprint)
+            tmp.write_text(text)
     return partial
