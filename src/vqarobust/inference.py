@@ -22,8 +22,8 @@ from vqarobust import store
 from vqarobust.devices import lease_device
 from vqarobust.digests import tree_sha256
 from vqarobust.models import load_model
-from vqarobust.models.identity import checkpoint_identity
 from vqarobust.models.base import VQAModel
+from vqarobust.models.identity import checkpoint_identity
 
 log = logging.getLogger(__name__)
 
