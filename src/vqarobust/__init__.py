@@ -4,4 +4,9 @@ The package holds all logic of the workflow: dataset adapters, image corruptions
 model adapters, scoring and robustness metrics, DuckDB loading and the report.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("vqarobust")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "unknown"

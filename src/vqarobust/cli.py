@@ -139,6 +139,37 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _provenance(args: argparse.Namespace) -> int:
+    from vqarobust.provenance import format_provenance, read
+
+    try:
+        print(format_provenance(read(args.database)))
+    except (ValueError, duckdb_errors()) as exc:
+        print(f"vqarobust provenance: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from vqarobust.provenance import diff, format_diff
+
+    try:
+        result = diff(args.a, args.b)
+    except (ValueError, duckdb_errors()) as exc:
+        print(f"vqarobust diff: {exc}", file=sys.stderr)
+        return 2
+    print(format_diff(result, args.a, args.b))
+    return 1 if result["inputs"] or result["tables"] or result["only_in_a"] or (
+        result["only_in_b"]) else 0  # fmt: skip
+
+
+def duckdb_errors() -> type[Exception]:
+    """DuckDB's error base class (a missing or unreadable file), imported lazily."""
+    import duckdb
+
+    return duckdb.Error
+
+
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
@@ -200,6 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("database")
     p.add_argument("--markdown", action="store_true", help="the README's Markdown block")
     p.set_defaults(func=_summary)
+    p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
+    p.add_argument("database")
+    p.set_defaults(func=_provenance)
+    p = sub.add_parser("diff", help="which inputs and tables differ between two runs "
+                       "(exit 1 when any does)")  # fmt: skip
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(func=_diff)
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
     p.add_argument("--out", required=True, help="path of index.html to write")

@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -33,18 +34,11 @@ from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 from vqarobust.metrics.uncertainty import Settings
+from vqarobust.provenance import PACKAGES, package_version
+from vqarobust.provenance import collect as collect_provenance
 from vqarobust.samples import sample_images, sample_questions
 
 log = logging.getLogger(__name__)
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "not installed"
 
 
 def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
@@ -118,6 +112,7 @@ def build_database(
     seed: int = 0,
     context: Mapping[str, str | os.PathLike[str]] | None = None,
     uncertainty: Mapping[str, object] | Settings | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -136,7 +131,9 @@ def build_database(
     context predictions). ``uncertainty`` (the config section of that name, or
     :class:`~vqarobust.metrics.uncertainty.Settings`) sets the bootstrap behind the tables
     ``intervals``, ``model_comparisons``, ``rank_stability``, ``drop_tests`` and
-    ``effective_robustness`` (:mod:`vqarobust.metrics.intervals`).
+    ``effective_robustness`` (:mod:`vqarobust.metrics.intervals`). ``config`` (the
+    resolved workflow config) is hashed into the ``provenance.*`` keys of ``run_info``
+    (:func:`vqarobust.provenance.collect`), with the code, versions, dataset and weights.
     """
     settings = (
         uncertainty if isinstance(uncertainty, Settings) else Settings.from_mapping(uncertainty)
@@ -253,11 +250,26 @@ def build_database(
             "warnings": json.dumps([str(w.message) for w in caught]),
             "uncertainty": json.dumps(dataclasses.asdict(settings)),
         }
-        for package in ("vqarobust", "torch", "transformers", "snakemake", "duckdb", "polars"):
-            info[f"version.{package}"] = _version(package)
+        for package in PACKAGES:
+            info[f"version.{package}"] = package_version(package)
         for key, value in dataset_info.items():
             if key != "skipped_images":
                 info[f"dataset.{key}"] = value if isinstance(value, str) else json.dumps(value)
+        dataset_files = {"questions": questions_path}
+        if dataset_info_path:
+            dataset_files["info"] = dataset_info_path
+            manifest = Path(dataset_info_path).with_name("manifest.txt")
+            if manifest.is_file():
+                dataset_files["manifest"] = manifest
+        info.update(
+            collect_provenance(
+                config=config,
+                prediction_paths=prediction_paths,
+                dataset_files=dataset_files,
+                dataset_info=dataset_info,
+                seed=seed,
+            )  # fmt: skip
+        )
         con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
         con.executemany("INSERT INTO run_info VALUES (?, ?)", list(info.items()))
         for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():

@@ -225,14 +225,11 @@ def run_inference(
     # The fingerprint travels with the predictions: provenance reads it from there.
     record = {"inputs": fingerprint, "started": started, "finished": time.time()}
     table = table.replace_schema_metadata(
-        {INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
+        {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
     )
     store.write_table(table, out_path)
     shutil.rmtree(partial)
     return table.num_rows
-
-
-INPUTS_KEY = b"vqarobust.inputs"
 
 
 def input_fingerprint(

@@ -72,6 +72,10 @@ PREDICTION_SCHEMA = pa.schema(
 
 DEFAULT_SHARD_BYTES = 64 * 1024 * 1024
 
+# The Parquet metadata key of a prediction file's input fingerprint (written by
+# vqarobust.inference, read by vqarobust.provenance).
+INPUTS_KEY = b"vqarobust.inputs"
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:

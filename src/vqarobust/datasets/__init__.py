@@ -60,7 +60,11 @@ def prepare_dataset(
 
     ``n_images`` None takes every image. Returns counts of what was written.
     """
+    from vqarobust.provenance import source_digests
+
     dataset: Dataset = ADAPTERS.create(adapter, **source)
+    # Provenance: which source files (by content) the prepared split was made from.
+    describe = {**dataset.describe, "sources": source_digests(source)}
     with dataset.images:
         return write_prepared(
             dataset.questions,
@@ -74,7 +78,7 @@ def prepare_dataset(
             manifest=manifest,
             on_bad_image=on_bad_image,
             shard_bytes=shard_bytes,
-            describe=dataset.describe,
+            describe=describe,
         )
 
 

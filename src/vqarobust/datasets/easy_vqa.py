@@ -36,4 +36,9 @@ def read_easy_vqa(split: str = "test") -> Dataset:
     """
     qs, answers, image_ids, paths = _load_split(split)
     questions = single_answer_questions(range(len(qs)), image_ids, qs, answers)
-    return Dataset(questions, PathImages(paths), {"adapter": "easy-vqa", "split": split})
+    from vqarobust.provenance import package_version
+
+    # The data ships in the wheel: its version identifies it.
+    describe = {"adapter": "easy-vqa", "split": split,
+                "package": f"easy-vqa {package_version('easy-vqa')}"}  # fmt: skip
+    return Dataset(questions, PathImages(paths), describe)

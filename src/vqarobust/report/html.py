@@ -166,6 +166,14 @@ def _settings(info: dict[str, str], n_images: int, n_questions: int) -> pl.DataF
     return pl.DataFrame(rows, schema=["setting", "value"], orient="row")
 
 
+def _provenance(info: dict[str, str]) -> pl.DataFrame:
+    """The ``provenance.*`` keys of run_info (``vqarobust provenance`` prints the same)."""
+    from vqarobust.provenance import PREFIX
+
+    rows = [(k.removeprefix(PREFIX), v) for k, v in info.items() if k.startswith(PREFIX)]
+    return pl.DataFrame(rows, schema=["key", "value"], orient="row")
+
+
 def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[str]) -> Path:
     """Write ``out_html`` plus ``figures/*.png|svg`` and ``tables/*.csv|tex`` beside it."""
     out = Path(out_html)
@@ -364,6 +372,13 @@ included), so they differ from the summary's mean corrupted accuracy and relativ
 {_table_html(qtype)}
 <h3>Accuracy per answer type</h3>{_table_html(atype)}</section>
 <section id="warnings"><h2>Warnings</h2>{warnings_html}</section>
+<section id="provenance"><h2>Provenance</h2><p class="note">Code, environment, config,
+data and weights this database was computed from (SHA-256 digests; a
+<code>listing_sha256</code> covers file names and sizes only). <code>vqarobust provenance
+</code> prints the same; <code>vqarobust diff A B</code> compares two runs.</p>
+{_table_html(_provenance(info)) if any(k.startswith("provenance.") for k in info)
+ else '<p class="note">This database was written before provenance was recorded.</p>'}
+</section>
 <p class="note">Every table is also in <code>tables/</code> as CSV (VRE tables as LaTeX
 too); every figure in <code>figures/</code> as PNG and SVG.</p>
 </body></html>"""

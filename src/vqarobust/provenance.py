@@ -1,0 +1,232 @@
+"""Where a results database came from: code, environment, config, data, weights, time.
+
+:func:`collect` gathers the ``provenance.*`` keys that :func:`vqarobust.db.build_database`
+writes into ``run_info``; :func:`read` reads them back and :func:`diff` says which inputs
+and which tables differ between two databases (``vqarobust provenance`` and
+``vqarobust diff``). Every digest is a SHA-256 (:mod:`vqarobust.digests`); a key ending in
+``listing_sha256`` covers file names and sizes only (image folders too large to read).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+
+from vqarobust import store
+from vqarobust.digests import file_sha256, listing_sha256, text_sha256
+from vqarobust.params import canonical
+
+PREFIX = "provenance."
+PACKAGES = ("vqarobust", "torch", "transformers", "snakemake", "duckdb", "polars")
+
+
+def package_version(package: str) -> str:
+    """The installed version of ``package`` from its metadata, or ``not installed``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def code_identity(source: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The git commit and dirty flag of the checkout ``source`` (default: this package's
+    folder) lies in, or ``None`` for both when it is no checkout (an installed wheel)."""
+    where = Path(source) if source is not None else Path(__file__).resolve().parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(where), *args], capture_output=True,
+                                  text=True, timeout=30, check=True)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": bool(status)}
+
+
+def source_digests(sources: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Digests of a dataset's source files: a file by its bytes, a folder by its listing."""
+    out: dict[str, dict[str, str]] = {}
+    for key, value in sorted(sources.items()):
+        if not isinstance(value, str | os.PathLike) or not Path(value).exists():
+            continue
+        path = Path(value)
+        if path.is_dir():
+            out[key] = {"path": str(path), "listing_sha256": listing_sha256(path)}
+        else:
+            out[key] = {"path": str(path), "sha256": file_sha256(path)}
+    return out
+
+
+def prediction_records(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The input fingerprint and times each prediction file carries (files without one,
+    written by other code, are skipped: their provenance is unknown and :func:`collect`
+    counts them)."""
+    records = []
+    for path in paths:
+        meta = pq.read_schema(path).metadata or {}
+        if store.INPUTS_KEY in meta:
+            records.append(json.loads(meta[store.INPUTS_KEY]))
+    return records
+
+
+def _iso(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="seconds")
+
+
+def collect(
+    *,
+    config: Mapping[str, Any] | None,
+    prediction_paths: Sequence[str | os.PathLike[str]],
+    dataset_files: Mapping[str, str | os.PathLike[str]],
+    dataset_info: Mapping[str, Any],
+    seed: int,
+) -> dict[str, str]:
+    """The ``provenance.*`` run_info keys (values as strings, JSON where structured).
+
+    ``dataset_files`` are the prepared files the tables were computed from (questions,
+    manifest); ``dataset_info`` the prepared dataset's ``dataset.json`` (its ``sources``
+    digests, made when the dataset was prepared). Models: one key per model with the
+    checkpoint identity its predictions carry and, for a model the workflow trained, the
+    SHA-256 of its ``train`` settings.
+    """
+    info: dict[str, Any] = {"version": package_version("vqarobust"), **code_identity()}
+    info["python"] = platform.python_version()
+    for package in PACKAGES[1:]:
+        info[f"version.{package}"] = package_version(package)
+    resolved = json.dumps(canonical(dict(config)), sort_keys=True) if config else None
+    info["config_sha256"] = text_sha256(resolved) if resolved else "no config given"
+    info["seed"] = seed
+    for key, path in sorted(dataset_files.items()):
+        info[f"dataset.{key}.sha256"] = file_sha256(path)
+    for key, digest in sorted((dataset_info.get("sources") or {}).items()):
+        info[f"dataset.source.{key}"] = digest
+    records = prediction_records(prediction_paths)
+    info["prediction_files"] = len(prediction_paths)
+    info["prediction_files_without_fingerprint"] = len(prediction_paths) - len(records)
+    models: dict[str, dict[str, Any]] = {}
+    for record in records:
+        inputs = record["inputs"]
+        entry = models.setdefault(inputs["model"], {"checkpoint": inputs["checkpoint"]})
+        if entry["checkpoint"] != inputs["checkpoint"]:
+            # Two jobs of one model saw different weights: the tables mix two models.
+            entry["conflict"] = "prediction files of this model were made with other weights"
+    for name, entry in models.items():
+        train = ((config or {}).get("models") or {}).get(name, {}).get("train")
+        if train:
+            entry["train_sha256"] = text_sha256(json.dumps(canonical(train), sort_keys=True))
+        info[f"model.{name}"] = entry
+    if records:
+        info["started"] = _iso(min(r["started"] for r in records))
+    info["finished"] = _iso(dt.datetime.now(dt.UTC).timestamp())
+    return {PREFIX + k: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+            for k, v in info.items()}  # fmt: skip
+
+
+def read(db_path: str | os.PathLike[str]) -> dict[str, str]:
+    """The provenance keys of a database's run_info (without the prefix)."""
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        rows = con.execute(
+            "SELECT key, value FROM run_info WHERE starts_with(key, ?) ORDER BY key", [PREFIX]
+        ).fetchall()
+    if not rows:
+        raise ValueError(f"{db_path}: run_info holds no provenance (written before it existed?)")
+    return {k.removeprefix(PREFIX): v for k, v in rows}
+
+
+# Keys that differ between any two runs and say nothing about their inputs.
+_TIMES = frozenset({"started", "finished"})
+
+
+def diff(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]:
+    """What differs between two databases: ``inputs`` (provenance key -> (a, b)), and per
+    table present in both whether its rows differ (``tables``: name -> a sentence), plus
+    the tables only one of them has."""
+    pa_, pb = read(a), read(b)
+    inputs = {
+        k: (pa_.get(k), pb.get(k))
+        for k in sorted(set(pa_) | set(pb))
+        if k not in _TIMES and pa_.get(k) != pb.get(k)
+    }
+    with duckdb.connect() as con:
+        con.execute("ATTACH ? AS a (READ_ONLY)", [str(a)])
+        con.execute("ATTACH ? AS b (READ_ONLY)", [str(b)])
+        names = {
+            side: {r[0] for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [side]
+            ).fetchall()}
+            for side in ("a", "b")
+        }  # fmt: skip
+        tables = {}
+        for name in sorted(names["a"] & names["b"] - {"run_info"}):
+            sentence = _table_difference(con, name)
+            if sentence:
+                tables[name] = sentence
+    return {
+        "inputs": inputs,
+        "tables": tables,
+        "only_in_a": sorted(names["a"] - names["b"]),
+        "only_in_b": sorted(names["b"] - names["a"]),
+    }
+
+
+def _table_difference(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """None when ``a.name`` and ``b.name`` hold the same rows (as multisets), else what
+    differs."""
+    cols = {
+        side: [r[0] for r in con.execute(f'DESCRIBE {side}."{name}"').fetchall()]
+        for side in ("a", "b")
+    }
+    if cols["a"] != cols["b"]:
+        return f"columns differ: {cols['a']} vs {cols['b']}"
+    n = {side: con.execute(f'SELECT count(*) FROM {side}."{name}"').fetchone()[0]
+         for side in ("a", "b")}  # fmt: skip
+    only = {
+        side: con.execute(f'SELECT count(*) FROM (SELECT * FROM {side}."{name}" EXCEPT ALL '
+                          f'SELECT * FROM {other}."{name}")').fetchone()[0]
+        for side, other in (("a", "b"), ("b", "a"))
+    }  # fmt: skip
+    if not only["a"] and not only["b"]:
+        return None
+    return f"{n['a']} vs {n['b']} rows; {only['a']} rows only in A, {only['b']} only in B"
+
+
+def format_provenance(info: Mapping[str, str]) -> str:
+    """``key: value`` lines, one per provenance key."""
+    return "\n".join(f"{k}: {v}" for k, v in info.items()) + "\n"
+
+
+def format_diff(result: Mapping[str, Any], a: str | os.PathLike[str],
+                b: str | os.PathLike[str]) -> str:  # fmt: skip
+    """The result of :func:`diff` as lines a reader scans: inputs first, then tables."""
+    lines = [f"A = {a}", f"B = {b}"]
+    if not result["inputs"]:
+        lines.append("inputs: the same (times aside)")
+    else:
+        lines.append(f"inputs that differ ({len(result['inputs'])}):")
+        for key, (va, vb) in result["inputs"].items():
+            lines += [f"  {key}", f"    A: {va}", f"    B: {vb}"]
+    if not result["tables"] and not result["only_in_a"] and not result["only_in_b"]:
+        lines.append("tables: all the same")
+    else:
+        lines.append(f"tables that differ ({len(result['tables'])}):")
+        lines += [f"  {name}: {sentence}" for name, sentence in result["tables"].items()]
+        for side in ("a", "b"):
+            if result[f"only_in_{side}"]:
+                lines.append(f"only in {side.upper()}: {', '.join(result[f'only_in_{side}'])}")
+    return "\n".join(lines) + "\n"

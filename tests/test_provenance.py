@@ -1,0 +1,126 @@
+import json
+import shutil
+import subprocess
+
+import duckdb
+import pytest
+
+from tests.conftest import REPO
+from vqarobust.cli import main
+from vqarobust.db import build_database
+from vqarobust.digests import file_sha256, text_sha256, tree_sha256
+from vqarobust.inference import Subset, run_inference
+from vqarobust.materialize.images import corrupt_subset
+from vqarobust.params import canonical
+from vqarobust.provenance import code_identity, diff, read, source_digests
+
+CONFIG = {"seed": 0, "models": {"cnn": {"family": "vqa-classifier", "train": {"epochs": 1}}}}
+
+
+@pytest.fixture(scope="module")
+def run(checkpoints, easy_vqa_eval, tmp_path_factory):
+    """Predictions of one trained model on clean and snow 1-2, and a database of them."""
+    root = tmp_path_factory.mktemp("prov")
+    spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])}
+    paths = []
+    for name, subsets in (("clean", [Subset("clean", 0, str(easy_vqa_eval["images"]))]),
+                          ("snow", [])):  # fmt: skip
+        if name == "snow":
+            for sev in (1, 2):
+                corrupt_subset(easy_vqa_eval["images"], root / f"snow{sev}", "snow", sev)
+                subsets.append(Subset("snow", sev, str(root / f"snow{sev}")))
+        out = root / f"{name}.parquet"
+        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu")
+        paths.append(out)
+    db = root / "a.duckdb"
+    build_database(db, easy_vqa_eval["questions"], paths, families={"snow": "weather"},
+                   dataset_info_path=easy_vqa_eval["info"], config=CONFIG, seed=0,
+                   uncertainty={"resamples": 20})  # fmt: skip
+    return {"db": db, "paths": paths, "root": root}
+
+
+def test_run_info_holds_code_config_data_weights_and_times(run, checkpoints, easy_vqa_eval):
+    info = read(run["db"])
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert info["git_commit"] == head and info["git_dirty"] in ("true", "false")
+    assert info["version"] == "0.1.0"
+    assert info["config_sha256"] == text_sha256(json.dumps(canonical(CONFIG), sort_keys=True))
+    assert info["seed"] == "0"
+    assert info["dataset.questions.sha256"] == file_sha256(easy_vqa_eval["questions"])
+    assert info["dataset.manifest.sha256"] == file_sha256(easy_vqa_eval["manifest"])
+    model = json.loads(info["model.cnn"])
+    assert model["checkpoint"]["path_or_id"]["sha256"] == tree_sha256(checkpoints["cnn-bow"])
+    assert model["train_sha256"] == text_sha256(json.dumps({"epochs": 1}))
+    assert "conflict" not in model
+    assert info["started"] <= info["finished"]
+    assert info["prediction_files"] == "2"
+    assert info["prediction_files_without_fingerprint"] == "0"
+    for package in ("python", "version.torch", "version.transformers", "version.snakemake",
+                    "version.duckdb", "version.polars"):  # fmt: skip
+        assert info[package] and info[package] != "not installed"
+    # easy-VQA ships in a wheel: no source file to hash, its package version names it.
+    assert not any(k.startswith("dataset.source.") for k in info)
+    with duckdb.connect(str(run["db"]), read_only=True) as con:
+        package = con.execute("SELECT value FROM run_info WHERE key = 'dataset.package'")
+        assert package.fetchone()[0].startswith("easy-vqa ")
+
+
+def test_dataset_sources_are_hashed_when_the_split_is_prepared(tmp_path):
+    (tmp_path / "q.json").write_text("{}")
+    (tmp_path / "imgs").mkdir()
+    (tmp_path / "imgs" / "1.jpg").write_bytes(b"xx")
+    digests = source_digests({"questions": str(tmp_path / "q.json"),
+                              "images": str(tmp_path / "imgs"), "split": "val"})  # fmt: skip
+    assert digests["questions"]["sha256"] == file_sha256(tmp_path / "q.json")
+    assert "listing_sha256" in digests["images"] and "sha256" not in digests["images"]
+    assert "split" not in digests
+
+
+def test_outside_a_checkout_there_is_no_commit(tmp_path):
+    assert code_identity(tmp_path) == {"git_commit": None, "git_dirty": None}
+
+
+def test_diff_of_a_copy_is_empty_and_of_another_seed_names_inputs_and_tables(
+    run, easy_vqa_eval, capsys
+):
+    copy = run["root"] / "copy.duckdb"
+    shutil.copy(run["db"], copy)
+    same = diff(run["db"], copy)
+    assert same == {"inputs": {}, "tables": {}, "only_in_a": [], "only_in_b": []}
+    assert main(["diff", str(run["db"]), str(copy)]) == 0
+    assert "tables: all the same" in capsys.readouterr().out
+
+    other = run["root"] / "b.duckdb"
+    build_database(other, easy_vqa_eval["questions"], run["paths"], families={"snow": "weather"},
+                   dataset_info_path=easy_vqa_eval["info"], config={**CONFIG, "seed": 7},
+                   seed=7, uncertainty={"resamples": 20, "seed": 7})  # fmt: skip
+    result = diff(run["db"], other)
+    assert set(result["inputs"]) == {"config_sha256", "seed"}
+    assert result["inputs"]["seed"] == ("0", "7")
+    assert "intervals" in result["tables"] and "predictions" not in result["tables"]
+    assert main(["diff", str(run["db"]), str(other)]) == 1
+    out = capsys.readouterr().out
+    assert "inputs that differ (2):" in out and "  seed\n    A: 0\n    B: 7" in out
+    assert "  intervals: " in out
+
+
+def test_provenance_cli_prints_every_key_and_refuses_an_old_database(run, tmp_path, capsys):
+    assert main(["provenance", str(run["db"])]) == 0
+    out = capsys.readouterr().out
+    assert "config_sha256: " in out and "model.cnn: " in out and "git_commit: " in out
+    old = tmp_path / "old.duckdb"
+    with duckdb.connect(str(old)) as con:
+        con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
+    assert main(["provenance", str(old)]) == 2
+    assert "holds no provenance" in capsys.readouterr().err
+
+
+def test_the_report_shows_the_provenance_block(run):
+    from vqarobust.report import render_report
+
+    html = render_report(run["db"], run["root"] / "report" / "index.html").read_text()
+    block = html[html.index('<section id="provenance">'):]
+    info = read(run["db"])
+    assert info["git_commit"] in block and info["config_sha256"] in block
+    assert "dataset.questions.sha256" in block and "model.cnn" in block
