@@ -376,8 +376,11 @@ included), so they differ from the summary's mean corrupted accuracy and relativ
 data and weights this database was computed from (SHA-256 digests; a
 <code>listing_sha256</code> covers file names and sizes only). <code>vqarobust provenance
 </code> prints the same; <code>vqarobust diff A B</code> compares two runs.</p>
-{_table_html(_provenance(info)) if any(k.startswith("provenance.") for k in info)
- else '<p class="note">This database was written before provenance was recorded.</p>'}
+{
+        _table_html(_provenance(info))
+        if any(k.startswith("provenance.") for k in info)
+        else '<p class="note">This database was written before provenance was recorded.</p>'
+    }
 </section>
 <p class="note">Every table is also in <code>tables/</code> as CSV (VRE tables as LaTeX
 too); every figure in <code>figures/</code> as PNG and SVG.</p>
