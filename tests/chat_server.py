@@ -28,9 +28,16 @@ class ChatServer:
         fail_first: int = 0,
         fail_status: int = 503,
         fail_after: int | None = None,
+        retry_after: Callable[[], str] | None = None,
+        malformed_first: int = 0,
     ) -> None:
         self.answer, self.delay_s = answer, delay_s
         self.fail_first, self.fail_status, self.fail_after = fail_first, fail_status, fail_after
+        # A Retry-After header for the failed replies (made when each is sent), and how
+        # many first requests get a 200 reply whose body is no JSON.
+        self.retry_after, self.malformed_first = retry_after, malformed_first
+        self.times: list[float] = []  # arrival (time.monotonic()) of each request
+        self.ports: set[int] = set()  # client ports seen: one per connection
         self.requests = 0
         self.answered = 0
         self.in_flight = 0
@@ -41,6 +48,8 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, so a client can pool connections
+
             def log_message(self, *args: object) -> None:  # quiet
                 pass
 
@@ -60,11 +69,13 @@ class ChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _reply(self, handler: BaseHTTPRequestHandler, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
+    def _reply(self, handler: BaseHTTPRequestHandler, status: int, payload: dict | bytes) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
+        if status != 200 and self.retry_after is not None:
+            handler.send_header("Retry-After", self.retry_after())
         handler.end_headers()
         handler.wfile.write(data)
 
@@ -76,6 +87,8 @@ class ChatServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.headers.append(dict(handler.headers))
+            self.times.append(time.monotonic())
+            self.ports.add(handler.client_address[1])
         try:
             status, payload = self._respond(handler.path, body, n)
         finally:
@@ -85,11 +98,13 @@ class ChatServer:
                 self.in_flight -= 1
         self._reply(handler, status, payload)
 
-    def _respond(self, path: str, body: dict, n: int) -> tuple[int, dict]:
+    def _respond(self, path: str, body: dict, n: int) -> tuple[int, dict | bytes]:
         if path != "/v1/chat/completions":
             return 404, {"error": f"no route {path}"}
         if n <= self.fail_first:
             return self.fail_status, {"error": "try again"}
+        if n <= self.malformed_first:
+            return 200, b"<html>upstream proxy hiccup</html>"
         if self.fail_after is not None and self.answered >= self.fail_after:
             return 400, {"error": "refused (test)"}
         time.sleep(self.delay_s)

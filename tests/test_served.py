@@ -157,3 +157,80 @@ def test_a_served_model_asks_for_no_gpu_and_its_address_reruns_nothing():
                                        "base_url": "http://node:8000/v1", **bad}}  # fmt: skip
         with pytest.raises(ConfigError, match=message):
             validate_config(config)
+
+
+def test_connections_are_pooled(llava):
+    _, answer = llava
+    with ChatServer(answer) as server:
+        _client(server.base_url, max_concurrency=2, batch_size=12).answer_all(
+            _images(12), QUESTIONS * 3
+        )
+    assert server.requests == 12 and len(server.ports) <= 2  # kept alive, not one per request
+
+
+def test_retries_are_jittered_so_failed_threads_do_not_return_in_lockstep(llava, caplog):
+    _, answer = llava
+    with ChatServer(answer, fail_first=8) as server:
+        client = _client(server.base_url, max_concurrency=8, batch_size=8, max_retries=3)
+        with caplog.at_level(logging.WARNING):
+            client.answer_all(_images(8), QUESTIONS * 2)
+    assert server.requests == 16
+    first, retried = sorted(server.times[:8]), sorted(server.times[8:])
+    waits = [float(m) for m in __import__("re").findall(r"retry 1 of 3 in ([0-9.]+)s", caplog.text)]
+    assert len(waits) == 8 and len(set(waits)) >= 6 and all(0 <= w <= 0.5 for w in waits)
+    # Without jitter all eight would come back within a few ms of each other.
+    assert retried[-1] - retried[0] > 0.05 and retried[0] >= first[0]
+
+
+def test_retry_after_as_an_http_date_is_honoured(llava, caplog):
+    import email.utils
+
+    _, answer = llava
+
+    def two_seconds_from_now():
+        return email.utils.formatdate(time.time() + 2, usegmt=True)
+
+    with ChatServer(answer, fail_first=1, fail_status=429,
+                    retry_after=two_seconds_from_now) as server:  # fmt: skip
+        client = _client(server.base_url, max_concurrency=1)
+        with caplog.at_level(logging.WARNING):
+            client.answer_all(_images(1), QUESTIONS[:1])
+    # The date has one-second resolution: the wait is over one second, at most 2.5.
+    assert server.requests == 2 and server.times[1] - server.times[0] >= 1.0
+    assert "HTTP 429; retry 1 of 3 in" in caplog.text
+
+
+def test_retry_after_parsing():
+    import datetime as dt
+
+    from vqarobust.models.served import retry_after_seconds
+
+    now = dt.datetime(2026, 12, 1, 12, 0, 0, tzinfo=dt.UTC)
+    assert retry_after_seconds("3", now) == 3.0
+    assert retry_after_seconds("1.5", now) == 1.5
+    assert retry_after_seconds("Tue, 01 Dec 2026 12:00:07 GMT", now) == 7.0
+    assert retry_after_seconds("Tue, 01 Dec 2026 11:00:00 GMT", now) == 0.0  # past
+    assert retry_after_seconds("soon", now) is None and retry_after_seconds(None) is None
+
+
+def test_a_malformed_body_is_retried_then_reported_with_the_url_and_its_first_bytes(llava, caplog):
+    _, answer = llava
+    with ChatServer(answer, malformed_first=1) as server, caplog.at_level(logging.WARNING):
+        got = _client(server.base_url, max_concurrency=1).answer_all(_images(1), QUESTIONS[:1])
+    assert len(got) == 1 and server.requests == 2
+    assert "a malformed reply (HTTP 200): '<html>upstream proxy hiccup</html>'" in caplog.text
+    wanted = (r"/v1/chat/completions failed 2 times, last with a malformed reply "
+              r"\(HTTP 200\): '<html>upstream")  # fmt: skip
+    with ChatServer(answer, malformed_first=10) as server, pytest.raises(ServerError, match=wanted):
+        _client(server.base_url, max_retries=1).answer_all(_images(1), QUESTIONS[:1])
+
+
+def test_a_fatal_error_stops_the_rest_of_the_batch(llava):
+    _, answer = llava
+    with ChatServer(answer, fail_after=3) as server:
+        client = _client(server.base_url, max_concurrency=2, batch_size=40)
+        with pytest.raises(ServerError, match="HTTP 400"):
+            client.answer_all(_images(40), QUESTIONS * 10)
+    # What was answered, the refused one and at most one more already in flight beside
+    # it; nothing of the other ~35 questions is sent.
+    assert server.requests <= server.answered + 2 and server.requests < 10

@@ -3,29 +3,36 @@ SGLang, a hosted API): family ``openai-chat``.
 
 Each question is one request: the image as a base64 PNG data URL and the same short-answer
 prompt as the in-process chat models, decoded deterministically (temperature 0, and a
-seed, which servers that support it honour). Up to ``max_concurrency`` requests are in
-flight; 429, 5xx, timeouts and refused connections are retried with exponential backoff
-(``Retry-After`` honoured), up to ``max_retries`` times, then the job fails with a message
-naming the URL. The API key is read from the environment variable ``api_key_env`` names;
-it never appears in the config, the params or the logs. Resuming after a kill is the
-inference loop's (finished chunks are kept).
+seed, which servers that support it honour). Requests go through one pooled ``httpx``
+client (keep-alive connections, ``max_concurrency`` in flight); 408/409/425/429/5xx
+replies, timeouts, refused or dropped connections and a 200 reply whose body is no
+chat-completions JSON are retried by ``tenacity`` with full-jitter exponential backoff
+(a wait drawn uniformly from [0, 0.5 s x 2^attempt], capped at 30 s, so threads that
+failed together do not retry together), or after the server's ``Retry-After`` (seconds
+or an HTTP date) plus a jitter, up to ``max_retries`` times; then the job fails with
+:class:`ServerError` naming the URL and the last problem. Any failure that ends a request
+stops the batch: requests not yet sent are not sent, waits are cut short. The API key is
+read from the environment variable ``api_key_env`` names; it never appears in the config,
+the params or the logs. Resuming after a kill is the inference loop's.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import email.utils
 import io
 import json
 import logging
 import os
+import random
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+import httpx
+import tenacity
 from PIL import Image
 
 from vqarobust.models.base import VQAModel
@@ -35,12 +42,45 @@ from vqarobust.models.postprocess import short_answer
 log = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-BACKOFF_S = 0.5  # first retry after this, doubling
+BACKOFF_S = 0.5  # the first retry waits up to this, doubling each time
 MAX_BACKOFF_S = 30.0
+MAX_RETRY_AFTER_S = 120.0  # a Retry-After longer than this is cut to it
 
 
 class ServerError(RuntimeError):
     """The server refused or failed a request beyond the retries."""
+
+
+class _Retryable(Exception):
+    """A failed attempt worth repeating; ``retry_after`` is the server's wish, if any."""
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.retry_after = problem, retry_after
+
+
+class _Stopped(Exception):
+    """The batch was stopped by another request's failure."""
+
+
+def retry_after_seconds(value: str | None, now: dt.datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date
+    (RFC 9110); None when absent or unreadable, 0 for a date in the past."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # HTTP dates are GMT
+        when = when.replace(tzinfo=dt.UTC)
+    now = now or dt.datetime.now(dt.UTC)
+    return max(0.0, (when - now).total_seconds())
 
 
 class OpenAIChatVQA(VQAModel):
@@ -85,17 +125,46 @@ class OpenAIChatVQA(VQAModel):
             self._headers["Authorization"] = f"Bearer {key}"
         self._lock = threading.Lock()
         self.requests_sent = 0
+        self._random = random.Random(f"{name}:{seed}")  # jitter only: never an answer
+        self._client = httpx.Client(
+            headers=self._headers,
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(
+                max_connections=max_concurrency, max_keepalive_connections=max_concurrency
+            ),  # fmt: skip
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._client.close()
 
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Short answers for one batch, ``max_concurrency`` requests at a time."""
+        """Short answers for one batch, ``max_concurrency`` requests at a time; the first
+        request that fails for good stops the rest of the batch."""
         urls: dict[int, str] = {}
         for im in images:  # each distinct image object encoded once
             if id(im) not in urls:
                 urls[id(im)] = _data_url(im)
         bodies = [self._body(urls[id(im)], q) for im, q in zip(images, questions, strict=True)]
+        stop = threading.Event()
+
+        def one(body: bytes) -> str:
+            try:
+                return self._post(body, stop)
+            except BaseException:
+                stop.set()
+                raise
+
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            replies = list(pool.map(self._post, bodies))
-        return [short_answer(r) for r in replies]
+            futures: list[Future[str]] = [pool.submit(one, b) for b in bodies]
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for f in futures:
+                f.cancel()  # those not started yet are never sent
+        failed = [f.exception() for f in futures if not f.cancelled() and f.exception()]
+        fatal = [e for e in failed if not isinstance(e, _Stopped)]
+        if fatal or failed:
+            raise (fatal or failed)[0]
+        return [short_answer(f.result()) for f in futures]
 
     def _body(self, image_url: str, question: str) -> bytes:
         content = [
@@ -112,36 +181,66 @@ class OpenAIChatVQA(VQAModel):
             }
         ).encode("utf-8")
 
-    def _post(self, body: bytes) -> str:
+    def _wait_s(self, state: tenacity.RetryCallState) -> float:
+        """Full jitter, or the server's Retry-After plus a jitter of up to one backoff."""
+        with self._lock:
+            jitter = self._random.uniform(
+                0.0, min(BACKOFF_S * 2 ** (state.attempt_number - 1), MAX_BACKOFF_S)
+            )
+        exc = state.outcome.exception() if state.outcome else None
+        after = getattr(exc, "retry_after", None)
+        if after is not None:
+            return min(after, MAX_RETRY_AFTER_S) + jitter
+        return jitter
+
+    def _post(self, body: bytes, stop: threading.Event) -> str:
         """One request with retries; the reply's text."""
-        for attempt in range(self.max_retries + 1):
-            wait = min(BACKOFF_S * 2**attempt, MAX_BACKOFF_S)
-            try:
-                with self._lock:
-                    self.requests_sent += 1
-                request = urllib.request.Request(self.url, body, self._headers, method="POST")
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return _reply_text(json.loads(response.read()), self.url)
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                if exc.code not in RETRY_STATUS:
-                    raise ServerError(f"{self.url} answered HTTP {exc.code}: {detail}") from None
-                problem = f"HTTP {exc.code}"
-                after = exc.headers.get("Retry-After") if exc.headers else None
-                if after and after.replace(".", "", 1).isdigit():
-                    wait = min(float(after), MAX_BACKOFF_S)
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                reason = getattr(exc, "reason", exc)
-                problem = f"{type(reason).__name__}: {reason}"
-            if attempt == self.max_retries:
-                raise ServerError(
-                    f"model {self.name!r}: {self.url} failed {self.max_retries + 1} times, "
-                    f"last with {problem}; is the server up?"
-                )
-            log.warning("%s: %s; retry %d of %d in %.1fs", self.url, problem, attempt + 1,
-                        self.max_retries, wait)  # fmt: skip
-            time.sleep(wait)
-        raise AssertionError("unreachable")
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            problem = state.outcome.exception().problem  # type: ignore[union-attr]
+            log.warning("%s: %s; retry %d of %d in %.2fs", self.url, problem,
+                        state.attempt_number, self.max_retries,
+                        state.upcoming_sleep)  # fmt: skip
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait_s,
+            # A stopped batch cuts the wait short; the next attempt then sees the stop.
+            sleep=stop.wait,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, body, stop)
+        except _Retryable as exc:
+            raise ServerError(
+                f"model {self.name!r}: {self.url} failed {self.max_retries + 1} times, "
+                f"last with {exc.problem}; is the server up?"
+            ) from None
+
+    def _attempt(self, body: bytes, stop: threading.Event) -> str:
+        if stop.is_set():
+            raise _Stopped("the batch stopped after another request failed")
+        with self._lock:
+            self.requests_sent += 1
+        try:
+            response = self._client.post(self.url, content=body)
+        except httpx.TransportError as exc:  # refused, reset, timed out
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+        if response.status_code in RETRY_STATUS:
+            raise _Retryable(
+                f"HTTP {response.status_code}",
+                retry_after_seconds(response.headers.get("Retry-After")),
+            )
+        if response.status_code >= 400:
+            detail = response.content[:300].decode("utf-8", "replace")
+            raise ServerError(f"{self.url} answered HTTP {response.status_code}: {detail}")
+        try:
+            return _reply_text(response.json())
+        except (ValueError, KeyError, IndexError, TypeError):
+            head = response.content[:200].decode("utf-8", "replace")
+            raise _Retryable(f"a malformed reply (HTTP {response.status_code}): {head!r}") from None
 
 
 def _data_url(image: Image.Image) -> str:
@@ -150,8 +249,10 @@ def _data_url(image: Image.Image) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _reply_text(payload: Any, url: str) -> str:
-    try:
-        return str(payload["choices"][0]["message"]["content"] or "")
-    except (KeyError, IndexError, TypeError):
-        raise ServerError(f"{url}: not a chat-completions reply: {str(payload)[:300]}") from None
+def _reply_text(payload: Any) -> str:
+    """The answer text of a chat-completions reply (KeyError/IndexError/TypeError if it
+    is none)."""
+    content = payload["choices"][0]["message"]["content"]
+    if content is not None and not isinstance(content, str):
+        raise TypeError("content is no string")
+    return content or ""
