@@ -130,3 +130,19 @@ def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
     assert main(["metrics", str(tmp_path / "no_image.csv"), "--out", str(tmp_path / "o3"),
                  "--resamples", "10"]) == 2  # fmt: skip
     assert "lack columns ['image_id'] (or cluster by question)" in capsys.readouterr().err
+
+
+def test_metrics_refuses_a_gap_unless_asked_to_drop_it(tmp_path, capsys):
+    import polars as pl
+
+    rows = [("a", "clean", 0, 0.9), ("b", "clean", 0, 0.8)]
+    rows += [("a", "snow", s, 0.9 - 0.1 * s) for s in range(1, 6)]
+    rows += [(m, "blur", s, 0.8 - 0.05 * s) for m in ("a", "b") for s in range(1, 6)]
+    pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"],
+                 orient="row").write_csv(tmp_path / "acc.csv")  # fmt: skip
+    assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o")]) == 2
+    assert "b/snow (severities [1, 2, 3, 4, 5])" in capsys.readouterr().err
+    assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o"),
+                 "--on-missing", "drop"]) == 0  # fmt: skip
+    assert "perturbations ['snow'] (for every model)" in capsys.readouterr().err
+    assert set(pl.read_csv(tmp_path / "o" / "submetrics.csv")["corruption"]) == {"blur"}

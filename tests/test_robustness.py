@@ -118,7 +118,7 @@ def test_missing_severity_is_left_out_with_a_warning():
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
-        ([("m", "blur", 1, 0.5)], "no clean accuracy"),
+        ([("m", "blur", 1, 0.5)], "models without clean rows"),
         ([("m", "clean", 0, 1.5), ("m", "blur", 1, 0.5)], "accuracy in"),
         ([("m", "clean", 0, 0.5)], "no corrupted rows"),
     ],

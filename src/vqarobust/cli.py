@@ -49,9 +49,12 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, float] | None:
 
 
 def _metrics(args: argparse.Namespace) -> int:
+    import warnings
+
     import polars as pl
 
     from vqarobust.corruptions import CORRUPTIONS
+    from vqarobust.metrics.coverage import check_coverage
     from vqarobust.metrics.intervals import uncertainty_tables
     from vqarobust.metrics.robustness import check_weights, softmax_weights
     from vqarobust.metrics.tables import (
@@ -76,9 +79,15 @@ def _metrics(args: argparse.Namespace) -> int:
             raise TableError(f"{args.table}: --resamples needs one row per question "
                              "(columns question_id and score, and image_id for image "
                              "clusters); this is an accuracy table")  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kept = check_coverage(table, args.on_missing, "metrics")
+        for w_ in caught:
+            print(f"warning: {w_.message}", file=sys.stderr)
     except (TableError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    table = kept
     families = {c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"])
                 if c in CORRUPTIONS}  # fmt: skip
     extra = {}
@@ -88,6 +97,10 @@ def _metrics(args: argparse.Namespace) -> int:
         except TableError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        # The bootstrap sees exactly the subsets the point tables do.
+        subsets = table.select("model", pl.col("corruption").alias("perturbation"),
+                               pl.col("severity").cast(scored.schema["severity"]))  # fmt: skip
+        scored = scored.join(subsets, on=["model", "perturbation", "severity"], how="semi")
         extra = uncertainty_tables(scored, questions, settings, w, families)
     tables = write_metric_tables(table, args.out, w, families, extra)
     with pl.Config(tbl_hide_dataframe_shape=True, float_precision=4, tbl_rows=40):
@@ -199,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--weights", nargs="+", metavar="METRIC=W", help="explicit weights (sum 1)")
     g.add_argument("--preferences", nargs="+", metavar="METRIC=S", help="softmax preferences")
+    from vqarobust.metrics.coverage import ON_MISSING
     from vqarobust.metrics.uncertainty import ADJUSTMENTS, CLUSTERS, Settings
 
     unc = Settings()  # the config's defaults, in one place
@@ -218,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=unc.seed, help="seed of the resamples")
     p.add_argument("--adjust", choices=ADJUSTMENTS, default=unc.adjust,
                    help="multiple-testing adjustment of the drop tests")  # fmt: skip
+    p.add_argument("--on-missing", choices=ON_MISSING, default=ON_MISSING[0],
+                   help="a model without clean rows or lacking a subset another has: "
+                   "fail (error), or leave it out with a warning (drop)")  # fmt: skip
     p.set_defaults(func=_metrics)
     p = sub.add_parser("preview", help="corruption x severity grid of one image")
     p.add_argument("image")

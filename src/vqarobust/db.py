@@ -30,6 +30,7 @@ from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
 from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
+from vqarobust.metrics.coverage import check_coverage
 from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
@@ -39,6 +40,8 @@ from vqarobust.provenance import collect as collect_provenance
 from vqarobust.samples import sample_images, sample_questions
 
 log = logging.getLogger(__name__)
+
+ACCURACY_KEYS = ("model", "modality", "perturbation", "severity")
 
 
 def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
@@ -113,6 +116,7 @@ def build_database(
     context: Mapping[str, str | os.PathLike[str]] | None = None,
     uncertainty: Mapping[str, object] | Settings | None = None,
     config: Mapping[str, Any] | None = None,
+    on_missing: str = "error",
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -134,6 +138,10 @@ def build_database(
     ``effective_robustness`` (:mod:`vqarobust.metrics.intervals`). ``config`` (the
     resolved workflow config) is hashed into the ``provenance.*`` keys of ``run_info``
     (:func:`vqarobust.provenance.collect`), with the code, versions, dataset and weights.
+    A model without clean predictions, or lacking a (perturbation, severity) another model
+    has, is an error (:class:`vqarobust.metrics.coverage.MissingRowsError`) unless
+    ``on_missing="drop"``: then they are left out of every metric table (and of the
+    bootstrap) with a warning that lands in ``run_info.warnings`` and the report.
     """
     settings = (
         uncertainty if isinstance(uncertainty, Settings) else Settings.from_mapping(uncertainty)
@@ -221,7 +229,18 @@ def build_database(
         con.execute("CREATE TABLE image_reliance AS SELECT * FROM reliance_df")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            tables = modality_tables(accuracy, weights, families, rscore_tolerance, rscore_maximum)
+            kept = check_coverage(accuracy, on_missing, "robustness tables", key="perturbation")
+            if kept.height < accuracy.height:
+                # The bootstrap sees exactly the rows the point tables do.
+                gone = accuracy.join(kept, on=list(ACCURACY_KEYS), how="anti")
+                no_model = set(accuracy["model"]) - set(kept["model"])
+                scored = scored.filter(~pl.col("model").is_in(sorted(no_model))).join(
+                    gone.select(*ACCURACY_KEYS).with_columns(pl.col("severity").cast(pl.Int8)),
+                    on=list(ACCURACY_KEYS), how="anti",
+                )  # fmt: skip
+                accuracy = kept
+            tables = modality_tables(accuracy, weights, families, rscore_tolerance,
+                                     rscore_maximum, on_missing)  # fmt: skip
         for w in caught:
             log.warning("%s", w.message)
         for name, df in tables.items():

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from vqarobust.metrics.coverage import check_coverage
 from vqarobust.metrics.robustness import CLEAN, RobustnessWarning
 
 
@@ -25,13 +26,20 @@ def families_frame(families: Mapping[str, str] | None) -> pl.DataFrame:
     )
 
 
-def mmi_table(accuracy: pl.DataFrame, families: Mapping[str, str] | None = None) -> pl.DataFrame:
+def mmi_table(
+    accuracy: pl.DataFrame,
+    families: Mapping[str, str] | None = None,
+    on_missing: str = "error",
+) -> pl.DataFrame:
     """MMI per model x corruption, per model x corruption class and per model overall.
 
     ``accuracy`` is the long table (model, corruption, severity, accuracy) with clean
     rows (severity 0). Columns: model, scope (corruption | family | all), group,
-    clean, perturbed, mmi.
+    clean, perturbed, mmi. Gaps (a model without clean rows, or lacking a subset another
+    model has) are an error unless ``on_missing="drop"``
+    (:func:`vqarobust.metrics.coverage.check_coverage`).
     """
+    accuracy = check_coverage(accuracy, on_missing, "MMI")
     clean = (
         accuracy.filter(pl.col("severity") == 0)
         .group_by("model")

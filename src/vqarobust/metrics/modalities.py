@@ -43,9 +43,13 @@ def modality_tables(
     families: Mapping[str, str] | None = None,
     rscore_tolerance: float = DEFAULT_TOLERANCE,
     rscore_maximum: float = DEFAULT_MAXIMUM,
+    on_missing: str = "error",
 ) -> dict[str, pl.DataFrame]:
     """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_sweep``, ``mmi`` and
-    ``rscore``, each with a ``modality`` column (``perturbation`` where it names one)."""
+    ``rscore``, each with a ``modality`` column (``perturbation`` where it names one).
+
+    ``on_missing`` says what a gap is (:func:`vqarobust.metrics.coverage.check_coverage`):
+    an error (default), or ``drop`` (with a warning naming what was left out)."""
     present = [m for m in accuracy["modality"].unique().to_list() if m != CLEAN]
     fam = families_frame(families).rename({"corruption": "perturbation"})
     parts: dict[str, list[pl.DataFrame]] = {
@@ -56,7 +60,7 @@ def modality_tables(
         single = [p for p, f in (families or {}).items() if f in SINGLE_LEVEL_FAMILIES]
         graded = table.filter(~pl.col("corruption").is_in(single))
         if modality in VRE_MODALITIES and graded.filter(pl.col("severity") > 0).height:
-            t = robustness_tables(graded, weights)
+            t = robustness_tables(graded, weights, on_missing)
             parts["submetrics"].append(
                 _back(t.submetrics, modality).join(fam, on="perturbation", how="left")
             )
@@ -70,8 +74,8 @@ def modality_tables(
                     "modality", pl.exclude("modality")
                 )
             )
-        parts["mmi"].append(_back(mmi_table(table, families), modality))
-        rscore = rscore_table(table, rscore_tolerance, rscore_maximum)
+        parts["mmi"].append(_back(mmi_table(table, families, on_missing), modality))
+        rscore = rscore_table(table, rscore_tolerance, rscore_maximum, on_missing)
         parts["rscore"].append(_back(rscore, modality))
     # Across modalities: MMI of each modality as a whole, and of image and text together.
     whole = [
@@ -82,7 +86,7 @@ def modality_tables(
     ]
     both = [m for m in MMI_ALL if m in present]
     if len(both) == len(MMI_ALL):
-        combined = mmi_table(modality_accuracy(accuracy, MMI_ALL), families)
+        combined = mmi_table(modality_accuracy(accuracy, MMI_ALL), families, on_missing)
         whole.append(
             _back(combined.filter(pl.col("scope") == "all"), "all").with_columns(
                 pl.lit("modality").alias("scope")

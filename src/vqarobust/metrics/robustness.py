@@ -325,13 +325,23 @@ def vre_arrays(acc: np.ndarray, weights: Mapping[str, float]) -> dict[str, np.nd
 
 
 def robustness_tables(
-    accuracy: pl.DataFrame, weights: Mapping[str, float] | None = None
+    accuracy: pl.DataFrame,
+    weights: Mapping[str, float] | None = None,
+    on_missing: str = "error",
 ) -> RobustnessTables:
     """Compute the whole VRE suite from a long accuracy table.
 
-    ``weights`` maps each sub-metric to its weight (default: uniform 0.2).
+    ``weights`` maps each sub-metric to its weight (default: uniform 0.2). A model
+    without clean rows, or lacking a (corruption, severity) another model has, is an
+    error unless ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`).
     """
+    from vqarobust.metrics.coverage import check_coverage  # it imports this module
+
     w = check_weights(weights) if weights is not None else softmax_weights()
+    for column in ("model", "corruption", "severity"):
+        if column not in accuracy.columns:
+            raise ValueError(f"accuracy table lacks columns ['{column}']")
+    accuracy = check_coverage(accuracy, on_missing, "VRE")
     cube = accuracy_cube(accuracy)
     acc = cube.acc
     a = {k: v[0] for k, v in vre_arrays(acc[None], w).items()}

@@ -12,6 +12,7 @@ import math
 
 import polars as pl
 
+from vqarobust.metrics.coverage import check_coverage
 from vqarobust.metrics.robustness import CLEAN
 
 DEFAULT_TOLERANCE = 0.05
@@ -41,10 +42,14 @@ def rscore_table(
     accuracy: pl.DataFrame,
     tolerance: float = DEFAULT_TOLERANCE,
     maximum: float = DEFAULT_MAXIMUM,
+    on_missing: str = "error",
 ) -> pl.DataFrame:
     """R_score per model x perturbation x severity, and per model x severity over all
-    perturbations (group ``all``: mean noisy accuracy at that severity)."""
+    perturbations (group ``all``: mean noisy accuracy at that severity). Gaps are an
+    error unless ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`).
+    """
     check_bounds(tolerance, maximum)
+    accuracy = check_coverage(accuracy, on_missing, "R_score")
     clean = (
         accuracy.filter(pl.col("severity") == 0)
         .group_by("model")
