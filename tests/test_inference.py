@@ -266,6 +266,27 @@ def test_the_vilt_classifier_counts_questions_over_its_text_limit(checkpoints):
     assert model.truncated([short, long]) == [False, True]
 
 
+def test_the_bag_of_words_model_cuts_nothing_and_warns_of_nothing(checkpoints, easy_vqa_eval,
+                                                                 caplog):  # fmt: skip
+    """cnn-bow has no text positions: a question longer than its tokenizer's nominal 40
+    tokens is read whole (its answer depends on the words past 40) and is not counted."""
+    import logging
+
+    from PIL import Image
+
+    from vqarobust.models import load_model
+
+    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])},
+                       name="cnn", device="cpu")  # fmt: skip
+    long = " ".join(["what color is the shape?"] * 12)
+    assert len(model.processor.tokenizer(long, verbose=False)["input_ids"]) > 40
+    assert model.truncated([long]) == [False]
+    image = Image.new("RGB", (64, 64), "red")
+    with caplog.at_level(logging.WARNING):
+        model.answer([image], [long])
+    assert "longer than the specified maximum" not in caplog.text
+
+
 class Killed(VQAModel):
     """A real model that dies after ``fail_after`` batches, like a job killed mid-way."""
 

@@ -115,3 +115,24 @@ def test_no_resamples_claims_no_ranking(tmp_path):
     assert "No intervals (uncertainty.resamples: 0)." in md
     assert "no model is called more robust than another" in md
     assert "[" not in md.split("\n")[3]  # the first model row carries no interval
+
+
+def test_one_model_gets_no_vre_and_no_rank_but_its_unscaled_submetrics(tmp_path):
+    import duckdb
+
+    db = _database(tmp_path, {"solo": SimulatedModel(0.8, _drops(1.0))}, seed=3, resamples=60)
+    s = summarize(db)
+    text = to_markdown(s, "test")
+    header = text.splitlines()[1]
+    assert "VRE" not in header and "rank" not in header
+    assert "no VRE and no rank are given" in text
+    assert "Unscaled sub-metrics of the one model per corruption" in text
+    with duckdb.connect(str(db), read_only=True) as con:
+        sub = dict(con.execute("SELECT perturbation, first_drop FROM submetrics "
+                               "WHERE modality = 'image'").fetchall())  # fmt: skip
+    got = dict(s.unscaled.select("corruption", "first_drop").iter_rows())
+    assert got == pytest.approx(sub) and set(got) == set(CORRUPTIONS)
+    assert (s.unscaled["first_drop_low"] <= s.unscaled["first_drop"]).all()
+    row = next(line for line in text.splitlines() if line.startswith("| snow |"))
+    assert f"{sub['snow']:.3f} [" in row
+    render_report(db, tmp_path / "report" / "index.html")  # renders with one model

@@ -51,6 +51,9 @@ class ClassifierVQA(HFVQAModel):
             truncation=self.max_text_length is not None,
             max_length=self.max_text_length,
             return_tensors="pt",
+            # Without a position limit nothing is cut: the tokenizer's "longer than the
+            # specified maximum" warning would be false (truncated() counts what is cut).
+            verbose=self.max_text_length is not None,
         )
         inputs = {k: v.to(self.device) for k, v in text.items()}
         if self._reuses_images:

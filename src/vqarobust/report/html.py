@@ -453,6 +453,11 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
             "CAST(sum(n) AS BIGINT) AS n "
             "FROM accuracy GROUP BY ALL HAVING sum(truncated) > 0 ORDER BY ALL"
         ).pl(),
+        # Every model, zeros included, so none is missing from the count.
+        "truncated_totals": con.sql(
+            "SELECT model, modality, CAST(sum(truncated) AS BIGINT) AS truncated, "
+            "CAST(sum(n) AS BIGINT) AS asked FROM accuracy GROUP BY ALL ORDER BY ALL"
+        ).pl(),
         "skipped_perturbations": con.sql("SELECT * FROM skipped_perturbations").pl(),
     }
     return out
@@ -569,9 +574,13 @@ def _question_section(side: dict[str, pl.DataFrame], figure_html: Callable[..., 
         )
     truncated = side["truncated_questions"]
     truncated_html = (
-        "<h3>Questions cut to a model's text-length limit</h3>"
-        f"{_table_html(truncated)}" if truncated.height else
-        '<p class="note">No question was cut to a model\'s text-length limit.</p>'
+        "<h3>Questions cut to a model's text-length limit, per model and modality</h3>"
+        f"{_table_html(side['truncated_totals'])}<p class=\"note\">Every model is listed; a "
+        "model without a limit on text positions (the bag-of-words reference model) cuts "
+        "nothing. A question counts as cut when its tokens, special tokens included, exceed "
+        "the model's positions.</p>"
+        + (f"<h4>Subsets with cut questions</h4>{_table_html(truncated)}" if truncated.height
+           else '<p class="note">No question was cut.</p>')
     )  # fmt: skip
     return f"""<section id="questions"><h2>Question perturbations</h2>{skipped_html}
 <p class="note">Text perturbations and basic-question noise ask each model a changed
