@@ -143,3 +143,18 @@ def test_answer_grid_from_sample_thumbnails(tmp_path, easy_vqa_eval):
         assert grid.size[0] > 300 and grid.size[1] > 300
     html = (tmp_path / "report" / "index.html").read_text()
     assert "Sample question 3" in html
+
+
+def test_answer_flips_are_counted_per_modality(database):
+    from vqarobust.report.html import answer_flips
+
+    db, _, n_questions = database
+    with duckdb.connect(str(db), read_only=True) as con:
+        flips = answer_flips(con)
+        # Hand count: a question flips where it is right clean (share 0.9) and wrong at the
+        # severity; summed over snow and blur, severities 1-5, for model "good".
+        right = {s: round((0.9 - 0.05 * s) * n_questions) for s in range(1, 6)}
+        expected = 2 * sum(round(0.9 * n_questions) - right[s] for s in range(1, 6))
+    good = flips.filter(pl.col("model") == "good")
+    assert set(flips["modality"]) == {"image"}
+    assert good["n"].sum() == expected

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import re
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,43 @@ def _check_text(config: Mapping[str, Any]) -> None:
         raise ConfigError("config error at basic_questions.pool: 'train' needs dataset.train_split")
 
 
+_INT = re.compile(r"[+-]?\d+")
+
+
+def coerce_strings(value: Any, schema: Mapping[str, Any]) -> Any:
+    """``value`` with the strings Snakemake's ``--config`` leaves (``'severities=[1,3,5]'``
+    gives ``['1', '3', '5']``) turned into the integer, number, boolean or null the schema
+    asks for; any other value (and any string where a string is allowed) is kept as it is.
+    """
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        return {k: coerce_strings(v, props.get(k, extra if isinstance(extra, dict) else {}))
+                for k, v in value.items()}  # fmt: skip
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [coerce_strings(v, items if isinstance(items, dict) else {}) for v in value]
+    if not isinstance(value, str):
+        return value
+    kinds = schema.get("type", [])
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    if "string" in kinds or not kinds:
+        return value
+    text = value.strip()
+    if "integer" in kinds and _INT.fullmatch(text):
+        return int(text)
+    if "number" in kinds:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    if "boolean" in kinds and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if "null" in kinds and text.lower() in ("null", "none", "~"):
+        return None
+    return value
+
+
 def validate_config(
     config: MutableMapping[str, Any], schema_path: str | os.PathLike[str] | None = None
 ) -> MutableMapping[str, Any]:
@@ -116,6 +154,9 @@ def validate_config(
     from vqarobust.models.architectures import ARCHITECTURES
 
     schema = load_schema(schema_path)
+    coerced = coerce_strings(dict(config), schema)
+    config.clear()
+    config.update(coerced)
     given = config.get("dataset")
     # Keys the user wrote, before the schema's defaults are filled in.
     explicit = set(given) if isinstance(given, dict) else set()

@@ -105,21 +105,25 @@ def _save(figure: plt.Figure, folder: Path, name: str) -> str:
 
 
 def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFrame:
-    """Per model, the most frequent (clean answer -> perturbed answer) changes among
-    questions answered differently under a perturbation than on the clean image."""
+    """Per model and modality (image corruptions, text perturbations), the most frequent
+    (clean answer -> perturbed answer) changes among questions answered differently under
+    a perturbation of the VRE tables than on the clean image."""
     return con.sql(
         f"""WITH flips AS (
-                SELECT p.model, c.answer AS clean_answer, p.answer AS perturbed_answer,
-                       count(*) AS n
+                SELECT p.model, p.modality, c.answer AS clean_answer,
+                       p.answer AS perturbed_answer, count(*) AS n
                 FROM predictions p JOIN predictions c
                   ON c.model = p.model AND c.question_id = p.question_id AND c.severity = 0
+                  AND c.modality = 'clean'
                 WHERE p.severity > 0 AND p.answer <> c.answer
-                  AND p.perturbation IN (SELECT perturbation FROM vre_corruption)
+                  AND (p.modality, p.perturbation) IN (
+                      SELECT (modality, perturbation) FROM vre_corruption)
                 GROUP BY ALL)
-            SELECT model, clean_answer, perturbed_answer, n FROM (
-                SELECT *, row_number() OVER (PARTITION BY model
+            SELECT model, modality, clean_answer, perturbed_answer, n FROM (
+                SELECT *, row_number() OVER (PARTITION BY model, modality
                           ORDER BY n DESC, clean_answer, perturbed_answer) AS k FROM flips)
-            WHERE k <= {int(n)} ORDER BY model, n DESC, clean_answer, perturbed_answer"""
+            WHERE k <= {int(n)}
+            ORDER BY model, modality, n DESC, clean_answer, perturbed_answer"""
     ).pl()
 
 
@@ -128,11 +132,15 @@ def _reading(s: Summary) -> str:
     than another only where the interval of their VRE difference excludes zero."""
     best = s.models.row(0, named=True)
     vre = with_interval(best["vre"], best["vre_low"], best["vre_high"])
-    text = [
-        f"{best['model']} has the lowest VRE ({vre}"
-        f"; accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average over the "
-        f"corruptions at severities 1-5, a relative drop of {best['relative_drop']:.1%})."
-    ]
+    accuracy = (f"accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average "
+                "over the corruptions at severities 1-5, a relative drop of "
+                f"{best['relative_drop']:.1%}")  # fmt: skip
+    if s.models.height < 2:
+        text = [f"{best['model']}: {accuracy}. With one model VRE weighs only the corruptions "
+                "against each other, so no model VRE is given (its unscaled sub-metrics are "
+                "in the summary and the tables)."]  # fmt: skip
+    else:
+        text = [f"{best['model']} has the lowest VRE ({vre}; {accuracy})."]
     text += comparison_sentences(s)
     caveat = reliance_sentence(s, IMAGE_RELIANCE_RATIO)
     if caveat and not caveat.startswith("Every"):
@@ -355,8 +363,10 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
             for k in range(1, N_ANSWER_GRIDS + 1)
         )
     }
-<p class="note">The most frequent changes of an answer between the clean image and a
-perturbed one, per model (counted over every perturbation and severity).</p>
+<p class="note">The most frequent changes of an answer between the clean subset and a
+perturbed one, per model and modality: <code>image</code> counts the corrupted images,
+<code>text</code> the perturbed questions about the clean images (each over every
+perturbation of the VRE tables and severity 1-5).</p>
 {_table_html(flips)}</section>
 <section id="tables"><h2>Tables</h2>
 <h3>VRE per model</h3>{_table_html(vre_model)}
