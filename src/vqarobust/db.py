@@ -4,7 +4,8 @@ Table names are part of the interface (docs/workflow.md): ``questions``, ``predi
 ``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
 ``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
 ``image_reliance`` (the blank control), ``question_sets`` (the perturbed questions),
-``sample_images`` (thumbnails for the report's answer grid), ``skipped_perturbations``,
+``sample_images`` (thumbnails for the report's answer grid), ``mispredictions`` and
+``misprediction_examples`` (the kinds of mistakes), ``skipped_perturbations``,
 ``skipped_images`` and ``run_info``; the view
 ``corruption_accuracy`` is the image part of ``accuracy`` under its old column name.
 Every subset is a (modality, perturbation, severity); clean rows are modality ``clean``,
@@ -32,6 +33,12 @@ from vqarobust.metrics import score_predictions
 from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
 from vqarobust.metrics.coverage import check_coverage
 from vqarobust.metrics.intervals import uncertainty_tables
+from vqarobust.metrics.mispredictions import EXAMPLE_SCHEMA as MISPREDICTION_EXAMPLES
+from vqarobust.metrics.mispredictions import (
+    misprediction_examples,
+    misprediction_rows,
+    misprediction_table,
+)
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 from vqarobust.metrics.uncertainty import Settings
@@ -206,6 +213,18 @@ def build_database(
         thumbs = sample_images(picked, image_subsets or [])
         con.register("samples_df", thumbs.to_arrow())
         con.execute("CREATE TABLE sample_images AS SELECT * FROM samples_df ORDER BY ALL")
+        # How answers break (docs/metrics.md, "Misprediction kinds").
+        wrong = misprediction_rows(scored, questions)
+        folders = {(p, int(v)): f for p, v, f in (image_subsets or [])}
+        kinds = {
+            "mispredictions": misprediction_table(wrong),
+            "misprediction_examples": misprediction_examples(wrong, questions, folders, seed)
+            if ("clean", 0) in folders
+            else pl.DataFrame(schema=MISPREDICTION_EXAMPLES),
+        }
+        for name, df in kinds.items():
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
         for name, df in context_tables(scored).items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")

@@ -46,6 +46,8 @@ table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}
 th,td{border:1px solid #d5d5d5;padding:3px 9px;text-align:right}
 th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0 2em} figcaption{color:#555;font-size:13px;max-width:900px}
+.grid{display:flex;flex-wrap:wrap;gap:1em} .grid figure{width:260px;margin:0}
+.grid img{margin-right:4px}
 img{max-width:100%} .note{color:#555;font-size:13px} .reading{background:#f6f8fa;
  border-left:4px solid #4c72b0;padding:.6em 1em;max-width:900px}
 td.t{text-align:left}
@@ -125,6 +127,49 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
             WHERE k <= {int(n)}
             ORDER BY model, modality, n DESC, clean_answer, perturbed_answer"""
     ).pl()
+
+
+def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Misprediction kinds per model x modality (counts over every perturbation and
+    severity, and each kind's share), and the stored examples."""
+    from vqarobust.metrics.mispredictions import KINDS
+
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "mispredictions" not in tables:
+        return pl.DataFrame(), pl.DataFrame()
+    long = con.sql(
+        "SELECT model, modality, kind, sum(n) AS n FROM mispredictions GROUP BY ALL"
+    ).pl()
+    if long.is_empty():
+        return pl.DataFrame(), con.sql("SELECT * FROM misprediction_examples").pl()
+    wide = long.pivot("kind", index=["model", "modality"], values="n").fill_null(0)
+    present = [k for k in KINDS if k in wide.columns]
+    wide = wide.with_columns(pl.sum_horizontal(present).alias("mispredictions"))
+    wide = wide.with_columns([(pl.col(k) / pl.col("mispredictions")).alias(k) for k in present])
+    wide = wide.select("model", "modality", "mispredictions", *present).sort("model", "modality")
+    examples = con.sql("SELECT * FROM misprediction_examples ORDER BY ALL").pl()
+    return wide, examples
+
+
+def _examples_html(examples: pl.DataFrame) -> str:
+    """Each stored example: the clean image, the image the model saw, the two answers."""
+    if examples.is_empty():
+        return '<p class="note">No example (no image folders were given).</p>'
+    cells = []
+    for r in examples.iter_rows(named=True):
+        imgs = "".join(
+            f'<img alt="{label}" src="data:image/png;base64,'
+            f'{base64.b64encode(r[col]).decode("ascii")}">'
+            for label, col in (("clean", "clean_png"), ("seen", "perturbed_png"))
+        )
+        cells.append(
+            f"<figure>{imgs}<figcaption><b>{html.escape(r['kind'])}</b>: {html.escape(r['model'])}"
+            f", {html.escape(r['perturbation'])}/{r['severity']}: "
+            f"&ldquo;{html.escape(r['question'])}&rdquo; clean &rarr; "
+            f"{html.escape(r['clean'])}, perturbed &rarr; {html.escape(r['perturbed'])} "
+            f"(truth {html.escape(r['truth'])})</figcaption></figure>"
+        )  # fmt: skip
+    return '<div class="grid">' + "".join(cells) + "</div>"
 
 
 def _reading(s: Summary) -> str:
@@ -239,6 +284,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             f"FROM question_type_accuracy WHERE {image}"
         ).pl()
         flips = answer_flips(con)
+        kinds, kind_examples = _mispredictions(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         reliance = con.sql(
             "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
@@ -252,7 +298,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
     frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
               "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
               "question_type_accuracy": qtype, "answer_type_accuracy": atype,
-              "answer_flips": flips, "skipped_images": skipped,
+              "answer_flips": flips, "skipped_images": skipped, "misprediction_kinds": kinds,
               **question_side, **{k: v for k, v in context.items() if k in TABLES},
               **{k: v for k, v in uncertainty.items() if k in TABLES}}  # fmt: skip
     for name in TABLES:
@@ -367,7 +413,18 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 perturbed one, per model and modality: <code>image</code> counts the corrupted images,
 <code>text</code> the perturbed questions about the clean images (each over every
 perturbation of the VRE tables and severity 1-5).</p>
-{_table_html(flips)}</section>
+{_table_html(flips)}
+<h3>Kinds of mistakes</h3>
+<p class="note">Every question a model answers right on the clean subset (score 1) and
+wrong on a perturbed one (score 0), classified by the first rule that holds: yes/no flip,
+blindness (answers nothing, none, no, 0 or empty where the clean answer named something),
+miscolour (both colours), miscount under / over (both numbers), misclassification (another
+answer of the question type's vocabulary), other (docs/metrics.md). Counts over every
+perturbation and severity per model and modality, each kind as a share of them; per subset
+in the DuckDB table <code>mispredictions</code>. Two seeded examples per kind: the clean
+image, then the image the model saw.</p>
+{_table_html(kinds) if kinds.height else '<p class="note">No misprediction.</p>'}
+{_examples_html(kind_examples)}</section>
 <section id="tables"><h2>Tables</h2>
 <h3>VRE per model</h3>{_table_html(vre_model)}
 <p class="note">In the VRE tables (the visual-robustness paper's definitions), accuracy is

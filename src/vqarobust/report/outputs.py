@@ -14,5 +14,5 @@ TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscor
           "rscore_basic_questions", "rscore_text", "question_examples",
           "truncated_questions", "context_reliance", "effective_accuracy",
           "context_examples", "intervals", "model_comparisons", "rank_stability",
-          "drop_tests", "effective_robustness")  # fmt: skip
+          "drop_tests", "effective_robustness", "misprediction_kinds")  # fmt: skip
 LATEX_TABLES = ("vre_model", "vre_corruption", "mmi_modalities")
