@@ -158,3 +158,36 @@ def test_answer_flips_are_counted_per_modality(database):
     good = flips.filter(pl.col("model") == "good")
     assert set(flips["modality"]) == {"image"}
     assert good["n"].sum() == expected
+
+
+def test_question_types_by_perturbation_pool_severities_and_average_models(database, monkeypatch):
+    import vqarobust.summary as summary_module
+    from vqarobust.summary import summarize
+
+    # The tiny set has few questions per type: let every type with 5 or more count.
+    monkeypatch.setattr(summary_module, "MIN_TYPE_QUESTIONS", 5)
+    MIN_TYPE_QUESTIONS = 5
+    db, _, _ = database
+    with duckdb.connect(str(db), read_only=True) as con:
+        table = con.sql("SELECT * FROM question_type_perturbation").pl()
+        per_sev = con.sql("SELECT * FROM question_type_accuracy WHERE severity > 0").pl()
+        sizes = con.sql("SELECT question_type, count(*) AS n FROM questions GROUP BY ALL").pl()
+    pooled = per_sev.group_by("model", "perturbation", "question_type").agg(
+        ((pl.col("accuracy") * pl.col("n")).sum() / pl.col("n").sum()).alias("expected")
+    )
+    got = table.join(pooled, on=["model", "perturbation", "question_type"])
+    assert got.height == pooled.height
+    assert (got["accuracy"] - got["expected"]).abs().max() < 1e-12
+    mean = pooled.group_by("perturbation", "question_type").agg(pl.col("expected").mean())
+    got = table.filter(pl.col("model") == "(mean)").join(mean, on=["perturbation",
+                                                                   "question_type"])  # fmt: skip
+    assert got.height == mean.height and (got["accuracy"] - got["expected"]).abs().max() < 1e-12
+    # The summary's weakest type per corruption, recomputed.
+    big = sizes.filter(pl.col("n") >= MIN_TYPE_QUESTIONS)["question_type"].to_list()
+    expect = (mean.filter(pl.col("question_type").is_in(big))
+              .sort("expected", "question_type").group_by("perturbation", maintain_order=True)
+              .first().sort("perturbation"))  # fmt: skip
+    weakest = summarize(db).weakest_types
+    assert weakest.height == 2  # snow and blur each name a type
+    assert weakest["corruption"].to_list() == expect["perturbation"].to_list()
+    assert weakest["question_type"].to_list() == expect["question_type"].to_list()

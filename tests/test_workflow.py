@@ -397,7 +397,12 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
         questions = page.inner_text("#questions")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()
-    assert errors == [] and broken == [] and n_images == len(REPORT_FIGURES)
+    with duckdb.connect(str(workdir / "results" / "easy-vqa" / "robustness.duckdb"),
+                        read_only=True) as con:  # fmt: skip
+        examples = con.execute("SELECT count(*) FROM misprediction_examples").fetchone()[0]
+    # Every figure, and the clean and the seen image of each misprediction example.
+    assert examples > 0
+    assert errors == [] and broken == [] and n_images == len(REPORT_FIGURES) + 2 * examples
     assert "has the lowest VRE" in summary and "VRE rank" in summary
     assert "more robust than" in summary or "indistinguishable at" in summary
     assert "bq_lasso" in questions and "keyboard" in questions

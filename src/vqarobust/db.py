@@ -5,7 +5,8 @@ Table names are part of the interface (docs/workflow.md): ``questions``, ``predi
 ``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
 ``image_reliance`` (the blank control), ``question_sets`` (the perturbed questions),
 ``sample_images`` (thumbnails for the report's answer grid), ``mispredictions`` and
-``misprediction_examples`` (the kinds of mistakes), ``skipped_perturbations``,
+``misprediction_examples`` (the kinds of mistakes), ``question_type_perturbation``,
+``skipped_perturbations``,
 ``skipped_images`` and ``run_info``; the view
 ``corruption_accuracy`` is the image part of ``accuracy`` under its old column name.
 Every subset is a (modality, perturbation, severity); clean rows are modality ``clean``,
@@ -49,6 +50,9 @@ from vqarobust.samples import sample_images, sample_questions
 log = logging.getLogger(__name__)
 
 ACCURACY_KEYS = ("model", "modality", "perturbation", "severity")
+# The "model" of the mean over models in question_type_perturbation (no model name can
+# start with a parenthesis: the config schema's pattern).
+ALL_MODELS = "(mean)"
 
 
 def read_predictions(paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
@@ -194,6 +198,23 @@ def build_database(
                     FROM predictions p JOIN questions q USING (question_id)
                     GROUP BY ALL ORDER BY ALL"""
             )
+        # Table A.2 of the visual-robustness paper: accuracy per question type x
+        # perturbation (severities 1.. pooled), per model and as the mean over models.
+        con.execute(
+            f"""CREATE TABLE question_type_perturbation AS
+                WITH per AS (
+                    SELECT model, modality, perturbation, question_type, sum(n) AS n,
+                           sum(accuracy * n) / sum(n) AS accuracy
+                    FROM question_type_accuracy
+                    WHERE modality <> 'context' AND (severity > 0 OR modality = 'clean')
+                    GROUP BY ALL)
+                SELECT * FROM per
+                UNION ALL
+                SELECT '{ALL_MODELS}' AS model, modality, perturbation, question_type,
+                       max(n) AS n, avg(accuracy) AS accuracy
+                FROM per GROUP BY ALL
+                ORDER BY ALL"""
+        )
         skipped = pl.DataFrame(
             dataset_info.get("skipped_images", []),
             schema={"image_id": pl.Int64, "reason": pl.String},

@@ -17,6 +17,8 @@ import polars as pl
 
 # How many of the strongest and weakest corruptions the summary names.
 N_NAMED = 4
+# A question type is named weakest for a corruption only with this many questions.
+MIN_TYPE_QUESTIONS = 20
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class Summary:
     # With one model: its unscaled image sub-metrics per corruption (+ bounds), since VRE
     # scaled over one model says nothing about it; None with two models or more.
     unscaled: pl.DataFrame | None = None
+    # corruption, question_type, accuracy: the weakest type per image corruption (mean over
+    # the models, severities 1..), types with MIN_TYPE_QUESTIONS questions or more
+    weakest_types: pl.DataFrame | None = None
 
 
 def _bounds(alias: str, metric: str, where: str) -> str:
@@ -117,11 +122,36 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
             "AND metric = 'context_reliance' ORDER BY model_a, model_b"
         ).pl()
         unscaled = _unscaled(con) if models.height == 1 else None
+        weakest = _weakest_types(con)
     unc = json.loads(info.get("uncertainty", "{}"))
     return Summary(models, corruptions, n_images, n_questions, info["metric"], questions, (t, m),
                    context, comparisons, float(unc.get("level", 0.95)),
                    str(unc.get("cluster", "image")), int(unc.get("resamples", 0)), reliance,
-                   skipped, context_pairs, unscaled)  # fmt: skip
+                   skipped, context_pairs, unscaled, weakest)  # fmt: skip
+
+
+def _weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """Per image corruption of the VRE tables, the question type with the lowest mean
+    accuracy over the models (ties: the first type alphabetically)."""
+    from vqarobust.db import ALL_MODELS
+
+    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "question_type_perturbation" not in names:
+        return None
+    return con.sql(
+        f"""SELECT corruption, question_type, accuracy FROM (
+                SELECT q.perturbation AS corruption, q.question_type, q.accuracy,
+                       row_number() OVER (PARTITION BY q.perturbation
+                                          ORDER BY q.accuracy, q.question_type) AS k
+                FROM question_type_perturbation q
+                WHERE q.model = '{ALL_MODELS}' AND q.modality = 'image'
+                  AND q.perturbation IN (
+                      SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                  AND q.question_type IN (
+                      SELECT question_type FROM questions GROUP BY ALL
+                      HAVING count(*) >= {MIN_TYPE_QUESTIONS}))
+            WHERE k = 1 ORDER BY corruption"""
+    ).pl()
 
 
 def _unscaled(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -396,6 +426,13 @@ def notes(s: Summary) -> list[str]:
         f"Strongest corruptions (highest VRE over the models): {_named(s.corruptions.head(k))}; "
         f"weakest: {_named(s.corruptions.tail(k).reverse())}."
     )
+    if s.weakest_types is not None and s.weakest_types.height:
+        items = "; ".join(f"{c}: {t} ({a:.3f})" for c, t, a in s.weakest_types.iter_rows())
+        out.append(
+            "Weakest question type per corruption (mean accuracy over the models, "
+            f"severities 1-5, point estimates; types with {MIN_TYPE_QUESTIONS} questions or "
+            f"more): {items}."
+        )
     if s.skipped is not None and s.skipped.height:
         items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
         out.append(f"Skipped in this run: {items}.")

@@ -129,6 +129,22 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
     ).pl()
 
 
+def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
+    """The ``top`` most frequent question types x image corruptions, mean accuracy over
+    the models, as (model = question type, corruption, accuracy) for the heatmap."""
+    from vqarobust.db import ALL_MODELS
+
+    return con.sql(
+        f"""SELECT q.question_type AS model, q.perturbation AS corruption, q.accuracy
+            FROM question_type_perturbation q
+            JOIN (SELECT question_type FROM questions GROUP BY ALL
+                  ORDER BY count(*) DESC, question_type LIMIT {int(top)}) t USING (question_type)
+            WHERE q.model = '{ALL_MODELS}' AND q.modality = 'image'
+              AND q.perturbation IN (
+                  SELECT perturbation FROM vre_corruption WHERE modality = 'image')"""
+    ).pl()
+
+
 def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Misprediction kinds per model x modality (counts over every perturbation and
     severity, and each kind's share), and the stored examples."""
@@ -285,6 +301,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         ).pl()
         flips = answer_flips(con)
         kinds, kind_examples = _mispredictions(con)
+        type_grid = _type_grid(con, TOP_QUESTION_TYPES)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         reliance = con.sql(
             "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
@@ -318,6 +335,9 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
         "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
                                                     top=TOP_QUESTION_TYPES),
+        "question_type_perturbation": fig.heatmap(
+            type_grid, "accuracy", "Accuracy per question type x corruption (mean over "
+            "models, severities 1-5)", families, "Blues"),
         **_question_figures(question_side),
         **_context_figures(context),
         **_uncertainty_figures(uncertainty, summary.level),
@@ -398,7 +418,8 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("radar", "Scaled sub-metrics")}
 {figure_html("vre_sweep", "VRE under other weightings")}
 {figure_html("answer_type_accuracy", "Accuracy per answer type")}
-{figure_html("question_type_accuracy", "Accuracy per question type")}</section>
+{figure_html("question_type_accuracy", "Accuracy per question type")}
+{figure_html("question_type_perturbation", "Accuracy per question type x corruption")}</section>
 {_uncertainty_section(uncertainty, summary, figure_html)}
 {_question_section(question_side, figure_html)}
 {_context_section(context, figure_html)}

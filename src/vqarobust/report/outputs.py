@@ -6,7 +6,7 @@ N_ANSWER_GRIDS = 3
 FIGURES = ("relative_drop", "average_error", "error_vs_severity", "radar", "vre_sweep",
            "answer_type_accuracy", "question_type_accuracy", "text_error_vs_severity",
            "mmi_modalities", "rscore_basic_questions", "context_reliance", "context_flips",
-           "vre_intervals", "effective_robustness",
+           "vre_intervals", "effective_robustness", "question_type_perturbation",
            *(f"answer_grid_{k}" for k in range(1, N_ANSWER_GRIDS + 1)))  # fmt: skip
 TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscore",
           "question_type_accuracy", "answer_type_accuracy", "answer_flips",
