@@ -134,6 +134,10 @@ def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
     the models, as (model = question type, corruption, accuracy) for the heatmap."""
     from vqarobust.db import ALL_MODELS
 
+    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "question_type_perturbation" not in names:  # a database written before it existed
+        return pl.DataFrame(schema={"model": pl.String, "corruption": pl.String,
+                                    "accuracy": pl.Float64})  # fmt: skip
     return con.sql(
         f"""SELECT q.question_type AS model, q.perturbation AS corruption, q.accuracy
             FROM question_type_perturbation q
@@ -337,7 +341,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
                                                     top=TOP_QUESTION_TYPES),
         "question_type_perturbation": fig.heatmap(
             type_grid, "accuracy", "Accuracy per question type x corruption (mean over "
-            "models, severities 1-5)", families, "Blues"),
+            "models, severities 1-5)", families, "Blues") if type_grid.height else
+        fig.placeholder("No question_type_perturbation table in this database."),
         **_question_figures(question_side),
         **_context_figures(context),
         **_uncertainty_figures(uncertainty, summary.level),
