@@ -124,3 +124,58 @@ def test_the_report_shows_the_provenance_block(run):
     info = read(run["db"])
     assert info["git_commit"] in block and info["config_sha256"] in block
     assert "dataset.questions.sha256" in block and "model.cnn" in block
+
+
+def test_model_cards_count_the_loaded_models_parameters(run, checkpoints):
+    from vqarobust.models import load_model
+
+    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])},
+                       name="cnn", device="cpu")  # fmt: skip
+    expected = sum(p.numel() for p in model.model.parameters())
+    with duckdb.connect(str(run["db"]), read_only=True) as con:
+        card = con.sql("SELECT * FROM model_cards").pl().row(0, named=True)
+        clean = con.execute("SELECT accuracy FROM accuracy WHERE modality = 'clean'").fetchone()
+        vre = con.execute("SELECT vre FROM vre_model WHERE modality = 'image'").fetchone()
+    assert card["model"] == "cnn" and card["family"] == "vqa-classifier"
+    assert card["parameters"] == expected > 0
+    assert card["checkpoint"].startswith(f"{checkpoints['cnn-bow']} (sha256 ")
+    assert card["clean_accuracy"] == clean[0] and card["vre"] == vre[0]
+    assert card["vre_low"] <= card["vre"] <= card["vre_high"]
+
+
+def test_a_resumed_job_records_the_parameter_count(checkpoints, easy_vqa_eval, tmp_path):
+    """Killed after its first chunk and rerun, the job stores the same count as a fresh one."""
+    import pyarrow.parquet as pq
+
+    from vqarobust.models import load_model
+
+    spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])}
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+
+    def dying(*args, **kwargs):
+        model = load_model(*args, **kwargs)
+        calls = {"n": 0}
+        answer = model.answer
+
+        def once(images, questions):
+            calls["n"] += 1
+            if calls["n"] > 1:
+                raise RuntimeError("killed")
+            return answer(images, questions)
+
+        model.answer = once
+        return model
+
+    out = tmp_path / "p.parquet"
+    with pytest.raises(RuntimeError, match="killed"):
+        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu",
+                      chunk_size=8, loader=lambda *a, **k: dying(*a, **k))  # fmt: skip
+    assert (tmp_path / "p.parquet.partial" / "parameters.json").exists()
+    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8)
+    fresh = tmp_path / "fresh.parquet"
+    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, fresh, "cpu", chunk_size=8)
+
+    def count(path):
+        return json.loads(pq.read_schema(path).metadata[b"vqarobust.inputs"])["parameters"]
+
+    assert count(out) == count(fresh) > 0

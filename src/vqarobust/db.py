@@ -4,10 +4,10 @@ Table names are part of the interface (docs/workflow.md): ``questions``, ``predi
 ``accuracy``, ``question_type_accuracy``, ``answer_type_accuracy``, ``submetrics``,
 ``vre_model``, ``vre_corruption``, ``mmi``, ``rscore``, plus ``vre_sweep``,
 ``image_reliance`` (the blank control), ``question_sets`` (the perturbed questions),
-``sample_images`` (thumbnails for the report's answer grid), ``mispredictions`` and
+``sample_images`` (thumbnails for the report's answer grid), ``model_cards`` (family,
+checkpoint, parameters, clean accuracy, VRE), ``mispredictions`` and
 ``misprediction_examples`` (the kinds of mistakes), ``question_type_perturbation``,
-``skipped_perturbations``,
-``skipped_images`` and ``run_info``; the view
+``skipped_perturbations``, ``skipped_images`` and ``run_info``; the view
 ``corruption_accuracy`` is the image part of ``accuracy`` under its old column name.
 Every subset is a (modality, perturbation, severity); clean rows are modality ``clean``,
 perturbation ``clean``, severity 0. Reports read only this file.
@@ -43,7 +43,8 @@ from vqarobust.metrics.mispredictions import (
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 from vqarobust.metrics.uncertainty import Settings
-from vqarobust.provenance import PACKAGES, package_version
+from vqarobust.model_cards import card_rows
+from vqarobust.provenance import PACKAGES, package_version, prediction_records
 from vqarobust.provenance import collect as collect_provenance
 from vqarobust.samples import sample_images, sample_questions
 
@@ -302,6 +303,19 @@ def build_database(
         for name, df in extra.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        cards = card_rows(prediction_records(prediction_paths))
+        con.register("cards_df", cards.to_arrow())
+        con.execute(
+            """CREATE TABLE model_cards AS
+               SELECT c.model, c.family, c.checkpoint, c.parameters,
+                      a.accuracy AS clean_accuracy, v.vre, i.low AS vre_low, i.high AS vre_high
+               FROM cards_df c
+               LEFT JOIN accuracy a ON a.model = c.model AND a.modality = 'clean'
+               LEFT JOIN vre_model v ON v.model = c.model AND v.modality = 'image'
+               LEFT JOIN intervals i ON i.metric = 'vre_model' AND i.model = c.model
+                 AND i.modality = 'image'
+               ORDER BY c.model"""
+        )
         info = {
             "metric": metric,
             "weights": json.dumps(dict(weights) if weights else "uniform"),

@@ -161,8 +161,9 @@ def run_inference(
     what is missing, but only when the *content* of everything the answers depend on is
     unchanged (:func:`input_fingerprint`); otherwise the chunks are discarded and the log
     names what changed. The fingerprint is stored in the output's Parquet metadata
-    (key ``vqarobust.inputs``). The chunks are merged into ``out_path`` (atomically) and the partial
-    folder is removed at the end.
+    (key ``vqarobust.inputs``), with the job's times and the model's parameter count.
+    The chunks are merged into ``out_path`` (atomically) and the partial folder is
+    removed at the end.
 
     Without ``device``, the job leases one as the entry's ``device`` asks (see
     :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
@@ -210,6 +211,9 @@ def run_inference(
             t0 = time.perf_counter()
             model = loader({**spec, **(options or {})}, name=model_name, device=device)
             log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
+            # Kept with the chunks, so a job that resumes without loading still knows it.
+            with store.atomic_path(partial / "parameters.json") as tmp:
+                tmp.write_text(json.dumps(model.parameter_count()))
         t = time.perf_counter()
         for start, path in todo:
             chunk = asked_questions.slice(start, chunk_size)
@@ -223,7 +227,10 @@ def run_inference(
     table = pa.concat_tables(tables).cast(store.PREDICTION_SCHEMA) if tables else (
         store.PREDICTION_SCHEMA.empty_table())  # fmt: skip
     # The fingerprint travels with the predictions: provenance reads it from there.
-    record = {"inputs": fingerprint, "started": started, "finished": time.time()}
+    counted = partial / "parameters.json"
+    parameters = json.loads(counted.read_text()) if counted.exists() else None
+    record = {"inputs": fingerprint, "started": started, "finished": time.time(),
+              "parameters": parameters}  # fmt: skip
     table = table.replace_schema_metadata(
         {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
     )

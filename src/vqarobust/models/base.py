@@ -28,6 +28,24 @@ class VQAModel(ABC):
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size
 
+    def parameter_count(self) -> int | None:
+        """Parameters of every torch module the adapter holds (shared ones once); None
+        when it holds none (a served model)."""
+        modules = [
+            v for v in vars(self).values()
+            if callable(getattr(v, "parameters", None)) and hasattr(v, "named_modules")
+        ]  # fmt: skip
+        if not modules:
+            return None
+        seen: set[int] = set()
+        total = 0
+        for module in modules:
+            for p in module.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    total += int(p.numel())
+        return total
+
     @abstractmethod
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Answer one batch: ``questions[i]`` is asked about ``images[i]``."""

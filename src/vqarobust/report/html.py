@@ -29,6 +29,7 @@ from vqarobust.summary import (
     Summary,
     comparison_sentences,
     headline_table,
+    interval_columns,
     reliance_sentence,
     summarize,
     with_interval,
@@ -127,6 +128,17 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
             WHERE k <= {int(n)}
             ORDER BY model, modality, n DESC, clean_answer, perturbed_answer"""
     ).pl()
+
+
+def _model_cards(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The model_cards table with VRE and its interval as one text column."""
+    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "model_cards" not in names:
+        return pl.DataFrame()
+    cards = con.sql("SELECT * FROM model_cards ORDER BY model").pl()
+    return interval_columns(cards).with_columns(
+        pl.col("parameters").map_elements(lambda n: f"{n:,}", return_dtype=pl.String)
+    )
 
 
 def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
@@ -306,6 +318,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         flips = answer_flips(con)
         kinds, kind_examples = _mispredictions(con)
         type_grid = _type_grid(con, TOP_QUESTION_TYPES)
+        cards = _model_cards(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
         reliance = con.sql(
             "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
@@ -452,6 +465,12 @@ image, then the image the model saw.</p>
 {_table_html(kinds) if kinds.height else '<p class="note">No misprediction.</p>'}
 {_examples_html(kind_examples)}</section>
 <section id="tables"><h2>Tables</h2>
+<h3>Models</h3>
+<p class="note">The visual-robustness paper's Table 3 layout: family, checkpoint (a local
+folder with the start of its SHA-256, or a Hub id at its commit), parameters counted from
+the model its inference jobs loaded (empty for a served model), clean accuracy and VRE on
+the image side with its interval.</p>
+{_table_html(cards) if cards.height else '<p class="note">No model_cards table.</p>'}
 <h3>VRE per model</h3>{_table_html(vre_model)}
 <p class="note">In the VRE tables (the visual-robustness paper's definitions), accuracy is
 A(v) and relative_drop the severity-aggregated drop A_rel, both over severities 0-5 (clean
