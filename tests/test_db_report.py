@@ -191,3 +191,17 @@ def test_question_types_by_perturbation_pool_severities_and_average_models(datab
     assert weakest.height == 2  # snow and blur each name a type
     assert weakest["corruption"].to_list() == expect["perturbation"].to_list()
     assert weakest["question_type"].to_list() == expect["question_type"].to_list()
+
+
+def test_the_report_shows_misprediction_shares_that_sum_to_one(database):
+    from vqarobust.report.html import _mispredictions
+
+    db, _, _ = database
+    with duckdb.connect(str(db), read_only=True) as con:
+        kinds, examples = _mispredictions(con)
+        counts = con.sql("SELECT model, modality, sum(n) AS n FROM mispredictions "
+                         "GROUP BY ALL ORDER BY ALL").pl()  # fmt: skip
+    shares = kinds.drop("model", "modality", "mispredictions")
+    assert all(dtype == pl.Float64 for dtype in shares.dtypes)
+    assert (shares.sum_horizontal() - 1.0).abs().max() < 1e-12
+    assert kinds["mispredictions"].to_list() == [int(n) for n in counts["n"]]

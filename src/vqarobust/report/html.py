@@ -170,14 +170,16 @@ def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.Da
     if "mispredictions" not in tables:
         return pl.DataFrame(), pl.DataFrame()
     long = con.sql(
-        "SELECT model, modality, kind, sum(n) AS n FROM mispredictions GROUP BY ALL"
+        "SELECT model, modality, kind, CAST(sum(n) AS BIGINT) AS n FROM mispredictions GROUP BY ALL"
     ).pl()
     if long.is_empty():
         return pl.DataFrame(), con.sql("SELECT * FROM misprediction_examples").pl()
     wide = long.pivot("kind", index=["model", "modality"], values="n").fill_null(0)
     present = [k for k in KINDS if k in wide.columns]
     wide = wide.with_columns(pl.sum_horizontal(present).alias("mispredictions"))
-    wide = wide.with_columns([(pl.col(k) / pl.col("mispredictions")).alias(k) for k in present])
+    wide = wide.with_columns(
+        [(pl.col(k).cast(pl.Float64) / pl.col("mispredictions")).alias(k) for k in present]
+    )
     wide = wide.select("model", "modality", "mispredictions", *present).sort("model", "modality")
     examples = con.sql("SELECT * FROM misprediction_examples ORDER BY ALL").pl()
     return wide, examples
