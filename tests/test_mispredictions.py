@@ -107,3 +107,36 @@ def test_the_vocabulary_is_every_normalized_human_answer_per_type():
                       "answers": [["Two", "2"], ["three"]]})  # fmt: skip
     vocab = answer_vocabulary(q).sort("answer")
     assert vocab.rows() == [("how many", "2"), ("how many", "3")]
+
+
+def test_examples_are_seeded_with_thumbnails_of_the_clean_and_the_seen_image(
+    easy_vqa_eval, tmp_path
+):
+    import io
+
+    from PIL import Image
+
+    from vqarobust import store
+    from vqarobust.materialize.images import corrupt_subset
+    from vqarobust.metrics.mispredictions import N_EXAMPLES, misprediction_examples
+    from vqarobust.report.html import _examples_html
+
+    corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow1", "snow", 1)
+    questions = pl.from_arrow(store.read_questions(easy_vqa_eval["questions"]))
+    truth = questions.select("question_id", pl.col("answers").list.first().alias("a"))
+    rows = [("m", "clean", "clean", 0, q, a, 1.0) for q, a in truth.iter_rows()]
+    rows += [("m", "image", "snow", 1, q, "yes" if a == "no" else "no", 0.0)
+             for q, a in truth.iter_rows()]  # fmt: skip
+    columns = ["model", "modality", "perturbation", "severity", "question_id", "answer", "score"]
+    scored = pl.DataFrame(rows, schema=columns, orient="row")
+    wrong = misprediction_rows(scored, questions)
+    folders = {("clean", 0): easy_vqa_eval["images"], ("snow", 1): tmp_path / "snow1"}
+    first = misprediction_examples(wrong, questions, folders, seed=0)
+    again = misprediction_examples(wrong.reverse(), questions, folders, seed=0)
+    assert first.equals(again)  # the choice does not depend on row order
+    assert first.group_by("kind").len()["len"].max() <= N_EXAMPLES
+    assert set(first["kind"]) <= set(KINDS) and first.height >= 2
+    for png in (*first["clean_png"], *first["perturbed_png"]):
+        assert max(Image.open(io.BytesIO(png)).size) <= 112
+    assert (first["clean_png"] != first["perturbed_png"]).all()  # snow changed the image
+    assert _examples_html(first).count("<img ") == 2 * first.height

@@ -400,8 +400,8 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
     with duckdb.connect(str(workdir / "results" / "easy-vqa" / "robustness.duckdb"),
                         read_only=True) as con:  # fmt: skip
         examples = con.execute("SELECT count(*) FROM misprediction_examples").fetchone()[0]
-    # Every figure, and the clean and the seen image of each misprediction example.
-    assert examples > 0
+    # Every figure, and the clean and the seen image of each misprediction example (the
+    # tiny models may make none: tests/test_mispredictions.py renders some).
     assert errors == [] and broken == [] and n_images == len(REPORT_FIGURES) + 2 * examples
     assert "has the lowest VRE" in summary and "VRE rank" in summary
     assert "more robust than" in summary or "indistinguishable at" in summary
