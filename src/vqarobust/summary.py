@@ -55,6 +55,11 @@ class Summary:
     weakest_types: pl.DataFrame | None = None
 
 
+def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The tables of a results database (older databases lack the newer ones)."""
+    return {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
 def _bounds(alias: str, metric: str, where: str) -> str:
     return (f"LEFT JOIN intervals {alias} ON {alias}.metric = '{metric}' AND {where}")  # fmt: skip
 
@@ -135,8 +140,7 @@ def _weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     accuracy over the models (ties: the first type alphabetically)."""
     from vqarobust.db import ALL_MODELS
 
-    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    if "question_type_perturbation" not in names:
+    if "question_type_perturbation" not in table_names(con):
         return None
     return con.sql(
         f"""SELECT corruption, question_type, accuracy FROM (

@@ -32,6 +32,7 @@ from vqarobust.summary import (
     interval_columns,
     reliance_sentence,
     summarize,
+    table_names,
     with_interval,
 )
 
@@ -132,8 +133,7 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
 
 def _model_cards(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The model_cards table with VRE and its interval as one text column."""
-    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    if "model_cards" not in names:
+    if "model_cards" not in table_names(con):
         return pl.DataFrame()
     cards = con.sql("SELECT * FROM model_cards ORDER BY model").pl()
     return interval_columns(cards).with_columns(
@@ -146,8 +146,7 @@ def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
     the models, as (model = question type, corruption, accuracy) for the heatmap."""
     from vqarobust.db import ALL_MODELS
 
-    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    if "question_type_perturbation" not in names:  # a database written before it existed
+    if "question_type_perturbation" not in table_names(con):  # written before it existed
         return pl.DataFrame(schema={"model": pl.String, "corruption": pl.String,
                                     "accuracy": pl.Float64})  # fmt: skip
     return con.sql(
@@ -166,8 +165,7 @@ def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.Da
     severity, and each kind's share), and the stored examples."""
     from vqarobust.metrics.mispredictions import KINDS
 
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    if "mispredictions" not in tables:
+    if "mispredictions" not in table_names(con):
         return pl.DataFrame(), pl.DataFrame()
     long = con.sql(
         "SELECT model, modality, kind, CAST(sum(n) AS BIGINT) AS n FROM mispredictions GROUP BY ALL"
@@ -718,7 +716,7 @@ sub-metrics as for images (scaled over the model x text-perturbation matrix).</p
 def _context_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     """SwapMix tables: reliance, effective accuracy and the flipped examples (with their
     thumbnails as ``examples_png``; ``context_examples`` without them for the CSV)."""
-    tables = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    tables = table_names(con)
     examples = (con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
                 if "context_examples" in tables else pl.DataFrame())  # fmt: skip
     return {
