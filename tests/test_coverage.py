@@ -61,7 +61,7 @@ def test_drop_leaves_the_gap_out_for_every_model_with_a_warning():
     assert set(got.submetrics["corruption"]) == {"blur"}
     with pytest.warns(RobustnessWarning):
         mmi = mmi_table(table, on_missing="drop")
-    assert set(mmi["group"]) == {"blur", "all", "unknown"}
+    assert set(mmi["group"]) == {"blur", "all", "all_sets", "unknown"}
 
 
 def test_a_partly_missing_severity_is_a_gap_but_one_missing_for_all_is_not():

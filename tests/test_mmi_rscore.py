@@ -24,8 +24,28 @@ def test_mmi_hand_computed():
     assert get[("corruption", "snow")] == pytest.approx(0.375)
     assert get[("corruption", "blur")] == pytest.approx(0.25)
     assert get[("family", "weather")] == pytest.approx(0.375)
-    # all: mean over the ten perturbed sets = 0.55
+    # all ("ave"): mean of the per-corruption means 0.5 and 0.6 = 0.55
     assert get[("all", "all")] == pytest.approx((0.8 - 0.55) / 0.8)
+    # all_sets: mean over the ten perturbed sets, also 0.55 with five levels each
+    assert get[("all_sets", "all_sets")] == pytest.approx((0.8 - 0.55) / 0.8)
+
+
+def test_mmi_ave_weighs_each_perturbation_the_same():
+    # snow at five severities (mean 0.5), one-level paraphrase at 0.2.
+    acc = pl.concat(
+        [ACC.filter(pl.col("corruption") != "blur"),
+         pl.DataFrame([("m", "paraphrase", 1, 0.2)], schema=ACC.schema, orient="row")]
+    )  # fmt: skip
+    t = mmi_table(acc, {"snow": "weather", "paraphrase": "sentence"})
+    get = {(r["scope"], r["group"]): r for r in t.iter_rows(named=True)}
+    # ave: (0.5 + 0.2) / 2 = 0.35 -> (0.8 - 0.35) / 0.8 = 0.5625
+    assert get[("all", "all")]["perturbed"] == pytest.approx(0.35)
+    assert get[("all", "all")]["mmi"] == pytest.approx(0.5625)
+    # = the mean of the per-perturbation MMIs (0.375 and 0.75)
+    assert get[("all", "all")]["mmi"] == pytest.approx((0.375 + 0.75) / 2)
+    # all_sets: (0.7 + 0.6 + 0.5 + 0.4 + 0.3 + 0.2) / 6 = 0.45 -> 0.4375
+    assert get[("all_sets", "all_sets")]["perturbed"] == pytest.approx(0.45)
+    assert get[("all_sets", "all_sets")]["mmi"] == pytest.approx(0.4375)
 
 
 def test_mmi_zero_clean_is_defined():
@@ -97,7 +117,7 @@ def test_mmi_image_vs_text_hand_computed():
     across = {r["group"]: r["mmi"] for r in t.filter(scope="modality").iter_rows(named=True)}
     assert across["image"] == pytest.approx((0.8 - 0.6) / 0.8)  # 0.25
     assert across["text"] == pytest.approx((0.8 - 0.7) / 0.8)  # 0.125
-    # image and text together: mean of ten perturbed sets = 0.65.
+    # image and text together: mean of the two perturbations' means = 0.65.
     assert across["all"] == pytest.approx((0.8 - 0.65) / 0.8)
     # levels: mean(0.8, 0.78, ..., 0.68) = 0.74
     assert across["basic_question"] == pytest.approx((0.8 - 0.74) / 0.8)

@@ -75,9 +75,11 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
                                ELSE 0 END AS relative_drop,
                           v.vre, rank() OVER (ORDER BY v.vre) AS rank
                    FROM vre_model v JOIN (
-                       SELECT model, avg(accuracy) AS corrupted FROM accuracy
-                       WHERE severity > 0 AND modality = 'image' AND perturbation IN (
-                           SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                       SELECT model, avg(accuracy) AS corrupted FROM (
+                           SELECT model, perturbation, avg(accuracy) AS accuracy FROM accuracy
+                           WHERE severity > 0 AND modality = 'image' AND perturbation IN (
+                               SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                           GROUP BY model, perturbation)
                        GROUP BY model) c USING (model)
                    WHERE v.modality = 'image')
                SELECT m.*, s.share AS rank_share,
@@ -408,7 +410,8 @@ def notes(s: Summary) -> list[str]:
         iv = "No intervals (uncertainty.resamples: 0)."
     out = [
         f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} Mean "
-        "corrupted accuracy = mean over every corruption and severity 1-5; relative drop = "
+        "corrupted accuracy = mean over the corruptions of each one's mean over severities "
+        "1-5; relative drop = "
         "(clean - mean corrupted) / clean (MMI of the image side). Lower VRE and relative "
         "drop = more robust; VRE rank 1 = lowest VRE, with the share of resamples in which "
         "the model holds that rank.",

@@ -75,14 +75,23 @@ EFFECTIVE_SCHEMA = {
 
 
 def _group_means(
-    values: np.ndarray, frame: pl.DataFrame, by: Sequence[str]
+    values: np.ndarray, frame: pl.DataFrame, by: Sequence[str], per: str | None = None
 ) -> tuple[pl.DataFrame, np.ndarray]:
-    """Plain means of replicate ``values`` (replicates, rows) over the rows of ``frame``
-    (which holds a ``row`` column into ``values``) per group ``by``: (labels, (R, G))."""
+    """Means of replicate ``values`` (replicates, rows) over the rows of ``frame`` (which
+    holds a ``row`` column into ``values``) per group ``by``: (labels, (R, G)).
+
+    Plain means over the rows; with ``per`` (a column, e.g. ``perturbation``) a mean per
+    value of ``per`` first and then over those values, so each weighs the same however
+    many rows (severities) it has."""
     by = list(by)
     labels = frame.select(by).unique().sort(by).with_row_index("_g")
     f = frame.join(labels, on=by, how="left", nulls_equal=True)
-    f = f.with_columns(pl.len().over("_g").alias("_size"))
+    if per is None:
+        f = f.with_columns(pl.len().over("_g").alias("_size"))
+    else:
+        f = f.with_columns(
+            (pl.len().over("_g", per) * pl.col(per).n_unique().over("_g")).alias("_size")
+        )
     member = sparse.csr_matrix(
         (1.0 / f["_size"].to_numpy(), (f["_g"].to_numpy(), f["row"].to_numpy())),
         shape=(labels.height, values.shape[1]),
@@ -217,10 +226,14 @@ def uncertainty_tables(
         own = own.join(fam, on="perturbation", how="left").with_columns(
             pl.col("family").fill_null("unknown")
         )
-        # Perturbed accuracy (mean over severities 1..) and MMI, per model x scope x group.
-        for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None)):
-            f = own.with_columns((pl.col(col) if col else pl.lit("all")).alias("group"))
-            labels, pert = _group_means(acc, f, ["model", "group"])
+        # Perturbed accuracy and MMI per model x scope x group: a mean over the severities
+        # of each perturbation, then over the perturbations of the group (the multimodal
+        # paper's "ave"); scope all_sets keeps the plain mean over every perturbed set.
+        for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None),
+                           ("all_sets", None)):  # fmt: skip
+            f = own.with_columns((pl.col(col) if col else pl.lit(scope)).alias("group"))
+            per = None if scope == "all_sets" else "perturbation"
+            labels, pert = _group_means(acc, f, ["model", "group"], per)
             cl = _by_model(clean_labels, clean, labels["model"].to_list())
             lab = labels.select("model", pl.lit(modality).alias("modality"),
                                 pl.col("group").alias("perturbation"),
@@ -249,7 +262,10 @@ def uncertainty_tables(
         b.add("mmi", lab, _ratio_drop(cl, pert))
     if all(m in present for m in MMI_ALL):
         both = metric_rows.filter(pl.col("modality").is_in(list(MMI_ALL)), pl.col("severity") > 0)
-        labels, pert = _group_means(acc, both, ["model"])
+        # Perturbation names are unique per modality; both sides' names are kept apart.
+        both = both.with_columns(pl.concat_str("modality", "perturbation", separator="/")
+                                 .alias("_perturbation"))  # fmt: skip
+        labels, pert = _group_means(acc, both, ["model"], "_perturbation")
         cl = _by_model(clean_labels, clean, labels["model"].to_list())
         lab = labels.select("model", pl.lit("all").alias("modality"), pl.lit("all")
                             .alias("perturbation"), pl.lit("modality").alias("key"))  # fmt: skip

@@ -1,9 +1,12 @@
 """MMI (MultiModal Impact, docs/metrics.md): relative drop of a score from clean to perturbed.
 
 MMI = (s_clean - s_pert) / s_clean, where s_pert is the mean score over the perturbed
-sets (severities 1..5) of the group summarized. Lower is more robust; it works for any
-score where higher is better. A zero clean score gives MMI 0 (no drop is measurable)
-with a warning.
+sets of the group summarized: per perturbation the mean over its severities, and for a
+class or a whole modality the mean of those per-perturbation means (the multimodal
+paper's "ave"), so a one-level perturbation weighs as much as a five-level one. Scope
+``all_sets`` keeps the plain mean over every perturbed set (severity-weighted). Lower is
+more robust; it works for any score where higher is better. A zero clean score gives
+MMI 0 (no drop is measurable) with a warning.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ def mmi_table(
     """MMI per model x corruption, per model x corruption class and per model overall.
 
     ``accuracy`` is the long table (model, corruption, severity, accuracy) with clean
-    rows (severity 0). Columns: model, scope (corruption | family | all), group,
-    clean, perturbed, mmi. Gaps (a model without clean rows, or lacking a subset another
-    model has) are an error unless ``on_missing="drop"``
-    (:func:`vqarobust.metrics.coverage.check_coverage`).
+    rows (severity 0). Columns: model, scope (corruption | family | all | all_sets),
+    group, clean, perturbed, mmi; ``perturbed`` of a family and of ``all`` is the mean of
+    the per-corruption means, of ``all_sets`` the mean over every perturbed set. Gaps (a
+    model without clean rows, or lacking a subset another model has) are an error unless
+    ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`).
     """
     accuracy = check_coverage(accuracy, on_missing, "MMI")
     clean = (
@@ -50,13 +54,20 @@ def mmi_table(
     pert = pert.join(fam, on="corruption", how="left").with_columns(
         pl.col("family").fill_null("unknown")
     )
-    parts = []
+    per_corruption = pert.group_by("model", "corruption", "family").agg(pl.col("accuracy").mean())
+    parts = [
+        pert.group_by("model")
+        .agg(pl.col("accuracy").mean().alias("perturbed"))
+        .with_columns(pl.lit("all_sets").alias("group"), pl.lit("all_sets").alias("scope"))
+        .select("model", "group", "perturbed", "scope")
+    ]
     for scope, key in (("corruption", "corruption"), ("family", "family"), ("all", None)):
         group = pl.col(key) if key else pl.lit("all")
         parts.append(
-            pert.group_by("model", group.alias("group"))
+            per_corruption.group_by("model", group.alias("group"))
             .agg(pl.col("accuracy").mean().alias("perturbed"))
             .with_columns(pl.lit(scope).alias("scope"))
+            .select("model", "group", "perturbed", "scope")
         )
     out = pl.concat(parts).join(clean, on="model", how="inner")
     zero = out.filter(pl.col("clean") == 0)

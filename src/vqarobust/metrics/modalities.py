@@ -86,7 +86,17 @@ def modality_tables(
     ]
     both = [m for m in MMI_ALL if m in present]
     if len(both) == len(MMI_ALL):
-        combined = mmi_table(modality_accuracy(accuracy, MMI_ALL), families, on_missing)
+        # Each perturbation of either side weighs the same; names are kept apart by side.
+        sides = accuracy.filter(pl.col("modality").is_in([CLEAN, *MMI_ALL])).select(
+            "model",
+            pl.when(pl.col("modality") == CLEAN)
+            .then(pl.col("perturbation"))
+            .otherwise(pl.concat_str("modality", "perturbation", separator="/"))
+            .alias("corruption"),
+            "severity",
+            "accuracy",
+        )
+        combined = mmi_table(sides, None, on_missing)
         whole.append(
             _back(combined.filter(pl.col("scope") == "all"), "all").with_columns(
                 pl.lit("modality").alias("scope")
