@@ -33,6 +33,7 @@ from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
 from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
 from vqarobust.metrics.coverage import check_coverage
+from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
 from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.mispredictions import EXAMPLE_SCHEMA as MISPREDICTION_EXAMPLES
 from vqarobust.metrics.mispredictions import (
@@ -282,6 +283,7 @@ def build_database(
                 accuracy = kept
             tables = modality_tables(accuracy, weights, families, rscore_tolerance,
                                      rscore_maximum, on_missing)  # fmt: skip
+            quality_images = read_quality(image_subsets or [])
         for w in caught:
             log.warning("%s", w.message)
         for name, df in tables.items():
@@ -303,6 +305,17 @@ def build_database(
         for name, df in extra.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        quality = quality_table(quality_images)
+        calibration = {
+            "image_quality_images": quality_images,
+            "image_quality": quality,
+            "image_quality_correlation": quality_correlation(
+                quality, accuracy, sorted(set(quality["perturbation"]) - set(controls))
+            ),
+        }
+        for name, df in calibration.items():
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df ORDER BY ALL")
         cards = card_rows(prediction_records(prediction_paths))
         con.register("cards_df", cards.to_arrow())
         con.execute(

@@ -29,6 +29,12 @@ IMAGE_SCHEMA = pa.schema(
     ]
 )
 
+# Corrupted subsets also carry each image's quality against its clean image
+# (vqarobust.metrics.image_quality), computed while both are in memory.
+CORRUPTED_IMAGE_SCHEMA = IMAGE_SCHEMA.append(pa.field("ssim", pa.float64())).append(
+    pa.field("psnr", pa.float64())
+)
+
 QUESTION_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),
@@ -190,8 +196,10 @@ def write_image_shards(
     rows: Iterable[dict],
     out_dir: str | os.PathLike[str],
     shard_bytes: int = DEFAULT_SHARD_BYTES,
+    schema: pa.Schema = IMAGE_SCHEMA,
 ) -> int:
-    """Write image rows (IMAGE_SCHEMA fields) as ``shard-NNNNN.parquet`` files in ``out_dir``.
+    """Write image rows (``schema`` fields: IMAGE_SCHEMA, or CORRUPTED_IMAGE_SCHEMA with
+    quality scores) as ``shard-NNNNN.parquet`` files in ``out_dir``.
 
     Shards close once they hold ``shard_bytes`` of encoded images; row groups hold
     ``ROW_GROUP_IMAGES`` images. The directory is written atomically. Returns the number
@@ -209,7 +217,7 @@ def write_image_shards(
         def flush() -> None:
             nonlocal batch, size, shard
             if batch:
-                table = pa.Table.from_pylist(batch, schema=IMAGE_SCHEMA)
+                table = pa.Table.from_pylist(batch, schema=schema)
                 # Encoded images do not compress further; skip the codec's CPU time.
                 pq.write_table(
                     table,
@@ -244,6 +252,15 @@ def iter_images(directory: str | os.PathLike[str]) -> Iterator[dict]:
         pf = pq.ParquetFile(shard)
         for batch in pf.iter_batches(batch_size=256):
             yield from batch.to_pylist()
+
+
+def read_image_quality(directory: str | os.PathLike[str]) -> pa.Table | None:
+    """The (image_id, ssim, psnr) columns of a corrupted subset's shards; None for shards
+    written without them (by a version before quality scores, or for clean images)."""
+    shards = image_shards(directory)
+    if not {"ssim", "psnr"} <= set(pq.read_schema(shards[0]).names):
+        return None
+    return pa.concat_tables(pq.read_table(s, columns=["image_id", "ssim", "psnr"]) for s in shards)
 
 
 class ImageShards:

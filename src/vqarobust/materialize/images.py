@@ -11,6 +11,7 @@ from vqarobust import store
 from vqarobust.corruptions import corrupt_item, max_severity, needs, to_rgb
 from vqarobust.corruptions.digital import jpeg_compression_bytes
 from vqarobust.corruptions.stylize import Stylizer
+from vqarobust.metrics.image_quality import ssim_psnr
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,9 @@ def corrupt_subset(
     Images are stored as ``image_format`` (png, or jpeg at ``jpeg_quality``); the
     jpeg_compression corruption stores its own JPEG bytes. The shard's ``format`` column
     records the encoding of each image.
+
+    Each image also gets its SSIM and PSNR against the clean image, on the image as
+    stored (columns ``ssim`` and ``psnr``; :mod:`vqarobust.metrics.image_quality`).
 
     Each image's seed derives from (global seed, image id, corruption, severity), so the
     output does not depend on shard layout or job order. Returns the number of images.
@@ -65,21 +69,28 @@ def corrupt_subset(
                 image = store.decode_image(row["bytes"])
             except Exception as exc:
                 raise ValueError(f"image {row['image_id']} in {clean_dir} does not decode") from exc
+            clean = to_rgb(image)
             if corruption == "jpeg_compression":
                 # Store the corruption's own JPEG file; re-encoding would compress twice.
-                data, fmt = jpeg_compression_bytes(to_rgb(image), severity), "jpeg"
+                data, fmt = jpeg_compression_bytes(clean, severity), "jpeg"
+                seen = store.decode_image(data)
             else:
                 out = corrupt_item(image, corruption, severity, global_seed, row["image_id"],
                                    **context)  # fmt: skip
                 data, fmt = store.encode_image(out, image_format, jpeg_quality), image_format
+                # PNG is lossless: the array is what a model will read; JPEG is not.
+                seen = out if fmt == "png" else store.decode_image(data)
+            ssim, psnr = ssim_psnr(clean, seen)
             yield {
                 "image_id": row["image_id"],
                 "bytes": data,
                 "format": fmt,
                 "width": image.shape[1],
                 "height": image.shape[0],
+                "ssim": ssim,
+                "psnr": psnr,
             }
 
-    n = store.write_image_shards(rows(), out_dir, shard_bytes)
+    n = store.write_image_shards(rows(), out_dir, shard_bytes, store.CORRUPTED_IMAGE_SCHEMA)
     log.info("%s severity %d: %d images -> %s", corruption, severity, n, out_dir)
     return n

@@ -153,6 +153,45 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
     return fig
 
 
+def image_quality(
+    quality: pl.DataFrame, accuracy: pl.DataFrame, families: dict[str, str]
+) -> Figure:
+    """Severity calibration: left, mean SSIM against severity, one line per corruption in
+    its class's shades (severity 0 = the clean image, SSIM 1) with a band of one standard
+    deviation; right, each corrupted subset's accuracy (mean over the models) against its
+    mean SSIM, marker size growing with severity."""
+    present = set(quality["perturbation"])
+    order = [p for p in class_order(families) if p in present]
+    order += sorted(present - set(order))
+    colours = perturbation_colours({p: families.get(p, "other") for p in order})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.0))
+    mean_acc = (
+        accuracy.filter(pl.col("severity") > 0)
+        .group_by("perturbation", "severity")
+        .agg(pl.col("accuracy").mean())
+    )
+    for p in order:
+        r = quality.filter(pl.col("perturbation") == p).sort("severity")
+        sev = [0, *r["severity"].to_list()]
+        mean = np.array([1.0, *r["ssim_mean"].to_list()])
+        std = np.array([0.0, *r["ssim_std"].fill_null(0.0).to_list()])
+        left.plot(sev, mean, marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)
+        if len(sev) > 2:
+            left.fill_between(sev, mean - std, mean + std, color=colours[p], alpha=0.08, lw=0)
+        a = r.join(mean_acc, on=["perturbation", "severity"], how="inner")
+        right.scatter(a["ssim_mean"], a["accuracy"], s=8 + 8 * a["severity"].to_numpy(),
+                      color=colours[p], alpha=0.85, edgecolors="none")  # fmt: skip
+    left.set(xlabel="severity", ylabel="mean SSIM against the clean image", ylim=(0, 1.02))
+    left.set_xticks(range(int(quality["severity"].max() or 5) + 1))
+    right.set(xlabel="mean SSIM of the subset", ylabel="accuracy (mean over models)")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
 def _radar(ax, labels: list[str], series: dict[str, list[float]], colours: dict) -> None:
     angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False).tolist()
     for name, values in series.items():

@@ -160,6 +160,60 @@ def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
     ).pl()
 
 
+def _image_quality(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """The severity calibration: ``quality`` (per corruption x severity, long),
+    ``ssim_grid`` (corruption x severity of mean SSIM), ``quality_accuracy`` (each subset's
+    accuracy per model) and ``image_quality_correlation``; empty without the tables."""
+    if "image_quality" not in table_names(con):  # written before quality scores
+        return {}
+    quality = con.sql("SELECT * FROM image_quality ORDER BY ALL").pl()
+    if quality.is_empty():
+        return {}
+    grid = con.sql(
+        """PIVOT (SELECT perturbation AS corruption, severity, ssim_mean FROM image_quality)
+           ON severity USING first(ssim_mean) ORDER BY corruption"""
+    ).pl()
+    grid = grid.rename({c: f"SSIM {c}" for c in grid.columns if c != "corruption"})
+    return {
+        "quality": quality,
+        "ssim_grid": grid,
+        "quality_accuracy": con.sql(
+            """SELECT a.model, a.perturbation, a.severity, a.accuracy FROM accuracy a
+               JOIN image_quality q USING (perturbation, severity)
+               WHERE a.modality = 'image'"""
+        ).pl(),
+        "image_quality_correlation": con.sql(
+            "SELECT * FROM image_quality_correlation ORDER BY model"
+        ).pl(),
+    }
+
+
+def _quality_html(side: dict[str, pl.DataFrame], figure_html: Callable[[str, str], str]) -> str:
+    """The "Severity calibration" section."""
+    if not side:
+        return ('<section id="calibration"><h2>Severity calibration</h2><p class="note">No '
+                "image quality scores in this database (written before they were computed)."
+                "</p></section>")  # fmt: skip
+    q = side["quality"]
+    n_identical = int(q["n_identical"].sum())
+    identical = (f" {n_identical} corrupted images equal their clean image (PSNR +inf); "
+                 "they are left out of the PSNR means.") if n_identical else ""  # fmt: skip
+    return f"""<section id="calibration"><h2>Severity calibration</h2>
+<p class="note">SSIM (scikit-image) and PSNR of every corrupted image against its clean
+image, computed while the corruption job holds both (tables
+<code>image_quality_images</code> per image and <code>image_quality</code> per corruption
+x severity). A severity step that lowers SSIM a lot for one corruption and little for
+another does not mean the same for both.{identical}</p>
+{figure_html("image_quality", "Severity calibration")}
+<h3>Mean SSIM per corruption and severity</h3>{_table_html(side["ssim_grid"])}
+<h3>SSIM and PSNR per corruption and severity</h3>{_table_html(q)}
+<h3>Rank correlation of a subset's mean SSIM with its accuracy, per model</h3>
+<p class="note">Spearman's rho over the corrupted subsets (corruption x severity, controls
+excluded); near 1: the subsets that look most like the clean images are the easiest for
+that model. Empty where a model's accuracy or the SSIM is constant.</p>
+{_table_html(side["image_quality_correlation"])}</section>"""
+
+
 def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Misprediction kinds per model x modality (counts over every perturbation and
     severity, and each kind's share), and the stored examples."""
@@ -317,6 +371,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         ).pl()
         flips = answer_flips(con)
         kinds, kind_examples = _mispredictions(con)
+        quality_side = _image_quality(con)
         type_grid = _type_grid(con, TOP_QUESTION_TYPES)
         cards = _model_cards(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
@@ -333,6 +388,9 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
               "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
               "question_type_accuracy": qtype, "answer_type_accuracy": atype,
               "answer_flips": flips, "skipped_images": skipped, "misprediction_kinds": kinds,
+              "image_quality": quality_side.get("quality", pl.DataFrame()),
+              "image_quality_correlation": quality_side.get("image_quality_correlation",
+                                                            pl.DataFrame()),
               **question_side, **{k: v for k, v in context.items() if k in TABLES},
               **{k: v for k, v in uncertainty.items() if k in TABLES}}  # fmt: skip
     for name in TABLES:
@@ -356,6 +414,9 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             type_grid, "accuracy", "Accuracy per question type x corruption (mean over "
             "models, severities 1-5)", families, "Blues") if type_grid.height else
         fig.placeholder("No question_type_perturbation table in this database."),
+        "image_quality": fig.image_quality(quality_side["quality"],
+                                           quality_side["quality_accuracy"], families)
+        if quality_side else fig.placeholder("No image quality scores in this database."),
         **_question_figures(question_side),
         **_context_figures(context),
         **_uncertainty_figures(uncertainty, summary.level),
@@ -420,9 +481,9 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
 <p class="reading">{html.escape(_reading(summary))}</p>
 {_table_html(models)}
 <p class="note">{html.escape(_interval_note(summary))} Mean perturbed accuracy = mean
-over every corruption and severity 1-5; relative drop = (clean - mean perturbed) / clean,
-recomputable from the two columns beside it (it is the MMI of the image side; the VRE
-tables keep the paper's severity-aggregated drop A_rel over severities 0-5).
+over the corruptions of each one's mean over severities 1-5; relative drop = (clean -
+mean perturbed) / clean, recomputable from the two columns beside it (it is the MMI of
+the image side; the VRE tables keep the paper's severity-aggregated drop A_rel over severities 0-5).
 Strongest perturbations (highest VRE): {html.escape(strongest)}; weakest:
 {html.escape(weakest)}. VRE combines five sub-metrics, each min-max scaled over the
 model x perturbation matrix, so it compares the models and perturbations of this run
@@ -438,6 +499,7 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("answer_type_accuracy", "Accuracy per answer type")}
 {figure_html("question_type_accuracy", "Accuracy per question type")}
 {figure_html("question_type_perturbation", "Accuracy per question type x corruption")}</section>
+{_quality_html(quality_side, figure_html)}
 {_uncertainty_section(uncertainty, summary, figure_html)}
 {_question_section(question_side, figure_html)}
 {_context_section(context, figure_html)}

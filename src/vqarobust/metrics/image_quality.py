@@ -1,0 +1,135 @@
+"""Severity calibration (docs/metrics.md, "Image quality"): SSIM and PSNR of every
+corrupted image against its clean image, their means per corruption x severity, and per
+model the rank correlation between a subset's mean SSIM and its accuracy.
+
+The multimodal-robustness paper checks with such scores (its Table 9) that a severity
+step means something; the visual-robustness paper's corruptions come from ImageNet-C,
+whose steps were calibrated on other images. Scores are computed by
+:func:`ssim_psnr` inside the job that corrupts the images (``corrupt_images``), on the
+image as stored, and kept as two columns of the subset's shards.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+from scipy.stats import spearmanr
+from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+from vqarobust import store
+
+DATA_RANGE = 255.0
+QUALITY_SCHEMA = {
+    "perturbation": pl.String,
+    "severity": pl.Int64,
+    "image_id": pl.Int64,
+    "ssim": pl.Float64,
+    "psnr": pl.Float64,
+}
+CORRELATION_SCHEMA = {
+    "model": pl.String,
+    "n_subsets": pl.Int64,
+    "spearman": pl.Float64,
+    "p_value": pl.Float64,
+}
+
+
+def ssim_psnr(clean: np.ndarray, corrupted: np.ndarray) -> tuple[float, float]:
+    """SSIM (scikit-image's defaults: a 7x7 uniform window, averaged over the three
+    channels) and PSNR in dB of two HxWx3 uint8 images of one size; PSNR is +inf for
+    identical images."""
+    if clean.shape != corrupted.shape:
+        raise ValueError(f"clean image {clean.shape} and corrupted {corrupted.shape} differ")
+    ssim = structural_similarity(clean, corrupted, channel_axis=2, data_range=DATA_RANGE)
+    if np.array_equal(clean, corrupted):
+        # scikit-image divides by a zero MSE here (with a warning); the limit is +inf.
+        return float(ssim), math.inf
+    return float(ssim), float(peak_signal_noise_ratio(clean, corrupted, data_range=DATA_RANGE))
+
+
+def quality_table(per_image: pl.DataFrame) -> pl.DataFrame:
+    """Per (perturbation, severity): n_images, ssim_mean, ssim_std, psnr_mean, psnr_std
+    and n_identical (images equal to their clean image, PSNR +inf: left out of the PSNR
+    mean and deviation, which are null when every image is identical)."""
+    finite = pl.col("psnr").filter(pl.col("psnr").is_finite())
+    return (
+        per_image.group_by("perturbation", "severity")
+        .agg(
+            pl.len().alias("n_images"),
+            pl.col("ssim").mean().alias("ssim_mean"),
+            pl.col("ssim").std().alias("ssim_std"),
+            finite.mean().alias("psnr_mean"),
+            finite.std().alias("psnr_std"),
+            pl.col("psnr").is_infinite().sum().cast(pl.Int64).alias("n_identical"),
+        )
+        .sort("perturbation", "severity")
+    )
+
+
+def quality_correlation(
+    quality: pl.DataFrame, accuracy: pl.DataFrame, perturbations: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Per model, Spearman's rank correlation between a corrupted subset's mean SSIM
+    (``quality``, from :func:`quality_table`) and the model's accuracy on it
+    (``accuracy``: model, modality, perturbation, severity, accuracy), over every image
+    subset both hold (``perturbations`` restricts them). A correlation near +1 says the
+    subsets that look most like the clean images are the easiest for that model; a
+    severity step that changes SSIM little but accuracy much (or the reverse) pulls it
+    down. Null with fewer than three subsets or a constant column."""
+    acc = accuracy.filter(pl.col("modality") == "image", pl.col("severity") > 0)
+    if perturbations is not None:
+        acc = acc.filter(pl.col("perturbation").is_in(list(perturbations)))
+    joined = acc.join(
+        quality.select("perturbation", "severity", "ssim_mean"),
+        on=["perturbation", "severity"],
+        how="inner",
+    )
+    rows = []
+    for (model,), part in joined.sort("perturbation", "severity").group_by(
+        "model", maintain_order=True
+    ):
+        x, y = part["ssim_mean"].to_numpy(), part["accuracy"].to_numpy()
+        rho = p = None
+        if part.height >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+            result = spearmanr(x, y)
+            rho, p = float(result.statistic), float(result.pvalue)
+        rows.append({"model": model, "n_subsets": part.height, "spearman": rho, "p_value": p})
+    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA).sort("model")
+
+
+def read_quality(subsets: Sequence[tuple[str, int, str | os.PathLike[str]]]) -> pl.DataFrame:
+    """Per-image scores (QUALITY_SCHEMA) of the corrupted subsets among (perturbation,
+    severity, image folder); clean folders (severity 0) are skipped. Subsets whose shards
+    carry no scores (written before they were computed) are left out with a warning
+    naming them."""
+    parts, unscored = [], []
+    for perturbation, severity, folder in subsets:
+        if int(severity) == 0:
+            continue
+        table = store.read_image_quality(folder)
+        if table is None:
+            unscored.append(f"{perturbation}/{severity}")
+            continue
+        parts.append(
+            pl.from_arrow(table).select(
+                pl.lit(perturbation).alias("perturbation"),
+                pl.lit(int(severity)).alias("severity"),
+                "image_id",
+                "ssim",
+                "psnr",
+            )
+        )
+    if unscored:
+        warnings.warn(
+            f"no image quality scores in {len(unscored)} image subsets (written before "
+            f"they were computed; regenerate them to get SSIM and PSNR): "
+            f"{', '.join(unscored[:10])}{' ...' if len(unscored) > 10 else ''}",
+            stacklevel=2,
+        )
+    frame = pl.concat(parts) if parts else pl.DataFrame(schema=QUALITY_SCHEMA)
+    return frame.cast(QUALITY_SCHEMA).sort("perturbation", "severity", "image_id")  # type: ignore[arg-type]
