@@ -236,7 +236,11 @@ def get_families(wildcards):
 
 def get_text_params(wildcards):
     t = config["text"]
-    return canonical({"min_similarity": t["min_similarity"], "max_tries": t["max_tries"]})
+    params = {"min_similarity": t["min_similarity"], "max_tries": t["max_tries"]}
+    if t["min_similarity"] is not None:
+        # Only a filter that runs can drop a question or use another encoder.
+        params |= {k: t[k] for k in ("on_low_similarity", "similarity_encoder")}
+    return canonical(params)
 
 
 def get_sentence_params(wildcards):

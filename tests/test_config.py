@@ -48,6 +48,8 @@ def test_minimal_config_gets_defaults():
         (lambda c: c["models"]["cnn-bow"].pop("train"), r"models.cnn-bow: give path_or_id"),
         (lambda c: c["scoring"].update(metric="bleu"), r"scoring.metric"),
         (lambda c: c["vre"]["preferences"].update(speed=1), r"vre.preferences.*'speed'"),
+        (lambda c: c["text"].update(on_low_similarity="discard"), r"text.on_low_similarity"),
+        (lambda c: c["text"].update(similarity_encoder=""), r"text.similarity_encoder"),
     ],
 )
 def test_bad_configs_fail_naming_the_key(default_config, mutate, message):

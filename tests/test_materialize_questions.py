@@ -39,6 +39,19 @@ def test_question_sets_are_written_per_severity(easy_vqa_eval, tmp_path):
     assert whole["perturbed"].to_list() == whole["perturbed_part"].to_list()
 
 
+def _stub_encode(sentences):
+    # Originals point one way; a draw marked "ok" is 0.9-similar, "bad" 0.1-similar.
+    out = []
+    for s in sentences:
+        if "|" not in s:
+            out.append([1.0, 0.0])
+        elif "|ok|" in s:
+            out.append([0.9, np.sqrt(1 - 0.81)])
+        else:
+            out.append([0.1, np.sqrt(1 - 0.01)])
+    return np.array(out, np.float32)
+
+
 def test_fidelity_filter_resamples_until_similar_enough():
     # Draw `attempt` of question i is similar to the original only from attempt i on.
     originals = ["q0", "q1", "q2", "q3"]
@@ -46,17 +59,7 @@ def test_fidelity_filter_resamples_until_similar_enough():
     def draw(i, attempt):
         return f"{originals[i]}|{'ok' if attempt >= i else 'bad'}|{attempt}"
 
-    def encode(sentences):
-        out = []
-        for s in sentences:
-            if "|" not in s:
-                out.append([1.0, 0.0])
-            elif "|ok|" in s:
-                out.append([0.9, np.sqrt(1 - 0.81)])
-            else:
-                out.append([0.1, np.sqrt(1 - 0.01)])
-        return np.array(out, np.float32)
-
+    encode = _stub_encode
     chosen, similarity, tries = fidelity_filter(originals, draw, 0.8, 3, encode)
     assert tries.tolist() == [1, 2, 3, 3]
     assert chosen[:3] == ["q0|ok|0", "q1|ok|1", "q2|ok|2"]
@@ -76,3 +79,141 @@ def test_fidelity_filter_with_minilm_records_tries_and_similarity(easy_vqa_eval,
     passed = got.filter(pl.col("tries") < 3)
     assert (passed["similarity"] >= 0.9).all()
     assert got["similarity"].is_between(-1.0001, 1.0001).all()
+
+
+def test_fidelity_filter_drops_what_stays_dissimilar():
+    originals = ["q0", "q1", "q2", "q3"]
+
+    def draw(i, attempt):
+        return f"{originals[i]}|{'ok' if attempt >= i else 'bad'}|{attempt}"
+
+    chosen, similarity, tries = fidelity_filter(originals, draw, 0.8, 3, _stub_encode, "drop")
+    # q3 needs a fourth try: dropped after max_tries; the others pass as with keep_best.
+    assert chosen == ["q0|ok|0", "q1|ok|1", "q2|ok|2", None]
+    assert tries.tolist() == [1, 2, 3, 3] and similarity[3] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="on_low_similarity must be one of"):
+        fidelity_filter(originals, draw, 0.8, 3, _stub_encode, "discard")
+
+
+@pytest.fixture(scope="module")
+def dropped_set(easy_vqa_eval, tmp_path_factory):
+    """char_delete at severity 3 with a MiniLM threshold near its median similarity, so
+    some questions pass and some are dropped."""
+    out = {3: tmp_path_factory.mktemp("drop") / "3.parquet"}
+    perturb_question_set(easy_vqa_eval["questions"], out, "char_delete", 0, min_similarity=0.75,
+                         max_tries=2, on_low_similarity="drop")  # fmt: skip
+    return out[3]
+
+
+def test_dropped_questions_are_null_and_not_asked(easy_vqa_eval, dropped_set):
+    from vqarobust import store
+    from vqarobust.inference import Subset, subset_questions
+
+    got = pl.read_parquet(dropped_set)
+    gone = got.filter(pl.col("perturbed").is_null())
+    assert 0 < gone.height < got.height
+    # Dropped after every try, each under the threshold; "changed" does not apply.
+    assert (gone["tries"] == 2).all() and (gone["similarity"] < 0.75).all()
+    assert gone["changed"].null_count() == gone.height
+    assert got.filter(pl.col("perturbed").is_not_null())["changed"].null_count() == 0
+    questions = store.read_questions(easy_vqa_eval["questions"])
+    asked = subset_questions(questions, Subset("char_delete", 3, str(easy_vqa_eval["images"]),
+                                               "text", str(dropped_set)))  # fmt: skip
+    assert asked.num_rows == got.height - gone.height
+    assert set(asked.column("question_id").to_pylist()).isdisjoint(gone["question_id"])
+
+
+def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, dropped_set, tmp_path):
+    import duckdb
+
+    from tests.test_db_report import _write_predictions
+    from vqarobust import store
+    from vqarobust.db import build_database
+    from vqarobust.report import render_report
+
+    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
+    gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
+    kept = [q for q in questions if q["question_id"] not in gone]
+    paths = [_write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+             _write_predictions(tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5],
+                                lambda s: 0.9 - 0.1 * s),
+             _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5,
+                                modality="text")]  # fmt: skip
+    db = tmp_path / "r.duckdb"
+    build_database(db, easy_vqa_eval["questions"], paths, question_set_paths=[dropped_set],
+                   families={"char_delete": "char", "snow": "weather"})  # fmt: skip
+    with duckdb.connect(str(db), read_only=True) as con:
+        drops = con.execute("SELECT * FROM fidelity_drops").fetchall()
+        asked = dict(con.execute("SELECT modality, max(n) FROM accuracy GROUP BY ALL").fetchall())
+        n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
+        clean_ids = {i for (i,) in con.execute(
+            "SELECT question_id FROM predictions WHERE modality = 'clean'").fetchall()}  # fmt: skip
+        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+    assert drops == [("char_delete", 3, len(gone))]
+    # Clean accuracy is over the same questions as the perturbed set: paired.
+    assert asked == {"clean": len(kept), "image": len(kept), "text": len(kept)}
+    assert n_questions == len(kept)
+    assert clean_ids.isdisjoint(gone)
+    assert f"{len(gone)} questions some perturbed set dropped" in info["warnings"]
+    text = render_report(db, tmp_path / "report" / "index.html").read_text()
+    assert "Fidelity filter (drop)." in text and f"{len(gone)} perturbed questions in 1" in text
+
+
+def _tiny_sentence_encoder(folder):
+    """A random-init one-layer BERT with MiniLM's tokenizer and mean pooling, saved as a
+    sentence-transformers model: another encoder than the shipped one."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from vqarobust.text.encoder import default_model_path
+
+    torch.manual_seed(0)
+    bert_dir = folder / "bert"
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64)  # fmt: skip
+    BertModel(config).save_pretrained(bert_dir)
+    tokenizer.save_pretrained(bert_dir)
+    word = models.Transformer(str(bert_dir))
+    model = SentenceTransformer(modules=[word, models.Pooling(32, "mean")], device="cpu")
+    model.save(str(folder / "st"))
+    return folder / "st"
+
+
+def test_any_sentence_transformers_encoder_drives_the_filter(easy_vqa_eval, tmp_path):
+    from vqarobust.text.encoder import encode
+
+    encoder = _tiny_sentence_encoder(tmp_path)
+    out = {3: tmp_path / "3.parquet"}
+    perturb_question_set(easy_vqa_eval["questions"], out, "keyboard", 0, min_similarity=0.5,
+                         max_tries=2, similarity_encoder=str(encoder))  # fmt: skip
+    got = pl.read_parquet(out[3])
+    a = encode(got["original"].to_list(), path=str(encoder))
+    b = encode(got["perturbed"].to_list(), path=str(encoder))
+    assert a.shape[1] == 32  # not MiniLM's 384
+    assert got["similarity"].to_numpy() == pytest.approx(np.einsum("ij,ij->i", a, b), abs=1e-5)
+
+
+def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    encoder = _tiny_sentence_encoder(tmp_path)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--someone--tiny-st"
+    shutil.copytree(encoder, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    script = ("from vqarobust.text.encoder import encode; import sys; "
+              "print(encode(['what shape is it?'], path=sys.argv[1]).shape)")  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    ok = subprocess.run([sys.executable, "-c", script, "someone/tiny-st"], env=env,
+                        capture_output=True, text=True, check=False)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip().endswith("(1, 32)")
+    missing = subprocess.run([sys.executable, "-c", script, "someone/not-cached"], env=env,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert missing.returncode != 0
+    assert "neither a folder nor in the local Hugging Face cache" in missing.stderr

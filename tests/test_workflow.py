@@ -115,9 +115,20 @@ def test_results_and_report(workflow_run):
         assert cells == 2 * (2 * 2 + 2 * 2 + 2 * 2)  # models x cells of the three sides
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         assert '"resamples": ' in info["uncertainty"]
+        # Quality scores of every corrupted subset and the blank control, per image.
+        quality = con.execute(
+            "SELECT perturbation, severity, n_images FROM image_quality ORDER BY ALL"
+        ).fetchall()
+        n_images = con.execute("SELECT count(DISTINCT image_id) FROM questions").fetchone()[0]
+        assert quality == [("blank", 1, n_images), ("brightness", 1, n_images),
+                           ("brightness", 3, n_images), ("gaussian_noise", 1, n_images),
+                           ("gaussian_noise", 3, n_images)]  # fmt: skip
+        corr = con.execute("SELECT n_subsets FROM image_quality_correlation").fetchall()
+        assert corr == [(4,), (4,)]  # the control stays out of the correlation
     html = (workdir / "results" / "easy-vqa" / "report" / "index.html").read_text()
     assert "VRE per model" in html and "data:image/png;base64," in html
     assert "Uncertainty and significance" in html and "Effective robustness" in html
+    assert "Severity calibration" in html
     for heading in ("Question perturbations", "MMI image vs text", "R_score per model, ranker",
                     "Example perturbed questions"):  # fmt: skip
         assert heading in html

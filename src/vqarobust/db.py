@@ -32,7 +32,7 @@ from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
 from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
-from vqarobust.metrics.coverage import check_coverage
+from vqarobust.metrics.coverage import check_coverage, fidelity_drops
 from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
 from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.mispredictions import EXAMPLE_SCHEMA as MISPREDICTION_EXAMPLES
@@ -170,6 +170,19 @@ def build_database(
             f"{unknown.height} predictions refer to question ids not in {questions_path}"
         )
     scored = score_predictions(predictions, questions, metric)
+    sets = read_question_sets(question_set_paths or [])
+    drops, dropped_ids = fidelity_drops(sets)
+    notes: list[str] = []
+    if dropped_ids:
+        # Paired comparisons need one question set for every subset (docs/text.md).
+        keep = ~pl.col("question_id").is_in(dropped_ids)
+        questions, scored = questions.filter(keep), scored.filter(keep)
+        notes.append(
+            f"fidelity filter (on_low_similarity: drop): {len(dropped_ids)} questions some "
+            "perturbed set dropped are left out of every table, clean and image subsets "
+            f"included; {questions.height} questions remain (table fidelity_drops)"
+        )
+        log.warning("%s", notes[-1])
     counts: dict[str, int] = {}
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
         con.register("questions_df", questions.to_arrow())
@@ -229,9 +242,10 @@ def build_database(
         )
         con.register("skipped_p_df", skipped_p.to_arrow())
         con.execute("CREATE TABLE skipped_perturbations AS SELECT * FROM skipped_p_df")
-        sets = read_question_sets(question_set_paths or [])
         con.register("sets_df", sets.to_arrow())
         con.execute("CREATE TABLE question_sets AS SELECT * FROM sets_df ORDER BY ALL")
+        con.register("drops_df", drops.to_arrow())
+        con.execute("CREATE TABLE fidelity_drops AS SELECT * FROM drops_df ORDER BY ALL")
         picked = sample_questions(questions, seed)
         thumbs = sample_images(picked, image_subsets or [])
         con.register("samples_df", thumbs.to_arrow())
@@ -333,7 +347,7 @@ def build_database(
             "metric": metric,
             "weights": json.dumps(dict(weights) if weights else "uniform"),
             "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
-            "warnings": json.dumps([str(w.message) for w in caught]),
+            "warnings": json.dumps(notes + [str(w.message) for w in caught]),
             "uncertainty": json.dumps(dataclasses.asdict(settings)),
         }
         for package in PACKAGES:

@@ -137,6 +137,12 @@ def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:
         questions = questions.set_column(
             questions.schema.get_field_index("question"), "question", pa.array(texts, pa.string())
         )
+        # A null text: the fidelity filter dropped the question from this set.
+        dropped = questions.column("question").null_count
+        if dropped:
+            log.info("%s: %d questions dropped by the fidelity filter are not asked",
+                     subset.questions_path, dropped)  # fmt: skip
+            questions = questions.filter(pc.is_valid(questions.column("question")))
     return questions
 
 

@@ -33,6 +33,9 @@ def _write_set(
     similarity: Sequence[float] | None = None, tries: Sequence[int] | None = None,
 ) -> None:  # fmt: skip
     n = frame.height
+    # A question the fidelity filter dropped has no perturbed text (None): not asked.
+    changed = [None if b is None else a != b
+               for a, b in zip(frame["question"].to_list(), perturbed, strict=True)]  # fmt: skip
     table = pa.table(
         {
             "question_id": frame["question_id"].to_arrow(),
@@ -41,9 +44,7 @@ def _write_set(
             "perturbed": pa.array(list(perturbed), pa.string()),
             "perturbation": pa.array([name] * n, pa.string()),
             "severity": pa.array([severity] * n, pa.int8()),
-            "changed": pa.array(
-                [a != b for a, b in zip(frame["question"].to_list(), perturbed, strict=True)]
-            ),
+            "changed": pa.array(changed, pa.bool_()),
             "similarity": pa.array(similarity, pa.float32()) if similarity is not None
             else pa.nulls(n, pa.float32()),
             "tries": pa.array(tries, pa.int16()) if tries is not None else pa.nulls(n, pa.int16()),
@@ -53,21 +54,31 @@ def _write_set(
     store.write_table(table, path)
 
 
+ON_LOW_SIMILARITY = ("keep_best", "drop")
+
+
 def fidelity_filter(
     originals: Sequence[str],
     draw: Callable[[int, int], str],
     min_similarity: float,
     max_tries: int,
     encode: Callable[[list[str]], np.ndarray],
-) -> tuple[list[str], np.ndarray, np.ndarray]:
+    on_low_similarity: str = "keep_best",
+) -> tuple[list[str | None], np.ndarray, np.ndarray]:
     """Resample perturbed questions whose embedding similarity to the original falls under
-    ``min_similarity``: ``draw(i, attempt)`` perturbs question i. After ``max_tries`` the
-    most similar draw is kept. Returns (questions, similarity, tries)."""
+    ``min_similarity``: ``draw(i, attempt)`` perturbs question i. A question still under
+    it after ``max_tries`` draws keeps its most similar draw (``keep_best``) or is dropped
+    from the set (``drop``, the multimodal paper's filter: its text is None and it is not
+    asked). Returns (questions, best similarity, tries)."""
     if max_tries < 1:
         raise ValueError(f"max_tries must be >= 1, got {max_tries}")
+    if on_low_similarity not in ON_LOW_SIMILARITY:
+        raise ValueError(
+            f"on_low_similarity must be one of {ON_LOW_SIMILARITY}, got {on_low_similarity!r}"
+        )
     n = len(originals)
     base = encode(list(originals))
-    best = [""] * n
+    best: list[str | None] = [""] * n
     best_sim = np.full(n, -np.inf, dtype=np.float32)
     tries = np.zeros(n, dtype=np.int16)
     pending = np.arange(n)
@@ -83,10 +94,14 @@ def fidelity_filter(
         if not len(pending):
             break
     if len(pending):
+        kept = "the most similar draw is kept" if on_low_similarity == "keep_best" else "dropped"
         log.warning(
             "fidelity filter: %d of %d questions stay under similarity %.2f after %d tries "
-            "(the most similar draw is kept)", len(pending), n, min_similarity, max_tries,
+            "(%s)", len(pending), n, min_similarity, max_tries, kept,
         )  # fmt: skip
+        if on_low_similarity == "drop":
+            for i in pending:
+                best[i] = None
     return best, best_sim, tries
 
 
@@ -98,12 +113,17 @@ def perturb_question_set(
     min_similarity: float | None = None,
     max_tries: int = 5,
     encode: Callable[[list[str]], np.ndarray] | None = None,
+    on_low_similarity: str = "keep_best",
+    similarity_encoder: str | None = None,
 ) -> int:
     """Write the questions perturbed by ``perturbation`` at each severity of ``out_paths``
     (severity -> Parquet path). Each question's seed derives from (global seed, question
     id, perturbation, severity). With ``min_similarity`` the fidelity filter resamples
-    (up to ``max_tries`` draws; similarity and tries are recorded). Returns the number of
-    questions per set."""
+    (up to ``max_tries`` draws; similarity and tries are recorded) and, with
+    ``on_low_similarity="drop"``, leaves out (null ``perturbed``) a question still under
+    it. Similarity is the cosine of ``encode``'s embeddings, by default those of the
+    sentence-transformers encoder ``similarity_encoder`` (a folder or a Hub id in the
+    local cache; None: the shipped MiniLM). Returns the number of questions per set."""
     frame = _question_frame(questions_path)
     ids, originals = frame["question_id"].to_list(), frame["question"].to_list()
     for severity, path in sorted(out_paths.items()):
@@ -113,7 +133,11 @@ def perturb_question_set(
             _write_set(frame, out, perturbation, severity, path)
         else:
             if encode is None:
-                from vqarobust.text.encoder import encode
+                from functools import partial
+
+                from vqarobust.text.encoder import encode as encode_with
+
+                encode = partial(encode_with, path=similarity_encoder)
             out, sim, tries = fidelity_filter(
                 originals,
                 lambda i, attempt, s=severity: text.perturb_item(
@@ -122,11 +146,13 @@ def perturb_question_set(
                 min_similarity,
                 max_tries,
                 encode,
+                on_low_similarity,
             )
             _write_set(frame, out, perturbation, severity, path, sim.tolist(), tries.tolist())
-        changed = sum(a != b for a, b in zip(originals, out, strict=True))
-        log.info("%s severity %d: %d of %d questions changed -> %s",
-                 perturbation, severity, changed, len(out), path)  # fmt: skip
+        changed = sum(b is not None and a != b for a, b in zip(originals, out, strict=True))
+        dropped = sum(b is None for b in out)
+        log.info("%s severity %d: %d of %d questions changed, %d dropped -> %s",
+                 perturbation, severity, changed, len(out), dropped, path)  # fmt: skip
     return frame.height
 
 

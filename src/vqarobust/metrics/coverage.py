@@ -92,3 +92,24 @@ def check_coverage(
     return accuracy.filter(
         ~pl.col("model").cast(pl.String).is_in(no_clean) & ~pl.col(key).is_in(dropped)
     )
+
+
+FIDELITY_DROP_SCHEMA = {"perturbation": pl.String, "severity": pl.Int64, "n_dropped": pl.Int64}
+
+
+def fidelity_drops(question_sets: pl.DataFrame) -> tuple[pl.DataFrame, list[int]]:
+    """Questions the fidelity filter dropped (``text.on_low_similarity: drop``; a null
+    ``perturbed`` in a question set): their count per (perturbation, severity), zeros
+    included for the sets the filter ran on, and the sorted ids dropped from any set.
+    Every metric is computed over the other questions, which every set still holds, so
+    clean and perturbed accuracies stay paired question by question."""
+    filtered = question_sets.filter(pl.col("similarity").is_not_null() | pl.col("perturbed")
+                                    .is_null())  # fmt: skip
+    counts = (
+        filtered.group_by("perturbation", "severity")
+        .agg(pl.col("perturbed").is_null().sum().alias("n_dropped"))
+        .cast(FIDELITY_DROP_SCHEMA)  # type: ignore[arg-type]
+        .sort("perturbation", "severity")
+    )
+    ids = filtered.filter(pl.col("perturbed").is_null())["question_id"].unique().sort()
+    return counts, ids.to_list()

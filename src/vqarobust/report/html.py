@@ -633,6 +633,9 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
             "CAST(sum(n) AS BIGINT) AS asked FROM accuracy GROUP BY ALL ORDER BY ALL"
         ).pl(),
         "skipped_perturbations": con.sql("SELECT * FROM skipped_perturbations").pl(),
+        "fidelity_drops": con.sql("SELECT * FROM fidelity_drops ORDER BY ALL").pl()
+        if "fidelity_drops" in table_names(con)
+        else pl.DataFrame(),
     }
     return out
 
@@ -643,7 +646,8 @@ def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     sets = con.sql(
         "SELECT question_id, original, perturbation, severity, perturbed AS question "
         "FROM question_sets WHERE question_id IN (SELECT DISTINCT question_id FROM "
-        "question_sets ORDER BY question_id LIMIT 20)"
+        "question_sets WHERE question_id IN (SELECT question_id FROM questions) "
+        "ORDER BY question_id LIMIT 20)"
     ).pl()
     if not sets.height:
         return pl.DataFrame(schema={"perturbation": pl.String, "severity": pl.Int8,
@@ -746,6 +750,19 @@ def _question_section(side: dict[str, pl.DataFrame], figure_html: Callable[..., 
             f"{'' if skipped.height == 1 else 's'} skipped</b> ({html.escape(names)}): "
             f"{html.escape(reason)}.</p>"
         )
+    drops = side["fidelity_drops"]
+    drops_html = ""
+    if drops.height and drops["n_dropped"].sum():
+        n_sets = int((drops["n_dropped"] > 0).sum())
+        drops_html = (
+            f'<p class="warn"><b>Fidelity filter (drop).</b> {int(drops["n_dropped"].sum())} '
+            f"perturbed questions in {n_sets} of the {drops.height} filtered sets stayed "
+            "under the similarity threshold after every try and were dropped; each question "
+            "dropped from any set is left out of every table (clean and image subsets "
+            "included), so every metric is computed over the questions all sets still hold "
+            "(table <code>fidelity_drops</code>; run_info warnings give the count).</p>"
+            f"<h3>Questions dropped by the fidelity filter</h3>{_table_html(drops)}"
+        )
     truncated = side["truncated_questions"]
     truncated_html = (
         "<h3>Questions cut to a model's text-length limit, per model and modality</h3>"
@@ -756,7 +773,7 @@ def _question_section(side: dict[str, pl.DataFrame], figure_html: Callable[..., 
         + (f"<h4>Subsets with cut questions</h4>{_table_html(truncated)}" if truncated.height
            else '<p class="note">No question was cut.</p>')
     )  # fmt: skip
-    return f"""<section id="questions"><h2>Question perturbations</h2>{skipped_html}
+    return f"""<section id="questions"><h2>Question perturbations</h2>{skipped_html}{drops_html}
 <p class="note">Text perturbations and basic-question noise ask each model a changed
 question about the clean image. VRE over text perturbations uses the same five
 sub-metrics as for images (scaled over the model x text-perturbation matrix).</p>

