@@ -21,5 +21,6 @@ rule load_duckdb:
         skipped=SKIPPED_TEXT,
         image_subsets=get_image_subsets,
         seed=config["seed"],
+        outside_metrics=get_outside_metrics,
     script:
         "../workflow/scripts/load_duckdb.py"

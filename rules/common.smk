@@ -183,6 +183,8 @@ def get_subset_severities(wildcards):
         return [1]
     if wildcards.subset in CONTEXT:
         return CONTEXT_SEVERITIES
+    if wildcards.subset in CORRUPTIONS:
+        return corruption_severities(wildcards.subset)
     return SEVERITIES
 
 
@@ -210,10 +212,21 @@ def get_prediction_files(wildcards):
     )
 
 
+def corruption_severities(name):
+    """The configured severities a corruption has (a one-level corruption runs at 1)."""
+    return [s for s in SEVERITIES if s <= max_severity(name)]
+
+
+def get_outside_metrics(wildcards):
+    """Image perturbations kept out of the robustness metrics (docs/metrics.md)."""
+    keep = config["vre"]["include_grayscale"]
+    return [] if keep or "grayscale" not in CORRUPTIONS else ["grayscale"]
+
+
 def get_image_subsets(wildcards):
     """(perturbation, severity) of every image folder, for the report's sample grid."""
     pairs = [("clean", 0)]
-    pairs += [(c, s) for c in CORRUPTIONS for s in SEVERITIES]
+    pairs += [(c, s) for c in CORRUPTIONS for s in corruption_severities(c)]
     pairs += [(c, max_severity(c)) for c in CONTROLS]
     return pairs
 

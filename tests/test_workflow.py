@@ -341,20 +341,21 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
     assert f"{n_q:,} questions" in out
 
 
-def test_stylize_flows_through_to_the_vre_tables(workflow_run, tmp_path):
+def test_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_path):
     from tests.tiny_checkpoints import style_images, tiny_adain
 
     source, config = workflow_run
     workdir = tmp_path / "wf"
     shutil.copytree(source, workdir, symlinks=True)
     changed = yaml.safe_load(yaml.safe_dump(config))
-    changed["corruptions"].append("stylize")
+    # Grayscale has one level: beside severities [1, 3] it runs at 1 only.
+    changed["corruptions"] += ["stylize", "grayscale"]
     changed["stylize"] = {"weights": str(tiny_adain(tmp_path / "adain")),
                           "styles": str(style_images(tmp_path / "styles"))}  # fmt: skip
     write_config(workdir, changed)
     jobs = planned_jobs(snakemake(workdir, "-n"))
-    # Only stylize's own subsets and inference, then aggregation: nothing else reruns.
-    assert jobs == {"corrupt_images": 2, "run_model": 2, "load_duckdb": 1,
+    # Only their own subsets and inference, then aggregation: nothing else reruns.
+    assert jobs == {"corrupt_images": 3, "run_model": 4, "load_duckdb": 1,
                     "render_report": 1, "all": 1}  # fmt: skip
     snakemake(workdir)
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
@@ -365,8 +366,23 @@ def test_stylize_flows_through_to_the_vre_tables(workflow_run, tmp_path):
         severities = con.execute(
             "SELECT DISTINCT severity FROM accuracy WHERE perturbation = 'stylize' ORDER BY 1"
         ).fetchall()
+        grey = con.execute(
+            "SELECT DISTINCT severity FROM accuracy WHERE perturbation = 'grayscale'"
+        ).fetchall()
+        in_vre = con.execute(
+            "SELECT count(*) FROM vre_corruption WHERE perturbation = 'grayscale'"
+        ).fetchone()[0]
+        bias = con.execute("SELECT model, n_colour_questions FROM colour_bias").fetchall()
+        from vqarobust.metrics.colour_bias import colour_questions
+
+        n_colour = colour_questions(con.sql("SELECT * FROM questions").pl()).height
     assert row is not None and row[0] == "stylize"
     assert [s for (s,) in severities] == [1, 3]
+    # Grayscale: its accuracy rows, out of VRE (vre.include_grayscale off), colour bias.
+    assert grey == [(1,)] and in_vre == 0
+    assert sorted(bias) == [("cnn-bow", n_colour), ("vilt-tiny", n_colour)]
+    html = (workdir / "results" / "easy-vqa" / "report" / "index.html").read_text()
+    assert "Colour bias on grayscale images" in html and "Grayscale is kept out of VRE" in html
 
 
 def _chromium() -> str:

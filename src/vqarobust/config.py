@@ -179,12 +179,12 @@ def validate_config(
             raise ConfigError(
                 f"config error at corruptions[{i}]: {_unknown('corruption', name, known)}"
             )
+        # A corruption with fewer levels runs at the configured severities it has.
         top = corruptions.max_severity(name)
-        too_high = [s for s in config["severities"] if s > top]
-        if too_high:
+        if not [s for s in config["severities"] if 1 <= s <= top]:
             raise ConfigError(
                 f"config error at severities: {name!r} has severities 1..{top} only, "
-                f"but {too_high} are configured"
+                f"and none of them is configured ({config['severities']})"
             )
     known_controls = corruptions.names(family="control")
     for i, name in enumerate(config["controls"]):

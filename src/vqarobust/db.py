@@ -31,6 +31,12 @@ import polars as pl
 from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
+from vqarobust.metrics.colour_bias import (
+    GRAYSCALE,
+    colour_bias_examples,
+    colour_bias_table,
+    colour_rows,
+)
 from vqarobust.metrics.context import context_tables, example_images, flipped_swaps
 from vqarobust.metrics.coverage import check_coverage, fidelity_drops
 from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
@@ -130,6 +136,7 @@ def build_database(
     uncertainty: Mapping[str, object] | Settings | None = None,
     config: Mapping[str, Any] | None = None,
     on_missing: str = "error",
+    outside_metrics: Sequence[str] = (),
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -155,6 +162,10 @@ def build_database(
     has, is an error (:class:`vqarobust.metrics.coverage.MissingRowsError`) unless
     ``on_missing="drop"``: then they are left out of every metric table (and of the
     bootstrap) with a warning that lands in ``run_info.warnings`` and the report.
+    ``outside_metrics`` names image perturbations kept out of the robustness metrics (VRE,
+    MMI, R_score, the bootstrap): grayscale, unless ``vre.include_grayscale``, whose colour
+    questions are scored against labels that no longer hold; their accuracy, question-type
+    and misprediction rows stay, and grayscale gets the ``colour_bias`` tables.
     """
     settings = (
         uncertainty if isinstance(uncertainty, Settings) else Settings.from_mapping(uncertainty)
@@ -262,6 +273,15 @@ def build_database(
         for name, df in kinds.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        colour = colour_rows(scored, questions)
+        grey_folder = folders.get((GRAYSCALE, 1))
+        bias = {
+            "colour_bias": colour_bias_table(colour),
+            "colour_bias_examples": colour_bias_examples(colour, questions, grey_folder, seed),
+        }
+        for name, df in bias.items():
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
         for name, df in context_tables(scored).items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
@@ -278,9 +298,13 @@ def build_database(
         # Controls (class "control": the blank images) are no perturbation: they stay out
         # of the robustness metrics and get their own table.
         controls = sorted(c for c, f in (families or {}).items() if f == CONTROL)
-        accuracy = all_accuracy.filter(~pl.col("perturbation").is_in(controls))
-        families = {c: f for c, f in (families or {}).items() if f != CONTROL}
+        outside = sorted(set(outside_metrics))
+        accuracy = all_accuracy.filter(~pl.col("perturbation").is_in([*controls, *outside]))
+        families = {c: f for c, f in (families or {}).items()
+                    if f != CONTROL and c not in outside}  # fmt: skip
         reliance = image_reliance(all_accuracy, controls)
+        # The bootstrap sees exactly the rows the point tables do.
+        scored = scored.filter(~pl.col("perturbation").is_in(outside))
         con.register("reliance_df", reliance.to_arrow())
         con.execute("CREATE TABLE image_reliance AS SELECT * FROM reliance_df")
         with warnings.catch_warnings(record=True) as caught:
@@ -324,7 +348,7 @@ def build_database(
             "image_quality_images": quality_images,
             "image_quality": quality,
             "image_quality_correlation": quality_correlation(
-                quality, accuracy, sorted(set(quality["perturbation"]) - set(controls))
+                quality, accuracy, sorted(set(quality["perturbation"]) - {*controls, *outside})
             ),
         }
         for name, df in calibration.items():
@@ -349,6 +373,7 @@ def build_database(
             "rscore": json.dumps({"tolerance": rscore_tolerance, "maximum": rscore_maximum}),
             "warnings": json.dumps(notes + [str(w.message) for w in caught]),
             "uncertainty": json.dumps(dataclasses.asdict(settings)),
+            "outside_metrics": json.dumps(outside),
         }
         for package in PACKAGES:
             info[f"version.{package}"] = package_version(package)

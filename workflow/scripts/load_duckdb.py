@@ -32,6 +32,7 @@ build_database(
     if hasattr(snakemake.input, "context_swaps")
     else None,
     uncertainty=dict(snakemake.params.uncertainty),
+    outside_metrics=list(snakemake.params.outside_metrics),
     # Read from the config, not params: hashing it for provenance must not rerun the job
     # whenever an unrelated setting changes (the hash is that of the run that wrote it).
     config=snakemake.config,

@@ -214,6 +214,43 @@ that model. Empty where a model's accuracy or the SSIM is constant.</p>
 {_table_html(side["image_quality_correlation"])}</section>"""
 
 
+def _colour_bias_html(con: duckdb.DuckDBPyConnection, outside: list[str]) -> str:
+    """Colour answers on grayscale images (the visual-robustness paper's Figure A.4)."""
+    from vqarobust.metrics.colour_bias import GREYS
+
+    if "colour_bias" not in table_names(con):
+        return ""
+    bias = con.sql("SELECT * FROM colour_bias ORDER BY model").pl()
+    if bias.is_empty():
+        return ('<h3>Colour bias on grayscale images</h3><p class="note">No grayscale '
+                "subset in this run (add <code>grayscale</code> to <code>corruptions</code>)."
+                "</p>")  # fmt: skip
+    examples = con.sql("SELECT * FROM colour_bias_examples ORDER BY model, rank").pl()
+    cells = [
+        f'<figure><img alt="grayscale" src="data:image/png;base64,'
+        f'{base64.b64encode(r["png"]).decode("ascii")}"><figcaption>'
+        f"<b>{html.escape(r['model'])}</b>: &ldquo;{html.escape(r['question'])}&rdquo; "
+        f"label {html.escape(r['truth'])}; clean {html.escape(str(r['clean']))}, grayscale "
+        f"{html.escape(r['grayscale'])}</figcaption></figure>"
+        for r in examples.iter_rows(named=True)
+    ]
+    greys = ", ".join(sorted(GREYS))
+    kept = ("Grayscale is kept out of VRE and every aggregate built with it (MMI, R_score, "
+            "intervals, the summary); <code>vre.include_grayscale: true</code> counts it."
+            if "grayscale" in outside else "This run counts grayscale in VRE "
+            "(<code>vre.include_grayscale: true</code>).")  # fmt: skip
+    return f"""<h3>Colour bias on grayscale images</h3>
+<p class="note">Colour questions (their most frequent human answer is a colour) asked
+about the grayscale images: the share answered with a colour other than a grey
+({html.escape(greys)}) is the <i>chromatic share</i>, an answer the image cannot support,
+next to the same questions' chromatic share on the clean images. Their labels still name
+the original colours, so accuracy on them rewards the bias and punishes a model that
+answers "gray": these answers are scored against labels that no longer hold (the
+visual-robustness paper's mislabelling note). {kept}</p>
+{_table_html(bias)}
+<div class="grid">{"".join(cells)}</div>"""
+
+
 def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Misprediction kinds per model x modality (counts over every perturbation and
     severity, and each kind's share), and the stored examples."""
@@ -380,6 +417,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             "WHERE control = 'blank'"
         ).pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+        colour_html = _colour_bias_html(con, json.loads(info.get("outside_metrics", "[]")))
         question_side = _question_side(con)
         samples = _samples(con)
         context = _context_side(con)
@@ -525,7 +563,8 @@ perturbation and severity per model and modality, each kind as a share of them; 
 in the DuckDB table <code>mispredictions</code>. Two seeded examples per kind: the clean
 image, then the image the model saw.</p>
 {_table_html(kinds) if kinds.height else '<p class="note">No misprediction.</p>'}
-{_examples_html(kind_examples)}</section>
+{_examples_html(kind_examples)}
+{colour_html}</section>
 <section id="tables"><h2>Tables</h2>
 <h3>Models</h3>
 <p class="note">The visual-robustness paper's Table 3 layout: family, checkpoint (a local
