@@ -6,6 +6,7 @@ rule load_duckdb:
         predictions=get_prediction_files,
         question_sets=get_all_question_sets,
         images=get_image_folders,
+        attention=get_attention_files,
     output:
         "results/{dataset}/robustness.duckdb",
     log:

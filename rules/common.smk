@@ -203,6 +203,48 @@ def get_all_question_sets(wildcards):
     return [path for name in [*TEXT, *SENTENCE, *RANKERS] for path in get_question_sets(name)]
 
 
+def attention_capable(model):
+    """Whether a model's family exposes attention over the image (its adapter says so at
+    run time; a classifier checkpoint other than ViLT gets an empty table and a log line)."""
+    entry = config["models"][model]
+    if entry["family"] in ("blip", "llava"):
+        return True
+    return entry["family"] == "vqa-classifier" and entry.get("train", {}).get(
+        "architecture", "vilt"
+    ) == "vilt"
+
+
+ATTENTION_MODELS = (
+    [m for m in MODELS if attention_capable(m)] if config["diagnostics"]["attention"]["n"] else []
+)
+
+
+def get_attention_subsets(wildcards):
+    """(perturbation, severity) of the clean and every corrupted image folder (no controls)."""
+    return [("clean", 0)] + [(c, s) for c in CORRUPTIONS for s in corruption_severities(c)]
+
+
+def get_attention_input(wildcards):
+    inputs = {
+        "questions": f"resources/datasets/{DATASET}/eval/questions.parquet",
+        "images": [
+            f"resources/datasets/{DATASET}/eval/images"
+            if p == "clean"
+            else f"results/{DATASET}/images/{p}/{s}"
+            for p, s in get_attention_subsets(wildcards)
+        ],
+    }
+    trained = get_model_dir(wildcards.model)
+    if trained is not None:
+        inputs["model"] = trained
+    return inputs
+
+
+def get_attention_files(wildcards):
+    return expand("results/{dataset}/attention/{model}.parquet", dataset=DATASET,
+                  model=ATTENTION_MODELS)  # fmt: skip
+
+
 def get_prediction_files(wildcards):
     return expand(
         "results/{dataset}/predictions/{model}/{subset}.parquet",

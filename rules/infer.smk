@@ -21,3 +21,29 @@ rule run_model:
         runtime=get_model_runtime,
     script:
         "../workflow/scripts/run_model.py"
+
+
+# One job per model that exposes attention over the image: maps of a few questions on the
+# clean and every corrupted image (docs/metrics.md, "Attention shift").
+rule image_attention:
+    input:
+        unpack(get_attention_input),
+    output:
+        "results/{dataset}/attention/{model}.parquet",
+    log:
+        "logs/{dataset}/image_attention/{model}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/image_attention/{model}.tsv"
+    params:
+        spec=get_model_spec,
+        subsets=get_attention_subsets,
+        n=config["diagnostics"]["attention"]["n"],
+        seed=config["seed"],
+    threads: config["threads"]["infer"]
+    resources:
+        gpu=get_model_gpus,
+        gpu_model=get_model_gpu_model,
+        mem_mb=get_model_mem_mb,
+        runtime=get_model_runtime,
+    script:
+        "../workflow/scripts/image_attention.py"

@@ -125,10 +125,17 @@ def test_results_and_report(workflow_run):
                            ("gaussian_noise", 3, n_images)]  # fmt: skip
         corr = con.execute("SELECT n_subsets FROM image_quality_correlation").fetchall()
         assert corr == [(4,), (4,)]  # the control stays out of the correlation
+        # Attention shift of vilt-tiny (cnn-bow has no attention): 5 + 3 sample questions
+        # on each of the 4 corrupted subsets.
+        shift = con.execute(
+            "SELECT model, count(*), min(n_questions), max(n_questions) FROM attention_shift "
+            "GROUP BY ALL"
+        ).fetchall()
+        assert shift == [("vilt-tiny", 4, 8, 8)]
     html = (workdir / "results" / "easy-vqa" / "report" / "index.html").read_text()
     assert "VRE per model" in html and "data:image/png;base64," in html
     assert "Uncertainty and significance" in html and "Effective robustness" in html
-    assert "Severity calibration" in html
+    assert "Severity calibration" in html and "Attention shift" in html
     for heading in ("Question perturbations", "MMI image vs text", "R_score per model, ranker",
                     "Example perturbed questions"):  # fmt: skip
         assert heading in html
@@ -198,8 +205,9 @@ def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
         jobs = planned_jobs(snakemake(workdir, "-n"))
     finally:
         write_config(workdir, config)
-    assert jobs == {"corrupt_images": 2, "run_model": 2, "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+    # The attention job of vilt-tiny reads every corrupted subset: it reruns too.
+    assert jobs == {"corrupt_images": 2, "run_model": 2, "image_attention": 1,
+                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
 
 
 def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_run):
@@ -355,8 +363,8 @@ def test_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_pa
     write_config(workdir, changed)
     jobs = planned_jobs(snakemake(workdir, "-n"))
     # Only their own subsets and inference, then aggregation: nothing else reruns.
-    assert jobs == {"corrupt_images": 3, "run_model": 4, "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {"corrupt_images": 3, "run_model": 4, "image_attention": 1,
+                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
     snakemake(workdir)
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:

@@ -31,6 +31,7 @@ import polars as pl
 from vqarobust import store
 from vqarobust.corruptions.controls import CONTROL
 from vqarobust.metrics import score_predictions
+from vqarobust.metrics.attention import attention_shift_table, attention_shifts
 from vqarobust.metrics.colour_bias import (
     GRAYSCALE,
     colour_bias_examples,
@@ -137,6 +138,7 @@ def build_database(
     config: Mapping[str, Any] | None = None,
     on_missing: str = "error",
     outside_metrics: Sequence[str] = (),
+    attention_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -166,6 +168,10 @@ def build_database(
     MMI, R_score, the bootstrap): grayscale, unless ``vre.include_grayscale``, whose colour
     questions are scored against labels that no longer hold; their accuracy, question-type
     and misprediction rows stay, and grayscale gets the ``colour_bias`` tables.
+    ``attention_paths`` are the attention maps of the models that expose them
+    (:mod:`vqarobust.attention`): tables ``attention_maps``, ``attention_shifts`` (JS
+    divergence from the clean map per question) and ``attention_shift`` (per model x
+    corruption x severity).
     """
     settings = (
         uncertainty if isinstance(uncertainty, Settings) else Settings.from_mapping(uncertainty)
@@ -282,6 +288,16 @@ def build_database(
         for name, df in bias.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        maps = (
+            pl.concat([pl.read_parquet(p) for p in attention_paths])
+            if attention_paths
+            else pl.from_arrow(store.ATTENTION_SCHEMA.empty_table())
+        )
+        shifts = attention_shifts(maps)
+        for name, df in (("attention_maps", maps), ("attention_shifts", shifts),
+                         ("attention_shift", attention_shift_table(shifts))):  # fmt: skip
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df ORDER BY ALL")
         for name, df in context_tables(scored).items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")

@@ -35,6 +35,21 @@ CORRUPTED_IMAGE_SCHEMA = IMAGE_SCHEMA.append(pa.field("ssim", pa.float64())).app
     pa.field("psnr", pa.float64())
 )
 
+# One attention map per (model, subset, question): the answer position's attention over
+# the image on a rows x cols grid, row-major, summing to 1 (vqarobust.attention).
+ATTENTION_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("perturbation", pa.string()),
+        ("severity", pa.int8()),
+        ("question_id", pa.int64()),
+        ("image_id", pa.int64()),
+        ("rows", pa.int16()),
+        ("cols", pa.int16()),
+        ("weights", pa.list_(pa.float32())),
+    ]
+)
+
 QUESTION_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),

@@ -33,6 +33,7 @@ build_database(
     else None,
     uncertainty=dict(snakemake.params.uncertainty),
     outside_metrics=list(snakemake.params.outside_metrics),
+    attention_paths=list(snakemake.input.attention),
     # Read from the config, not params: hashing it for provenance must not rerun the job
     # whenever an unrelated setting changes (the hash is that of the run that wrote it).
     config=snakemake.config,

@@ -55,6 +55,14 @@ class VQAModel(ABC):
         an adapter says otherwise)."""
         return [False] * len(questions)
 
+    def image_attention(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> list[np.ndarray] | None:
+        """Per request, the attention of the answer position over the image as a 2-D
+        grid of patches (or regions) summing to 1; None when the model exposes none
+        (docs/metrics.md, "Attention shift"). Adapters that can override it."""
+        return None
+
     def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Answer any number of requests in batches; returns answers in input order."""
         if len(images) != len(questions):

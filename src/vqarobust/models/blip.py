@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 from transformers import BlipForQuestionAnswering
@@ -69,3 +70,32 @@ class BlipVQA(SharesImageFeatures, HFVQAModel):
         )
         replies = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
         return [short_answer(r) for r in replies]
+
+    @torch.inference_mode()
+    def image_attention(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> list[np.ndarray] | None:
+        """The question encoder's last cross-attention over the image patches (what the
+        answer decoder reads: it attends to the encoded question only), mean over heads
+        and over the question's tokens, on the square patch grid."""
+        text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
+        text = {k: v.to(self.device) for k, v in text.items()}
+        image_embeds = self._encode(list(images))
+        image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=self.device)
+        result = self.model.text_encoder(
+            input_ids=text["input_ids"],
+            attention_mask=text["attention_mask"],
+            encoder_hidden_states=image_embeds,
+            encoder_attention_mask=image_mask,
+            output_attentions=True,
+            return_dict=True,
+        )
+        # (batch, heads, tokens, 1 + patches): drop the image's [CLS], mean over heads.
+        cross = result.cross_attentions[-1].float().mean(1)[:, :, 1:]
+        tokens = text["attention_mask"].float()
+        per = (cross * tokens[..., None]).sum(1) / tokens.sum(1, keepdim=True)
+        side = int(round(per.shape[1] ** 0.5))
+        if side * side != per.shape[1]:
+            raise ValueError(f"BLIP image tokens ({per.shape[1]}) do not form a square grid")
+        grids = per.reshape(-1, side, side)
+        return [(g / g.sum()).cpu().numpy().astype(np.float32) for g in grids]

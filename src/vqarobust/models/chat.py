@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
@@ -122,3 +123,36 @@ class LlavaVQA(SharesImageFeatures, ChatVQA):
         )
         replies = self.processor.batch_decode(out, skip_special_tokens=True)
         return [short_answer(r) for r in replies]
+
+    @torch.inference_mode()
+    def image_attention(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> list[np.ndarray] | None:
+        """The language model's last-layer attention of the last prompt position (the one
+        that emits the first answer token) over the image tokens, mean over heads, on the
+        square grid of the image's tokens. Eager attention is switched on for the call
+        (fused kernels return no weights) and switched back."""
+        texts = self._prompts(questions)
+        inputs = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
+        inputs = {
+            k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
+            for k, v in inputs.items()
+        }
+        before = self.model.config._attn_implementation
+        self.model.set_attn_implementation("eager")
+        try:
+            result = self.model(**inputs, output_attentions=True)
+        finally:
+            self.model.set_attn_implementation(before)
+        last = (
+            result.attentions[-1].float().mean(1)[:, -1, :]
+        )  # left-padded: -1 is the prompt's end
+        is_image = inputs["input_ids"] == self.model.config.image_token_id
+        grids = []
+        for weights, where in zip(last, is_image, strict=True):
+            w = weights[where]
+            side = int(round(w.numel() ** 0.5))
+            if side * side != w.numel():
+                raise ValueError(f"{w.numel()} image tokens do not form a square grid")
+            grids.append((w / w.sum()).reshape(side, side).cpu().numpy().astype(np.float32))
+        return grids

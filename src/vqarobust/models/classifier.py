@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 from transformers import AutoModelForVisualQuestionAnswering
@@ -65,3 +66,42 @@ class ClassifierVQA(HFVQAModel):
             inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
         logits = self.model(**inputs).logits
         return [self.id2label[i] for i in logits.argmax(-1).tolist()]
+
+    @torch.inference_mode()
+    def image_attention(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> list[np.ndarray] | None:
+        """ViLT: the last layer's attention of the pooled [CLS] position (the answer
+        classifier's input) over the image patches, mean over heads, on the patch grid;
+        None for other classifiers (the CNN+BoW reference model has no attention)."""
+        if getattr(self.model.config, "model_type", None) != "vilt":
+            return None
+        vilt = self.model.vilt
+        out = []
+        # One request at a time: ViLT samples the patches of a padded batch at random.
+        for image, question in zip(images, questions, strict=True):
+            pixels = self.processor.image_processor([image], return_tensors="pt")
+            text = self.processor.tokenizer(
+                [question], truncation=True, max_length=self.max_text_length, return_tensors="pt"
+            )
+            text = {k: v.to(self.device) for k, v in text.items()}
+            # The patch embedding keeps each patch's grid position; ViLT shuffles them.
+            embeds, masks, (where, (rows, cols)) = vilt.embeddings.visual_embed(
+                pixels["pixel_values"].to(self.device, self.model.dtype),
+                pixels["pixel_mask"].to(self.device),
+                max_image_length=self.model.config.max_image_length,
+            )
+            result = vilt(**text, image_embeds=embeds, pixel_mask=masks, output_attentions=True)
+            # Text tokens first, then the image's own [CLS], then its patches.
+            start = text["input_ids"].shape[1] + 1
+            weights = result.attentions[-1][0].float().mean(0)[0, start:]
+            grid = torch.zeros(rows, cols, device=weights.device)
+            grid.index_put_((where[0, :, 0], where[0, :, 1]), weights, accumulate=True)
+            out.append(_normalized(grid))
+        return out
+
+
+def _normalized(grid: torch.Tensor) -> np.ndarray:
+    """A float32 grid scaled to sum 1."""
+    g = grid.detach().float().cpu().numpy()
+    return (g / g.sum()).astype(np.float32)

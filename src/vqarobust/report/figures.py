@@ -114,10 +114,7 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
     present = set(accuracy["corruption"]) - {"clean"}
     order = [p for p in class_order(families) if p in present]
     colours = perturbation_colours({p: families[p] for p in order})
-    ncols = min(3, len(models))
-    nrows = -(-len(models) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols + 2.2, 3.2 * nrows),
-                             squeeze=False, sharey=True)  # fmt: skip
+    fig, axes = _model_panels(len(models))
     for ax, model in zip(axes.flat, models, strict=False):
         rows = accuracy.filter(pl.col("model") == model)
         clean = rows.filter(pl.col("corruption") == "clean")["accuracy"]
@@ -143,10 +140,33 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
         ax.set_xlabel("severity", fontsize=8)
         ax.set_xticks(range(6))
         ax.grid(alpha=0.3)
-    for ax in axes.flat[len(models) :]:
+    return _finish_panels(fig, axes, len(models), "error (1 - accuracy)")
+
+
+def _present_order(
+    present: set[str], families: dict[str, str]
+) -> tuple[list[str], dict[str, tuple]]:
+    """The perturbations present, by class (unknown ones last), and their colours."""
+    order = [p for p in class_order(families) if p in present]
+    order += sorted(present - set(order))
+    return order, perturbation_colours({p: families.get(p, "other") for p in order})
+
+
+def _model_panels(n: int) -> tuple[Figure, np.ndarray]:
+    """A grid of ``n`` panels sharing the y axis, three per row."""
+    ncols = min(3, n)
+    nrows = -(-n // ncols)
+    return plt.subplots(nrows, ncols, figsize=(4.0 * ncols + 2.2, 3.2 * nrows),
+                        squeeze=False, sharey=True)  # fmt: skip
+
+
+def _finish_panels(fig: Figure, axes: np.ndarray, used: int, ylabel: str) -> Figure:
+    """Blank the unused panels of a per-model grid, label its rows, add the legend of the
+    first panel at the right."""
+    for ax in axes.flat[used:]:
         ax.axis("off")
     for row in axes:
-        row[0].set_ylabel("error (1 - accuracy)", fontsize=8)
+        row[0].set_ylabel(ylabel, fontsize=8)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
@@ -160,10 +180,7 @@ def image_quality(
     its class's shades (severity 0 = the clean image, SSIM 1) with a band of one standard
     deviation; right, each corrupted subset's accuracy (mean over the models) against its
     mean SSIM, marker size growing with severity."""
-    present = set(quality["perturbation"])
-    order = [p for p in class_order(families) if p in present]
-    order += sorted(present - set(order))
-    colours = perturbation_colours({p: families.get(p, "other") for p in order})
+    order, colours = _present_order(set(quality["perturbation"]), families)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.0))
     mean_acc = (
         accuracy.filter(pl.col("severity") > 0)
@@ -442,13 +459,16 @@ def answer_grid(
     thumbs: pl.DataFrame,
     answers: pl.DataFrame,
     families: dict[str, str],
+    attention: pl.DataFrame | None = None,
+    attention_model: str | None = None,
 ) -> Figure:
     """One sample question: its image on the clean subset and at every corruption and
     severity (rows: corruptions grouped by class; columns: severities), with each model's
     answer under it, green when it scores 1, orange when partly right, red when wrong.
 
     ``thumbs``: perturbation, severity, png; ``answers``: model, perturbation, severity,
-    answer, score.
+    answer, score. ``attention`` (perturbation, severity, rows, cols, weights) of
+    ``attention_model`` on this question is drawn over each image as a heatmap.
     """
     import io
 
@@ -469,6 +489,11 @@ def answer_grid(
     images = {(p, s): png for p, s, png in thumbs.select("perturbation", "severity", "png").rows()}
     said = {(m, p, s): (a, sc) for m, p, s, a, sc in answers.select(
         "model", "perturbation", "severity", "answer", "score").rows()}  # fmt: skip
+    maps = {}
+    if attention is not None:
+        for p, sev, r, c, w in attention.select("perturbation", "severity", "rows", "cols",
+                                                "weights").rows():  # fmt: skip
+            maps[(p, int(sev))] = np.asarray(w, dtype=np.float64).reshape(r, c)
     for i, p in enumerate(rows):
         for j, s in enumerate(severities):
             ax = axes[i, j]
@@ -479,7 +504,14 @@ def answer_grid(
                 ax.axis("off")
                 continue
             with Image.open(io.BytesIO(images[key])) as im:
-                ax.imshow(np.asarray(im.convert("RGB")), interpolation="nearest")
+                pixels = np.asarray(im.convert("RGB"))
+            ax.imshow(pixels, interpolation="nearest")
+            if key in maps:
+                # Scaled to the map's own peak: where the model looks, not how much.
+                grid = maps[key] / maps[key].max()
+                h, w = pixels.shape[:2]
+                ax.imshow(grid, cmap="inferno", alpha=0.45, interpolation="bilinear",
+                          extent=(-0.5, w - 0.5, h - 0.5, -0.5))  # fmt: skip
             for k, m in enumerate(models):
                 answer, score = said.get((m, *key), ("-", 0.0))
                 colour = "#1a7f37" if score >= 1 else "#d9822b" if score > 0 else "#c62828"
@@ -492,11 +524,31 @@ def answer_grid(
                 ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
             if i == 1:
                 ax.set_title(f"severity {s}", fontsize=7)
-    fig.suptitle(f"\u201c{question}\u201d   ground truth: {truth}", fontsize=9)
+    overlay = f"   heatmap: attention of {attention_model}" if maps else ""
+    fig.suptitle(f"\u201c{question}\u201d   ground truth: {truth}{overlay}", fontsize=9)
     fig.subplots_adjust(left=1.3 / width, right=0.99,
                         top=1 - 0.45 / height, bottom=0.15 * len(models) / height,
                         hspace=0.15 + 0.17 * len(models), wspace=0.08)  # fmt: skip
     return fig
+
+
+def attention_shift(shift: pl.DataFrame, families: dict[str, str]) -> Figure:
+    """Mean JS divergence of the attention map from the clean one against severity, one
+    panel per model, one line per corruption in its class's shades (0 at severity 0)."""
+    models = sorted(shift["model"].unique().to_list())
+    order, colours = _present_order(set(shift["perturbation"]), families)
+    fig, axes = _model_panels(len(models))
+    for ax, model in zip(axes.flat, models, strict=False):
+        rows = shift.filter(pl.col("model") == model)
+        for p in order:
+            r = rows.filter(pl.col("perturbation") == p).sort("severity")
+            if r.height:
+                ax.plot([0, *r["severity"].to_list()], [0.0, *r["js_mean"].to_list()],
+                        marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)  # fmt: skip
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("severity", fontsize=8)
+        ax.grid(alpha=0.3)
+    return _finish_panels(fig, axes, len(models), "JS divergence from the clean map")
 
 
 CONTEXT_COLOURS = {"swap_class": "#4c72b0", "swap_attribute": "#dd8452", "all": "#55a868"}

@@ -188,6 +188,42 @@ def _image_quality(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     }
 
 
+def _attention_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """``attention_shift`` (empty when the database has none)."""
+    if "attention_shift" not in table_names(con):
+        return pl.DataFrame()
+    return con.sql("SELECT * FROM attention_shift ORDER BY ALL").pl()
+
+
+def _attention_html(shift: pl.DataFrame, figure_html: Callable[[str, str], str]) -> str:
+    """The "Attention shift" section."""
+    if shift.is_empty():
+        return ('<section id="attention"><h2>Attention shift</h2><p class="note">No attention '
+                "maps: no model of this run exposes attention over the image (the ViLT, BLIP "
+                "and LLaVA families do), or <code>diagnostics.attention.n</code> is 0.</p>"
+                "</section>")  # fmt: skip
+    wide = (
+        shift.with_columns(pl.col("severity").cast(pl.String))
+        .pivot("severity", index=["model", "perturbation"], values="js_mean")
+        .sort("model", "perturbation")
+        .rename({"perturbation": "corruption"})
+    )
+    n = int(shift["n_questions"].max())
+    return f"""<section id="attention"><h2>Attention shift</h2>
+<p class="note">The attention of each model's answer position over the image (ViLT: the
+pooled [CLS] token's last-layer attention over the patches; BLIP: the question encoder's
+last cross-attention, averaged over the question's tokens; LLaVA: the last prompt
+position's last-layer attention over the image tokens; all averaged over heads) for the
+sample questions and a seeded sample of others ({n} questions), on the clean image and at
+every corruption and severity. The shift is the Jensen-Shannon divergence (bits, 0 =
+the same map, 1 = disjoint) from the question's clean map (tables
+<code>attention_maps</code>, <code>attention_shifts</code>, <code>attention_shift</code>);
+the answer grids above draw the first such model's maps over the images.</p>
+{figure_html("attention_shift", "Attention shift")}
+<h3>Mean JS divergence from the clean attention map (columns: severities)</h3>
+{_table_html(wide)}</section>"""
+
+
 def _quality_html(side: dict[str, pl.DataFrame], figure_html: Callable[[str, str], str]) -> str:
     """The "Severity calibration" section."""
     if not side:
@@ -409,6 +445,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         flips = answer_flips(con)
         kinds, kind_examples = _mispredictions(con)
         quality_side = _image_quality(con)
+        shift = _attention_side(con)
         type_grid = _type_grid(con, TOP_QUESTION_TYPES)
         cards = _model_cards(con)
         skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
@@ -427,6 +464,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
               "question_type_accuracy": qtype, "answer_type_accuracy": atype,
               "answer_flips": flips, "skipped_images": skipped, "misprediction_kinds": kinds,
               "image_quality": quality_side.get("quality", pl.DataFrame()),
+              "attention_shift": shift,
               "image_quality_correlation": quality_side.get("image_quality_correlation",
                                                             pl.DataFrame()),
               **question_side, **{k: v for k, v in context.items() if k in TABLES},
@@ -455,6 +493,8 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
         "image_quality": fig.image_quality(quality_side["quality"],
                                            quality_side["quality_accuracy"], families)
         if quality_side else fig.placeholder("No image quality scores in this database."),
+        "attention_shift": fig.attention_shift(shift, families) if shift.height
+        else fig.placeholder("No attention maps in this database."),
         **_question_figures(question_side),
         **_context_figures(context),
         **_uncertainty_figures(uncertainty, summary.level),
@@ -538,6 +578,7 @@ R_score are better.</p>{reliance_html}{skipped_html}</section>
 {figure_html("question_type_accuracy", "Accuracy per question type")}
 {figure_html("question_type_perturbation", "Accuracy per question type x corruption")}</section>
 {_quality_html(quality_side, figure_html)}
+{_attention_html(shift, figure_html)}
 {_uncertainty_section(uncertainty, summary, figure_html)}
 {_question_section(question_side, figure_html)}
 {_context_section(context, figure_html)}
@@ -738,6 +779,14 @@ def _samples(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Per sample question: its text, most common answer, thumbnails and every model's
     answers on the clean and corrupted images."""
     thumbs = con.sql("SELECT * FROM sample_images").pl()
+    # The first model with attention maps draws its attention over the grid's images.
+    attention = (
+        con.sql("SELECT * FROM attention_maps ORDER BY model").pl()
+        if "attention_maps" in table_names(con)
+        else pl.DataFrame(schema={"model": pl.String, "question_id": pl.Int64})
+    )
+    if attention.height:
+        attention = attention.filter(pl.col("model") == attention["model"][0])
     out = []
     for qid in sorted(set(thumbs["question_id"])):
         q = con.execute(
@@ -749,7 +798,8 @@ def _samples(con: duckdb.DuckDBPyConnection) -> list[dict]:
         ).pl()
         truth = max(set(q[1]), key=lambda a: (q[1].count(a), a))
         out.append({"question": q[0], "truth": truth, "answers": answers,
-                    "thumbs": thumbs.filter(pl.col("question_id") == qid)})  # fmt: skip
+                    "thumbs": thumbs.filter(pl.col("question_id") == qid),
+                    "attention": attention.filter(pl.col("question_id") == qid)})  # fmt: skip
     return out
 
 
@@ -760,9 +810,11 @@ def _answer_grids(samples: list[dict], families: dict[str, str]) -> dict[str, pl
             s = samples[k - 1]
             # Controls (blank) are no corruption class; the grid shows them last.
             shown = {p: families.get(p, "control") for p in set(s["thumbs"]["perturbation"])}
+            maps = s["attention"]
             figures[f"answer_grid_{k}"] = fig.answer_grid(
-                s["question"], s["truth"], s["thumbs"], s["answers"], shown
-            )
+                s["question"], s["truth"], s["thumbs"], s["answers"], shown,
+                maps if maps.height else None, maps["model"][0] if maps.height else None,
+            )  # fmt: skip
         else:
             figures[f"answer_grid_{k}"] = fig.placeholder(f"No sample question {k}.")
     return figures

@@ -7,6 +7,7 @@ FIGURES = ("relative_drop", "average_error", "error_vs_severity", "radar", "vre_
            "answer_type_accuracy", "question_type_accuracy", "text_error_vs_severity",
            "mmi_modalities", "rscore_basic_questions", "context_reliance", "context_flips",
            "vre_intervals", "effective_robustness", "question_type_perturbation", "image_quality",
+           "attention_shift",
            *(f"answer_grid_{k}" for k in range(1, N_ANSWER_GRIDS + 1)))  # fmt: skip
 TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscore",
           "question_type_accuracy", "answer_type_accuracy", "answer_flips",
@@ -15,5 +16,5 @@ TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscor
           "truncated_questions", "context_reliance", "effective_accuracy",
           "context_examples", "intervals", "model_comparisons", "rank_stability",
           "drop_tests", "effective_robustness", "misprediction_kinds", "image_quality",
-          "image_quality_correlation")  # fmt: skip
+          "image_quality_correlation", "attention_shift")  # fmt: skip
 LATEX_TABLES = ("vre_model", "vre_corruption", "mmi_modalities")

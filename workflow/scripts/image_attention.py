@@ -1,0 +1,23 @@
+"""Snakemake adapter: one model's attention maps on the clean and every corrupted image."""
+
+import torch
+
+from vqarobust.attention import attention_maps
+from vqarobust.logs import setup_logging
+from vqarobust.params import runtime_options
+
+setup_logging(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+attention_maps(
+    snakemake.wildcards.model,
+    dict(snakemake.params.spec),
+    snakemake.input.questions,
+    [
+        (p, s, folder)
+        for (p, s), folder in zip(snakemake.params.subsets, snakemake.input.images, strict=True)
+    ],  # fmt: skip
+    snakemake.output[0],
+    n=snakemake.params.n,
+    seed=snakemake.params.seed,
+    options=runtime_options(snakemake.config["models"][snakemake.wildcards.model]),
+)
