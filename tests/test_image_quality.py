@@ -7,13 +7,9 @@ import pytest
 from skimage.metrics import structural_similarity
 
 from vqarobust import store
+from vqarobust.corruptions.quality import ssim_psnr
 from vqarobust.materialize.images import corrupt_subset
-from vqarobust.metrics.image_quality import (
-    quality_correlation,
-    quality_table,
-    read_quality,
-    ssim_psnr,
-)
+from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
 
 
 def _image(seed: int, size: int = 32) -> np.ndarray:
@@ -31,18 +27,34 @@ def test_psnr_hand_computed_and_identical_images():
         assert ssim_psnr(a, a.copy()) == (1.0, math.inf)
 
 
-def test_ssim_is_the_mean_of_scikit_image_per_channel_scores():
+def test_ssim_and_psnr_equal_scikit_image():
+    from skimage.metrics import peak_signal_noise_ratio
+
+    from vqarobust.corruptions import corrupt
+
     a, b = _image(1), _image(2)
-    for clean, other in ((a, b), (a, np.clip(a.astype(int) + _image(3) // 8, 0, 255)
-                                   .astype(np.uint8))):  # fmt: skip
+    photo = _image(4, 48)
+    pairs = [(a, b), (a, np.clip(a.astype(int) + _image(3) // 8, 0, 255).astype(np.uint8)),
+             (_image(5, 9), _image(6, 9))]  # fmt: skip
+    for name in ("gaussian_noise", "defocus_blur", "brightness", "pixelate"):
+        pairs.append((photo, corrupt(photo, name, 3, seed=1)))
+    for clean, other in pairs:
+        ssim, psnr = ssim_psnr(clean, other)
+        assert ssim == pytest.approx(
+            structural_similarity(clean, other, channel_axis=2, data_range=255), abs=1e-10
+        )
+        # and the mean of its per-channel scores, as scikit-image defines channel_axis
         per_channel = [structural_similarity(clean[..., c], other[..., c], data_range=255)
                        for c in range(3)]  # fmt: skip
-        assert ssim_psnr(clean, other)[0] == pytest.approx(np.mean(per_channel), abs=1e-12)
+        assert ssim == pytest.approx(np.mean(per_channel), abs=1e-10)
+        assert psnr == pytest.approx(peak_signal_noise_ratio(clean, other, data_range=255))
 
 
-def test_shapes_must_match():
+def test_shapes_must_match_and_hold_a_window():
     with pytest.raises(ValueError, match="differ"):
         ssim_psnr(_image(0, 32), _image(0, 40))
+    with pytest.raises(ValueError, match="at least 7x7"):
+        ssim_psnr(_image(0, 6), _image(1, 6))
 
 
 def test_quality_table_hand_computed():

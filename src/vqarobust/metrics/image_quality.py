@@ -5,25 +5,22 @@ model the rank correlation between a subset's mean SSIM and its accuracy.
 The multimodal-robustness paper checks with such scores (its Table 9) that a severity
 step means something; the visual-robustness paper's corruptions come from ImageNet-C,
 whose steps were calibrated on other images. Scores are computed by
-:func:`ssim_psnr` inside the job that corrupts the images (``corrupt_images``), on the
-image as stored, and kept as two columns of the subset's shards.
+:func:`vqarobust.corruptions.quality.ssim_psnr` inside the job that corrupts the images
+(``corrupt_images``), on the image as stored, and kept as two columns of the subset's
+shards.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
-from scipy.stats import spearmanr
-from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 from vqarobust import store
 
-DATA_RANGE = 255.0
 QUALITY_SCHEMA = {
     "perturbation": pl.String,
     "severity": pl.Int64,
@@ -37,19 +34,6 @@ CORRELATION_SCHEMA = {
     "spearman": pl.Float64,
     "p_value": pl.Float64,
 }
-
-
-def ssim_psnr(clean: np.ndarray, corrupted: np.ndarray) -> tuple[float, float]:
-    """SSIM (scikit-image's defaults: a 7x7 uniform window, averaged over the three
-    channels) and PSNR in dB of two HxWx3 uint8 images of one size; PSNR is +inf for
-    identical images."""
-    if clean.shape != corrupted.shape:
-        raise ValueError(f"clean image {clean.shape} and corrupted {corrupted.shape} differ")
-    ssim = structural_similarity(clean, corrupted, channel_axis=2, data_range=DATA_RANGE)
-    if np.array_equal(clean, corrupted):
-        # scikit-image divides by a zero MSE here (with a warning); the limit is +inf.
-        return float(ssim), math.inf
-    return float(ssim), float(peak_signal_noise_ratio(clean, corrupted, data_range=DATA_RANGE))
 
 
 def quality_table(per_image: pl.DataFrame) -> pl.DataFrame:
@@ -89,6 +73,8 @@ def quality_correlation(
         on=["perturbation", "severity"],
         how="inner",
     )
+    from scipy.stats import spearmanr  # a second to import: only where it is needed
+
     rows = []
     for (model,), part in joined.sort("perturbation", "severity").group_by(
         "model", maintain_order=True
