@@ -507,10 +507,11 @@ def answer_grid(
                 pixels = np.asarray(im.convert("RGB"))
             ax.imshow(pixels, interpolation="nearest")
             if key in maps:
-                # Scaled to the map's own peak: where the model looks, not how much.
+                # Scaled to the map's own peak: where the model looks, not how much;
+                # opaque only where it looks, so the image's colours stay readable.
                 grid = maps[key] / maps[key].max()
                 h, w = pixels.shape[:2]
-                ax.imshow(grid, cmap="inferno", alpha=0.45, interpolation="bilinear",
+                ax.imshow(grid, cmap="inferno", alpha=0.7 * grid, interpolation="bilinear",
                           extent=(-0.5, w - 0.5, h - 0.5, -0.5))  # fmt: skip
             for k, m in enumerate(models):
                 answer, score = said.get((m, *key), ("-", 0.0))

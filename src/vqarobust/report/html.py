@@ -68,7 +68,9 @@ def _table_html(df: pl.DataFrame, digits: int = 3) -> str:
     for row in df.iter_rows():
         cells = []
         for v in row:
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if v is None:  # not applicable (a one-level corruption at severity 2, ...)
+                cells.append("<td></td>")
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
                 text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
                 cells.append(f"<td>{html.escape(text)}</td>")
             else:  # text reads from the left
@@ -218,7 +220,8 @@ sample questions and a seeded sample of others ({n} questions), on the clean ima
 every corruption and severity. The shift is the Jensen-Shannon divergence (bits, 0 =
 the same map, 1 = disjoint) from the question's clean map (tables
 <code>attention_maps</code>, <code>attention_shifts</code>, <code>attention_shift</code>);
-the answer grids above draw the first such model's maps over the images.</p>
+the answer grids under "How answers change" draw the first such model's maps over the
+images, more opaque where it attends more.</p>
 {figure_html("attention_shift", "Attention shift")}
 <h3>Mean JS divergence from the clean attention map (columns: severities)</h3>
 {_table_html(wide)}</section>"""
@@ -242,7 +245,8 @@ x severity). A severity step that lowers SSIM a lot for one corruption and littl
 another does not mean the same for both.{identical}</p>
 {figure_html("image_quality", "Severity calibration")}
 <h3>Mean SSIM per corruption and severity</h3>{_table_html(side["ssim_grid"])}
-<h3>SSIM and PSNR per corruption and severity</h3>{_table_html(q)}
+<details><summary>SSIM and PSNR per corruption and severity (mean and deviation over the
+images)</summary>{_table_html(q)}</details>
 <h3>Rank correlation of a subset's mean SSIM with its accuracy, per model</h3>
 <p class="note">Spearman's rho over the corrupted subsets (corruption x severity, controls
 excluded); near 1: the subsets that look most like the clean images are the easiest for
@@ -803,13 +807,23 @@ def _samples(con: duckdb.DuckDBPyConnection) -> list[dict]:
     return out
 
 
+def _registry_family(name: str) -> str:
+    """The class the corruption registry gives ``name``; ``control`` for the clean
+    subset and for names it does not hold."""
+    from vqarobust.corruptions import CORRUPTIONS, family
+
+    return family(name) if name in CORRUPTIONS.list() else "control"
+
+
 def _answer_grids(samples: list[dict], families: dict[str, str]) -> dict[str, plt.Figure]:
     figures = {}
     for k in range(1, N_ANSWER_GRIDS + 1):
         if k <= len(samples):
             s = samples[k - 1]
-            # Controls (blank) are no corruption class; the grid shows them last.
-            shown = {p: families.get(p, "control") for p in set(s["thumbs"]["perturbation"])}
+            # Controls (blank) are no corruption class; the grid shows them last. A
+            # corruption outside the VRE tables (grayscale) keeps its registry class.
+            shown = {p: families.get(p) or _registry_family(p)
+                     for p in set(s["thumbs"]["perturbation"])}  # fmt: skip
             maps = s["attention"]
             figures[f"answer_grid_{k}"] = fig.answer_grid(
                 s["question"], s["truth"], s["thumbs"], s["answers"], shown,
