@@ -461,8 +461,9 @@ def to_markdown(s: Summary, command: str) -> str:
         lines += [
             "",
             "Question side: VRE over the text perturbations (scaled over their own matrix), "
-            "MMI per modality (relative drop from clean; `all` = image and text sets "
-            "together; lower = more robust), and R_score averaged over the basic-question "
+            "MMI per modality (relative drop from clean, each perturbation weighing the same; "
+            "`all` = image and text together; lower = more robust), and R_score averaged "
+            "over the basic-question "
             f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
         ]
     if s.context is not None and s.context.height:
