@@ -238,8 +238,8 @@ def _quality_html(side: dict[str, pl.DataFrame], figure_html: Callable[[str, str
     identical = (f" {n_identical} corrupted images equal their clean image (PSNR +inf); "
                  "they are left out of the PSNR means.") if n_identical else ""  # fmt: skip
     return f"""<section id="calibration"><h2>Severity calibration</h2>
-<p class="note">SSIM (scikit-image) and PSNR of every corrupted image against its clean
-image, computed while the corruption job holds both (tables
+<p class="note">SSIM (scikit-image's definition and defaults) and PSNR of every corrupted
+image against its clean image, computed while the corruption job holds both (tables
 <code>image_quality_images</code> per image and <code>image_quality</code> per corruption
 x severity). A severity step that lowers SSIM a lot for one corruption and little for
 another does not mean the same for both.{identical}</p>
@@ -248,9 +248,10 @@ another does not mean the same for both.{identical}</p>
 <details><summary>SSIM and PSNR per corruption and severity (mean and deviation over the
 images)</summary>{_table_html(q)}</details>
 <h3>Rank correlation of a subset's mean SSIM with its accuracy, per model</h3>
-<p class="note">Spearman's rho over the corrupted subsets (corruption x severity, controls
-excluded); near 1: the subsets that look most like the clean images are the easiest for
-that model. Empty where a model's accuracy or the SSIM is constant.</p>
+<p class="note">Spearman's rho over the corrupted subsets (corruption x severity; controls
+and perturbations kept out of the metrics, such as grayscale, excluded); near 1: the
+subsets that look most like the clean images are the easiest for that model. Empty
+where a model's accuracy or the SSIM is constant.</p>
 {_table_html(side["image_quality_correlation"])}</section>"""
 
 
