@@ -124,7 +124,8 @@ def test_attention_maps_job_gives_zero_shift_on_identical_images(
     assert n == 8 * 3  # (5 + 3 sample questions) x 3 subsets
     shifts = attention_shift_table(attention_shifts(maps))
     js = dict(zip(shifts["perturbation"], shifts["js_mean"], strict=True))
-    assert js["copy"] == 0.0  # the same bytes: the same map
+    # The same bytes: the same map, up to the order of ViLT's patch shuffle in float sums.
+    assert js["copy"] == pytest.approx(0.0, abs=1e-12)
     # Tiny random-ish models attend almost uniformly, but noise does move the map.
     assert js["gaussian_noise"] > 0.0
 
