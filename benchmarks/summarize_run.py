@@ -1,30 +1,44 @@
 """Summarize the per-job benchmark files Snakemake wrote under benchmarks/out/.
 
-    .venv/bin/python benchmarks/summarize_run.py [benchmarks/out]
+    .venv/bin/python benchmarks/summarize_run.py [--dataset easy-vqa] [ROOT]
 
-Prints, per rule: job count, summed job seconds, the slowest job and peak memory.
+Prints, per rule: job count, summed job seconds, the slowest job and peak memory; then
+the summed seconds per model of the inference rules (the README's per-model numbers).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import polars as pl
 
+PER_MODEL_RULES = ("run_model", "image_attention")
 
-def summarize(root: str = "benchmarks/out") -> pl.DataFrame:
-    """One row per rule from Snakemake's benchmark TSVs (rule = first folder below the dataset)."""
+
+def job_rows(root: str | Path = "benchmarks/out", dataset: str | None = None) -> pl.DataFrame:
+    """One row per benchmark TSV: dataset, rule, model (the folder below an inference
+    rule, else null), job name, seconds, peak memory in MB."""
+    base = Path(root) / dataset if dataset else Path(root)
     rows = []
-    for tsv in sorted(Path(root).rglob("*.tsv")):
+    for tsv in sorted(base.rglob("*.tsv")):
         rel = tsv.relative_to(root).parts
         rule = rel[1] if len(rel) > 2 else Path(rel[-1]).stem
+        model = rel[2] if rule == "run_model" and len(rel) > 3 else None
+        if rule == "image_attention":
+            model = Path(rel[-1]).stem
         df = pl.read_csv(tsv, separator="\t", null_values=["-", "NA"])
-        rows.append({"rule": rule, "s": float(df["s"][0]), "max_rss_mb": df["max_rss"][0]})
+        rows.append({"dataset": rel[0], "rule": rule, "model": model, "job": tsv.stem,
+                     "s": float(df["s"][0]), "max_rss_mb": df["max_rss"][0]})  # fmt: skip
     if not rows:
-        raise SystemExit(f"no benchmark files under {root}")
+        raise SystemExit(f"no benchmark files under {base}")
+    return pl.DataFrame(rows)
+
+
+def summarize(root: str | Path = "benchmarks/out", dataset: str | None = None) -> pl.DataFrame:
+    """One row per rule (rule = the first folder below the dataset)."""
     return (
-        pl.DataFrame(rows)
+        job_rows(root, dataset)
         .group_by("rule")
         .agg(
             pl.len().alias("jobs"),
@@ -36,6 +50,32 @@ def summarize(root: str = "benchmarks/out") -> pl.DataFrame:
     )
 
 
+def per_model(root: str | Path = "benchmarks/out", dataset: str | None = None) -> pl.DataFrame:
+    """Summed seconds and the slowest job per model of the inference rules."""
+    jobs = job_rows(root, dataset).filter(pl.col("rule").is_in(PER_MODEL_RULES))
+    return (
+        jobs.sort("s", descending=True)
+        .group_by("rule", "model", maintain_order=True)
+        .agg(
+            pl.len().alias("jobs"),
+            pl.col("s").sum().round(1).alias("job_seconds"),
+            pl.col("job").first().alias("slowest_job"),
+            pl.col("s").max().round(1).alias("slowest_job_s"),
+        )  # fmt: skip
+        .sort("rule", "model")
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", nargs="?", default="benchmarks/out",
+                        help="the folder of Snakemake's benchmark files")  # fmt: skip
+    parser.add_argument("--dataset", help="only this dataset's jobs (e.g. easy-vqa)")
+    args = parser.parse_args()
+    with pl.Config(tbl_rows=50, tbl_hide_dataframe_shape=True, fmt_str_lengths=80):
+        print(summarize(args.root, args.dataset))
+        print(per_model(args.root, args.dataset))
+
+
 if __name__ == "__main__":
-    with pl.Config(tbl_rows=50, tbl_hide_dataframe_shape=True):
-        print(summarize(*sys.argv[1:]))
+    main()
