@@ -183,6 +183,18 @@ def duckdb_errors() -> type[Exception]:
     return duckdb.Error
 
 
+def _export(args: argparse.Namespace) -> int:
+    from vqarobust.export import export_records, sample_records
+
+    try:
+        records = sample_records(args.database, args.model or (), args.perturbation or ())
+    except (ValueError, duckdb_errors()) as exc:
+        print(f"vqarobust export: {exc}", file=sys.stderr)
+        return 2
+    print(f"{records.height:,} records -> {export_records(records, args.out, args.format)}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
@@ -256,6 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(func=_diff)
+    p = sub.add_parser("export", help="per-sample records (model x subset x question) of a "
+                       "results DuckDB file")  # fmt: skip
+    p.add_argument("database")
+    p.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet")
+    p.add_argument("--out", required=True, help="file to write")
+    p.add_argument("--model", action="append", help="only this model (repeatable)")
+    p.add_argument("--perturbation", action="append",
+                   help="only this perturbation; clean: the clean subset (repeatable)")  # fmt: skip
+    p.set_defaults(func=_export)
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
     p.add_argument("--out", required=True, help="path of index.html to write")
