@@ -55,11 +55,6 @@ if workflow.is_main_process:
     if SKIPPED_TEXT:
         names = ", ".join(SKIPPED_TEXT)
         print(f"Skipping text perturbations {names}: {text.wordnet.missing_message()}")
-    if TEXT and not SENTENCE:
-        print(
-            "Skipping sentence-level text perturbations (formal, casual, passive, active, "
-            "back_translation): text.sentence names no text-to-text model (docs/text.md)"
-        )
 # Figure captions: package data, shared by the HTML report and Snakemake's native report.
 CAPTIONS = "../src/vqarobust/report/captions"
 
