@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from vqarobust import store
-from vqarobust.metrics.vqa_accuracy import normalize_answer
+from vqarobust.metrics.vqa_accuracy import normalize_column
 
 FORMATS = ("parquet", "jsonl", "csv")
 PROVENANCE_KEYS = ("git_commit", "config_sha256")
@@ -61,13 +61,7 @@ def sample_records(
                 {"WHERE " + " AND ".join(where) if where else ""}
                 ORDER BY p.model, p.modality, p.perturbation, p.severity, p.question_id"""
         ).pl()
-    distinct = records["prediction"].unique().to_list()
-    lookup = {a: normalize_answer(a) for a in distinct if a is not None}
-    records = records.with_columns(
-        pl.col("prediction")
-        .replace_strict(lookup, default=None, return_dtype=pl.String)
-        .alias("normalized_prediction")
-    )
+    records = normalize_column(records, "prediction", "normalized_prediction")
     keys = [pl.lit(info.get(f"provenance.{k}")).alias(k) for k in PROVENANCE_KEYS]
     ordered = [*records.columns[:12], "normalized_prediction", "score", "truncated"]
     return records.select(ordered).with_columns(keys)

@@ -20,7 +20,7 @@ import os
 import polars as pl
 
 from vqarobust.metrics.mispredictions import COLOURS
-from vqarobust.metrics.vqa_accuracy import normalize_answer
+from vqarobust.metrics.vqa_accuracy import normalize_column
 
 GRAYSCALE = "grayscale"
 GREYS = frozenset({"gray", "grey", "black", "white", "silver"})
@@ -42,18 +42,12 @@ EXAMPLE_SCHEMA = {
 }  # fmt: skip
 
 
-def _normalized(answers: pl.Series) -> pl.Series:
-    distinct = answers.fill_null("").unique()
-    lookup = {a: normalize_answer(a) for a in distinct.to_list()}
-    return answers.fill_null("").replace_strict(lookup, return_dtype=pl.String)
-
-
 def colour_questions(questions: pl.DataFrame) -> pl.DataFrame:
     """(question_id, truth): the questions whose most frequent normalized human answer is
     a colour name (ties broken by the answer, so the choice does not depend on order)."""
     answers = questions.select("question_id", pl.col("answers")).explode("answers")
     answers = answers.filter(pl.col("answers").is_not_null())
-    answers = answers.with_columns(_normalized(answers["answers"]).alias("answer"))
+    answers = normalize_column(answers, "answers", "answer")
     top = (
         answers.group_by("question_id", "answer")
         .len()
@@ -87,7 +81,7 @@ def colour_rows(scored: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     ).join(colour, on="question_id", how="inner")
     if pick.filter(pl.col("perturbation") == GRAYSCALE).is_empty():
         return pl.DataFrame()
-    pick = pick.with_columns(_normalized(pick["answer"]).alias("norm"))
+    pick = normalize_column(pick.with_columns(pl.col("answer").fill_null("")), "answer", "norm")
     side = pl.when(pl.col("perturbation") == GRAYSCALE).then(pl.lit("g")).otherwise(pl.lit("c"))
     wide = pick.with_columns(side.alias("side")).pivot(
         "side", index=["model", "question_id", "truth"], values=["norm", "score"]

@@ -153,9 +153,11 @@ def exact_match(prediction: str, answers: Sequence[str]) -> float:
     return float(normalize_answer(prediction) == most_common_answer(answers))
 
 
-def _normalize_column(
+def normalize_column(
     df: pl.DataFrame, column: str, out: str, fn: Callable[[str], str] = normalize_answer
 ) -> pl.DataFrame:
+    """``df`` with ``out`` = ``fn`` (the official normalization) of ``column``, computed
+    once per distinct value; nulls stay null."""
     distinct = df.select(pl.col(column).unique())
     mapping = distinct.with_columns(
         pl.col(column).map_elements(fn, return_dtype=pl.String).alias(out)
@@ -166,8 +168,8 @@ def _normalize_column(
 def _reference_column(gts: pl.DataFrame, normalization: str) -> pl.DataFrame:
     """Add ``gt_norm``: each human answer as the normalization compares it."""
     if normalization == "both":
-        return _normalize_column(gts, "gt", "gt_norm")
-    gts = _normalize_column(gts, "gt", "_gt_punct", process_punctuation)
+        return normalize_column(gts, "gt", "gt_norm")
+    gts = normalize_column(gts, "gt", "_gt_punct", process_punctuation)
     disagree = pl.col("gt").n_unique().over("question_id") > 1
     gts = gts.with_columns(
         pl.when(disagree).then(pl.col("_gt_punct")).otherwise(pl.col("gt")).alias("gt_norm")
@@ -193,11 +195,11 @@ def score_predictions(
     gts = questions.select("question_id", "answers").explode("answers")
     gts = gts.rename({"answers": "gt"}).filter(pl.col("gt").is_not_null())
     if metric == "exact_match":
-        gts = _normalize_column(gts, "gt", "gt_norm")
+        gts = normalize_column(gts, "gt", "gt_norm")
     else:
         gts = _reference_column(gts, "both" if metric == "vqa_accuracy_both" else "official")
     n = gts.group_by("question_id").agg(pl.len().alias("_n"))
-    preds = _normalize_column(
+    preds = normalize_column(
         predictions.with_columns(pl.col("answer").fill_null("")).with_row_index("_row"),
         "answer",
         "_pred_norm",
