@@ -1,8 +1,6 @@
 # vqarobust: how robust are VQA models to image corruptions?
 # docs/workflow.md describes the rules; docs/paper.md the paper protocol and clusters.
 # Stages live in rules/*.smk; all logic lives in the vqarobust package (src/).
-from pathlib import Path
-
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -37,10 +35,7 @@ rule all:
 
 REPORT = f"results/{DATASET}/report/index.html"
 
-# Where the report is, also when there is nothing to do (Snakemake then skips onsuccess).
-if workflow.is_main_process and not workflow.dryrun and Path(REPORT).exists():
-    print(f"Report of the last run: {REPORT}")
 
-
+# Only after a run that ended well; "Nothing to be done" leaves the report where it was.
 onsuccess:
     print(f"Report: {REPORT}")

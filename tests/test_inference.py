@@ -160,9 +160,9 @@ class ImagesSeen(VQAModel):
         super().__init__(batch_size=4)
         self.distinct_per_call: list[int] = []
 
-    def answer_all(self, images, questions):
+    def answer_all(self, images, questions, progress=None):
         self.distinct_per_call.append(len({id(im) for im in images}))
-        return super().answer_all(images, questions)
+        return super().answer_all(images, questions, progress)
 
     def answer(self, images, questions):
         return [f"{im.size[0]}" for im in images]
@@ -394,3 +394,17 @@ def test_predictions_carry_their_input_fingerprint(checkpoints, easy_vqa_eval, t
     assert inputs["checkpoint"]["path_or_id"]["sha256"] == tree_sha256(checkpoints["cnn-bow"])
     assert inputs["subsets"][0]["images"] == tree_sha256(easy_vqa_eval["images"])
     assert record["started"] <= record["finished"]
+
+
+def test_a_job_logs_its_progress_per_subset(easy_vqa_eval, tmp_path, caplog):
+    subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
+    with caplog.at_level("INFO", "vqarobust"):
+        run_inference("m", {"family": "test"}, easy_vqa_eval["questions"], subsets,
+                      tmp_path / "p.parquet", "cpu", chunk_size=8,
+                      loader=lambda *a, **k: Counting())  # fmt: skip
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("m clean/0: ")]
+    assert 1 <= len(lines) <= 10
+    assert lines[-1].startswith(f"m clean/0: 100% ({n_q:,}/{n_q:,} questions), ")
+    assert all("questions/s" in line for line in lines)
+    assert all("ETA" in line for line in lines[:-1])

@@ -13,6 +13,7 @@ from vqarobust.metrics import (
     softmax_weights,
     weight_sweep,
 )
+from vqarobust.metrics.robustness import cube_layout
 
 
 def _table(acc: dict[tuple[str, str], list[float]], clean: dict[str, float]) -> pl.DataFrame:
@@ -103,16 +104,29 @@ def test_single_model_single_corruption_is_constant_and_scaled_to_zero():
     assert _row(t.vre_model, model="m")["vre"] == 0.0
 
 
-def test_missing_severity_is_left_out_with_a_warning():
+def test_severity_not_asked_for_is_left_out_silently():
+    # No model has severity 1 (a chosen list such as [2, 3, 4, 5]): no warning.
     table = _table({("m", "blur"): [0.7, 0.6, 0.5, 0.4, 0.3]}, {"m": 0.8}).filter(
         pl.col("severity") != 1
     )
-    with pytest.warns(RobustnessWarning, match="missing severities"):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "missing severities", RobustnessWarning)
+        warnings.filterwarnings("ignore", "first_drop is constant", RobustnessWarning)
         t = robustness_tables(table)
     r = _row(t.submetrics, model="m", corruption="blur")
     # First-Drop falls back to severity 2: (0.4 - 0.2) / 0.2
     assert r["first_drop"] == pytest.approx(1.0)
     assert r["error_rate"] == pytest.approx(0.1)
+
+
+def test_severity_one_model_lacks_is_a_warned_hole():
+    table = _table(
+        {("m", "blur"): [0.7, 0.6, 0.5, 0.4, 0.3], ("n", "blur"): [0.7, 0.6, 0.5, 0.4, 0.3]},
+        {"m": 0.8, "n": 0.8},
+    ).filter(~((pl.col("model") == "n") & (pl.col("severity") == 1)))
+    with pytest.warns(RobustnessWarning, match=r"1 missing severities .*n/blur/1"):
+        layout = cube_layout(table)
+    assert layout.models == ["m", "n"]
 
 
 @pytest.mark.parametrize(

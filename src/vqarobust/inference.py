@@ -24,6 +24,7 @@ from vqarobust.digests import tree_sha256
 from vqarobust.models import load_model
 from vqarobust.models.base import VQAModel
 from vqarobust.models.identity import checkpoint_identity
+from vqarobust.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +67,12 @@ def predict_subset(
     subset: Subset,
     model_name: str,
     images: dict[int, Image.Image] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> pa.Table:
     """Answer every question about the subset's images; a table of PREDICTION_SCHEMA.
 
-    ``images`` (image id -> decoded image) saves decoding the chunk's images again.
+    ``images`` (image id -> decoded image) saves decoding the chunk's images again;
+    ``progress`` is told how many questions each finished batch answered.
     """
     if images is None:
         shards = store.ImageShards(subset.images_dir)
@@ -83,7 +86,7 @@ def predict_subset(
             f"e.g. {missing[:10]}"
         )
     texts = questions.column("question").to_pylist()
-    answers = model.answer_all([images[i] for i in image_ids], texts)
+    answers = model.answer_all([images[i] for i in image_ids], texts, progress)
     n = questions.num_rows
     return pa.table(
         {
@@ -220,15 +223,14 @@ def run_inference(
             # Kept with the chunks, so a job that resumes without loading still knows it.
             with store.atomic_path(partial / "parameters.json") as tmp:
                 tmp.write_text(json.dumps(model.parameter_count()))
-        t = time.perf_counter()
+        n = sum(min(chunk_size, asked_questions.num_rows - k) for k, _ in todo)
+        progress = Progress(f"{model_name} {subset.perturbation}/{subset.severity}", n,
+                            "questions", log)  # fmt: skip
         for start, path in todo:
             chunk = asked_questions.slice(start, chunk_size)
             images = decode_images(shards, chunk.column("image_id").unique().to_pylist())
-            store.write_table(predict_subset(model, chunk, subset, model_name, images), path)
-        n = sum(min(chunk_size, asked_questions.num_rows - k) for k, _ in todo)
-        dt = time.perf_counter() - t
-        log.info("%s %s/%d: %d questions in %.1fs (%.0f q/s)", model_name, subset.perturbation,
-                 subset.severity, n, dt, n / max(dt, 1e-9))  # fmt: skip
+            answered = predict_subset(model, chunk, subset, model_name, images, progress.advance)
+            store.write_table(answered, path)
     tables = [pq.read_table(f) for f in chunk_files]
     table = pa.concat_tables(tables).cast(store.PREDICTION_SCHEMA) if tables else (
         store.PREDICTION_SCHEMA.empty_table())  # fmt: skip

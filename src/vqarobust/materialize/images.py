@@ -13,6 +13,7 @@ from vqarobust.corruptions import corrupt_item, max_severity, needs, to_rgb
 from vqarobust.corruptions.digital import jpeg_compression_bytes
 from vqarobust.corruptions.quality import ssim_psnr
 from vqarobust.corruptions.stylize import Stylizer
+from vqarobust.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,9 @@ def corrupt_subset(
     scoring = [0.0]  # seconds spent on quality scores, logged: their cost is a goal
     started = time.perf_counter()
 
+    progress = Progress(f"{corruption}/{severity}", len(store.ImageShards(clean_dir)),
+                        "images", log)  # fmt: skip
+
     def rows() -> Iterator[dict]:
         for row in store.iter_images(clean_dir):
             try:
@@ -87,6 +91,7 @@ def corrupt_subset(
             t = time.perf_counter()
             ssim, psnr = ssim_psnr(clean, seen)
             scoring[0] += time.perf_counter() - t
+            progress.advance()
             yield {
                 "image_id": row["image_id"],
                 "bytes": data,

@@ -13,7 +13,8 @@ Degenerate inputs get defined results and a :class:`RobustnessWarning`:
 * a metric constant over the matrix (max = min, e.g. one model and one corruption)
   scales to 0 everywhere;
 * a missing severity is left out of the means, slope and range; First-Drop then uses
-  the lowest severity present; a missing clean accuracy is an error.
+  the lowest severity present (a warning only when other models have that severity: one
+  no model has was not asked for); a missing clean accuracy is an error.
 """
 
 from __future__ import annotations
@@ -152,7 +153,10 @@ def cube_layout(table: pl.DataFrame) -> CubeLayout:
     no_clean = [models[i] for i in range(len(models)) if np.isnan(acc[i, :, 0]).any()]
     if no_clean:
         raise ValueError(f"no clean accuracy (severity 0) for models {no_clean}")
-    holes = np.argwhere(np.isnan(acc[:, :, 1:]))
+    # A severity no model has was not asked for (a chosen severity list, a one-level
+    # corruption): nothing to say. One that some models have and others lack is a hole.
+    missing = np.isnan(acc[:, :, 1:])
+    holes = np.argwhere(missing & ~missing.all(axis=0, keepdims=True))
     if len(holes):
         where = [f"{models[v]}/{corruptions[c]}/{s + 1}" for v, c, s in holes[:10]]
         _warn(f"{len(holes)} missing severities left out of the metrics, e.g. {where}")

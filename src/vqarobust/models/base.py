@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,8 +63,15 @@ class VQAModel(ABC):
         (docs/metrics.md, "Attention shift"). Adapters that can override it."""
         return None
 
-    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Answer any number of requests in batches; returns answers in input order."""
+    def answer_all(
+        self,
+        images: Sequence[Image.Image],
+        questions: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
+        """Answer any number of requests in batches; returns answers in input order.
+
+        ``progress`` is called with the number of requests of each finished batch."""
         if len(images) != len(questions):
             raise ValueError(f"{len(images)} images but {len(questions)} questions")
         # Longest first: the batch most likely to run out of memory comes first.
@@ -91,6 +98,8 @@ class VQAModel(ABC):
             for i, a in zip(idx, batch, strict=True):
                 answers[i] = a
             start += len(idx)
+            if progress is not None:
+                progress(len(idx))
         return answers  # type: ignore[return-value]
 
 
@@ -104,12 +113,17 @@ class SharesImageFeatures(VQAModel):
 
     share_image_features: bool = True
 
-    def answer_all(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+    def answer_all(
+        self,
+        images: Sequence[Image.Image],
+        questions: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         """As :meth:`VQAModel.answer_all`, with image features shared across batches."""
         self._features: dict[int, Any] = {}
         self._in_call = True
         try:
-            return super().answer_all(images, questions)
+            return super().answer_all(images, questions, progress)
         finally:
             self._features, self._in_call = {}, False
 

@@ -36,6 +36,7 @@ import polars as pl
 
 from vqarobust.metrics.vqa_accuracy import normalize_answer
 from vqarobust.perturbations import PERTURBATIONS
+from vqarobust.progress import Progress
 from vqarobust.registry import RegistryView
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,7 @@ def rank_table(
     mq_vecs = encode(mqs) if mqs else np.zeros((0, pool.vectors.shape[1]), np.float32)
     rows: dict[str, list] = {c: [] for c in RANKING_SCHEMA}
     timings = dict.fromkeys(rankers, 0.0)
+    progress = Progress("basic-question ranking", len(mqs), "main questions", log)
     for mq, vec in zip(mqs, mq_vecs, strict=True):
         idx = np.flatnonzero(pool.normalized != normalize_question(mq))
         if len(idx) < k:
@@ -268,6 +270,7 @@ def rank_table(
             rows["score"] += scores[top].tolist()
             rows["source"] += list(source[top]) if source is not None else [ranker_name(name)] * k
             rows["alpha"] += [used_alpha] * k
+        progress.advance()
     for name, seconds in timings.items():
         log.info("%s: %d main questions ranked in %.2fs", name, len(mqs), seconds)
     return pl.DataFrame(rows, schema=RANKING_SCHEMA)
