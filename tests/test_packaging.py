@@ -1,5 +1,6 @@
-"""The package works installed non-editably (as on a cluster node): the config schema and
-the model repository travel as package data, and a failed job logs its traceback."""
+"""The package works installed non-editably (as on a cluster node): the config schema,
+the model repository, the report's templates and captions travel as package data, and a
+failed job logs its traceback."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from vqarobust.models.repository import read_repository
 cfg = load_config({paper!r})
 assert cfg["models"]["blip"]["path_or_id"] == "Salesforce/blip-vqa-base"
 assert "llava-1.5-13b" in read_repository()
+from vqarobust.report.html import caption, page_template
+assert page_template().blocks.keys() >= {{"summary", "context", "provenance"}}
+assert caption("relative_drop")
 print("ok", vqarobust.__file__)
 """
 

@@ -430,14 +430,26 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
         summary = page.inner_text("#summary")
         settings = page.inner_text("#settings")
         questions = page.inner_text("#questions")
+        page_text = page.inner_text("body")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()
     with duckdb.connect(str(workdir / "results" / "easy-vqa" / "robustness.duckdb"),
                         read_only=True) as con:  # fmt: skip
         examples = con.execute("SELECT count(*) FROM misprediction_examples").fetchone()[0]
-    # Every figure, and the clean and the seen image of each misprediction example (the
-    # tiny models may make none: tests/test_mispredictions.py renders some).
-    assert errors == [] and broken == [] and n_images == len(REPORT_FIGURES) + 2 * examples
+        count = lambda sql: con.execute(sql).fetchone()[0]  # noqa: E731
+        # Sections and figures without data are left out of the page.
+        hidden = {
+            "context_reliance": count("SELECT count(*) FROM context_reliance") == 0,
+            "context_flips": count("SELECT count(*) FROM context_examples") == 0,
+            "effective_robustness": count("SELECT count(*) FROM effective_robustness") == 0,
+            "attention_shift": count("SELECT count(*) FROM attention_shift") == 0,
+        }
+    shown = [f for f in REPORT_FIGURES if not hidden.get(f)]
+    assert hidden["context_reliance"] and hidden["effective_robustness"]  # 2 models, no swaps
+    assert "Visual context (SwapMix)" not in page_text
+    # Every figure shown, and the clean and the seen image of each misprediction example
+    # (the tiny models may make none: tests/test_mispredictions.py renders some).
+    assert errors == [] and broken == [] and n_images == len(shown) + 2 * examples
     assert "has the lowest VRE" in summary and "VRE rank" in summary
     assert "more robust than" in summary or "indistinguishable at" in summary
     assert "bq_lasso" in questions and "keyboard" in questions

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from vqarobust.logs import setup_logging
 
@@ -198,7 +199,10 @@ def _export(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
-    print(render_report(args.database, args.out))
+    if args.template and not Path(args.template).is_file():
+        print(f"vqarobust report: no template file {args.template}", file=sys.stderr)
+        return 2
+    print(render_report(args.database, args.out, args.template))
     return 0
 
 
@@ -280,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
     p.add_argument("--out", required=True, help="path of index.html to write")
+    p.add_argument(
+        "--template",
+        help="a Jinja2 page of one's own; it may extend "
+        '"report.html.j2" and replace its blocks (docs/report.md)',
+    )
     p.set_defaults(func=_report)
     args = parser.parse_args(argv)
     setup_logging()

@@ -9,14 +9,14 @@ captions live in ``captions/*.rst`` (package data), shared with Snakemake's nati
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import jinja2
 import matplotlib.pyplot as plt
 import polars as pl
 
@@ -40,43 +40,25 @@ CAPTIONS = Path(__file__).resolve().parent / "captions"
 N_FLIPS = 8  # most frequent answer flips shown per model
 TOP_QUESTION_TYPES = 15  # the question-type figure shows the most frequent types
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1180px;
- color:#222;line-height:1.45;padding:0 1em}
-h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}
-th,td{border:1px solid #d5d5d5;padding:3px 9px;text-align:right}
-th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
-figure{margin:1em 0 2em} figcaption{color:#555;font-size:13px;max-width:900px}
-.grid{display:flex;flex-wrap:wrap;gap:1em} .grid figure{width:260px;margin:0}
-.grid img{margin-right:4px}
-img{max-width:100%} .note{color:#555;font-size:13px} .reading{background:#f6f8fa;
- border-left:4px solid #4c72b0;padding:.6em 1em;max-width:900px}
-td.t{text-align:left}
-.warn{background:#fff8e1;border-left:4px solid #f0ad4e;padding:.4em 1em;font-size:13px}
-"""
-
 
 def caption(name: str) -> str:
     """The one-line caption of a figure (shared with the native Snakemake report)."""
     return (CAPTIONS / f"{name}.rst").read_text(encoding="utf-8").strip()
 
 
-def _table_html(df: pl.DataFrame, digits: int = 3) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = []
-    for row in df.iter_rows():
-        cells = []
-        for v in row:
-            if v is None:  # not applicable (a one-level corruption at severity 2, ...)
-                cells.append("<td></td>")
-            elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-                cells.append(f"<td>{html.escape(text)}</td>")
-            else:  # text reads from the left
-                cells.append(f'<td class="t">{html.escape(str(v))}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+def cells(df: pl.DataFrame, digits: int = 3) -> list[list[tuple[str, str]]]:
+    """The rows of ``df`` as (text, kind) cells for the template's ``table`` macro: kind
+    ``number`` (right-aligned; floats to ``digits`` places), ``text`` (reads from the
+    left) or ``empty`` (None: not applicable, e.g. a one-level corruption at severity 2)."""
+
+    def cell(v: object) -> tuple[str, str]:
+        if v is None:
+            return "", "empty"
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return (f"{v:.{digits}f}" if isinstance(v, float) else str(v)), "number"
+        return str(v), "text"
+
+    return [[cell(v) for v in row] for row in df.iter_rows()]
 
 
 ROW_END = " " + "\\" * 2  # LaTeX's row separator, two backslashes
@@ -197,99 +179,48 @@ def _attention_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return con.sql("SELECT * FROM attention_shift ORDER BY ALL").pl()
 
 
-def _attention_html(shift: pl.DataFrame, figure_html: Callable[[str, str], str]) -> str:
-    """The "Attention shift" section."""
+def _attention_context(shift: pl.DataFrame) -> dict[str, Any] | None:
+    """The "Attention shift" section: the sample size and the JS divergence per model x
+    corruption with one column per severity; None without attention maps."""
     if shift.is_empty():
-        return ('<section id="attention"><h2>Attention shift</h2><p class="note">No attention '
-                "maps: no model of this run exposes attention over the image (the ViLT, BLIP "
-                "and LLaVA families do), or <code>diagnostics.attention.n</code> is 0.</p>"
-                "</section>")  # fmt: skip
+        return None
     wide = (
         shift.with_columns(pl.col("severity").cast(pl.String))
         .pivot("severity", index=["model", "perturbation"], values="js_mean")
         .sort("model", "perturbation")
         .rename({"perturbation": "corruption"})
     )
-    n = int(shift["n_questions"].max())
-    return f"""<section id="attention"><h2>Attention shift</h2>
-<p class="note">The attention of each model's answer position over the image (ViLT: the
-pooled [CLS] token's last-layer attention over the patches; BLIP: the question encoder's
-last cross-attention, averaged over the question's tokens; LLaVA: the last prompt
-position's last-layer attention over the image tokens; all averaged over heads) for the
-sample questions and a seeded sample of others ({n} questions), on the clean image and at
-every corruption and severity. The shift is the Jensen-Shannon divergence (bits, 0 =
-the same map, 1 = disjoint) from the question's clean map (tables
-<code>attention_maps</code>, <code>attention_shifts</code>, <code>attention_shift</code>);
-the answer grids under "How answers change" draw the first such model's maps over the
-images, more opaque where it attends more.</p>
-{figure_html("attention_shift", "Attention shift")}
-<h3>Mean JS divergence from the clean attention map (columns: severities)</h3>
-{_table_html(wide)}</section>"""
+    return {"n": int(shift["n_questions"].max()), "wide": wide}
 
 
-def _quality_html(side: dict[str, pl.DataFrame], figure_html: Callable[[str, str], str]) -> str:
-    """The "Severity calibration" section."""
+def _quality_context(side: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
+    """The "Severity calibration" section; None without quality scores."""
     if not side:
-        return ('<section id="calibration"><h2>Severity calibration</h2><p class="note">No '
-                "image quality scores in this database (written before they were computed)."
-                "</p></section>")  # fmt: skip
-    q = side["quality"]
-    n_identical = int(q["n_identical"].sum())
-    identical = (f" {n_identical} corrupted images equal their clean image (PSNR +inf); "
-                 "they are left out of the PSNR means.") if n_identical else ""  # fmt: skip
-    return f"""<section id="calibration"><h2>Severity calibration</h2>
-<p class="note">SSIM (scikit-image's definition and defaults) and PSNR of every corrupted
-image against its clean image, computed while the corruption job holds both (tables
-<code>image_quality_images</code> per image and <code>image_quality</code> per corruption
-x severity). A severity step that lowers SSIM a lot for one corruption and little for
-another does not mean the same for both.{identical}</p>
-{figure_html("image_quality", "Severity calibration")}
-<h3>Mean SSIM per corruption and severity</h3>{_table_html(side["ssim_grid"])}
-<details><summary>SSIM and PSNR per corruption and severity (mean and deviation over the
-images)</summary>{_table_html(q)}</details>
-<h3>Rank correlation of a subset's mean SSIM with its accuracy, per model</h3>
-<p class="note">Spearman's rho over the corrupted subsets (corruption x severity; controls
-and perturbations kept out of the metrics, such as grayscale, excluded); near 1: the
-subsets that look most like the clean images are the easiest for that model. Empty
-where a model's accuracy or the SSIM is constant.</p>
-{_table_html(side["image_quality_correlation"])}</section>"""
+        return None
+    return {"n_identical": int(side["quality"]["n_identical"].sum()),
+            "ssim_grid": side["ssim_grid"], "quality": side["quality"],
+            "correlation": side["image_quality_correlation"]}  # fmt: skip
 
 
-def _colour_bias_html(con: duckdb.DuckDBPyConnection, outside: list[str]) -> str:
-    """Colour answers on grayscale images (the visual-robustness paper's Figure A.4)."""
+def _colour_context(con: duckdb.DuckDBPyConnection, outside: list[str]) -> dict[str, Any] | None:
+    """Colour answers on grayscale images (the visual-robustness paper's Figure A.4);
+    None when the run has no grayscale subset."""
     from vqarobust.metrics.colour_bias import GREYS
 
     if "colour_bias" not in table_names(con):
-        return ""
+        return None
     bias = con.sql("SELECT * FROM colour_bias ORDER BY model").pl()
     if bias.is_empty():
-        return ('<h3>Colour bias on grayscale images</h3><p class="note">No grayscale '
-                "subset in this run (add <code>grayscale</code> to <code>corruptions</code>)."
-                "</p>")  # fmt: skip
+        return None
     examples = con.sql("SELECT * FROM colour_bias_examples ORDER BY model, rank").pl()
-    cells = [
-        f'<figure><img alt="grayscale" src="data:image/png;base64,'
-        f'{base64.b64encode(r["png"]).decode("ascii")}"><figcaption>'
-        f"<b>{html.escape(r['model'])}</b>: &ldquo;{html.escape(r['question'])}&rdquo; "
-        f"label {html.escape(r['truth'])}; clean {html.escape(str(r['clean']))}, grayscale "
-        f"{html.escape(r['grayscale'])}</figcaption></figure>"
-        for r in examples.iter_rows(named=True)
-    ]
-    greys = ", ".join(sorted(GREYS))
-    kept = ("Grayscale is kept out of VRE and every aggregate built with it (MMI, R_score, "
-            "intervals, the summary); <code>vre.include_grayscale: true</code> counts it."
-            if "grayscale" in outside else "This run counts grayscale in VRE "
-            "(<code>vre.include_grayscale: true</code>).")  # fmt: skip
-    return f"""<h3>Colour bias on grayscale images</h3>
-<p class="note">Colour questions (their most frequent human answer is a colour) asked
-about the grayscale images: the share answered with a colour other than a grey
-({html.escape(greys)}) is the <i>chromatic share</i>, an answer the image cannot support,
-next to the same questions' chromatic share on the clean images. Their labels still name
-the original colours, so accuracy on them rewards the bias and punishes a model that
-answers "gray": these answers are scored against labels that no longer hold (the
-visual-robustness paper's mislabelling note). {kept}</p>
-{_table_html(bias)}
-<div class="grid">{"".join(cells)}</div>"""
+    return {
+        "bias": bias,
+        "greys": ", ".join(sorted(GREYS)),
+        "kept_out": "grayscale" in outside,
+        "examples": [
+            {**r, "images": [("grayscale", _b64(r["png"]))]} for r in examples.iter_rows(named=True)
+        ],  # fmt: skip
+    }
 
 
 def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -315,25 +246,16 @@ def _mispredictions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.Da
     return wide, examples
 
 
-def _examples_html(examples: pl.DataFrame) -> str:
-    """Each stored example: the clean image, the image the model saw, the two answers."""
-    if examples.is_empty():
-        return '<p class="note">No example (no image folders were given).</p>'
-    cells = []
-    for r in examples.iter_rows(named=True):
-        imgs = "".join(
-            f'<img alt="{label}" src="data:image/png;base64,'
-            f'{base64.b64encode(r[col]).decode("ascii")}">'
-            for label, col in (("clean", "clean_png"), ("seen", "perturbed_png"))
-        )
-        cells.append(
-            f"<figure>{imgs}<figcaption><b>{html.escape(r['kind'])}</b>: {html.escape(r['model'])}"
-            f", {html.escape(r['perturbation'])}/{r['severity']}: "
-            f"&ldquo;{html.escape(r['question'])}&rdquo; clean &rarr; "
-            f"{html.escape(r['clean'])}, perturbed &rarr; {html.escape(r['perturbed'])} "
-            f"(truth {html.escape(r['truth'])})</figcaption></figure>"
-        )  # fmt: skip
-    return '<div class="grid">' + "".join(cells) + "</div>"
+def _examples_context(examples: pl.DataFrame) -> list[dict[str, Any]]:
+    """Each stored example with its clean image and the image the model saw (base64)."""
+    return [
+        {**r, "images": [("clean", _b64(r["clean_png"])), ("seen", _b64(r["perturbed_png"]))]}
+        for r in examples.iter_rows(named=True)
+    ]
+
+
+def _b64(png: bytes) -> str:
+    return base64.b64encode(png).decode("ascii")
 
 
 def _reading(s: Summary) -> str:
@@ -391,8 +313,15 @@ def _provenance(info: dict[str, str]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["key", "value"], orient="row")
 
 
-def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[str]) -> Path:
-    """Write ``out_html`` plus ``figures/*.png|svg`` and ``tables/*.csv|tex`` beside it."""
+def render_report(
+    db_path: str | os.PathLike[str],
+    out_html: str | os.PathLike[str],
+    template: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Write ``out_html`` plus ``figures/*.png|svg`` and ``tables/*.csv|tex`` beside it.
+
+    ``template``: a page of one's own (a Jinja2 file that may ``{% extends
+    "report.html.j2" %}`` and replace blocks); default the shipped page."""
     out = Path(out_html)
     figures, tables = out.parent / "figures", out.parent / "tables"
     figures.mkdir(parents=True, exist_ok=True)
@@ -459,7 +388,7 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
             "WHERE control = 'blank'"
         ).pl()
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
-        colour_html = _colour_bias_html(con, json.loads(info.get("outside_metrics", "[]")))
+        colour = _colour_context(con, json.loads(info.get("outside_metrics", "[]")))
         question_side = _question_side(con)
         samples = _samples(con)
         context = _context_side(con)
@@ -507,146 +436,73 @@ def render_report(db_path: str | os.PathLike[str], out_html: str | os.PathLike[s
     }  # fmt: skip
     embedded = {name: _save(made[name], figures, name) for name in FIGURES}
 
-    def figure_html(name: str, title: str) -> str:
-        return (f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,'
-                f'{embedded[name]}"><figcaption><b>{html.escape(title)}.</b> '
-                f"{html.escape(caption(name))} (<a href=\"figures/{name}.svg\">SVG</a>)"
-                "</figcaption></figure>")  # fmt: skip
-
     headline = headline_table(summary)
     models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
         "accuracy without the image (blank)")), on="model", how="left")  # fmt: skip
     models = models.select(*headline.columns[:2], "accuracy without the image (blank)",
                            *headline.columns[2:])  # fmt: skip
     k = min(3, max(1, summary.corruptions.height // 2))
-    strongest = ", ".join(summary.corruptions.head(k)["corruption"])
-    weakest = ", ".join(summary.corruptions.tail(k).reverse()["corruption"])
-    warnings_list = json.loads(info.get("warnings", "[]"))
-    warnings_html = (
-        "<ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings_list) + "</ul>"
-        if warnings_list else "<p class=\"note\">None.</p>"
-    )  # fmt: skip
     n_skipped = int(info.get("dataset.n_skipped_images", "0"))
-    skipped_html = ""
-    if n_skipped:
-        listed = ", ".join(f"{i} ({r})" for i, r in skipped.head(20).iter_rows())
-        skipped_html = (
-            f'<p class="warn"><b>{n_skipped} image{" was" if n_skipped == 1 else "s were"} '
-            "skipped</b> (missing or undecodable, policy on_bad_image: skip) with their "
-            f"{html.escape(info.get('dataset.n_skipped_questions', '?'))} questions: "
-            f"{html.escape(listed)}{' ...' if n_skipped > 20 else ''}</p>"
-        )
-    settings = _settings(info, summary.n_images, summary.n_questions)
     little = reliance.filter(pl.col("uses_image_little"))
-    reliance_html = ""
-    if little.height:
-        items = ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
-                          for m, r in little.select("model", "ratio").iter_rows())  # fmt: skip
-        reliance_html = (
-            f'<p class="warn"><b>Image reliance.</b> {html.escape(items)}: '
-            f"{'this model answers' if little.height == 1 else 'these models answer'} "
-            f"mostly without looking at the image (blank-image accuracy at least "
-            f"{IMAGE_RELIANCE_RATIO:.0%} of clean accuracy), so image perturbations can "
-            f"barely hurt {'it' if little.height == 1 else 'them'}: a low VRE here means little "
-            "use of the image, not robustness.</p>"
-        )
-    elif reliance.height:
-        reliance_html = (
-            '<p class="note">Every model loses more than '
-            f"{1 - IMAGE_RELIANCE_RATIO:.0%} of its clean accuracy without the image "
-            "(blank control), so its robustness numbers are about how it uses the image.</p>"
-        )
-    body = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>vqarobust report</title><style>{_CSS}</style></head><body>
-<h1>VQA robustness report</h1>
-<section id="summary"><h2>Summary</h2>
-<p class="reading">{html.escape(_reading(summary))}</p>
-{_table_html(models)}
-<p class="note">{html.escape(_interval_note(summary))} Mean perturbed accuracy = mean
-over the corruptions of each one's mean over severities 1-5; relative drop = (clean -
-mean perturbed) / clean, recomputable from the two columns beside it (it is the MMI of
-the image side; the VRE tables keep the paper's severity-aggregated drop A_rel over severities 0-5).
-Strongest perturbations (highest VRE): {html.escape(strongest)}; weakest:
-{html.escape(weakest)}. VRE combines five sub-metrics, each min-max scaled over the
-model x perturbation matrix, so it compares the models and perturbations of this run
-only. Lower VRE, relative drop, error and MMI are more robust; higher accuracy and
-R_score are better.</p>{reliance_html}{skipped_html}</section>
-<section id="settings"><h2>Settings</h2>{_table_html(settings)}</section>
-<section id="figures"><h2>Figures</h2>
-{figure_html("relative_drop", "Relative drop")}
-{figure_html("average_error", "Average error")}
-{figure_html("error_vs_severity", "Error vs severity")}
-{figure_html("radar", "Scaled sub-metrics")}
-{figure_html("vre_sweep", "VRE under other weightings")}
-{figure_html("answer_type_accuracy", "Accuracy per answer type")}
-{figure_html("question_type_accuracy", "Accuracy per question type")}
-{figure_html("question_type_perturbation", "Accuracy per question type x corruption")}</section>
-{_quality_html(quality_side, figure_html)}
-{_attention_html(shift, figure_html)}
-{_uncertainty_section(uncertainty, summary, figure_html)}
-{_question_section(question_side, figure_html)}
-{_context_section(context, figure_html)}
-<section id="failures"><h2>How answers change</h2>
-{
-        "".join(
-            figure_html(f"answer_grid_{k}", f"Sample question {k}")
-            for k in range(1, N_ANSWER_GRIDS + 1)
-        )
-    }
-<p class="note">The most frequent changes of an answer between the clean subset and a
-perturbed one, per model and modality: <code>image</code> counts the corrupted images,
-<code>text</code> the perturbed questions about the clean images (each over every
-perturbation of the VRE tables and severity 1-5).</p>
-{_table_html(flips)}
-<h3>Kinds of mistakes</h3>
-<p class="note">Every question a model answers right on the clean subset (score 1) and
-wrong on a perturbed one (score 0), classified by the first rule that holds: yes/no flip,
-blindness (answers nothing, none, no, 0 or empty where the clean answer named something),
-miscolour (both colours), miscount under / over (both numbers), misclassification (another
-answer of the question type's vocabulary), other (docs/metrics.md). Counts over every
-perturbation and severity per model and modality, each kind as a share of them; per subset
-in the DuckDB table <code>mispredictions</code>. Two seeded examples per kind: the clean
-image, then the image the model saw.</p>
-{_table_html(kinds) if kinds.height else '<p class="note">No misprediction.</p>'}
-{_examples_html(kind_examples)}
-{colour_html}</section>
-<section id="tables"><h2>Tables</h2>
-<h3>Models</h3>
-<p class="note">The visual-robustness paper's Table 3 layout: family, checkpoint (a local
-folder with the start of its SHA-256, or a Hub id at its commit), parameters counted from
-the model its inference jobs loaded (empty for a served model), clean accuracy and VRE on
-the image side with its interval.</p>
-{_table_html(cards) if cards.height else '<p class="note">No model_cards table.</p>'}
-<h3>VRE per model</h3>{_table_html(vre_model)}
-<p class="note">In the VRE tables (the visual-robustness paper's definitions), accuracy is
-A(v) and relative_drop the severity-aggregated drop A_rel, both over severities 0-5 (clean
-included), so they differ from the summary's mean corrupted accuracy and relative drop
-(severities 1-5).</p>
-<h3>VRE per perturbation</h3>{_table_html(vre_corr)}
-<h3>MMI per model (all perturbations and per class; lower = more robust)</h3>{_table_html(mmi)}
-<h3>R_score per model and severity, over all perturbations (higher = more robust)</h3>
-{_table_html(rscore)}
-<h3>Accuracy per question type (clean, and mean over every perturbed subset)</h3>
-{_table_html(qtype)}
-<h3>Accuracy per answer type</h3>{_table_html(atype)}</section>
-<section id="warnings"><h2>Warnings</h2>{warnings_html}</section>
-<section id="provenance"><h2>Provenance</h2><p class="note">Code, environment, config,
-data and weights this database was computed from (SHA-256 digests; a
-<code>listing_sha256</code> covers file names and sizes only). <code>vqarobust provenance
-</code> prints the same; <code>vqarobust diff A B</code> compares two runs.</p>
-{
-        _table_html(_provenance(info))
-        if any(k.startswith("provenance.") for k in info)
-        else '<p class="note">This database was written before provenance was recorded.</p>'
-    }
-</section>
-<p class="note">Every table is also in <code>tables/</code> as CSV (VRE tables as LaTeX
-too); every figure in <code>figures/</code> as PNG and SVG.</p>
-</body></html>"""
+    page = {
+        "figures": {name: {"png": embedded[name], "caption": caption(name)} for name in FIGURES},
+        "summary": {
+            "reading": _reading(summary),
+            "models": models,
+            "interval_note": _interval_note(summary),
+            "level": summary.level,
+            "strongest": ", ".join(summary.corruptions.head(k)["corruption"]),
+            "weakest": ", ".join(summary.corruptions.tail(k).reverse()["corruption"]),
+            "reliance": {
+                "little": ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
+                                    for m, r in little.select("model", "ratio").iter_rows()),
+                "n_little": little.height, "any": reliance.height > 0,
+                "ratio": IMAGE_RELIANCE_RATIO,
+            },
+            "skipped": {
+                "n": n_skipped, "n_questions": info.get("dataset.n_skipped_questions", "?"),
+                "listed": ", ".join(f"{i} ({r})" for i, r in skipped.head(20).iter_rows()),
+            } if n_skipped else None,
+        },
+        "settings": _settings(info, summary.n_images, summary.n_questions),
+        "question_type_grid": type_grid.height > 0,
+        "quality": _quality_context(quality_side),
+        "attention": _attention_context(shift),
+        "uncertainty": _uncertainty_context(uncertainty),
+        "questions": _question_context(question_side),
+        "context": _context_context(context),
+        "sample_grids": list(range(1, min(len(samples), N_ANSWER_GRIDS) + 1)),
+        "failures": {
+            "flips": flips, "kinds": kinds, "examples": _examples_context(kind_examples),
+            "colour": colour,
+        },
+        "tables": {"cards": cards, "vre_model": vre_model, "vre_corruption": vre_corr,
+                   "mmi": mmi, "rscore": rscore, "question_type": qtype, "answer_type": atype},
+        "warnings": json.loads(info.get("warnings", "[]")),
+        "provenance": _provenance(info) if any(k.startswith("provenance.") for k in info)
+        else None,
+    }  # fmt: skip
+    body = page_template(template).render(**page)
     with store.atomic_path(out) as tmp:
         tmp.write_text(body, encoding="utf-8")
     return out
+
+
+def page_template(path: str | os.PathLike[str] | None = None) -> jinja2.Template:
+    """The report's Jinja2 template (package data under ``templates/``), or the file
+    ``path`` with the shipped templates beside it to extend; autoescaped, and an undefined
+    name is an error. ``cells`` is there for the ``table`` macro."""
+    loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader("vqarobust.report", "templates")]
+    if path is not None:
+        loaders.insert(0, jinja2.FileSystemLoader(Path(path).resolve().parent))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.globals["cells"] = cells
+    return env.get_template(Path(path).name if path is not None else "report.html.j2")
 
 
 def _clean_vs_perturbed(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFrame:
@@ -845,57 +701,28 @@ def _levels_wide(rscore: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _question_section(side: dict[str, pl.DataFrame], figure_html: Callable[..., str]) -> str:
-    skipped = side["skipped_perturbations"]
-    skipped_html = ""
-    if skipped.height:
-        names = ", ".join(skipped["perturbation"])
-        reason = "; ".join(sorted(set(skipped["reason"])))
-        skipped_html = (
-            f'<p class="warn"><b>{skipped.height} text perturbation'
-            f"{'' if skipped.height == 1 else 's'} skipped</b> ({html.escape(names)}): "
-            f"{html.escape(reason)}.</p>"
-        )
-    drops = side["fidelity_drops"]
-    drops_html = ""
-    if drops.height and drops["n_dropped"].sum():
-        n_sets = int((drops["n_dropped"] > 0).sum())
-        drops_html = (
-            f'<p class="warn"><b>Fidelity filter (drop).</b> {int(drops["n_dropped"].sum())} '
-            f"perturbed questions in {n_sets} of the {drops.height} filtered sets stayed "
-            "under the similarity threshold after every try and were dropped; each question "
-            "dropped from any set is left out of every table (clean and image subsets "
-            "included), so every metric is computed over the questions all sets still hold "
-            "(table <code>fidelity_drops</code>; run_info warnings give the count).</p>"
-            f"<h3>Questions dropped by the fidelity filter</h3>{_table_html(drops)}"
-        )
-    truncated = side["truncated_questions"]
-    truncated_html = (
-        "<h3>Questions cut to a model's text-length limit, per model and modality</h3>"
-        f"{_table_html(side['truncated_totals'])}<p class=\"note\">Every model is listed; a "
-        "model without a limit on text positions (the bag-of-words reference model) cuts "
-        "nothing. A question counts as cut when its tokens, special tokens included, exceed "
-        "the model's positions.</p>"
-        + (f"<h4>Subsets with cut questions</h4>{_table_html(truncated)}" if truncated.height
-           else '<p class="note">No question was cut.</p>')
-    )  # fmt: skip
-    return f"""<section id="questions"><h2>Question perturbations</h2>{skipped_html}{drops_html}
-<p class="note">Text perturbations and basic-question noise ask each model a changed
-question about the clean image. VRE over text perturbations uses the same five
-sub-metrics as for images (scaled over the model x text-perturbation matrix).</p>
-<h3>VRE per model over text perturbations (lower = more robust)</h3>
-{_table_html(side["vre_text"])}
-{figure_html("text_error_vs_severity", "Error vs text-perturbation severity")}
-<h3>MMI per model and modality (lower = more robust)</h3>
-{_table_html(side["mmi_modalities"])}
-{figure_html("mmi_modalities", "MMI image vs text")}
-<h3>R_score per model and text perturbation (mean over severities)</h3>
-{_table_html(side["rscore_text"])}
-{figure_html("rscore_basic_questions", "R_score per basic-question level")}
-<h3>R_score per model, ranker and basic-question level (columns: levels)</h3>
-{_table_html(_levels_wide(side["rscore_basic_questions"]))}
-<h3>Example perturbed questions</h3>{_table_html(side["question_examples"])}
-{truncated_html}</section>"""
+def _question_context(side: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
+    """The "Question perturbations" section; None when the run perturbed no question."""
+    skipped, drops = side["skipped_perturbations"], side["fidelity_drops"]
+    has_text = side["text_accuracy"].filter(pl.col("severity") > 0).height > 0
+    bq = side["rscore_basic_questions"]
+    if not (has_text or bq.height or skipped.height or drops.height):
+        return None
+    dropped = int(drops["n_dropped"].sum()) if drops.height else 0
+    return {
+        "skipped": {"n": skipped.height, "names": ", ".join(skipped["perturbation"]),
+                    "reason": "; ".join(sorted(set(skipped["reason"])))}
+        if skipped.height else None,
+        "drops": {"n": dropped, "n_sets": int((drops["n_dropped"] > 0).sum()), "table": drops}
+        if dropped else None,
+        "vre_text": side["vre_text"],
+        "mmi_modalities": side["mmi_modalities"],
+        "rscore_text": side["rscore_text"],
+        "levels": _levels_wide(bq),
+        "examples": side["question_examples"],
+        "truncated_totals": side["truncated_totals"],
+        "truncated": side["truncated_questions"],
+    }  # fmt: skip
 
 
 def _context_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -931,33 +758,19 @@ def _context_figures(context: dict[str, pl.DataFrame]) -> dict[str, plt.Figure]:
     }  # fmt: skip
 
 
-def _context_section(context: dict[str, pl.DataFrame], figure_html: Callable[..., str]) -> str:
+def _context_context(context: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
+    """The SwapMix section: reliance per swap kind and effective accuracy; None without
+    context swaps."""
     reliance = context["context_reliance"]
     if not reliance.height:
-        return (
-            '<section id="context"><h2>Visual context (SwapMix)</h2><p class="note">No '
-            "context swaps in this run (context.perturbations, docs/context.md).</p>"
-            f"{figure_html('context_reliance', 'Context reliance and effective accuracy')}"
-            f"{figure_html('context_flips', 'Swaps that changed a correct answer')}</section>"
-        )
-    wide = reliance.pivot(on="perturbation", index="model", values="reliance")
+        return None
     effective = (
         context["effective_accuracy"]
         .filter(pl.col("perturbation") == "all")
         .select("model", "n_questions", "n_swapped", "accuracy", "effective_accuracy")
     )
-    return f"""<section id="context"><h2>Visual context (SwapMix)</h2>
-<p class="note">Each question's context objects (those it does not depend on) are swapped
-one at a time: by an object of a nearby class (class swaps) or the same object in another
-colour or size (attribute swaps), never into a class or colour the question mentions, so
-the true answer stays the same. Reliance: the share of correctly answered questions whose
-answer changes under any swap (lower = less reliant on irrelevant context).</p>
-<h3>Context reliance per model and swap kind</h3>{_table_html(wide)}
-<h3>Clean and effective accuracy (correct under the original and every swap)</h3>
-{_table_html(effective)}
-{figure_html("context_reliance", "Context reliance and effective accuracy")}
-{figure_html("context_flips", "Swaps that changed a correct answer")}
-<h3>Those swaps</h3>{_table_html(context["context_examples"])}</section>"""
+    return {"reliance": reliance.pivot(on="perturbation", index="model", values="reliance"),
+            "effective": effective, "examples": context["context_examples"]}  # fmt: skip
 
 
 def _interval_note(s: Summary) -> str:
@@ -1012,25 +825,24 @@ def _no_fit_reason(n_models: int) -> str:
     )
 
 
-def _uncertainty_section(
-    u: dict[str, pl.DataFrame], s: Summary, figure_html: Callable[..., str]
-) -> str:
+def _uncertainty_context(u: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    """The "Uncertainty and significance" section: model differences, rank shares, the
+    drop tests' counts and non-significant cells, effective robustness."""
     comparisons = u["model_comparisons"]
-    pairs_html = (
-        _table_html(comparisons.select(
+    ranks = u["rank_stability"]
+    tests = u["drop_tests"]
+    eff = u["effective_robustness"].filter(pl.col("perturbation") == "all")
+    out: dict[str, Any] = {
+        "comparisons": comparisons.select(
             "modality", "metric", "model_a", "model_b",
             pl.col("difference").alias("difference a - b"), "low", "high", "se",
-            "distinguishable"))
-        if comparisons.height else
-        '<p class="note">No comparisons (one model, or uncertainty.resamples: 0).</p>'
-    )  # fmt: skip
-    ranks = u["rank_stability"]
-    ranks_html = (
-        _table_html(ranks.with_columns(pl.format("rank {}", "rank").alias("rank"))
-                    .pivot(on="rank", index=["modality", "model"], values="share"))
-        if ranks.height else ""
-    )  # fmt: skip
-    tests = u["drop_tests"]
+            "distinguishable") if comparisons.height else None,
+        "ranks": ranks.with_columns(pl.format("rank {}", "rank").alias("rank"))
+        .pivot(on="rank", index=["modality", "model"], values="share") if ranks.height else None,
+        "effective": eff.drop("perturbation") if eff.height else None,
+        "no_fit_reason": _no_fit_reason(u["models"].height),
+        "tests": None,
+    }  # fmt: skip
     if tests.height:
         counts = tests.group_by("modality", "test").agg(
             pl.len().alias("cells"), pl.col("significant").sum().alias("significant drops"),
@@ -1040,31 +852,6 @@ def _uncertainty_section(
             "model", "modality", "perturbation", "severity", "n_worse", "n_better",
             "mean_difference", "p_value", "p_adjusted")  # fmt: skip
         adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(tests["adjust"][0], "")
-        tests_html = (
-            f"<p class=\"note\">Per model, perturbation and severity: a paired test of clean "
-            f"vs perturbed score per question (exact McNemar where every score is 0 or 1, "
-            f"else the sign test on the score differences), {adjust}-adjusted over all "
-            f"{tests.height:,} cells; significant at {1 - s.level:.0%}.</p>"
-            f"{_table_html(counts)}"
-            + (f"<h3>Cells whose drop is not significant</h3>{_table_html(weak.head(60))}"
-               + ('<p class="note">First 60 of ' + f"{weak.height:,} (all in "
-                  "tables/drop_tests.csv).</p>" if weak.height > 60 else "")
-               if weak.height else "<p class=\"note\">Every cell's drop is significant.</p>")
-        )  # fmt: skip
-    else:
-        tests_html = '<p class="note">No perturbed subsets to test.</p>'
-    eff = u["effective_robustness"].filter(pl.col("perturbation") == "all")
-    eff_html = (
-        _table_html(eff.drop("perturbation")) if eff.height
-        else f'<p class="note">{html.escape(_no_fit_reason(u["models"].height))}</p>'
-    )  # fmt: skip
-    return f"""<section id="uncertainty"><h2>Uncertainty and significance</h2>
-<p class="note">{html.escape(_interval_note(s))} Every statistic, VRE included (its min-max
-scaling is redone in each resample), is recomputed from the resampled per-question rows;
-all intervals are in tables/intervals.csv.</p>
-{figure_html("vre_intervals", "VRE intervals and rank stability")}
-<h3>Differences between models (interval excludes zero = distinguishable)</h3>{pairs_html}
-{("<h3>Share of resamples per VRE rank</h3>" + ranks_html) if ranks_html else ""}
-<h3>Is each drop real?</h3>{tests_html}
-<h3>Effective robustness (residual from the fit across models, logit scale)</h3>{eff_html}
-{figure_html("effective_robustness", "Effective robustness")}</section>"""
+        out["tests"] = {"counts": counts, "weak": weak, "adjust": adjust,
+                        "n_cells": tests.height}  # fmt: skip
+    return out

@@ -1,0 +1,67 @@
+"""The report page is rendered from Jinja2 templates (package data): autoescaped, one
+block per section, and a section without data is left out."""
+
+import duckdb
+import jinja2
+import pytest
+
+from tests.test_db_report import database  # noqa: F401  (the fixture)
+from vqarobust.report import render_report
+from vqarobust.report.html import cells, page_template
+
+SECTIONS = ["summary", "settings", "figures", "calibration", "attention", "uncertainty",
+            "questions", "context", "failures", "tables", "warnings", "provenance"]  # fmt: skip
+
+
+def test_one_block_per_section():
+    assert list(page_template().blocks) == SECTIONS
+
+
+def test_cells_format_numbers_text_and_gaps():
+    import polars as pl
+
+    df = pl.DataFrame({"m": ["a<b>", None], "x": [0.12345, None], "n": [3, 4], "ok": [True, False]})
+    assert cells(df, 2) == [
+        [("a<b>", "text"), ("0.12", "number"), ("3", "number"), ("True", "text")],
+        [("", "empty"), ("", "empty"), ("4", "number"), ("False", "text")],
+    ]
+
+
+def test_text_from_the_database_is_escaped(database, tmp_path):  # noqa: F811
+    db, _, _ = database
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE predictions SET model = '<script>x</script>' WHERE model = 'bad'")
+        con.execute("UPDATE vre_model SET model = '<script>x</script>' WHERE model = 'bad'")
+        con.execute("UPDATE run_info SET value = '[\"<b>careful</b> & more\"]' "
+                    "WHERE key = 'warnings'")  # fmt: skip
+    text = render_report(db, tmp_path / "r" / "index.html").read_text()
+    assert "<script>" not in text and "&lt;script&gt;x&lt;/script&gt;" in text
+    assert "<li>&lt;b&gt;careful&lt;/b&gt; &amp; more</li>" in text
+
+
+def test_sections_without_data_are_left_out(database, tmp_path):  # noqa: F811
+    db, _, _ = database
+    text = render_report(db, tmp_path / "r" / "index.html").read_text()
+    # This database has image corruptions only: no swaps, question perturbations,
+    # attention maps or quality scores.
+    for gone in ("context", "questions", "attention", "calibration"):
+        assert f'<section id="{gone}">' not in text
+    for kept in ("summary", "figures", "uncertainty", "failures", "tables", "provenance"):
+        assert f'<section id="{kept}">' in text
+    assert "No context swaps" not in text and "Swaps that changed" not in text
+    # Their figure files are still written (the workflow declares them).
+    assert (tmp_path / "r" / "figures" / "context_reliance.png").exists()
+
+
+def test_a_page_of_ones_own_extends_the_template(database, tmp_path):  # noqa: F811
+    db, _, _ = database
+    mine = tmp_path / "mine.html.j2"
+    mine.write_text('{% extends "report.html.j2" %}{% block summary %}<section id="summary">'
+                    "<p>{{ summary.models.height }} models</p></section>{% endblock %}"
+                    "{% block figures %}{% endblock %}")  # fmt: skip
+    text = render_report(db, tmp_path / "r" / "index.html", template=mine).read_text()
+    assert '<section id="summary"><p>2 models</p></section>' in text
+    assert '<section id="figures">' not in text and '<section id="tables">' in text
+    mine.write_text('{% extends "report.html.j2" %}{% block summary %}{{ nope }}{% endblock %}')
+    with pytest.raises(jinja2.UndefinedError, match="nope"):  # no silent gap
+        render_report(db, tmp_path / "r" / "index.html", template=mine)
