@@ -28,9 +28,9 @@ include: "rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         get_final_outputs,
-    default_target: True
 
 
 REPORT = f"results/{DATASET}/report/index.html"

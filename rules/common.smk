@@ -204,9 +204,10 @@ def attention_capable(model):
     entry = config["models"][model]
     if entry["family"] in ("blip", "llava"):
         return True
-    return entry["family"] == "vqa-classifier" and entry.get("train", {}).get(
-        "architecture", "vilt"
-    ) == "vilt"
+    return (
+        entry["family"] == "vqa-classifier"
+        and entry.get("train", {}).get("architecture", "vilt") == "vilt"
+    )
 
 
 ATTENTION_MODELS = (
@@ -223,9 +224,11 @@ def get_attention_input(wildcards):
     inputs = {
         "questions": f"resources/datasets/{DATASET}/eval/questions.parquet",
         "images": [
-            f"resources/datasets/{DATASET}/eval/images"
-            if p == "clean"
-            else f"results/{DATASET}/images/{p}/{s}"
+            (
+                f"resources/datasets/{DATASET}/eval/images"
+                if p == "clean"
+                else f"results/{DATASET}/images/{p}/{s}"
+            )
             for p, s in get_attention_subsets(wildcards)
         ],
     }
@@ -270,9 +273,11 @@ def get_image_subsets(wildcards):
 
 def get_image_folders(wildcards):
     return [
-        f"resources/datasets/{DATASET}/eval/images"
-        if p == "clean"
-        else f"results/{DATASET}/images/{p}/{s}"
+        (
+            f"resources/datasets/{DATASET}/eval/images"
+            if p == "clean"
+            else f"results/{DATASET}/images/{p}/{s}"
+        )
         for p, s in get_image_subsets(wildcards)
     ]
 
@@ -351,8 +356,11 @@ def get_context_params(wildcards):
         settings.update(scene_seed=dataset.get("scene_seed", 0), split=dataset["split"])
     else:
         encoding = config["storage"]
-        settings.update(min_area=context["min_area"], image_format=encoding["image_format"],
-                      jpeg_quality=encoding["jpeg_quality"])
+        settings.update(
+            min_area=context["min_area"],
+            image_format=encoding["image_format"],
+            jpeg_quality=encoding["jpeg_quality"],
+        )
     return settings
 
 
@@ -360,13 +368,18 @@ def get_context_sources(wildcards):
     """VQAv2: the clean images, the COCO images (donors) and the instance annotations."""
     if config["dataset"]["adapter"] != "vqav2":
         return {}
-    return {"clean": f"resources/datasets/{DATASET}/eval/images",
-            "source": config["dataset"]["images"], "instances": config["context"]["instances"]}
+    return {
+        "clean": f"resources/datasets/{DATASET}/eval/images",
+        "source": config["dataset"]["images"],
+        "instances": config["context"]["instances"],
+    }
 
 
 def get_context_input(wildcards):
     """The swap table and swapped images, for the report's flipped examples."""
     if not CONTEXT:
         return {}
-    return {"context_swaps": f"results/{DATASET}/context/swaps.parquet",
-            "context_images": f"results/{DATASET}/context/images"}
+    return {
+        "context_swaps": f"results/{DATASET}/context/swaps.parquet",
+        "context_images": f"results/{DATASET}/context/images",
+    }

@@ -14,8 +14,8 @@ rule swap_context:
         "logs/{dataset}/swap_context.log",
     benchmark:
         "benchmarks/out/{dataset}/swap_context.tsv"
+    threads: 1
     params:
         settings=get_context_params,
-    threads: 1
     script:
         "../workflow/scripts/swap_context.py"

@@ -7,11 +7,11 @@ rule corrupt_images:
         "logs/{dataset}/corrupt_images/{corruption}/{severity}.log",
     benchmark:
         "benchmarks/out/{dataset}/corrupt_images/{corruption}/{severity}.tsv"
+    threads: 1
     params:
         seed=config["seed"],
         encoding=get_image_encoding,
         engine=ENGINE_VERSION,
         stylize=get_stylize_params,
-    threads: 1
     script:
         "../workflow/scripts/corrupt_images.py"

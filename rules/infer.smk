@@ -9,16 +9,16 @@ rule run_model:
         "logs/{dataset}/run_model/{model}/{subset}.log",
     benchmark:
         "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
-    params:
-        spec=get_model_spec,
-        severities=get_subset_severities,
-        modality=get_modality,
     threads: config["threads"]["infer"]
     resources:
         gpu=get_model_gpus,
         gpu_model=get_model_gpu_model,
         mem_mb=get_model_mem_mb,
         runtime=get_model_runtime,
+    params:
+        spec=get_model_spec,
+        severities=get_subset_severities,
+        modality=get_modality,
     script:
         "../workflow/scripts/run_model.py"
 
@@ -34,16 +34,16 @@ rule image_attention:
         "logs/{dataset}/image_attention/{model}.log",
     benchmark:
         "benchmarks/out/{dataset}/image_attention/{model}.tsv"
-    params:
-        spec=get_model_spec,
-        subsets=get_attention_subsets,
-        n=config["diagnostics"]["attention"]["n"],
-        seed=config["seed"],
     threads: config["threads"]["infer"]
     resources:
         gpu=get_model_gpus,
         gpu_model=get_model_gpu_model,
         mem_mb=get_model_mem_mb,
         runtime=get_model_runtime,
+    params:
+        spec=get_model_spec,
+        subsets=get_attention_subsets,
+        n=config["diagnostics"]["attention"]["n"],
+        seed=config["seed"],
     script:
         "../workflow/scripts/image_attention.py"

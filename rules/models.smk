@@ -8,8 +8,8 @@ rule train_model:
         "logs/{dataset}/train_model/{model}.log",
     benchmark:
         "benchmarks/out/{dataset}/train_model/{model}.tsv"
+    threads: config["threads"]["train"]
     params:
         train=get_train_params,
-    threads: config["threads"]["train"]
     script:
         "../workflow/scripts/train_model.py"

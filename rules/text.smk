@@ -14,12 +14,12 @@ rule perturb_questions:
         "logs/{dataset}/perturb_questions/{perturbation}.log",
     benchmark:
         "benchmarks/out/{dataset}/perturb_questions/{perturbation}.tsv"
+    threads: 1
     params:
         seed=config["seed"],
         engine=text.TEXT_ENGINE_VERSION,
         severities=SEVERITIES,
         fidelity=get_text_params,
-    threads: 1
     script:
         "../workflow/scripts/perturb_questions.py"
 
@@ -34,11 +34,11 @@ rule rewrite_questions:
         "logs/{dataset}/rewrite_questions/{sentence}.log",
     benchmark:
         "benchmarks/out/{dataset}/rewrite_questions/{sentence}.tsv"
-    params:
-        settings=get_sentence_params,
     threads: 1
     resources:
         gpu=get_sentence_gpus,
+    params:
+        settings=get_sentence_params,
     script:
         "../workflow/scripts/rewrite_questions.py"
 
@@ -69,9 +69,9 @@ rule rank_basic_questions:
         "logs/{dataset}/rank_basic_questions/{ranker}.log",
     benchmark:
         "benchmarks/out/{dataset}/rank_basic_questions/{ranker}.tsv"
+    threads: 1
     params:
         ranking=get_ranking_params,
-    threads: 1
     script:
         "../workflow/scripts/rank_basic_questions.py"
 
@@ -89,8 +89,8 @@ rule noise_questions:
         "logs/{dataset}/noise_questions/{ranker}.log",
     benchmark:
         "benchmarks/out/{dataset}/noise_questions/{ranker}.tsv"
+    threads: 1
     params:
         levels=BQ_LEVELS,
-    threads: 1
     script:
         "../workflow/scripts/noise_questions.py"

@@ -20,3 +20,14 @@ def test_ruff_check():
 def test_ruff_format():
     proc = _ruff("format", "--check", ".")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_snakefmt():
+    """The Snakefile and rules/*.smk as snakefmt writes them (the workflow catalog runs
+    it next to --lint; line length 100 from pyproject.toml, as for ruff)."""
+    files = ["Snakefile", *sorted(str(p.relative_to(REPO)) for p in (REPO / "rules").glob("*.smk"))]
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "--diff", *files],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
