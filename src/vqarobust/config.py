@@ -377,7 +377,8 @@ def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
     if needed:
         raise ConfigError(f"config error at dataset: adapter {name!r} needs {needed}")
     foreign = [k for k in SOURCE_KEYS if k in explicit and k not in tags["sources"]]
-    foreign += [k for k in ("scene_seed",) if k in explicit and k not in tags.get("options", ())]
+    options = ("scene_seed", "columns", "download")  # read by one adapter each
+    foreign += [k for k in options if k in explicit and k not in tags.get("options", ())]
     if not tags["splits"]:
         foreign += [k for k in ("split", "train_split", "train_n_images") if k in explicit]
     if foreign:

@@ -11,6 +11,7 @@ from typing import Any
 
 from vqarobust import store
 from vqarobust.datasets.easy_vqa import read_easy_vqa
+from vqarobust.datasets.hf import open_hf
 from vqarobust.datasets.jsonl import open_jsonl
 from vqarobust.datasets.prepare import Dataset, write_prepared
 from vqarobust.datasets.question_types import answer_type, question_type
@@ -27,6 +28,9 @@ ADAPTERS.register("vqav2", sources=("questions", "annotations", "images"),
 ADAPTERS.register("jsonl", sources=("path",), default_n_images=None, splits=False)(open_jsonl)
 ADAPTERS.register("scenes", sources=(), default_n_images=500, splits=True,
                   options=("scene_seed",))(read_scenes)  # fmt: skip
+# path: a local folder (a job input) or, with download, a hub id (a parameter).
+ADAPTERS.register("hf", sources=("path",), default_n_images=None, splits=True,
+                  options=("columns", "download"), remote=("path",))(open_hf)  # fmt: skip
 
 # dataset keys that only some adapters read; validation rejects them elsewhere.
 SOURCE_KEYS = ("questions", "annotations", "images", "path")
@@ -91,6 +95,10 @@ def dataset_job(dataset: dict[str, Any], split: str, seed: int) -> tuple[dict, d
     tags = ADAPTERS.entry(dataset["adapter"]).tags
     inputs = {key: dataset[key] for key in tags["sources"]}
     params: dict[str, Any] = {"seed": seed, "on_bad_image": dataset["on_bad_image"]}
+    for key in tags.get("remote", ()):
+        # A hub id to download is no file of this machine: a parameter, not an input.
+        if dataset.get("download") and not os.path.exists(inputs[key]):
+            params[key] = inputs.pop(key)
     # Settings the adapter itself reads (e.g. the scenes generator's seed).
     params.update({k: dataset[k] for k in tags.get("options", ()) if k in dataset})
     if split == "train":
