@@ -146,3 +146,52 @@ def test_metrics_refuses_a_gap_unless_asked_to_drop_it(tmp_path, capsys):
                  "--on-missing", "drop"]) == 0  # fmt: skip
     assert "perturbations ['snow'] (for every model)" in capsys.readouterr().err
     assert set(pl.read_csv(tmp_path / "o" / "submetrics.csv")["corruption"]) == {"blur"}
+
+
+def test_preview_of_a_dataset_image_by_id_is_what_the_workflow_stores(easy_vqa_eval, tmp_path,
+                                                                      capsys):  # fmt: skip
+    import numpy as np
+
+    from vqarobust import store
+    from vqarobust.materialize.images import corrupt_subset
+    from vqarobust.report.preview import preview_cells, read_dataset_image
+
+    images = easy_vqa_eval["images"]
+    image_id = store.ImageShards(images).ids()[1]
+    corrupt_subset(images, tmp_path / "snow3", "snow", 3, global_seed=7)
+    stored = store.decode_image(store.ImageShards(tmp_path / "snow3").read([image_id])[image_id])
+    cells = preview_cells(read_dataset_image(images, image_id), ["snow"], seed=7,
+                          image_id=image_id)  # fmt: skip
+    assert np.array_equal(cells["snow", 3], stored)  # seeded per item, as corrupt_images
+    out = tmp_path / "grid.png"
+    args = ["preview", "--images", str(images), "--id", str(image_id), "--out", str(out)]
+    assert main([*args, "--corruptions", "snow"]) == 0 and out.stat().st_size > 1000
+    assert main(["preview", "--images", str(images), "--id", "999999", "--out", str(out)]) == 2
+    assert "holds no image 999999" in capsys.readouterr().err
+    assert main(["preview", "--images", str(images), "--out", str(out)]) == 2
+    assert "give its id" in capsys.readouterr().err
+    assert main(["preview", "--out", str(out)]) == 2
+
+
+def test_images_export_writes_the_stored_bytes(easy_vqa_eval, tmp_path, capsys):
+    from vqarobust import store
+
+    images = easy_vqa_eval["images"]
+    ids = store.ImageShards(images).ids()
+    assert main(["images", "export", str(images), "--out", str(tmp_path / "all")]) == 0
+    assert f"{len(ids):,} images" in capsys.readouterr().out
+    files = sorted((tmp_path / "all").iterdir())
+    assert [f.name for f in files] == sorted(f"{i}.png" for i in ids)
+    stored = store.ImageShards(images).read(ids)
+    assert all((tmp_path / "all" / f"{i}.png").read_bytes() == stored[i] for i in ids)
+    assert main(["images", "export", str(images), "--out", str(tmp_path / "two"),
+                 "--ids", str(ids[0]), str(ids[2])]) == 0  # fmt: skip
+    assert sorted(f.name for f in (tmp_path / "two").iterdir()) == sorted(
+        [f"{ids[0]}.png", f"{ids[2]}.png"]
+    )
+    # An unknown id, or a folder that holds other files: an error, nothing written.
+    assert main(["images", "export", str(images), "--out", str(tmp_path / "x"),
+                 "--ids", "999999"]) == 2  # fmt: skip
+    assert "no images [999999]" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    assert main(["images", "export", str(images), "--out", str(tmp_path / "all")]) == 2
+    assert "is not an empty folder" in capsys.readouterr().err

@@ -136,8 +136,25 @@ def _preview(args: argparse.Namespace) -> int:
         print(f"stylize needs {needs('stylize')}: give --stylize-weights and --stylize-styles",
               file=sys.stderr)  # fmt: skip
         return 2
-    write_preview(args.image, args.out, args.corruptions, args.seed, stylize)
+    try:
+        write_preview(args.image, args.out, args.corruptions, args.seed, stylize,
+                      args.images, args.id)  # fmt: skip
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        print(f"vqarobust preview: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
     print(args.out)
+    return 0
+
+
+def _images_export(args: argparse.Namespace) -> int:
+    from vqarobust.image_export import export_images
+
+    try:
+        n = export_images(args.images, args.out, args.ids)
+    except (KeyError, FileExistsError, FileNotFoundError, ValueError) as exc:
+        print(f"vqarobust images export: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    print(f"{n:,} images -> {args.out}")
     return 0
 
 
@@ -253,13 +270,25 @@ def main(argv: list[str] | None = None) -> int:
                    "fail (error), or leave it out with a warning (drop)")  # fmt: skip
     p.set_defaults(func=_metrics)
     p = sub.add_parser("preview", help="corruption x severity grid of one image")
-    p.add_argument("image")
+    p.add_argument("image", nargs="?", help="an image file (or --images and --id)")
+    p.add_argument("--images", help="a prepared image folder, e.g. "
+                   "resources/datasets/easy-vqa/eval/images")  # fmt: skip
+    p.add_argument("--id", type=int, help="the image id in --images (seeded as the "
+                   "workflow does: each cell is what its corrupt_images job stores)")  # fmt: skip
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--corruptions", nargs="+", help="names (default: the 14 of the benchmark)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stylize-weights", help="stylize: folder with the AdaIN weight files")
     p.add_argument("--stylize-styles", help="stylize: folder of style images")
     p.set_defaults(func=_preview)
+    p = sub.add_parser("images", help="the images of a prepared or corrupted subset")
+    images = p.add_subparsers(dest="images_command", required=True)
+    p = images.add_parser("export", help="write a subset's images as files (bytes as stored)")
+    p.add_argument("images", help="an image folder, e.g. results/easy-vqa/images/snow/3 or "
+                   "resources/datasets/easy-vqa/eval/images")  # fmt: skip
+    p.add_argument("--out", required=True, help="folder to write <image_id>.png|jpg into")
+    p.add_argument("--ids", type=int, nargs="+", help="only these image ids")
+    p.set_defaults(func=_images_export)
     p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
     p.add_argument("database")
     p.add_argument("--markdown", action="store_true", help="the README's Markdown block")

@@ -300,6 +300,10 @@ class ImageShards:
     def __contains__(self, image_id: object) -> bool:
         return image_id in self._where
 
+    def ids(self) -> list[int]:
+        """Every image id of the folder, sorted."""
+        return sorted(self._where)
+
     def read(self, image_ids: Iterable[int]) -> dict[int, bytes]:
         """Encoded bytes of each requested image; unknown ids raise ``KeyError``."""
         wanted = set(image_ids)

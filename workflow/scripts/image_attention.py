@@ -8,9 +8,13 @@ from vqarobust.params import runtime_options
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
+spec = dict(snakemake.params.spec)
+if "model" in snakemake.input.keys():
+    # A checkpoint the workflow trained: where its job wrote it (a module's prefix moves it).
+    spec["path_or_id"] = snakemake.input.model
 attention_maps(
     snakemake.wildcards.model,
-    dict(snakemake.params.spec),
+    spec,
     snakemake.input.questions,
     [
         (p, s, folder)

@@ -25,9 +25,13 @@ subsets = [
     Subset(snakemake.wildcards.subset, severity, image_dir, modality, question_set)
     for severity, image_dir, question_set in zip(severities, images, sets, strict=True)
 ]
+spec = dict(snakemake.params.spec)
+if "model" in snakemake.input.keys():
+    # A checkpoint the workflow trained: where its job wrote it (a module's prefix moves it).
+    spec["path_or_id"] = snakemake.input.model
 run_inference(
     snakemake.wildcards.model,
-    dict(snakemake.params.spec),
+    spec,
     snakemake.input.questions,
     subsets,
     snakemake.output[0],
