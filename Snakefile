@@ -9,13 +9,6 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-# Aggregation and the report take seconds: never worth a cluster job.
-localrules:
-    all,
-    load_duckdb,
-    render_report,
-
-
 include: "rules/common.smk"
 include: "rules/datasets.smk"
 include: "rules/models.smk"
@@ -27,10 +20,13 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
+# Aggregation and the report take seconds: never worth a cluster job. `localrule: True`
+# in each rule, not a localrules list: the names of a list miss a module's prefix.
 rule all:
     default_target: True
     input:
         get_final_outputs,
+    localrule: True
 
 
 REPORT = f"results/{DATASET}/report/index.html"

@@ -13,6 +13,7 @@ rule load_duckdb:
         "logs/{dataset}/load_duckdb.log",
     benchmark:
         "benchmarks/out/{dataset}/load_duckdb.tsv"
+    localrule: True
     params:
         metric=config["scoring"]["metric"],
         preferences=get_vre_preferences,

@@ -24,5 +24,6 @@ rule render_report:
         "logs/{dataset}/render_report.log",
     benchmark:
         "benchmarks/out/{dataset}/render_report.tsv"
+    localrule: True
     script:
         "../workflow/scripts/render_report.py"

@@ -1,0 +1,66 @@
+"""vqarobust pulled into a workflow of one's own as a Snakemake module, with a prefix and
+its config under a key of the consumer's config (tests/module_use/Snakefile, the example
+of docs/workflow.md): rules, paths, schema validation, package data, a step of the
+consumer after it and its report message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.workflow
+CONSUMER = REPO / "tests" / "module_use" / "Snakefile"
+
+
+def _run(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
+    (workdir / "config.yaml").write_text(yaml.safe_dump({"vqarobust": config}))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(CONSUMER), "-d", str(workdir),
+           "--cores", "2", *args]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> dict:
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["text"]["perturbations"] = ["keyboard"]  # no WordNet needed
+    return config
+
+
+def test_the_module_runs_end_to_end_under_its_prefix(tiny, tmp_path):
+    proc = _run(tmp_path, tiny)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    prefix = tmp_path / "vqarobust"
+    # Every file of vqarobust lands under the prefix; the consumer's own next to it.
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "config.yaml", "vqarobust", "vre.txt"]  # fmt: skip
+    report = prefix / "results" / "easy-vqa" / "report" / "index.html"
+    assert report.exists() and "VQA robustness report" in report.read_text()
+    assert "Report: vqarobust/results/easy-vqa/report/index.html" in out
+    assert "vqarobust_run_model" in out and "vqarobust_render_report" in out  # prefixed rules
+    with duckdb.connect(str(prefix / "results" / "easy-vqa" / "robustness.duckdb"),
+                        read_only=True) as con:  # fmt: skip
+        vre = con.execute(
+            "SELECT model, vre FROM vre_model WHERE modality = 'image' ORDER BY model"
+        ).fetchall()
+    lines = (tmp_path / "vre.txt").read_text().splitlines()
+    assert lines == [f"{m}\t{v:.6f}" for m, v in vre] and len(lines) == 2
+    # Nothing left to do on a rerun; the aggregation rules stay local under their new names.
+    again = _run(tmp_path, tiny)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    assert "localrules directive specifies rules that are not present" not in out
+
+
+def test_the_schema_validates_the_module_config(tiny, tmp_path):
+    bad = {**tiny, "severitys": [1]}
+    proc = _run(tmp_path, bad, "-n")
+    assert proc.returncode != 0
+    assert "config error at (top level): 'severitys' was unexpected; did you mean " \
+           "'severities'?" in proc.stdout + proc.stderr  # fmt: skip
