@@ -82,8 +82,15 @@ def get_final_outputs(wildcards):
     ]
 
 
+def user_path(path):
+    """A file the config names (data, weights): relative to the working directory, never
+    under a module's prefix (docs/workflow.md, "Using vqarobust as a module")."""
+    return local(path)
+
+
 def get_dataset_input(wildcards):
-    return dataset_job(config["dataset"], wildcards.split, config["seed"])[0]
+    inputs = dataset_job(config["dataset"], wildcards.split, config["seed"])[0]
+    return {key: user_path(path) for key, path in inputs.items()}
 
 
 def get_dataset_params(wildcards):
@@ -331,7 +338,8 @@ def get_vre_preferences(wildcards):
 def get_corrupt_input(wildcards):
     inputs = {"images": f"resources/datasets/{DATASET}/eval/images"}
     if wildcards.corruption == "stylize":
-        inputs.update(weights=config["stylize"]["weights"], styles=config["stylize"]["styles"])
+        stylize = config["stylize"]
+        inputs.update(weights=user_path(stylize["weights"]), styles=user_path(stylize["styles"]))
     return inputs
 
 
@@ -370,8 +378,8 @@ def get_context_sources(wildcards):
         return {}
     return {
         "clean": f"resources/datasets/{DATASET}/eval/images",
-        "source": config["dataset"]["images"],
-        "instances": config["context"]["instances"],
+        "source": user_path(config["dataset"]["images"]),
+        "instances": user_path(config["context"]["instances"]),
     }
 
 

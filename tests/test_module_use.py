@@ -64,3 +64,20 @@ def test_the_schema_validates_the_module_config(tiny, tmp_path):
     assert proc.returncode != 0
     assert "config error at (top level): 'severitys' was unexpected; did you mean " \
            "'severities'?" in proc.stdout + proc.stderr  # fmt: skip
+
+
+def test_files_the_config_names_are_not_prefixed(tiny, tmp_path):
+    """Data the module's config points at is the consumer's own (relative to its working
+    directory); only what vqarobust writes goes under the prefix."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "q.jsonl").write_text(
+        '{"image": "a.png", "question": "What colour?", "answers": ["red"]}\n'
+    )
+    model = {"family": "vqa-classifier", "path_or_id": "ckpt", "device": "cpu"}
+    config = {**tiny, "dataset": {"name": "mine", "adapter": "jsonl", "path": "data/q.jsonl"},
+              "basic_questions": {"rankers": []}, "models": {"v": model}}  # fmt: skip
+    proc = _run(tmp_path, config, "-n")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    block = proc.stdout.split("rule vqarobust_prepare_dataset:")[1].split("\n\n")[0]
+    assert "input: data/q.jsonl" in block
+    assert "output: vqarobust/resources/datasets/mine/eval/questions.parquet" in block
