@@ -410,31 +410,34 @@ def render_report(
         with store.atomic_path(tables / f"{name}.tex") as tmp:
             tmp.write_text(_latex(frames[name].drop("family", strict=False)), encoding="utf-8")
     labels = {m: SUBMETRICS.get(m).label for m in SUBMETRICS}
-    made = {
-        "relative_drop": fig.heatmap(sub, "relative_drop", "Severity-aggregated relative drop "
-                                     "A_rel", families, not_significant=not_significant),
-        "average_error": fig.heatmap(sub, "average_error", "Average error", families, "Blues"),
-        "error_vs_severity": fig.error_vs_severity(accuracy, families),
-        "radar": fig.radars(sub, labels),
-        "vre_sweep": fig.vre_sweep(sweep),
-        "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
-        "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
-                                                    top=TOP_QUESTION_TYPES),
-        "question_type_perturbation": fig.heatmap(
-            type_grid, "accuracy", "Accuracy per question type x corruption (mean over "
-            "models, severities 1-5)", families, "Blues") if type_grid.height else
-        fig.placeholder("No question_type_perturbation table in this database."),
-        "image_quality": fig.image_quality(quality_side["quality"],
-                                           quality_side["quality_accuracy"], families)
-        if quality_side else fig.placeholder("No image quality scores in this database."),
-        "attention_shift": fig.attention_shift(shift, families) if shift.height
-        else fig.placeholder("No attention maps in this database."),
-        **_question_figures(question_side),
-        **_context_figures(context),
-        **_uncertainty_figures(uncertainty, summary.level),
-        **_answer_grids(samples, families),
-    }  # fmt: skip
-    embedded = {name: _save(made[name], figures, name) for name in FIGURES}
+    # Every figure is open until it is saved just below (about 25): no "more than 20
+    # figures" warning for that.
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        made = {
+            "relative_drop": fig.heatmap(sub, "relative_drop", "Severity-aggregated relative drop "
+                                         "A_rel", families, not_significant=not_significant),
+            "average_error": fig.heatmap(sub, "average_error", "Average error", families, "Blues"),
+            "error_vs_severity": fig.error_vs_severity(accuracy, families),
+            "radar": fig.radars(sub, labels),
+            "vre_sweep": fig.vre_sweep(sweep),
+            "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
+            "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
+                                                        top=TOP_QUESTION_TYPES),
+            "question_type_perturbation": fig.heatmap(
+                type_grid, "accuracy", "Accuracy per question type x corruption (mean over "
+                "models, severities 1-5)", families, "Blues") if type_grid.height else
+            fig.placeholder("No question_type_perturbation table in this database."),
+            "image_quality": fig.image_quality(quality_side["quality"],
+                                               quality_side["quality_accuracy"], families)
+            if quality_side else fig.placeholder("No image quality scores in this database."),
+            "attention_shift": fig.attention_shift(shift, families) if shift.height
+            else fig.placeholder("No attention maps in this database."),
+            **_question_figures(question_side),
+            **_context_figures(context),
+            **_uncertainty_figures(uncertainty, summary.level),
+            **_answer_grids(samples, families),
+        }  # fmt: skip
+        embedded = {name: _save(made[name], figures, name) for name in FIGURES}
 
     headline = headline_table(summary)
     models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
