@@ -16,6 +16,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.hf_data import SPLIT, vqav2_rows, write_parquet, write_saved
+from tests.hf_data import features as hf_features
 from vqarobust import store
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.datasets import dataset_job, prepare_dataset
@@ -190,3 +191,33 @@ def test_the_workflow_runs_on_both_layouts(sets, checkpoints, tmp_path):
     every = json.loads(sets["mini"]["questions"].read_text())["questions"]
     assert pl.read_parquet(tmp_path / target).height == len(every)  # n_images null: all
     assert n_q == sum(q["image_id"] != sets["broken_id"] for q in every)
+
+
+def test_images_given_as_paths_are_read_from_the_dataset_folder(sets, tmp_path):
+    import datasets
+
+    mini = sets["mini"]
+    rows = vqav2_rows(mini)
+    (tmp_path / "set" / "images").mkdir(parents=True)
+    paths = []
+    for image_id in rows["image_id"]:
+        name = f"images/{image_id}.jpg"
+        if not (tmp_path / "set" / name).exists():
+            (tmp_path / "set" / name).write_bytes(
+                (mini["images"] / image_name(image_id)).read_bytes()
+            )
+        paths.append(name)
+    features = {**{k: v for k, v in hf_features().items() if k != "image"},
+                "image": datasets.Value("string")}  # fmt: skip
+    rows["image"] = paths
+    ds = datasets.Dataset.from_dict(rows, features=datasets.Features(features))
+    (tmp_path / "set" / "data").mkdir()
+    ds.to_parquet(str(tmp_path / "set" / "data" / f"{SPLIT}-00000-of-00001.parquet"))
+    prepare_dataset("hf", path=str(tmp_path / "set"), split=SPLIT, n_images=4, seed=0,
+                    **outputs(tmp_path / "out"))  # fmt: skip
+    for r in store.iter_images(tmp_path / "out" / "images"):
+        assert r["bytes"] == (mini["images"] / image_name(r["image_id"])).read_bytes()
+    (tmp_path / "set" / paths[0]).unlink()  # a path to nothing: a bad image, named
+    with pytest.raises(BadImagesError, match="missing"):
+        prepare_dataset("hf", path=str(tmp_path / "set"), split=SPLIT,
+                        **outputs(tmp_path / "out2"))  # fmt: skip

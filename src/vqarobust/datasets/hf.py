@@ -189,7 +189,6 @@ def open_hf(
     split: str = "test",
     columns: Mapping[str, Any] | None = None,
     download: bool = False,
-    **_: Any,
 ) -> Dataset:
     """A Hugging Face dataset split as a questions table and its images (module doc)."""
     names = column_map(columns)
