@@ -9,9 +9,10 @@ from vqarobust.params import runtime_options
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 spec = dict(snakemake.params.spec)
-if "model" in snakemake.input.keys():
+trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
+if trained:
     # A checkpoint the workflow trained: where its job wrote it (a module's prefix moves it).
-    spec["path_or_id"] = snakemake.input.model
+    spec["path_or_id"] = trained
 attention_maps(
     snakemake.wildcards.model,
     spec,

@@ -26,9 +26,10 @@ subsets = [
     for severity, image_dir, question_set in zip(severities, images, sets, strict=True)
 ]
 spec = dict(snakemake.params.spec)
-if "model" in snakemake.input.keys():
+trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
+if trained:
     # A checkpoint the workflow trained: where its job wrote it (a module's prefix moves it).
-    spec["path_or_id"] = snakemake.input.model
+    spec["path_or_id"] = trained
 run_inference(
     snakemake.wildcards.model,
     spec,
