@@ -72,7 +72,7 @@ def column_map(columns: Mapping[str, Any] | None) -> dict[str, str | None]:
     return out
 
 
-def load_split(path: str, split: str, download: bool = False, cache_dir: str | None = None):
+def load_split(path: str, split: str, download: bool = False, cache_dir: str | None = None) -> Any:
     """The ``split`` of a saved dataset folder, a Parquet folder in the hub's layout, or
     (with ``download``) a hub dataset, as a memory-mapped ``datasets.Dataset``."""
     try:
