@@ -5,10 +5,12 @@ larger generated pool, extrapolated to a 200,000-question pool.
 
 The larger pool (default 20,000 distinct questions) is generated from easy-VQA's and
 VQAv2-style questions by the text perturbations (distinct strings; what matters for the
-time is their number). Encoding throughput is measured on it; per ranker, the seconds per
-main question. The estimate for a 200,000-question pool scales the pool-proportional part
-(the cosine product over the pool, BLEU's sparse n-gram sums) linearly and keeps LASSO's
-part (the pre-filtered 300 candidates) constant. One thread, as a workflow job.
+time is their number), and so are the distinct main questions. Encoding throughput is
+measured on the pool; per ranker, the seconds per distinct main question (each is ranked
+once, however many images ask it). The estimate for a 200,000-question pool scales the
+pool-proportional part (the cosine product over the pool, BLEU's sparse n-gram sums)
+linearly and keeps LASSO's part (the pre-filtered 300 candidates) constant. One thread,
+as a workflow job.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from vqarobust import text  # noqa: E402
 from vqarobust.text import ranking as bq  # noqa: E402
 from vqarobust.text.encoder import encode  # noqa: E402
 
-RANKERS = ("bq_lasso", "bq_cosine", "bq_bleu")
+RANKERS = ("bq_lasso", "bq_cosine", "bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu")
 VQAV2_LIKE = [
     "What is the man holding in his right hand?",
     "How many people are standing near the large wooden table?",
@@ -59,11 +61,13 @@ def generated_pool(size: int, seeds: list[str]) -> list[str]:
 
 
 def time_rankers(mqs: list[str], pool: bq.Candidates, encoder) -> dict[str, float]:
+    """Seconds per distinct main question (rank_table ranks each distinct one once)."""
+    distinct = list(dict.fromkeys(mqs))
     out = {}
     for name in RANKERS:
         t = time.perf_counter()
-        bq.rank_table(mqs, pool, [name], encode=encoder)
-        out[name] = (time.perf_counter() - t) / len(mqs)
+        bq.rank_table(distinct, pool, [name], encode=encoder)
+        out[name] = (time.perf_counter() - t) / len(distinct)
     return out
 
 
@@ -89,8 +93,12 @@ def main(pool_size: int = 20000, n_main: int = 200) -> None:
     large = bq.Candidates(
         big, np.array([bq.normalize_question(q) for q in big], dtype=object), vectors
     )
-    main_qs = VQAV2_LIKE * (n_main // len(VQAV2_LIKE))
-    table = {q: v for q, v in zip(big, vectors, strict=True)}
+    # Distinct main questions (a repeated one is ranked once), drawn like the pool: some
+    # are in it, as the eval split's questions are in the paper's pool.
+    main_qs = generated_pool(n_main, VQAV2_LIKE)
+    extra = [q for q in main_qs if q not in set(big)]
+    table = {q: v for q, v in zip([*big, *extra], np.vstack([vectors, encode(extra)])
+                                  if extra else vectors, strict=True)}  # fmt: skip
     lookup_big = lambda s: np.array([table[q] for q in s])  # noqa: E731
     large.ngrams  # built once per pool, timed apart  # noqa: B018
     t = time.perf_counter()
@@ -98,8 +106,9 @@ def main(pool_size: int = 20000, n_main: int = 200) -> None:
     ngram_build = time.perf_counter() - t
     big_per_mq = time_rankers(main_qs, large, lookup_big)
     scale = 200_000 / len(big)
-    print(f"\ngenerated pool of {len(big):,} questions: encoding {rate:,.0f} questions/s; "
-          f"BLEU n-gram index built in {ngram_build:.1f} s")  # fmt: skip
+    print(f"\ngenerated pool of {len(big):,} questions, {len(main_qs)} distinct main "
+          f"questions: encoding {rate:,.0f} questions/s; BLEU n-gram index built in "
+          f"{ngram_build:.1f} s")  # fmt: skip
     lasso_fixed = max(big_per_mq["bq_lasso"] - big_per_mq["bq_cosine"], 0.0)
     for name, sec in big_per_mq.items():
         # LASSO: the pool-wide cosine part scales, the pre-filtered fit does not.

@@ -3,6 +3,8 @@
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vqarobust import store, text
 from vqarobust.materialize.questions import basic_question_sets, rank_basic_questions
@@ -142,3 +144,38 @@ def test_noise_levels_append_the_ranked_basic_questions(tmp_path):
             assert row["changed"]
     with pytest.raises(ValueError, match="holds no rankings of bq_lasso"):
         basic_question_sets(qpath, ranks, "bq_lasso", out)
+
+
+WORDS = ["what", "color", "is", "the", "the", "circle", "red", "how", "many", "dogs"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    reference=st.lists(st.sampled_from(WORDS), min_size=1, max_size=9),
+    hypotheses=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=9), min_size=1,
+                        max_size=5),
+    n=st.integers(1, 4),
+)  # fmt: skip
+def test_bleu_1_to_4_match_nltk_with_repeated_words(reference, hypotheses, n):
+    """Clipped counts (a word the hypothesis repeats counts at most as often as in the
+    reference), add-one smoothing above unigrams, brevity penalty: nltk's sentence_bleu."""
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    texts = [" ".join(h) for h in hypotheses]
+    pool = bq.Candidates(texts, np.array(texts, dtype=object), np.zeros((len(texts), 2)))
+    ours = bq.bleu(" ".join(reference), pool, np.arange(len(texts)), n)
+    theirs = [
+        sentence_bleu([reference], h, weights=(1 / n,) * n,
+                      smoothing_function=SmoothingFunction().method2)
+        for h in hypotheses
+    ]  # fmt: skip
+    assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+def test_the_bleu_rankers_are_registered_with_their_order():
+    assert {"bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu"} <= set(bq.BQ_RANKERS.list())
+    assert [bq.ranker_name(r) for r in ("bq_bleu1", "bq_bleu3", "bq_bleu")] == [
+        "bleu1", "bleu3", "bleu"]  # fmt: skip
+    with pytest.raises(ValueError, match="BLEU order must be 1..4"):
+        bq.bleu("a b", bq.Candidates(["a"], np.array(["a"], dtype=object), np.zeros((1, 2))),
+                np.array([0]), 5)  # fmt: skip

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -48,6 +49,7 @@ PER_LEVEL = 3
 DEFAULT_PREFILTER = 300
 DEFAULT_ALPHA = 1e-3
 LASSO_RETRIES = 4
+MAX_BLEU_N = 4  # the pool's n-gram counts go up to 4-grams
 
 RANKING_SCHEMA = {
     "question": pl.String,
@@ -70,21 +72,21 @@ class Candidates:
 
     @cached_property
     def ngrams(self) -> tuple[list[dict[tuple[str, ...], int]], list[Any], np.ndarray]:
-        """Per n = 1..4: the n-gram vocabulary and a sparse (pool x vocabulary) presence
-        matrix (CSC, so the columns of one question's n-grams sum fast); and the word
-        count of every candidate."""
+        """Per n = 1..4: the n-gram vocabulary and a sparse (pool x vocabulary) count
+        matrix (CSC, so the columns of one question's n-grams are cheap to take); and the
+        word count of every candidate."""
         from scipy import sparse
 
         words = [bleu_tokens(t) for t in self.texts]
         vocabularies, matrices = [], []
-        for n in range(1, 5):
+        for n in range(1, MAX_BLEU_N + 1):
             vocab: dict[tuple[str, ...], int] = {}
             rows, cols = [], []
             for i, w in enumerate(words):
-                for gram in _ngrams(w, n):
+                for gram in _ngram_list(w, n):
                     rows.append(i)
                     cols.append(vocab.setdefault(gram, len(vocab)))
-            data = np.ones(len(rows), dtype=np.float32)
+            data = np.ones(len(rows), dtype=np.float32)  # duplicates sum: counts
             shape = (len(words), max(1, len(vocab)))
             matrices.append(sparse.csc_matrix((data, (rows, cols)), shape=shape))
             vocabularies.append(vocab)
@@ -165,8 +167,8 @@ def lasso_scores(
     return scores, source, alpha
 
 
-def _ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+def _ngram_list(words: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
 WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -177,18 +179,26 @@ def bleu_tokens(question: str) -> list[str]:
     return WORDS.findall(question.lower())
 
 
-@BQ_RANKERS.register("bq_bleu", ranker="bleu", severities=DEFAULT_K // PER_LEVEL)
-def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
-    """BLEU-4 of each candidate (hypothesis) against the MQ (reference), smoothed; the
-    matches of every candidate at once from the pool's sparse n-gram matrices."""
+def bleu(mq: str, pool: Candidates, idx: np.ndarray, max_n: int = MAX_BLEU_N) -> np.ndarray:
+    """Sentence BLEU-``max_n`` of each candidate ``idx`` (hypothesis) against the MQ
+    (reference): uniform weights over n = 1..max_n, matches clipped by the reference's
+    counts, add-one smoothing for n > 1 (nltk's ``SmoothingFunction().method2``), the
+    brevity penalty; every candidate at once from the pool's sparse n-gram counts."""
+    if not 1 <= max_n <= MAX_BLEU_N:
+        raise ValueError(f"BLEU order must be 1..{MAX_BLEU_N}, got {max_n}")
     vocabularies, matrices, lengths = pool.ngrams
     ref = bleu_tokens(mq)
     cand_len = lengths[idx]
     log_p = np.zeros(len(idx))
-    for n, (vocab, matrix) in enumerate(zip(vocabularies, matrices, strict=True), start=1):
-        cols = [vocab[g] for g in _ngrams(ref, n) if g in vocab]
-        if cols:
-            matches = np.asarray(matrix[:, cols].sum(axis=1)).ravel()[idx]
+    for n in range(1, max_n + 1):
+        vocab, matrix = vocabularies[n - 1], matrices[n - 1]
+        counts = [(vocab[g], c) for g, c in Counter(_ngram_list(ref, n)).items() if g in vocab]
+        if counts:
+            cols, clip = (np.array(v) for v in zip(*counts, strict=True))
+            sub = matrix[:, cols].tocsc()  # candidates' counts of the reference's n-grams
+            # Clip each column by the reference's count, on the stored values only.
+            sub.data = np.minimum(sub.data, np.repeat(clip, np.diff(sub.indptr)))
+            matches = np.asarray(sub.sum(axis=1)).ravel()[idx]
         else:
             matches = np.zeros(len(idx))
         total = np.maximum(cand_len - n + 1, 1)
@@ -200,8 +210,28 @@ def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_
     r = len(ref)
     with np.errstate(divide="ignore", over="ignore"):
         bp = np.where(cand_len > r, 1.0, np.exp(1 - r / np.maximum(cand_len, 1)))
-    scores = np.where(np.isfinite(log_p), bp * np.exp(log_p / 4), 0.0)
-    return scores, None, float("nan")
+    return np.where(np.isfinite(log_p), bp * np.exp(log_p / max_n), 0.0)
+
+
+@BQ_RANKERS.register("bq_bleu", ranker="bleu", severities=DEFAULT_K // PER_LEVEL)
+def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
+    """BLEU-4 (:func:`bleu`), the paper's BLEU ranker of the default config."""
+    return bleu(mq, pool, idx, 4), None, float("nan")
+
+
+def _bleu_ranker(n: int) -> Callable[..., Scores]:
+    def scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
+        return bleu(mq, pool, idx, n), None, float("nan")
+
+    scores.__doc__ = f"BLEU-{n} (:func:`bleu`), one of the paper's rankers."
+    scores.__name__ = f"bleu{n}_scores"
+    return scores
+
+
+# The basic-question paper also ranks with BLEU-1, -2 and -3.
+BQ_RANKERS.register("bq_bleu1", ranker="bleu1", severities=DEFAULT_K // PER_LEVEL)(_bleu_ranker(1))
+BQ_RANKERS.register("bq_bleu2", ranker="bleu2", severities=DEFAULT_K // PER_LEVEL)(_bleu_ranker(2))
+BQ_RANKERS.register("bq_bleu3", ranker="bleu3", severities=DEFAULT_K // PER_LEVEL)(_bleu_ranker(3))
 
 
 def make_pool(
