@@ -25,9 +25,9 @@ def export_images(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         # The folder is swapped in whole: never over files someone else put there.
         raise FileExistsError(f"{out} exists and is not an empty folder")
-    shards = store.ImageShards(images_dir)
     wanted = None if image_ids is None else set(image_ids)
     if wanted is not None:
+        shards = store.ImageShards(images_dir)  # only to name unknown ids before writing
         unknown = sorted(i for i in wanted if i not in shards)
         if unknown:
             raise KeyError(f"{images_dir} holds no images {unknown[:10]}; it holds "

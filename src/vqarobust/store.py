@@ -261,6 +261,11 @@ def image_shards(directory: str | os.PathLike[str]) -> list[Path]:
     return shards
 
 
+def count_images(directory: str | os.PathLike[str]) -> int:
+    """How many images a shard directory holds, from the Parquet footers alone."""
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in image_shards(directory))
+
+
 def iter_images(directory: str | os.PathLike[str]) -> Iterator[dict]:
     """Yield image rows (dicts with IMAGE_SCHEMA fields) from all shards of a directory."""
     for shard in image_shards(directory):
