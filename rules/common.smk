@@ -43,7 +43,19 @@ SKIPPED_TEXT = {
 }
 TEXT = [p for p in config["text"]["perturbations"] if p not in SKIPPED_TEXT]
 SENTENCE = list(config["text"]["sentence"])
-RANKERS = list(config["basic_questions"]["rankers"])
+# Basic-question perturbations: every ranker on every basic-question dataset (bq_* on the
+# general pool, ynbq_* on its yes/no questions); METEOR without WordNet is skipped like
+# the WordNet text perturbations.
+BQ = config["basic_questions"]
+_BQ_ALL = [
+    text.ranking.perturbation_name(r, d) for d in BQ["datasets"] for r in BQ["rankers"]
+]
+if text.wordnet_dir() is None:
+    SKIPPED_TEXT.update(
+        {n: text.wordnet.missing_message() for n in _BQ_ALL if text.ranking.needs(n)}
+    )
+RANKERS = [n for n in _BQ_ALL if n not in SKIPPED_TEXT]
+POOL_SOURCES = text.pools.pool_sources(BQ["pool"], BQ["pool_files"])
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 # SwapMix context perturbations (scenes datasets): one subset each, severity = the index
 # of a question's swap of that kind.
@@ -71,6 +83,7 @@ wildcard_constraints:
     perturbation=_alternatives(TEXT or ["-"]),
     sentence=_alternatives(SENTENCE or ["-"]),
     ranker=_alternatives(RANKERS or ["-"]),
+    source=_alternatives(POOL_SOURCES or ["-"]),
     subset=_alternatives(SUBSETS),
     severity="[1-9]",
 
@@ -79,6 +92,12 @@ def get_final_outputs(wildcards):
     return [
         f"results/{DATASET}/robustness.duckdb",
         f"results/{DATASET}/report/index.html",
+        *expand(
+            "results/{dataset}/basic_questions/{ranker}.{ext}",
+            dataset=DATASET,
+            ranker=RANKERS,
+            ext=("parquet", "json"),
+        ),
     ]
 
 
@@ -292,7 +311,7 @@ def get_image_folders(wildcards):
 def get_families(wildcards):
     families = {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
     families.update({p: text.level(p) for p in [*TEXT, *SENTENCE]})
-    families.update({r: text.ranking.ranker_name(r) for r in RANKERS})
+    families.update({r: text.ranking.ranker_family(r) for r in RANKERS})
     return families
 
 
@@ -317,18 +336,38 @@ def get_sentence_gpus(wildcards):
 
 
 def get_pool_input(wildcards):
+    """The pool tables (one per source, each encoded once)."""
     return expand(
-        "resources/datasets/{dataset}/{split}/questions.parquet",
-        dataset=DATASET,
-        split=config["basic_questions"]["pool"],
+        "results/{dataset}/questions/pool/{source}.parquet", dataset=DATASET, source=POOL_SOURCES
     )
 
 
+def get_pool_source_input(wildcards):
+    spec = POOL_SOURCES[wildcards.source]
+    if spec["split"] is not None:
+        return {"questions": f"resources/datasets/{DATASET}/{spec['split']}/questions.parquet"}
+    inputs = {"questions": user_path(spec["questions"])}
+    if spec["annotations"]:
+        inputs["annotations"] = user_path(spec["annotations"])
+    return inputs
+
+
+def get_encoder_params(wildcards):
+    """The sentence encoder's identity: what can change any embedding."""
+    return canonical(text.encoder.identity(BQ["encoder"]))
+
+
 def get_ranking_params(wildcards):
-    b = config["basic_questions"]
-    # Only the LASSO ranker reads alpha and the pre-filter.
-    keys = ("k", "lasso_alpha", "prefilter") if wildcards.ranker == "bq_lasso" else ("k",)
-    return canonical({k: b[k] for k in keys})
+    # Only the LASSO ranker reads its mode, alpha, lambda and pre-filter.
+    if text.ranking.ranker_name(wildcards.ranker) != "lasso":
+        return canonical({"k": BQ["k"]})
+    lasso = BQ["lasso"]
+    keys = {"k": BQ["k"], "lasso_mode": lasso["mode"]}
+    if lasso["mode"] == "paper":
+        keys["lasso_lambda"] = lasso["lambda"]
+    else:
+        keys |= {"lasso_alpha": BQ["lasso_alpha"], "prefilter": BQ["prefilter"]}
+    return canonical(keys)
 
 
 def get_vre_preferences(wildcards):

@@ -46,7 +46,6 @@ rule rewrite_questions:
 rule embed_questions:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
-        pool=get_pool_input,
     output:
         "results/{dataset}/questions/rankings/embeddings.parquet",
     log:
@@ -54,8 +53,32 @@ rule embed_questions:
     benchmark:
         "benchmarks/out/{dataset}/embed_questions.tsv"
     threads: 1
+    params:
+        encoder=get_encoder_params,
+        encoder_path=BQ["encoder"],
+        allow_download=BQ["allow_download"],
     script:
         "../workflow/scripts/embed_questions.py"
+
+
+# One pool source (a prepared split or a pool file): deduplicated, marked yes/no and
+# encoded once, whatever rankers or models are added later.
+rule embed_pool:
+    input:
+        unpack(get_pool_source_input),
+    output:
+        "results/{dataset}/questions/pool/{source}.parquet",
+    log:
+        "logs/{dataset}/embed_pool/{source}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/embed_pool/{source}.tsv"
+    threads: 1
+    params:
+        encoder=get_encoder_params,
+        encoder_path=BQ["encoder"],
+        allow_download=BQ["allow_download"],
+    script:
+        "../workflow/scripts/embed_pool.py"
 
 
 rule rank_basic_questions:
@@ -74,6 +97,22 @@ rule rank_basic_questions:
         ranking=get_ranking_params,
     script:
         "../workflow/scripts/rank_basic_questions.py"
+
+
+# Each basic-question dataset in the paper's structure: per main question its ranked
+# basic questions and scores (docs/text.md).
+rule export_basic_questions:
+    input:
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+        rankings="results/{dataset}/questions/rankings/{ranker}.parquet",
+    output:
+        parquet="results/{dataset}/basic_questions/{ranker}.parquet",
+        json="results/{dataset}/basic_questions/{ranker}.json",
+    log:
+        "logs/{dataset}/export_basic_questions/{ranker}.log",
+    threads: 1
+    script:
+        "../workflow/scripts/export_basic_questions.py"
 
 
 rule noise_questions:

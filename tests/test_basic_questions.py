@@ -7,7 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vqarobust import store, text
-from vqarobust.materialize.questions import basic_question_sets, rank_basic_questions
+from vqarobust.materialize.questions import (
+    basic_question_sets,
+    build_pool,
+    rank_basic_questions,
+)
 from vqarobust.text import ranking as bq
 
 
@@ -124,7 +128,9 @@ def test_noise_levels_append_the_ranked_basic_questions(tmp_path):
              for i in range(8)]  # fmt: skip
     store.write_table(pa.Table.from_pylist(questions + extra, schema=store.QUESTION_SCHEMA), pool)
     ranks = tmp_path / "rankings.parquet"
-    n = rank_basic_questions(qpath, [pool], ranks, ["bq_cosine", "bq_bleu"], k=6)
+    pool_table = tmp_path / "pool-table.parquet"
+    assert build_pool(pool, pool_table) == 10  # distinct questions
+    n = rank_basic_questions(qpath, [pool_table], ranks, ["bq_cosine", "bq_bleu"], k=6)
     assert n == 2 * 2 * 6
     out = {1: tmp_path / "1.parquet", 2: tmp_path / "2.parquet"}
     basic_question_sets(qpath, ranks, "bq_cosine", out)

@@ -103,6 +103,10 @@ def test_estimates_are_the_point_tables(run):
         got = _est(iv, "rscore", model=r["model"], modality=r["modality"],
                    perturbation=r["perturbation"], severity=r["severity"])  # fmt: skip
         assert got["estimate"] == pytest.approx(r["rscore"], abs=1e-12)
+    for r in point["rscore_overall"].iter_rows(named=True):
+        got = _est(iv, "rscore_overall", model=r["model"], modality=r["modality"],
+                   perturbation=r["perturbation"])  # fmt: skip
+        assert got["estimate"] == pytest.approx(r["rscore"], abs=1e-12)
     for r in acc.iter_rows(named=True):
         got = _est(iv, "accuracy", model=r["model"], modality=r["modality"],
                    perturbation=r["perturbation"], severity=r["severity"])  # fmt: skip
@@ -115,7 +119,8 @@ def test_every_metric_of_the_issue_has_intervals(run):
     assert {"accuracy", "question_type_accuracy", "answer_type_accuracy", "relative_drop_paper",
             "first_drop", "range_of_error", "error_rate", "average_error",
             "corruption_error_diff", "vre_model", "vre_perturbation", "mmi", "rscore",
-            "rscore_mean", "perturbed_accuracy", "image_reliance_ratio"} <= metrics  # fmt: skip
+            "rscore_mean", "rscore_overall", "perturbed_accuracy",
+            "image_reliance_ratio"} <= metrics  # fmt: skip
     finite = t["intervals"].filter(pl.col("low").is_not_nan(), pl.col("high").is_not_nan())
     assert finite.filter(pl.col("low") > pl.col("high")).is_empty()
     # Every pair of models, for every compared quantity; rank shares sum to 1.

@@ -90,11 +90,15 @@ def _check_text(config: Mapping[str, Any]) -> None:
         if name not in known:
             msg = _unknown("text perturbation", name, known)
             raise ConfigError(f"config error at text.perturbations[{i}]: {msg}")
-    rankers = BQ_RANKERS.list()
+    rankers = BQ_RANKERS.list(dataset="general")
     for i, name in enumerate(config["basic_questions"]["rankers"]):
         if name not in rankers:
-            msg = _unknown("basic-question ranker", name, rankers)
+            hint = (f"; {name} is a yes/no dataset's perturbation: list "
+                    f"bq_{name.removeprefix('ynbq_')} and add yes_no to basic_questions.datasets"
+                    if name in BQ_RANKERS else "")  # fmt: skip
+            msg = _unknown("basic-question ranker", name, rankers) + hint
             raise ConfigError(f"config error at basic_questions.rankers[{i}]: {msg}")
+    _check_pool(config["basic_questions"])
     back = config["text"]["sentence"].get("back_translation")
     if back is not None and "back_model" not in back:
         raise ConfigError(
@@ -103,6 +107,19 @@ def _check_text(config: Mapping[str, Any]) -> None:
         )
     if "train" in config["basic_questions"]["pool"] and not config["dataset"].get("train_split"):
         raise ConfigError("config error at basic_questions.pool: 'train' needs dataset.train_split")
+
+
+def _check_pool(bq: Mapping[str, Any]) -> None:
+    """A pool to rank from when rankers run, and pool files the job can tell apart."""
+    from vqarobust.text.pools import pool_sources
+
+    if bq["rankers"] and not bq["pool"] and not bq["pool_files"]:
+        raise ConfigError("config error at basic_questions.pool: the rankers need a pool: "
+                          "name prepared splits (pool) or question files (pool_files)")  # fmt: skip
+    try:
+        pool_sources(bq["pool"], bq["pool_files"])
+    except ValueError as exc:
+        raise ConfigError(f"config error at basic_questions.pool_files: {exc}") from None
 
 
 _INT = re.compile(r"[+-]?\d+")

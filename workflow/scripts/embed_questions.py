@@ -1,10 +1,15 @@
-"""Snakemake adapter: encode every distinct question of the eval split and the pool once."""
+"""Snakemake adapter: encode every distinct main question (the eval split) once."""
+
+from functools import partial
 
 import torch
 
 from vqarobust.logs import setup_logging
 from vqarobust.materialize.questions import embed_questions
+from vqarobust.text.encoder import encode
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
-embed_questions([snakemake.input.questions, *snakemake.input.pool], snakemake.output[0])
+encoder = partial(encode, path=snakemake.params.encoder_path,
+                  allow_download=snakemake.params.allow_download)  # fmt: skip
+embed_questions([snakemake.input.questions], snakemake.output[0], encode=encoder)

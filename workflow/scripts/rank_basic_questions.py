@@ -4,8 +4,9 @@ from vqarobust.logs import setup_logging
 from vqarobust.materialize.questions import rank_basic_questions
 
 setup_logging(snakemake.log[0])
-# Only LASSO's params carry alpha and the pre-filter.
-names = {"k": "k", "lasso_alpha": "alpha", "prefilter": "prefilter"}
+# Only LASSO's params carry its mode, alpha, lambda and the pre-filter.
+names = {"k": "k", "lasso_alpha": "alpha", "prefilter": "prefilter", "lasso_mode": "lasso_mode",
+         "lasso_lambda": "lasso_lambda"}  # fmt: skip
 settings = {names[key]: value for key, value in dict(snakemake.params.ranking).items()}
 rank_basic_questions(
     snakemake.input.questions,

@@ -199,6 +199,21 @@ def embed_questions(
     return len(texts)
 
 
+def build_pool(
+    source_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    annotations: str | os.PathLike[str] | None = None,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+) -> int:
+    """One pool source (a prepared questions table or a pool file) deduplicated, marked
+    yes/no and encoded (:mod:`vqarobust.text.pools`). Returns its distinct questions."""
+    from vqarobust.text import pools
+
+    if encode is None:
+        from vqarobust.text.encoder import encode
+    return pools.write_pool(pools.read_pool_source(source_path, annotations), out_path, encode)
+
+
 def embedding_lookup(path: str | os.PathLike[str]) -> Callable[[list[str]], np.ndarray]:
     """An ``encode`` function over stored embeddings; a text not stored is an error."""
     table = pl.read_parquet(path)
@@ -223,18 +238,59 @@ def rank_basic_questions(
     alpha: float = bq.DEFAULT_ALPHA,
     prefilter: int = bq.DEFAULT_PREFILTER,
     embeddings_path: str | os.PathLike[str] | None = None,
+    lasso_mode: str = "fast",
+    lasso_lambda: float = bq.PAPER_LAMBDA,
 ) -> int:
     """Rank basic questions for every distinct question of ``questions_path`` against the
-    distinct questions of ``pool_paths`` (the dataset's splits) with each ranker; one
-    Parquet table of ``bq.RANKING_SCHEMA``. ``embeddings_path`` holds the questions'
-    embeddings (:func:`embed_questions`); without it they are encoded here. Returns its
-    number of rows."""
+    pool tables ``pool_paths`` (:func:`build_pool`) with each ranker; one Parquet table of
+    ``bq.RANKING_SCHEMA``. ``embeddings_path`` holds the main questions' embeddings
+    (:func:`embed_questions`); without it they are encoded here. Returns its rows."""
+    from vqarobust.text import pools
+
     mqs = _question_frame(questions_path)["question"].to_list()
-    pool = [q for p in pool_paths for q in _question_frame(p)["question"].to_list()]
+    pool = pools.load_pools(pool_paths)
+    sizes = pools.pool_sizes(pool)
+    log.info("pool: %d distinct questions, %d yes/no", sizes["general"], sizes["yes_no"])
     encode = embedding_lookup(embeddings_path) if embeddings_path else None
-    table = bq.rank_table(mqs, pool, rankers, k, alpha, prefilter, encode=encode)
+    table = bq.rank_table(mqs, pool, rankers, k, alpha, prefilter, encode=encode,
+                          lasso_mode=lasso_mode, lasso_lambda=lasso_lambda)  # fmt: skip
     store.write_table(table.to_arrow(), out_path)
     return table.height
+
+
+def export_basic_questions(
+    questions_path: str | os.PathLike[str],
+    rankings_path: str | os.PathLike[str],
+    out_parquet: str | os.PathLike[str],
+    out_json: str | os.PathLike[str],
+) -> int:
+    """A basic-question dataset in the paper's structure, one row per main question:
+    ``question_id``, ``image_id``, ``question`` and its ranked ``basic_questions`` (rank,
+    basic question, score, source), as Parquet and as JSON. Returns its rows."""
+    import json
+
+    frame = _question_frame(questions_path)
+    ranks = pl.read_parquet(rankings_path)
+    names = ranks["ranker"].unique().to_list()
+    if len(names) != 1:
+        raise ValueError(f"{rankings_path} holds rankings of {names}, not of one ranker")
+    lists = (
+        ranks.sort("question", "rank")
+        .group_by("question", maintain_order=True)
+        .agg(pl.struct("rank", "basic_question", "score", "source").alias("basic_questions"))
+    )
+    out = frame.join(lists, on="question", how="left", maintain_order="left")
+    missing = out.filter(pl.col("basic_questions").is_null())
+    if missing.height:
+        raise ValueError(f"{rankings_path} has no basic questions for {missing.height} "
+                         f"questions, e.g. {missing['question'].head(3).to_list()}")  # fmt: skip
+    out = out.with_columns(pl.lit(names[0]).alias("ranker"), pl.lit(bq.bq_dataset(names[0]))
+                           .alias("dataset"))  # fmt: skip
+    store.write_table(out.to_arrow(), out_parquet)
+    with store.atomic_path(out_json) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(out.to_dicts(), fh, indent=1)
+    log.info("%s: %d main questions -> %s, %s", names[0], out.height, out_parquet, out_json)
+    return out.height
 
 
 def basic_question_sets(

@@ -373,6 +373,12 @@ def _rscore(
     framed = lab.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
     mean_labels, mean = _group_means(score, framed, ["model", "modality", "perturbation"])
     b.add("rscore_mean", mean_labels, mean)
+    # One R_score per perturbation: of the mean deterioration over its levels.
+    per_labels = labels.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    per_labels = per_labels.filter(pl.col("perturbation") != "all")
+    di_labels, di = _group_means(np.abs(cl - noisy) * 100, per_labels, ["model", "perturbation"])
+    overall = np.clip((sm - np.sqrt(di)) / (sm - st), 0.0, 1.0)
+    b.add("rscore_overall", di_labels.with_columns(pl.lit(modality).alias("modality")), overall)
 
 
 def _effective(

