@@ -38,11 +38,12 @@ POOL_SCHEMA = {
 }
 # VQAv2's yes/no questions open with an auxiliary or modal verb ("Is the ...", "Do you
 # ...", "Can ..."); one offering alternatives ("... red or blue?") asks for one of them.
-AUXILIARIES = frozenset(
-    "is are was were am be been do does did has have had can could will would shall "
-    "should may might must isn't aren't wasn't weren't don't doesn't didn't hasn't "
-    "haven't can't couldn't won't wouldn't shouldn't".split()
-)  # fmt: skip
+AUXILIARIES = frozenset((
+    "is", "are", "was", "were", "am", "be", "been", "do", "does", "did", "has", "have", "had",
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "isn't",
+    "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "hasn't", "haven't", "can't",
+    "couldn't", "won't", "wouldn't", "shouldn't",
+))  # fmt: skip
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
