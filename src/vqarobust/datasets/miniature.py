@@ -126,6 +126,47 @@ def write_mini_vqav2(
     return paths
 
 
+# Question forms of a generated pool: (form, answer type); {o} an object, {c} a colour.
+_POOL_FORMS = (
+    ("Is there a {o} in the picture?", "yes/no"), ("Is the {o} {c}?", "yes/no"),
+    ("Are there any {o}s?", "yes/no"), ("Does the {o} look {c}?", "yes/no"),
+    ("Can you see a {o}?", "yes/no"), ("Is the {o} {c} or white?", "other"),
+    ("What color is the {o}?", "other"), ("How many {o}s are there?", "number"),
+    ("Where is the {o}?", "other"), ("What is next to the {o}?", "other"),
+)  # fmt: skip
+_POOL_OBJECTS = ("dog", "car", "man", "umbrella", "bus", "cat", "bench", "chair", "bicycle",
+                 "plant", "clock", "kite")  # fmt: skip
+_POOL_COLOURS = ("red", "blue", "green", "black", "brown")
+
+
+def write_question_pool(
+    root: str | os.PathLike[str], subtype: str = "train2014", n: int = 200, seed: int = 0
+) -> dict[str, Path]:
+    """A VQAv2 questions file and its annotations for ``n`` questions drawn from varied
+    templates (yes/no, number, other; about half yes/no, some repeated), the kind of
+    file ``basic_questions.pool_files`` takes. Returns ``questions`` and ``annotations``."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    questions, annotations = [], []
+    for k in range(n):
+        form, kind = _POOL_FORMS[int(rng.integers(len(_POOL_FORMS)))]
+        text = form.format(o=_POOL_OBJECTS[int(rng.integers(len(_POOL_OBJECTS)))],
+                           c=_POOL_COLOURS[int(rng.integers(len(_POOL_COLOURS)))])  # fmt: skip
+        image_id, qid = 100_000 + k // 3, 100_000_000 + k
+        questions.append({"image_id": image_id, "question": text, "question_id": qid})
+        annotations.append({"question_id": qid, "image_id": image_id, "answer_type": kind,
+                            "question_type": question_type(text)})  # fmt: skip
+    paths = {
+        "questions": root / f"v2_OpenEnded_mscoco_{subtype}_questions.json",
+        "annotations": root / f"v2_mscoco_{subtype}_annotations.json",
+    }
+    paths["questions"].write_text(json.dumps({"data_subtype": subtype, "questions": questions}))
+    paths["annotations"].write_text(json.dumps({"data_subtype": subtype,
+                                                "annotations": annotations}))  # fmt: skip
+    return paths
+
+
 # A few COCO categories with their official ids, and a colour to draw each.
 MINI_CATEGORIES = {
     1: ("person", "person", (200, 60, 60)), 2: ("bicycle", "vehicle", (60, 60, 200)),
