@@ -47,9 +47,7 @@ SENTENCE = list(config["text"]["sentence"])
 # general pool, ynbq_* on its yes/no questions); METEOR without WordNet is skipped like
 # the WordNet text perturbations.
 BQ = config["basic_questions"]
-_BQ_ALL = [
-    text.ranking.perturbation_name(r, d) for d in BQ["datasets"] for r in BQ["rankers"]
-]
+_BQ_ALL = [text.ranking.perturbation_name(r, d) for d in BQ["datasets"] for r in BQ["rankers"]]
 if text.wordnet_dir() is None:
     SKIPPED_TEXT.update(
         {n: text.wordnet.missing_message() for n in _BQ_ALL if text.ranking.needs(n)}

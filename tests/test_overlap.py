@@ -41,8 +41,10 @@ WORDS = ["a", "b", "c", "d", "a", "e"]
 
 
 @settings(max_examples=80, deadline=None)
-@given(mq=st.lists(st.sampled_from(WORDS), min_size=0, max_size=70),
-       rows=st.lists(st.lists(st.sampled_from(WORDS), max_size=12), min_size=1, max_size=6))  # fmt: skip
+@given(
+    mq=st.lists(st.sampled_from(WORDS), min_size=0, max_size=70),
+    rows=st.lists(st.lists(st.sampled_from(WORDS), max_size=12), min_size=1, max_size=6),
+)
 def test_bit_parallel_lcs_equals_the_dynamic_program(mq, rows):
     """Bit-parallel for MQs up to 63 tokens, the dynamic program above: both the textbook
     LCS (checked by a plain Python table)."""
