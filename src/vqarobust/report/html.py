@@ -561,6 +561,8 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
                  AND i.severity = r.severity
                WHERE r.modality = 'basic_question' AND r.perturbation <> 'all' ORDER BY ALL"""
         ).pl(),
+        "rscore_datasets": _rscore_datasets(con),
+        "ranker_comparison": _ranker_comparison(con),
         "rscore_text": con.sql(
             "PIVOT (SELECT model, perturbation, rscore FROM rscore WHERE modality = 'text') "
             "ON perturbation USING avg(rscore) ORDER BY model"
@@ -584,6 +586,68 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     return out
 
 
+def _rscore_datasets(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """R_score1 (general BQ dataset) and R_score2 (yes/no) per model and ranker: the
+    R_score of the mean deterioration over the levels (table ``rscore_overall``), with
+    its bootstrap interval."""
+    from vqarobust.text import ranking as bq
+
+    schema = {"model": pl.String, "ranker": pl.String}
+    if "rscore_overall" not in table_names(con):
+        return pl.DataFrame(schema=schema)
+    rows = con.sql(
+        """SELECT r.model, r.perturbation, r.levels, r.acc_di, r.rscore, i.low, i.high
+           FROM rscore_overall r
+           LEFT JOIN intervals i ON i.metric = 'rscore_overall' AND i.model = r.model
+             AND i.modality = r.modality AND i.perturbation = r.perturbation
+           WHERE r.modality = 'basic_question' ORDER BY ALL"""
+    ).pl()
+    if not rows.height:
+        return pl.DataFrame(schema=schema)
+    names = rows["perturbation"].unique().to_list()
+    info = pl.DataFrame({"perturbation": names,
+                         "ranker": [bq.ranker_name(n) for n in names],
+                         "dataset": [bq.bq_dataset(n) for n in names]})  # fmt: skip
+    rows = rows.join(info, on="perturbation")
+    out = rows.select("model", "ranker").unique().sort("model", "ranker")
+    for dataset, label in (("general", "R_score1"), ("yes_no", "R_score2")):
+        part = rows.filter(pl.col("dataset") == dataset)
+        if not part.height:
+            continue
+        out = out.join(
+            part.select("model", "ranker", pl.col("acc_di").alias(f"{label} mean drop (pts)"),
+                        pl.col("rscore").alias(label), pl.col("low").alias(f"{label} low"),
+                        pl.col("high").alias(f"{label} high")),
+            on=["model", "ranker"], how="left",
+        )  # fmt: skip
+    return out
+
+
+def _ranker_comparison(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Level control per basic-question perturbation (:mod:`vqarobust.metrics.level_control`)
+    from the accuracy table, most controllable first."""
+    from vqarobust.metrics.level_control import level_control, ranker_comparison
+
+    acc = con.sql(
+        "SELECT model, perturbation, severity, accuracy FROM accuracy "
+        "WHERE modality = 'basic_question'"
+    ).pl()
+    return ranker_comparison(level_control(acc))
+
+
+def ranker_sentence(comparison: pl.DataFrame) -> str | None:
+    """The report's sentence on the most level-controllable ranker (first row)."""
+    ranked = comparison.filter(pl.col("spearman").is_not_null())
+    if not ranked.height:
+        return None
+    best = ranked.row(0, named=True)
+    return (f"The most level-controllable noise here comes from {best['perturbation']}: "
+            f"accuracy's rank correlation with the level is {best['spearman']:.3f} (mean over "
+            f"{best['models']} models), {best['non_rising']:.1%} of the steps from one level "
+            f"to the next do not raise accuracy, and accuracy falls by "
+            f"{best['first_to_last']:.3f} from the first level to the last.")  # fmt: skip
+
+
 def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """One question (the longest of the first 20) under every text perturbation at
     severities 1, 3, 5 and every ranker at levels 1, 4, 7."""
@@ -602,7 +666,7 @@ def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     first = by_length.row(0, named=True)
     rows = sets.filter(pl.col("question_id") == first["question_id"])
     shown = (
-        pl.when(pl.col("perturbation").str.starts_with("bq_"))
+        pl.when(pl.col("perturbation").str.contains("^(yn)?bq_"))
         .then(pl.col("severity").is_in(EXAMPLE_LEVELS))
         .otherwise(pl.col("severity").is_in(EXAMPLE_SEVERITIES))
     )
@@ -633,7 +697,7 @@ def _question_figures(side: dict[str, pl.DataFrame]) -> dict[str, plt.Figure]:
         if side["mmi_long"].height else fig.placeholder("No modality to compare."),
         "rscore_basic_questions": fig.rscore_levels(
             bq.rename({"level": "severity"}).with_columns(
-                pl.col("ranker").str.strip_prefix("bq_")
+                pl.col("ranker").str.replace("^ynbq_(.*)$", "${1} (yes/no)").str.strip_prefix("bq_")
             )
         ) if bq.height else fig.placeholder("No basic-question noise in this run."),
     }  # fmt: skip
@@ -722,6 +786,9 @@ def _question_context(side: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
         "mmi_modalities": side["mmi_modalities"],
         "rscore_text": side["rscore_text"],
         "levels": _levels_wide(bq),
+        "datasets": side["rscore_datasets"],
+        "rankers": side["ranker_comparison"],
+        "ranker_sentence": ranker_sentence(side["ranker_comparison"]),
         "examples": side["question_examples"],
         "truncated_totals": side["truncated_totals"],
         "truncated": side["truncated_questions"],

@@ -16,5 +16,6 @@ TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscor
           "truncated_questions", "context_reliance", "effective_accuracy",
           "context_examples", "intervals", "model_comparisons", "rank_stability",
           "drop_tests", "effective_robustness", "misprediction_kinds", "image_quality",
-          "image_quality_correlation", "attention_shift")  # fmt: skip
+          "image_quality_correlation", "attention_shift", "rscore_datasets",
+          "ranker_comparison")  # fmt: skip
 LATEX_TABLES = ("vre_model", "vre_corruption", "mmi_modalities")

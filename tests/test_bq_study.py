@@ -1,0 +1,134 @@
+"""config/basic-questions.yaml end to end on a VQAv2-format miniature: train2014 and
+val2014 question files as the pool (one with annotations, one by the question-form rule),
+val as the main questions, the general and the yes/no dataset, through DuckDB and the
+report; then what a change re-runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from vqarobust.datasets.miniature import write_mini_vqav2, write_question_pool
+from vqarobust.metrics.rscore import r_score
+from vqarobust.report.html import ranker_sentence
+from vqarobust.text import pools
+from vqarobust.text import ranking as bq
+
+pytestmark = pytest.mark.workflow
+STUDY = REPO / "config" / "basic-questions.yaml"
+
+
+def snakemake(workdir: Path, override: dict, *args: str) -> str:
+    (workdir / "override.yaml").write_text(yaml.safe_dump(override))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(STUDY), str(workdir / "override.yaml"),
+           "--replace-workflow-config", "--cores", "2", *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-8000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, checkpoints):
+    root = tmp_path_factory.mktemp("bq-study")
+    mini = write_mini_vqav2(root / "vqav2", n_images=8)
+    train = write_question_pool(root / "pool", "train2014", n=240, seed=1)
+    val = write_question_pool(root / "pool", "val2014", n=90, seed=2)
+    override = {
+        "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
+                    "images": str(mini["images"])},
+        "severities": [1],
+        "basic_questions": {
+            "rankers": ["bq_lasso", "bq_cider"],
+            "pool_files": [{"questions": str(train["questions"]),
+                            "annotations": str(train["annotations"])},
+                           str(val["questions"])],
+        },
+        "threads": {"infer": 1},
+        "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
+                            "device": "cpu", "batch_size": 16}},
+    }  # fmt: skip
+    workdir = root / "run"
+    workdir.mkdir()
+    out = snakemake(workdir, override)
+    return workdir, override, train, val, out
+
+
+def test_the_study_runs_to_duckdb_and_the_report(study):
+    workdir, override, train, val, _ = study
+    results = workdir / "results" / "vqav2-bq"
+    # Pool sizes: each file deduplicated, then merged; yes/no by annotations or the rule.
+    frames = [pools.read_pool_source(train["questions"], train["annotations"]),
+              pools.read_pool_source(val["questions"])]  # fmt: skip
+    merged = pools.distinct_pool(pl.concat(frames))
+    n_yes = int((merged["yes_no_occurrences"] * 2 >= merged["occurrences"]).sum())
+    tables = sorted((results / "questions" / "pool").glob("*.parquet"))
+    assert [t.stem for t in tables] == ["file-v2_OpenEnded_mscoco_train2014_questions",
+                                        "file-v2_OpenEnded_mscoco_val2014_questions"]  # fmt: skip
+    loaded = pools.load_pools(tables)
+    assert pools.pool_sizes(loaded) == {"general": merged.height, "yes_no": n_yes}
+    assert 22 <= n_yes < merged.height
+    log = (workdir / "logs" / "vqav2-bq" / "rank_basic_questions" / "ynbq_lasso.log").read_text()
+    assert f"pool: {merged.height} distinct questions, {n_yes} yes/no" in log
+    # The yes/no dataset's basic questions are all yes/no pool questions; LASSO in paper
+    # mode over the whole pool.
+    yes_texts = set(loaded.subset(loaded.yes_no).texts)
+    yn = pl.read_parquet(results / "questions" / "rankings" / "ynbq_lasso.parquet")
+    assert set(yn["basic_question"]) <= yes_texts
+    general = pl.read_parquet(results / "questions" / "rankings" / "bq_lasso.parquet")
+    assert not set(general["basic_question"]) <= yes_texts
+    assert general["alpha"].to_list() == pytest.approx([1e-6 / (2 * 384)] * general.height)
+    # The exported datasets: one row per main question with 21 ranked basic questions.
+    with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
+        n_q = con.sql("SELECT count(*) FROM questions").fetchall()[0][0]
+        overall = con.sql("SELECT * FROM rscore_overall WHERE modality = 'basic_question'").pl()
+        acc = con.sql("SELECT perturbation, severity, accuracy FROM accuracy "
+                      "WHERE modality IN ('clean', 'basic_question')").pl()  # fmt: skip
+    for name in ("bq_lasso", "ynbq_lasso", "bq_cider", "ynbq_cider"):
+        exported = pl.read_parquet(results / "basic_questions" / f"{name}.parquet")
+        assert exported.height == n_q
+        assert set(exported["basic_questions"].list.len()) == {21}
+        assert json.loads((results / "basic_questions" / f"{name}.json").read_text())[0][
+            "question_id"] == exported["question_id"][0]  # fmt: skip
+    # R_score1 / R_score2: the R_score of the mean drop over the 7 levels, by hand.
+    clean = acc.filter(pl.col("perturbation") == "clean")["accuracy"][0]
+    for name in ("bq_lasso", "ynbq_lasso"):
+        levels = acc.filter(pl.col("perturbation") == name).sort("severity")["accuracy"]
+        assert levels.len() == 7
+        mean_drop = float((levels - clean).abs().mean())
+        row = overall.filter(pl.col("perturbation") == name).row(0, named=True)
+        assert row["acc_di"] == pytest.approx(mean_drop * 100)
+        assert row["rscore"] == pytest.approx(r_score(clean, clean - mean_drop, 0.05, 20))
+    report = (results / "report" / "index.html").read_text()
+    assert "R_score1 (general BQ dataset) and R_score2 (yes/no BQ dataset)" in report
+    table = pl.read_csv(results / "report" / "tables" / "rscore_datasets.csv")
+    lasso = table.filter(pl.col("ranker") == "lasso").row(0, named=True)
+    r1 = overall.filter(pl.col("perturbation") == "bq_lasso")["rscore"][0]
+    r2 = overall.filter(pl.col("perturbation") == "ynbq_lasso")["rscore"][0]
+    assert lasso["R_score1"] == pytest.approx(r1) and lasso["R_score2"] == pytest.approx(r2)
+    # The ranker sentence is true of the comparison table beside it.
+    comparison = pl.read_csv(results / "report" / "tables" / "ranker_comparison.csv")
+    sentence = ranker_sentence(comparison)
+    if sentence:
+        assert re.sub(r"\s+", " ", sentence).replace("'", "&#39;") in re.sub(r"\s+", " ", report)
+    assert bq.perturbation_name("bq_cider", "yes_no") in set(comparison["perturbation"])
+
+
+def test_adding_a_ranker_reuses_the_pool_embeddings(study):
+    workdir, override, *_ = study
+    more = {**override, "basic_questions": {**override["basic_questions"],
+                                            "rankers": ["bq_lasso", "bq_cider", "bq_rouge"]}}  # fmt: skip
+    out = snakemake(workdir, more, "-n")
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
+    assert "embed_pool" not in jobs and "embed_questions" not in jobs
+    assert jobs["rank_basic_questions"] == "2"  # bq_rouge, ynbq_rouge
