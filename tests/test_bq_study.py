@@ -126,8 +126,8 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
 
 def test_adding_a_ranker_reuses_the_pool_embeddings(study):
     workdir, override, *_ = study
-    more = {**override, "basic_questions": {**override["basic_questions"],
-                                            "rankers": ["bq_lasso", "bq_cider", "bq_rouge"]}}  # fmt: skip
+    rankers = ["bq_lasso", "bq_cider", "bq_rouge"]
+    more = {**override, "basic_questions": {**override["basic_questions"], "rankers": rankers}}
     out = snakemake(workdir, more, "-n")
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     assert "embed_pool" not in jobs and "embed_questions" not in jobs
