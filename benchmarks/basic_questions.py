@@ -1,7 +1,8 @@
 """Time of basic-question ranking: on the easy-VQA pool, and per main question on a
-larger generated pool, extrapolated to a 200,000-question pool.
+larger generated pool, extrapolated to the paper's 186,027-question pool and 16,000 main
+questions; and how often LASSO's fast mode agrees with the paper mode.
 
-    .venv/bin/python benchmarks/basic_questions.py [pool_size] [n_main_questions]
+    .venv/bin/python benchmarks/basic_questions.py [pool_size] [n_main_questions] [n_slow]
 
 The larger pool (default 20,000 distinct questions) is generated from easy-VQA's and
 VQAv2-style questions by the text perturbations (distinct strings; what matters for the
@@ -9,8 +10,13 @@ time is their number), and so are the distinct main questions. Encoding throughp
 measured on the pool; per ranker, the seconds per distinct main question (each is ranked
 once, however many images ask it). The estimate for a 200,000-question pool scales the
 pool-proportional part (the cosine product over the pool, BLEU's sparse n-gram sums)
-linearly and keeps LASSO's part (the pre-filtered 300 candidates) constant. One thread,
-as a workflow job.
+linearly and keeps LASSO's part (the pre-filtered 300 candidates) constant; every other
+ranker's time grows with the pool (ROUGE-L and CIDEr-D are vectorized over it, METEOR
+scores one pair at a time, LARS's steps are products over the pool), so it is scaled
+linearly. METEOR and the paper mode are timed on the first ``n_slow`` main questions
+(default 20). Agreement: per main question, the overlap of the two modes' top 21
+(overlap@21) and Spearman's correlation of their ranks over the union of the two lists
+(rank 22 for a question one list lacks). One thread, as a workflow job.
 """
 
 from __future__ import annotations
@@ -28,7 +34,18 @@ from vqarobust import text  # noqa: E402
 from vqarobust.text import ranking as bq  # noqa: E402
 from vqarobust.text.encoder import encode  # noqa: E402
 
-RANKERS = ("bq_lasso", "bq_cosine", "bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu")
+RANKERS = (
+    "bq_lasso",
+    "bq_cosine",
+    "bq_bleu1",
+    "bq_bleu2",
+    "bq_bleu3",
+    "bq_bleu",
+    "bq_rouge",
+    "bq_cider",
+)
+SLOW = ("bq_meteor", "bq_lasso_paper")  # timed on fewer main questions
+PAPER_POOL, PAPER_MQS = 186_027, 16_000
 VQAV2_LIKE = [
     "What is the man holding in his right hand?",
     "How many people are standing near the large wooden table?",
@@ -60,18 +77,42 @@ def generated_pool(size: int, seeds: list[str]) -> list[str]:
     return list(pool)[:size]
 
 
-def time_rankers(mqs: list[str], pool: bq.Candidates, encoder) -> dict[str, float]:
+def time_rankers(mqs: list[str], pool: bq.Candidates, encoder, names=RANKERS) -> dict[str, float]:
     """Seconds per distinct main question (rank_table ranks each distinct one once)."""
+    from vqarobust.text.wordnet import wordnet_dir
+
     distinct = list(dict.fromkeys(mqs))
     out = {}
-    for name in RANKERS:
+    for name in names:
+        if name == "bq_meteor" and wordnet_dir() is None:
+            continue
+        mode = "paper" if name == "bq_lasso_paper" else "fast"
+        ranker = "bq_lasso" if mode == "paper" else name
         t = time.perf_counter()
-        bq.rank_table(distinct, pool, [name], encode=encoder)
+        bq.rank_table(distinct, pool, [ranker], encode=encoder, lasso_mode=mode)
         out[name] = (time.perf_counter() - t) / len(distinct)
     return out
 
 
-def main(pool_size: int = 20000, n_main: int = 200) -> None:
+def agreement(mqs: list[str], pool: bq.Candidates, encoder, k: int = 21) -> tuple[float, float]:
+    """Mean overlap@k and mean Spearman correlation of the fast and the paper mode's top k."""
+    from scipy import stats
+
+    fast = bq.rank_table(mqs, pool, ["bq_lasso"], k=k, encode=encoder)
+    paper = bq.rank_table(mqs, pool, ["bq_lasso"], k=k, encode=encoder, lasso_mode="paper")
+    overlaps, rhos = [], []
+    for mq in dict.fromkeys(mqs):
+        a = fast.filter(question=mq).sort("rank")["basic_question"].to_list()
+        b = paper.filter(question=mq).sort("rank")["basic_question"].to_list()
+        overlaps.append(len(set(a) & set(b)) / k)
+        union = list(dict.fromkeys(a + b))
+        ra = [a.index(q) + 1 if q in a else k + 1 for q in union]
+        rb = [b.index(q) + 1 if q in b else k + 1 for q in union]
+        rhos.append(stats.spearmanr(ra, rb).statistic)
+    return float(np.mean(overlaps)), float(np.nanmean(rhos))
+
+
+def main(pool_size: int = 20000, n_main: int = 200, n_slow: int = 20) -> None:
     torch.set_num_threads(1)
     mqs, easy_pool = easy_vqa_questions()
     t = time.perf_counter()
@@ -105,18 +146,23 @@ def main(pool_size: int = 20000, n_main: int = 200) -> None:
     _ = bq.Candidates(large.texts, large.normalized, large.vectors).ngrams
     ngram_build = time.perf_counter() - t
     big_per_mq = time_rankers(main_qs, large, lookup_big)
-    scale = 200_000 / len(big)
+    big_per_mq |= time_rankers(main_qs[:n_slow], large, lookup_big, SLOW)
+    scale = PAPER_POOL / len(big)
     print(f"\ngenerated pool of {len(big):,} questions, {len(main_qs)} distinct main "
-          f"questions: encoding {rate:,.0f} questions/s; BLEU n-gram index built in "
-          f"{ngram_build:.1f} s")  # fmt: skip
+          f"questions ({n_slow} for {', '.join(SLOW)}): encoding {rate:,.0f} questions/s; "
+          f"BLEU n-gram index built in {ngram_build:.1f} s")  # fmt: skip
     lasso_fixed = max(big_per_mq["bq_lasso"] - big_per_mq["bq_cosine"], 0.0)
     for name, sec in big_per_mq.items():
         # LASSO: the pool-wide cosine part scales, the pre-filtered fit does not.
         est = big_per_mq["bq_cosine"] * scale + lasso_fixed if name == "bq_lasso" else sec * scale
-        print(f"  {name}: {sec * 1e3:.1f} ms per main question; 200,000-question pool: "
-              f"~{est * 1e3:.0f} ms per main question, ~{est * 16000 / 60:.0f} min for "
-              "16,000 main questions")  # fmt: skip
-    print(f"  encoding 200,000 pool questions: ~{200_000 / rate / 60:.0f} min (once per pool)")
+        print(f"  {name}: {sec * 1e3:.1f} ms per main question; {PAPER_POOL:,}-question pool: "
+              f"~{est * 1e3:.0f} ms per main question, ~{est * PAPER_MQS / 3600:.1f} h for "
+              f"{PAPER_MQS:,} main questions")  # fmt: skip
+    print(f"  encoding {PAPER_POOL:,} pool questions: ~{PAPER_POOL / rate / 60:.0f} min (once "
+          "per pool file)")  # fmt: skip
+    overlap, rho = agreement(main_qs[:n_slow], large, lookup_big)
+    print(f"  LASSO fast vs paper mode over {n_slow} main questions: overlap@21 {overlap:.3f}, "
+          f"Spearman of the ranks over the two top-21 lists {rho:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

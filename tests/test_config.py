@@ -79,6 +79,18 @@ def test_paper_config_is_valid_with_adapter_defaults():
     assert len(cfg["corruptions"]) == 14 and cfg["storage"]["image_format"] == "jpeg"
 
 
+def test_basic_question_study_config_is_the_papers_protocol():
+    cfg = validate_config(yaml.safe_load((REPO / "config" / "basic-questions.yaml").read_text()))
+    bq = cfg["basic_questions"]
+    assert bq["datasets"] == ["general", "yes_no"] and bq["pool"] == []
+    assert {"bq_lasso", "bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu", "bq_rouge", "bq_cider",
+            "bq_meteor"} <= set(bq["rankers"])  # fmt: skip
+    assert bq["lasso"] == {"mode": "paper", "lambda": 1e-6} and bq["k"] == 21
+    assert [f["questions"].rsplit("/", 1)[1] for f in bq["pool_files"]] == [
+        "v2_OpenEnded_mscoco_train2014_questions.json",
+        "v2_OpenEnded_mscoco_val2014_questions.json"]  # fmt: skip
+
+
 def test_reference_models_default_to_the_cpu(default_config):
     cfg = validate_config(default_config)
     assert {m["device"] for m in cfg["models"].values()} == {"cpu"}
