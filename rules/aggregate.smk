@@ -1,6 +1,7 @@
 rule load_duckdb:
     input:
         unpack(get_context_input),
+        unpack(get_vqabq_input),
         questions="resources/datasets/{dataset}/eval/questions.parquet",
         info="resources/datasets/{dataset}/eval/dataset.json",
         predictions=get_prediction_files,
@@ -24,5 +25,6 @@ rule load_duckdb:
         image_subsets=get_image_subsets,
         seed=config["seed"],
         outside_metrics=get_outside_metrics,
+        vqabq=get_vqabq_params,
     script:
         "../workflow/scripts/load_duckdb.py"

@@ -350,6 +350,23 @@ def get_pool_source_input(wildcards):
     return inputs
 
 
+def get_vqabq_input(wildcards):
+    v = BQ["vqabq"]
+    if not v["enabled"]:
+        return {}
+    return {"vqabq_rankings": f"results/{DATASET}/questions/rankings/{v['ranker']}.parquet"}
+
+
+def get_vqabq_params(wildcards):
+    """VQABQ's settings (thresholds only change the tables), or {} when it is off."""
+    v = dict(BQ["vqabq"])
+    return (
+        canonical({k: v[k] for k in ("ranker", "thresholds", "grid", "tune_share")})
+        if v.pop("enabled")
+        else {}
+    )
+
+
 def get_encoder_params(wildcards):
     """The sentence encoder's identity: what can change any embedding."""
     return canonical(text.encoder.identity(BQ["encoder"]))

@@ -132,3 +132,41 @@ def test_adding_a_ranker_reuses_the_pool_embeddings(study):
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     assert "embed_pool" not in jobs and "embed_questions" not in jobs
     assert jobs["rank_basic_questions"] == "2"  # bq_rouge, ynbq_rouge
+
+
+def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
+    workdir, *_ = study
+    results = workdir / "results" / "vqav2-bq"
+    ranks = pl.read_parquet(results / "questions" / "rankings" / "bq_lasso.parquet")
+    with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
+        sel = con.sql("SELECT * FROM vqabq_selection ORDER BY question_id").pl()
+        table = con.sql("SELECT * FROM vqabq").pl()
+        stats = con.sql("SELECT * FROM vqabq_scores").pl()
+        preds = con.sql("SELECT model, perturbation, severity, question_id, score FROM "
+                        "predictions WHERE perturbation IN ('clean', 'bq_lasso')").pl()  # fmt: skip
+        questions = con.sql("SELECT question_id, question FROM questions").pl()
+    assert stats["threshold"].to_list() == [0.60, 0.58, 0.41]
+    # Algorithm 1 by hand from the rankings file.
+    top = ranks.filter(pl.col("rank") <= 3).sort("question", "rank")
+    by_mq = {q: g for (q,), g in top.group_by("question")}
+    for row in sel.join(questions, on="question_id").iter_rows(named=True):
+        g = by_mq[row["question"]]
+        s1, s2, s3 = g["score"].to_list()
+        own = (g["source"] == "lasso").all()
+        expect = own and s1 >= 0.60 and s2 / s1 >= 0.58 and s3 / s2 >= 0.41
+        assert row["selected"] == expect
+    whole = table.filter(split="all").row(0, named=True)
+    chosen = set(sel.filter("selected")["question_id"])
+    clean = preds.filter(perturbation="clean")
+    level1 = preds.filter(perturbation="bq_lasso", severity=1)
+    mixed = clean.join(level1, on=["model", "question_id"], suffix="_bq").with_columns(
+        pl.when(pl.col("question_id").is_in(sorted(chosen))).then(pl.col("score_bq"))
+        .otherwise(pl.col("score")).alias("vqabq"))  # fmt: skip
+    assert whole["questions"] == questions.height and whole["selected"] == len(chosen)
+    assert whole["acc_mq"] == pytest.approx(mixed["score"].mean())
+    assert whole["acc_vqabq"] == pytest.approx(mixed["vqabq"].mean())
+    assert set(table["split"]) == {"all", "held_out_tuned", "held_out_given"}
+    held = table.filter(split="held_out_given").row(0, named=True)
+    assert held["questions"] == int((~sel["tune"]).sum())
+    assert "VQABQ: main questions answered with their basic questions" in (
+        results / "report" / "index.html").read_text()  # fmt: skip

@@ -113,6 +113,15 @@ def _check_pool(bq: Mapping[str, Any]) -> None:
     """A pool to rank from when rankers run, and pool files the job can tell apart."""
     from vqarobust.text.pools import pool_sources
 
+    v = bq["vqabq"]
+    if v["enabled"]:
+        from vqarobust.text.ranking import perturbation_name
+
+        run = [perturbation_name(r, d) for d in bq["datasets"] for r in bq["rankers"]]
+        if v["ranker"] not in run:
+            ranked = ", ".join(run) or "nothing"
+            raise ConfigError(f"config error at basic_questions.vqabq.ranker: {v['ranker']!r} "
+                              f"is not ranked in this run (it ranks {ranked})")  # fmt: skip
     if bq["rankers"] and not bq["pool"] and not bq["pool_files"]:
         raise ConfigError("config error at basic_questions.pool: the rankers need a pool: "
                           "name prepared splits (pool) or question files (pool_files)")  # fmt: skip

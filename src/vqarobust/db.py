@@ -139,6 +139,7 @@ def build_database(
     on_missing: str = "error",
     outside_metrics: Sequence[str] = (),
     attention_paths: Sequence[str | os.PathLike[str]] = (),
+    vqabq: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically with all tables; returns the row count of each table.
 
@@ -172,6 +173,9 @@ def build_database(
     (:mod:`vqarobust.attention`): tables ``attention_maps``, ``attention_shifts`` (JS
     divergence from the clean map per question) and ``attention_shift`` (per model x
     corruption x severity).
+    ``vqabq`` (keys ``rankings``, the ranker's rankings file, and ``ranker``,
+    ``thresholds``, ``grid``, ``tune_share``) adds the VQABQ tables ``vqabq_scores``,
+    ``vqabq_selection`` and ``vqabq`` (:mod:`vqarobust.metrics.vqabq`).
     """
     settings = (
         uncertainty if isinstance(uncertainty, Settings) else Settings.from_mapping(uncertainty)
@@ -293,6 +297,17 @@ def build_database(
             if attention_paths
             else pl.from_arrow(store.ATTENTION_SCHEMA.empty_table())
         )
+        if vqabq:
+            from vqarobust.metrics.vqabq import vqabq_tables
+
+            made = vqabq_tables(
+                scored, questions, pl.read_parquet(vqabq["rankings"]), vqabq["ranker"],
+                vqabq["thresholds"], bool(vqabq.get("grid")), float(vqabq.get("tune_share", 0.5)),
+                seed,
+            )  # fmt: skip
+            for name, df in made.items():
+                con.register(f"{name}_df", df.to_arrow())
+                con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
         shifts = attention_shifts(maps)
         for name, df in (("attention_maps", maps), ("attention_shifts", shifts),
                          ("attention_shift", attention_shift_table(shifts))):  # fmt: skip

@@ -34,6 +34,9 @@ build_database(
     uncertainty=dict(snakemake.params.uncertainty),
     outside_metrics=list(snakemake.params.outside_metrics),
     attention_paths=list(snakemake.input.attention),
+    vqabq={"rankings": snakemake.input.vqabq_rankings, **snakemake.params.vqabq}
+    if snakemake.params.vqabq
+    else None,
     # Read from the config, not params: hashing it for provenance must not rerun the job
     # whenever an unrelated setting changes (the hash is that of the run that wrote it).
     config=snakemake.config,

@@ -562,6 +562,12 @@ def _question_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
                WHERE r.modality = 'basic_question' AND r.perturbation <> 'all' ORDER BY ALL"""
         ).pl(),
         "rscore_datasets": _rscore_datasets(con),
+        "vqabq_scores": con.sql("SELECT * FROM vqabq_scores").pl()
+        if "vqabq_scores" in table_names(con)
+        else pl.DataFrame(),
+        "vqabq": con.sql("SELECT * FROM vqabq ORDER BY split, model").pl()
+        if "vqabq" in table_names(con)
+        else pl.DataFrame(),
         "ranker_comparison": _ranker_comparison(con),
         "rscore_text": con.sql(
             "PIVOT (SELECT model, perturbation, rscore FROM rscore WHERE modality = 'text') "
@@ -773,7 +779,7 @@ def _question_context(side: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
     skipped, drops = side["skipped_perturbations"], side["fidelity_drops"]
     has_text = side["text_accuracy"].filter(pl.col("severity") > 0).height > 0
     bq = side["rscore_basic_questions"]
-    if not (has_text or bq.height or skipped.height or drops.height):
+    if not (has_text or bq.height or skipped.height or drops.height or side["vqabq"].height):
         return None
     dropped = int(drops["n_dropped"].sum()) if drops.height else 0
     return {
@@ -789,6 +795,8 @@ def _question_context(side: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
         "datasets": side["rscore_datasets"],
         "rankers": side["ranker_comparison"],
         "ranker_sentence": ranker_sentence(side["ranker_comparison"]),
+        "vqabq_scores": side["vqabq_scores"],
+        "vqabq": side["vqabq"],
         "examples": side["question_examples"],
         "truncated_totals": side["truncated_totals"],
         "truncated": side["truncated_questions"],
