@@ -21,7 +21,7 @@ rule load_duckdb:
         families=get_families,
         rscore=canonical(config["rscore"]),
         uncertainty=canonical(config["uncertainty"]),
-        skipped=SKIPPED_TEXT,
+        skipped=SKIPPED_TEXT | SKIPPED_RANKERS,
         image_subsets=get_image_subsets,
         seed=config["seed"],
         outside_metrics=get_outside_metrics,

@@ -48,11 +48,17 @@ SENTENCE = list(config["text"]["sentence"])
 # the WordNet text perturbations.
 BQ = config["basic_questions"]
 _BQ_ALL = [text.ranking.perturbation_name(r, d) for d in BQ["datasets"] for r in BQ["rankers"]]
-if text.wordnet_dir() is None:
-    SKIPPED_TEXT.update(
-        {n: text.wordnet.missing_message() for n in _BQ_ALL if text.ranking.needs(n)}
+SKIPPED_RANKERS = {
+    n: text.wordnet.missing_message()
+    for n in _BQ_ALL
+    if text.ranking.needs(n) == "wordnet" and text.wordnet_dir() is None
+}
+RANKERS = [n for n in _BQ_ALL if n not in SKIPPED_RANKERS]
+if BQ["vqabq"]["enabled"] and BQ["vqabq"]["ranker"] in SKIPPED_RANKERS:
+    sys.exit(
+        f"config error at basic_questions.vqabq.ranker: {BQ['vqabq']['ranker']} cannot run "
+        f"here ({text.wordnet.missing_message()}); choose another ranker"
     )
-RANKERS = [n for n in _BQ_ALL if n not in SKIPPED_TEXT]
 POOL_SOURCES = text.pools.pool_sources(BQ["pool"], BQ["pool_files"])
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 # SwapMix context perturbations (scenes datasets): one subset each, severity = the index
@@ -65,6 +71,9 @@ if workflow.is_main_process:
     if SKIPPED_TEXT:
         names = ", ".join(SKIPPED_TEXT)
         print(f"Skipping text perturbations {names}: {text.wordnet.missing_message()}")
+    if SKIPPED_RANKERS:
+        names = ", ".join(SKIPPED_RANKERS)
+        print(f"Skipping basic-question rankers {names}: {text.wordnet.missing_message()}")
 # Figure captions: package data, shared by the HTML report and Snakemake's native report.
 CAPTIONS = "../src/vqarobust/report/captions"
 
