@@ -220,10 +220,11 @@ def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_ru
         jobs = planned_jobs(snakemake(workdir, "-n"))
     finally:
         write_config(workdir, config)
-    # One question set job each, both models on each; the embeddings and the other
-    # rankers' rankings are reused.
+    # One question set job each, both models on each, the new ranker's exported dataset;
+    # the embeddings (pool and main questions) and the other rankers' rankings are reused.
     assert jobs == {"perturb_questions": 1, "rank_basic_questions": 1, "noise_questions": 1,
-                    "run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
+                    "export_basic_questions": 1, "run_model": 4, "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
 
 
 def test_a_sentence_rewrite_runs_through_to_the_tables(workflow_run, tmp_path):

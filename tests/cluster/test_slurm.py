@@ -91,11 +91,12 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partition, tmp_path):
               "--slurm-init-seconds-before-status-checks", "1")  # fmt: skip
     submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
     # prepare x2, train x2, run_model x12 (clean, 2 corruptions, blank, keyboard,
-    # bq_cosine), embed_questions, rank_basic_questions, one group job for the five
-    # corruption jobs and one or two for the two question-set jobs (perturb_questions is
-    # ready at once, noise_questions when the ranking is done); load_duckdb, render_report
-    # and all are local rules.
-    assert len(submitted) in (20, 21), out[-6000:]
+    # bq_cosine), embed_pool x2 (the train and eval pools), embed_questions,
+    # rank_basic_questions, one group job for the five corruption jobs and one or two for
+    # the three question-set jobs (perturb_questions is ready at once, noise_questions and
+    # export_basic_questions when the ranking is done); load_duckdb, render_report and all
+    # are local rules.
+    assert len(submitted) in (22, 23), out[-6000:]
     assert "--gpus=1" in out or "gpu=1" in out, out[-6000:]
     local, cluster = tables(runs["local"]), tables(runs["slurm"])
     for name in TABLES:
