@@ -6,6 +6,7 @@ from vqarobust import text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.context.swapmix import context_max_swaps
 from vqarobust.datasets import dataset_job
+from vqarobust.models import GENERATIVE_FAMILIES as GENERATIVE
 from vqarobust.params import answer_spec, canonical
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
@@ -60,12 +61,18 @@ if BQ["vqabq"]["enabled"] and BQ["vqabq"]["ranker"] in SKIPPED_RANKERS:
         f"here ({text.wordnet.missing_message()}); choose another ranker"
     )
 POOL_SOURCES = text.pools.pool_sources(BQ["pool"], BQ["pool_files"])
+# VQABQ asks generative and chat models a chain of questions (one more subset each); the
+# classifiers' answers with basic questions are their level-1 answers.
+CHAIN_MODELS = [
+    m for m in MODELS if BQ["vqabq"]["enabled"] and config["models"][m]["family"] in GENERATIVE
+]
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 # SwapMix context perturbations (scenes datasets): one subset each, severity = the index
 # of a question's swap of that kind.
 CONTEXT = list(config["context"]["perturbations"])
 CONTEXT_SEVERITIES = list(range(1, context_max_swaps(config["context"]) + 1))
 SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS, *CONTEXT]
+CHAIN = "vqabq_chain"
 # Said in dry runs too: what a run would leave out is worth knowing before it starts.
 if workflow.is_main_process:
     if SKIPPED_TEXT:
@@ -91,7 +98,7 @@ wildcard_constraints:
     sentence=_alternatives(SENTENCE or ["-"]),
     ranker=_alternatives(RANKERS or ["-"]),
     source=_alternatives(POOL_SOURCES or ["-"]),
-    subset=_alternatives(SUBSETS),
+    subset=_alternatives([*SUBSETS, CHAIN]),
     severity="[1-9]",
 
 
@@ -174,6 +181,8 @@ def get_modality(wildcards):
         return "basic_question"
     if wildcards.subset in CONTEXT:
         return "context"
+    if wildcards.subset == CHAIN:
+        return "vqabq"
     return "image"
 
 
@@ -183,6 +192,9 @@ def get_infer_input(wildcards):
         # Every swap index of the perturbation: one question set, one image folder.
         inputs["images"] = [f"results/{DATASET}/context/images"]
         inputs["question_sets"] = [f"results/{DATASET}/context/{wildcards.subset}.parquet"]
+    elif wildcards.subset == CHAIN:
+        inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
+        inputs["question_sets"] = [get_chain_set(wildcards.model)]
     elif wildcards.subset == "clean" or wildcards.subset in [*TEXT, *SENTENCE, *RANKERS]:
         inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
         if wildcards.subset != "clean":
@@ -207,7 +219,7 @@ def get_subset_severities(wildcards):
         return [max_severity(wildcards.subset)]
     if wildcards.subset in RANKERS:
         return BQ_LEVELS
-    if wildcards.subset in SENTENCE:
+    if wildcards.subset in SENTENCE or wildcards.subset == CHAIN:
         return [1]
     if wildcards.subset in CONTEXT:
         return CONTEXT_SEVERITIES
@@ -282,7 +294,22 @@ def get_prediction_files(wildcards):
         dataset=DATASET,
         model=MODELS,
         subset=SUBSETS,
-    )
+    ) + [f"results/{DATASET}/predictions/{m}/{CHAIN}.parquet" for m in CHAIN_MODELS]
+
+
+def get_chain_set(model):
+    return f"results/{DATASET}/questions/{CHAIN}/{model}/1.parquet"
+
+
+def get_chain_input(wildcards):
+    return {
+        "questions": f"resources/datasets/{DATASET}/eval/questions.parquet",
+        "rankings": f"results/{DATASET}/questions/rankings/{BQ['vqabq']['ranker']}.parquet",
+    }
+
+
+def get_chain_prompt(wildcards):
+    return config["models"][wildcards.model].get("chain_prompt", text.ranking.DEFAULT_CHAIN_PROMPT)
 
 
 def corruption_severities(name):

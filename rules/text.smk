@@ -133,3 +133,18 @@ rule noise_questions:
         levels=BQ_LEVELS,
     script:
         "../workflow/scripts/noise_questions.py"
+
+
+# VQABQ's chain of questions for one generative or chat model (its chain_prompt).
+rule chain_questions:
+    input:
+        unpack(get_chain_input),
+    output:
+        "results/{dataset}/questions/vqabq_chain/{model}/1.parquet",
+    log:
+        "logs/{dataset}/chain_questions/{model}.log",
+    threads: 1
+    params:
+        prompt=get_chain_prompt,
+    script:
+        "../workflow/scripts/chain_questions.py"

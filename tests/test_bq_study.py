@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.tiny_checkpoints import tiny_blip
 from vqarobust.datasets.miniature import write_mini_vqav2, write_question_pool
 from vqarobust.metrics.rscore import r_score
 from vqarobust.report.html import ranker_sentence
@@ -49,14 +50,18 @@ def study(tmp_path_factory, checkpoints):
                     "images": str(mini["images"])},
         "severities": [1],
         "basic_questions": {
-            "rankers": ["bq_lasso", "bq_cider"],
+            "rankers": ["bq_lasso"],
             "pool_files": [{"questions": str(train["questions"]),
                             "annotations": str(train["annotations"])},
                            str(val["questions"])],
         },
         "threads": {"infer": 1},
         "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
-                            "device": "cpu", "batch_size": 16}},
+                            "device": "cpu", "batch_size": 16},
+                   # A generative model: VQABQ asks it the chain of questions.
+                   "blip": {"family": "blip", "path_or_id": str(tiny_blip(root / "blip")),
+                            "device": "cpu", "batch_size": 8,
+                            "chain_prompt": "Related: {basic_questions} Question: {question}"}},
     }  # fmt: skip
     workdir = root / "run"
     workdir.mkdir()
@@ -92,15 +97,17 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
         n_q = con.sql("SELECT count(*) FROM questions").fetchall()[0][0]
         overall = con.sql("SELECT * FROM rscore_overall WHERE modality = 'basic_question'").pl()
-        acc = con.sql("SELECT perturbation, severity, accuracy FROM accuracy "
+        acc = con.sql("SELECT model, perturbation, severity, accuracy FROM accuracy "
                       "WHERE modality IN ('clean', 'basic_question')").pl()  # fmt: skip
-    for name in ("bq_lasso", "ynbq_lasso", "bq_cider", "ynbq_cider"):
+    for name in ("bq_lasso", "ynbq_lasso"):
         exported = pl.read_parquet(results / "basic_questions" / f"{name}.parquet")
         assert exported.height == n_q
         assert set(exported["basic_questions"].list.len()) == {21}
         assert json.loads((results / "basic_questions" / f"{name}.json").read_text())[0][
             "question_id"] == exported["question_id"][0]  # fmt: skip
     # R_score1 / R_score2: the R_score of the mean drop over the 7 levels, by hand.
+    acc = acc.filter(pl.col("model") == "vilt")
+    overall = overall.filter(pl.col("model") == "vilt")
     clean = acc.filter(pl.col("perturbation") == "clean")["accuracy"][0]
     for name in ("bq_lasso", "ynbq_lasso"):
         levels = acc.filter(pl.col("perturbation") == name).sort("severity")["accuracy"]
@@ -112,7 +119,7 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     report = (results / "report" / "index.html").read_text()
     assert "R_score1 (general BQ dataset) and R_score2 (yes/no BQ dataset)" in report
     table = pl.read_csv(results / "report" / "tables" / "rscore_datasets.csv")
-    lasso = table.filter(pl.col("ranker") == "lasso").row(0, named=True)
+    lasso = table.filter(pl.col("ranker") == "lasso", pl.col("model") == "vilt").row(0, named=True)
     r1 = overall.filter(pl.col("perturbation") == "bq_lasso")["rscore"][0]
     r2 = overall.filter(pl.col("perturbation") == "ynbq_lasso")["rscore"][0]
     assert lasso["R_score1"] == pytest.approx(r1) and lasso["R_score2"] == pytest.approx(r2)
@@ -121,17 +128,19 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     sentence = ranker_sentence(comparison)
     if sentence:
         assert re.sub(r"\s+", " ", sentence).replace("'", "&#39;") in re.sub(r"\s+", " ", report)
-    assert bq.perturbation_name("bq_cider", "yes_no") in set(comparison["perturbation"])
+    assert set(comparison["perturbation"]) == {"bq_lasso", "ynbq_lasso"}
+    assert bq.perturbation_name("bq_lasso", "yes_no") == "ynbq_lasso"
 
 
 def test_adding_a_ranker_reuses_the_pool_embeddings(study):
     workdir, override, *_ = study
-    rankers = ["bq_lasso", "bq_cider", "bq_rouge"]
+    rankers = ["bq_lasso", "bq_rouge"]
     more = {**override, "basic_questions": {**override["basic_questions"], "rankers": rankers}}
     out = snakemake(workdir, more, "-n")
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     assert "embed_pool" not in jobs and "embed_questions" not in jobs
     assert jobs["rank_basic_questions"] == "2"  # bq_rouge, ynbq_rouge
+    assert "chain_questions" not in jobs  # VQABQ's ranker is still bq_lasso
 
 
 def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
@@ -143,7 +152,9 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
         table = con.sql("SELECT * FROM vqabq").pl()
         stats = con.sql("SELECT * FROM vqabq_scores").pl()
         preds = con.sql("SELECT model, perturbation, severity, question_id, score FROM "
-                        "predictions WHERE perturbation IN ('clean', 'bq_lasso')").pl()  # fmt: skip
+                        "predictions WHERE perturbation IN ('clean', 'bq_lasso', 'vqabq_chain')"
+                        ).pl()  # fmt: skip
+        modalities = con.sql("SELECT DISTINCT modality FROM rscore").pl()["modality"].to_list()
         questions = con.sql("SELECT question_id, question FROM questions").pl()
     assert stats["threshold"].to_list() == [0.60, 0.58, 0.41]
     # Algorithm 1 by hand from the rankings file.
@@ -155,16 +166,24 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
         own = (g["source"] == "lasso").all()
         expect = own and s1 >= 0.60 and s2 / s1 >= 0.58 and s3 / s2 >= 0.41
         assert row["selected"] == expect
-    whole = table.filter(split="all").row(0, named=True)
     chosen = set(sel.filter("selected")["question_id"])
-    clean = preds.filter(perturbation="clean")
-    level1 = preds.filter(perturbation="bq_lasso", severity=1)
-    mixed = clean.join(level1, on=["model", "question_id"], suffix="_bq").with_columns(
-        pl.when(pl.col("question_id").is_in(sorted(chosen))).then(pl.col("score_bq"))
-        .otherwise(pl.col("score")).alias("vqabq"))  # fmt: skip
-    assert whole["questions"] == questions.height and whole["selected"] == len(chosen)
-    assert whole["acc_mq"] == pytest.approx(mixed["score"].mean())
-    assert whole["acc_vqabq"] == pytest.approx(mixed["vqabq"].mean())
+    # The classifier's answers with basic questions are its level 1; BLIP's, its chain.
+    for model, subset in (("vilt", "bq_lasso"), ("blip", "vqabq_chain")):
+        whole = table.filter(split="all", model=model).row(0, named=True)
+        clean = preds.filter(perturbation="clean", model=model)
+        with_bq = preds.filter(perturbation=subset, severity=1, model=model)
+        mixed = clean.join(with_bq, on=["model", "question_id"], suffix="_bq").with_columns(
+            pl.when(pl.col("question_id").is_in(sorted(chosen))).then(pl.col("score_bq"))
+            .otherwise(pl.col("score")).alias("vqabq"))  # fmt: skip
+        assert whole["questions"] == questions.height and whole["selected"] == len(chosen)
+        assert whole["acc_mq"] == pytest.approx(mixed["score"].mean())
+        assert whole["acc_vqabq"] == pytest.approx(mixed["vqabq"].mean())
+    assert preds.filter(perturbation="vqabq_chain", model="vilt").is_empty()
+    assert "vqabq" not in modalities  # no robustness metric of the chain subset
+    chain = pl.read_parquet(results / "questions" / "vqabq_chain" / "blip" / "1.parquet")
+    row = chain.row(0, named=True)
+    bqs = ranks.filter(question=row["original"]).sort("rank")["basic_question"][:3].to_list()
+    assert row["perturbed"] == f"Related: {' '.join(bqs)} Question: {row['original']}"
     assert set(table["split"]) == {"all", "held_out_tuned", "held_out_given"}
     held = table.filter(split="held_out_given").row(0, named=True)
     assert held["questions"] == int((~sel["tune"]).sum())

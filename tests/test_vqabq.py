@@ -117,3 +117,42 @@ def test_grid_search_tunes_on_one_half_and_reports_on_the_other():
     assert held["questions"] == int((~tune).sum()) and held["s1"] == pytest.approx(0.7)
     assert held["lost"] == 0 and held["gained"] == int((helps & ~tune).sum())
     assert tables["vqabq_selection"]["tune"].to_list() == tune.tolist()
+
+
+def test_the_chain_of_questions_puts_the_basic_questions_first():
+    from vqarobust.text import ranking as bq
+
+    text = bq.chain_question("What color is it? ", ["Is it red?", " Is it blue?"])
+    assert text == "Is it red? Is it blue? What color is it?"
+    custom = bq.chain_question(
+        "Q?", ["A?", "B?"], "Context: {basic_questions}\nQuestion: {question}"
+    )
+    assert custom == "Context: A? B?\nQuestion: Q?"
+    for bad in ("{question}", "{basic_questions} {question} {answer}", "no fields"):
+        with pytest.raises(ValueError, match="must contain"):
+            bq.chain_question("Q?", ["A?"], bad)
+
+
+def test_chain_prompt_is_a_generative_familys_key(tmp_path):
+    import yaml
+
+    from tests.conftest import REPO
+    from vqarobust.config import ConfigError, validate_config
+
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    vilt = base["models"]["vilt-tiny"]
+    with pytest.raises(ConfigError, match="chain_prompt: applies to family"):
+        validate_config(
+            {
+                **base,
+                "models": {"vilt-tiny": {**vilt, "chain_prompt": "{basic_questions} {question}"}},
+            }
+        )
+    blip = {
+        "family": "blip",
+        "path_or_id": str(tmp_path),
+        "device": "cpu",
+        "chain_prompt": "{question}",
+    }
+    with pytest.raises(ConfigError, match="models.b.chain_prompt: a chain prompt must contain"):
+        validate_config({**base, "models": {"b": blip}})

@@ -20,6 +20,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from vqarobust.models import GENERATIVE_FAMILIES
+
 DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
 
@@ -303,6 +305,7 @@ PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")
 # Keys that only some families read: a key given to another family would be ignored.
 FAMILY_ONLY_KEYS = {
     **{k: ("openai-chat",) for k in SERVED_KEYS},
+    "chain_prompt": GENERATIVE_FAMILIES,
     "seed": ("openai-chat", "pnp-vqa"),
     **{k: ("pnp-vqa",) for k in (*PNP_CHECKPOINTS, "pnp")},
 }
@@ -317,6 +320,13 @@ def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
                 f"config error at models.{name}.{key}: applies to family "
                 f"{' or '.join(families)} only, not {family}"
             )
+    if "chain_prompt" in entry:
+        from vqarobust.text.ranking import check_chain_prompt
+
+        try:
+            check_chain_prompt(entry["chain_prompt"])
+        except ValueError as exc:
+            raise ConfigError(f"config error at models.{name}.chain_prompt: {exc}") from None
     if family == "pnp-vqa":
         missing = [k for k in PNP_CHECKPOINTS if k not in entry]
         if missing:

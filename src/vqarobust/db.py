@@ -242,7 +242,8 @@ def build_database(
                     SELECT model, modality, perturbation, question_type, sum(n) AS n,
                            sum(accuracy * n) / sum(n) AS accuracy
                     FROM question_type_accuracy
-                    WHERE modality <> 'context' AND (severity > 0 OR modality = 'clean')
+                    WHERE modality NOT IN ('context', 'vqabq')
+                      AND (severity > 0 OR modality = 'clean')
                     GROUP BY ALL)
                 SELECT * FROM per
                 UNION ALL
@@ -325,7 +326,10 @@ def build_database(
                 con.register(f"{name}_df", df.to_arrow())
                 con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df ORDER BY ALL")
         # Swaps are no severities: the context modality has its own tables above.
-        all_accuracy = con.sql("SELECT * FROM accuracy WHERE modality != 'context'").pl()
+        # VQABQ's chain subset (some models only) is no perturbation either.
+        all_accuracy = con.sql(
+            "SELECT * FROM accuracy WHERE modality NOT IN ('context', 'vqabq')"
+        ).pl()
         # Controls (class "control": the blank images) are no perturbation: they stay out
         # of the robustness metrics and get their own table.
         controls = sorted(c for c, f in (families or {}).items() if f == CONTROL)

@@ -5,7 +5,9 @@ Modalities: ``image`` (corruptions and the ``blank`` control, :mod:`vqarobust.co
 ``text`` (question perturbations, :mod:`vqarobust.text`) and ``basic_question`` (the main
 question followed by ranked basic questions, one perturbation per ranker,
 :mod:`vqarobust.text.ranking`) and ``context`` (SwapMix swaps of objects the question does
-not depend on, :mod:`vqarobust.context`). Each modality registers through a view of
+not depend on, :mod:`vqarobust.context`); ``vqabq`` holds one subset, ``vqabq_chain``
+(a generative model asked its basic questions, then the main question; kept out of the
+robustness metrics, :mod:`vqarobust.metrics.vqabq`). Each modality registers through a view of
 ``PERTURBATIONS`` that adds its ``modality`` tag, so a perturbation is one decorated
 function in one file and a name is unique across modalities.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 from vqarobust.registry import Entry, Registry
 
 PERTURBATIONS: Registry = Registry("perturbation")
-MODALITIES = ("image", "text", "basic_question", "context")
+MODALITIES = ("image", "text", "basic_question", "context", "vqabq")
 
 
 def _registered() -> Registry:

@@ -258,6 +258,38 @@ def rank_basic_questions(
     return table.height
 
 
+def chain_question_set(
+    questions_path: str | os.PathLike[str],
+    rankings_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    template: str = bq.DEFAULT_CHAIN_PROMPT,
+) -> int:
+    """VQABQ's chain-of-questions set for one generative model (perturbation
+    ``vqabq_chain``, severity 1): each question's top three basic questions of the
+    ranking, then the question, through the model's ``template``. Returns its rows."""
+    frame = _question_frame(questions_path)
+    ranks = pl.read_parquet(rankings_path)
+    top = (
+        ranks.filter(pl.col("rank") <= bq.PER_LEVEL)
+        .sort("rank")
+        .group_by("question", maintain_order=True)
+        .agg(pl.col("basic_question"))
+    )
+    joined = frame.join(top, on="question", how="left", maintain_order="left")
+    short = joined.filter(
+        pl.col("basic_question").is_null() | (pl.col("basic_question").list.len() < bq.PER_LEVEL)
+    )
+    if short.height:
+        raise ValueError(f"{rankings_path}: {short.height} questions lack three basic questions")
+    out = [
+        bq.chain_question(q, b, template)
+        for q, b in joined.select("question", "basic_question").rows()
+    ]
+    _write_set(frame, out, "vqabq_chain", 1, out_path)
+    log.info("vqabq_chain: %d questions -> %s", len(out), out_path)
+    return frame.height
+
+
 def export_basic_questions(
     questions_path: str | os.PathLike[str],
     rankings_path: str | os.PathLike[str],

@@ -184,7 +184,7 @@ def uncertainty_tables(
     b = _Builder(settings.level)
 
     acc_sums = cluster_sums(rows, SUBSET, ["score"], n_clusters).where(
-        pl.col("modality") != "context"
+        ~pl.col("modality").is_in(["context", "vqabq"])
     )
     acc = acc_sums.means("score", weights_)
     keys = acc_sums.keys.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
@@ -195,7 +195,7 @@ def uncertainty_tables(
             codes = questions.join(names, on=kind).select("question_id", "code")
             typed = rows.with_columns(_lookup(codes, "code"))
             sums = cluster_sums(typed, [*SUBSET, "code"], ["score"], n_clusters).where(
-                pl.col("modality") != "context"
+                ~pl.col("modality").is_in(["context", "vqabq"])
             )
             sums = sums.relabel(
                 sums.keys.join(names, on="code", how="left").drop("code").rename({kind: "key"})

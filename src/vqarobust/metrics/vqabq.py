@@ -9,7 +9,9 @@ fill (its ``source`` is not the ranker's own, e.g. LASSO's cosine fill) has no r
 score: such an MQ is not selected. A selected MQ is answered with the MQ followed by the
 three basic questions, which is the ranker's level-1 question set (the paper's "direct
 concatenation"), so its answer is that subset's prediction; every other MQ keeps its
-clean answer. Tables (the paper's Tables 5-7): the score statistics and thresholds, and
+clean answer. A generative or chat model is asked the basic questions first and then
+the MQ instead (its chain-of-questions subset ``vqabq_chain``, the model entry's
+``chain_prompt``). Tables (the paper's Tables 5-7): the score statistics and thresholds, and
 per model the share of MQs selected, accuracy MQ-only vs VQABQ over all MQs and over the
 selected ones, and the questions gained and lost.
 
@@ -28,6 +30,7 @@ import polars as pl
 from vqarobust.seeding import derive_seed
 
 PAPER_THRESHOLDS = (0.60, 0.58, 0.41)
+CHAIN = "vqabq_chain"  # the generative models' subset (vqarobust.text.ranking.chain_question)
 QUANTITIES = ("score1", "ratio2", "ratio3")
 GRID = tuple(round(x, 2) for x in np.arange(0.0, 1.0001, 0.05))
 
@@ -217,8 +220,14 @@ def vqabq_tables(
     chosen = select(scores, s)
     selection = scores.with_columns(chosen)
     clean = scored.filter(pl.col("perturbation") == "clean").select("model", "question_id", "score")
-    with_bq = scored.filter(pl.col("perturbation") == ranker, pl.col("severity") == 1).select(
+    # A generative model's answers with basic questions are its chain-of-questions
+    # subset's; a classifier's, the ranker's level 1 (the MQ, then its basic questions).
+    chain = scored.filter(pl.col("perturbation") == CHAIN).select("model", "question_id", "score")
+    level1 = scored.filter(pl.col("perturbation") == ranker, pl.col("severity") == 1).select(
         "model", "question_id", "score"
+    )
+    with_bq = pl.concat(
+        [chain, level1.filter(~pl.col("model").is_in(chain["model"].unique().to_list()))]
     )
     if not with_bq.height:
         raise ValueError(f"VQABQ needs the predictions on {ranker} level 1 (its ranker's "

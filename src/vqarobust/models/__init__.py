@@ -76,7 +76,11 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
 # Keys of an entry that describe the model for the workflow, the scheduler or the reader,
 # not the adapter.
 _NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",
-                     "mem_mb", "runtime", "gpu_model", "postprocess_version"}  # fmt: skip
+                     "mem_mb", "runtime", "gpu_model", "postprocess_version",
+                     "chain_prompt"}  # fmt: skip
+# Families that generate their answer from a text input (VQABQ asks them a chain of
+# questions); the others classify over a fixed answer vocabulary.
+GENERATIVE_FAMILIES = ("blip", "llava", "image-text-to-text", "pnp-vqa", "openai-chat")
 
 
 def load_model(
@@ -97,4 +101,4 @@ def load_model(
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
-__all__ = ["FAMILIES", "load_model"]
+__all__ = ["FAMILIES", "GENERATIVE_FAMILIES", "load_model"]

@@ -472,6 +472,30 @@ def noisy_question(mq: str, basic: Sequence[str]) -> str:
     return " ".join([mq.strip(), *(b.strip() for b in basic)])
 
 
+# VQABQ's chain of questions for generative and chat models: the basic questions first,
+# then the main question. A model entry (or its repository entry) may set chain_prompt.
+DEFAULT_CHAIN_PROMPT = "{basic_questions} {question}"
+
+
+@PERTURBATIONS.register("vqabq_chain", modality="vqabq", severities=1)
+def chain_question(mq: str, basic: Sequence[str], template: str = DEFAULT_CHAIN_PROMPT) -> str:
+    """The chain-of-questions text of ``template`` (``{basic_questions}``, joined by
+    spaces, and ``{question}``)."""
+    check_chain_prompt(template)
+    joined = " ".join(b.strip() for b in basic)
+    return template.format(basic_questions=joined, question=mq.strip()).strip()
+
+
+def check_chain_prompt(template: str) -> None:
+    """A chain prompt names both parts, and nothing else."""
+    import string
+
+    fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+    if fields != {"basic_questions", "question"}:
+        raise ValueError("a chain prompt must contain {basic_questions} and {question} (and no "
+                         f"other field), got {template!r}")  # fmt: skip
+
+
 def basic_questions(
     questions: Sequence[str],
     pool: Sequence[str],
