@@ -110,6 +110,8 @@ rule export_basic_questions:
         json="results/{dataset}/basic_questions/{ranker}.json",
     log:
         "logs/{dataset}/export_basic_questions/{ranker}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/export_basic_questions/{ranker}.tsv"
     threads: 1
     script:
         "../workflow/scripts/export_basic_questions.py"
@@ -143,6 +145,8 @@ rule chain_questions:
         "results/{dataset}/questions/vqabq_chain/{model}/1.parquet",
     log:
         "logs/{dataset}/chain_questions/{model}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/chain_questions/{model}.tsv"
     threads: 1
     params:
         prompt=get_chain_prompt,

@@ -198,3 +198,27 @@ def test_rscore_overall_is_the_rscore_of_the_mean_deterioration():
     # Not the mean of the per-level scores (the square root is concave).
     mean_of_levels = per_level.filter(pl.col("corruption") == "bq")["rscore"].mean()
     assert abs(row["rscore"] - mean_of_levels) > 0.05
+
+
+def test_another_encoder_embeds_the_pool_and_names_its_identity(tmp_path):
+    """A local sentence-transformers folder encodes the pool (32 dimensions, not MiniLM's
+    384); its identity (a param of the embedding jobs) is its path and SHA-256."""
+    import os
+    from functools import partial
+
+    from tests.test_materialize_questions import _tiny_sentence_encoder
+    from vqarobust.text import encoder as enc
+
+    folder = _tiny_sentence_encoder(tmp_path)
+    paths = write_question_pool(tmp_path / "pool", n=40)
+    out = tmp_path / "pool.parquet"
+    build_pool(paths["questions"], out, encode=partial(enc.encode, path=str(folder)))
+    merged = pools.load_pools([out])
+    assert merged.vectors.shape[1] == 32
+    expected = enc.encode(merged.texts[:3], path=str(folder))
+    assert merged.vectors[:3] == pytest.approx(expected, abs=1e-6)
+    ident = enc.identity(str(folder))
+    assert ident["encoder"] == os.path.abspath(folder) and len(ident["sha256"]) == 64
+    assert enc.identity(None)["encoder"] == "all-MiniLM-L6-v2"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        enc.identity(str(tmp_path / "missing"))
