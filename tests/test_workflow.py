@@ -137,8 +137,16 @@ def test_results_and_report(workflow_run):
     assert "Uncertainty and significance" in html and "Effective robustness" in html
     assert "Severity calibration" in html and "Attention shift" in html
     for heading in ("Question perturbations", "MMI image vs text", "R_score per model, ranker",
-                    "Example perturbed questions"):  # fmt: skip
+                    "Example perturbed questions", "R_score1 (general BQ dataset)",
+                    "Which ranker's noise is level-controllable"):  # fmt: skip
         assert heading in html
+    # The ranker sentence is recomputed from the table beside it (when accuracy moves).
+    from vqarobust.report.html import ranker_sentence
+
+    tables = workdir / "results" / "easy-vqa" / "report" / "tables"
+    sentence = ranker_sentence(pl.read_csv(tables / "ranker_comparison.csv"))
+    if sentence is not None:
+        assert sentence.replace("'", "&#39;") in " ".join(html.split())
     assert (workdir / "resources" / "models" / "easy-vqa" / "cnn-bow" / "config.json").exists()
 
 
