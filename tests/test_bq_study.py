@@ -42,7 +42,7 @@ def snakemake(workdir: Path, override: dict, *args: str) -> str:
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, checkpoints):
     root = tmp_path_factory.mktemp("bq-study")
-    mini = write_mini_vqav2(root / "vqav2", n_images=8)
+    mini = write_mini_vqav2(root / "vqav2", n_images=5)
     train = write_question_pool(root / "pool", "train2014", n=240, seed=1)
     val = write_question_pool(root / "pool", "val2014", n=90, seed=2)
     override = {
