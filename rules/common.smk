@@ -395,12 +395,10 @@ def get_vqabq_input(wildcards):
 
 def get_vqabq_params(wildcards):
     """VQABQ's settings (thresholds only change the tables), or {} when it is off."""
-    v = dict(BQ["vqabq"])
-    return (
-        canonical({k: v[k] for k in ("ranker", "thresholds", "grid", "tune_share")})
-        if v.pop("enabled")
-        else {}
-    )
+    v = BQ["vqabq"]
+    if not v["enabled"]:
+        return {}
+    return canonical({k: v[k] for k in ("ranker", "thresholds", "grid", "tune_share")})
 
 
 def get_encoder_params(wildcards):

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
-import yaml
 
 from tests.conftest import REPO
+from tests.study_run import run_study
 from tests.tiny_checkpoints import tiny_blip, tiny_llava, tiny_pnp, tiny_vle
 from vqarobust import store
 from vqarobust.datasets.miniature import write_mini_vqav2
@@ -27,14 +25,7 @@ PAPER = REPO / "config" / "paper.yaml"
 
 
 def snakemake(workdir: Path, override: dict, *args: str) -> str:
-    (workdir / "override.yaml").write_text(yaml.safe_dump(override))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(PAPER), str(workdir / "override.yaml"),
-           "--replace-workflow-config", "--cores", "2", *args]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-8000:]
-    return out
+    return run_study(PAPER, workdir, override, *args)
 
 
 @pytest.fixture(scope="module")

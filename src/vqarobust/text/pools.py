@@ -87,25 +87,22 @@ def read_pool_source(
     )
 
 
+def _json_records(path: str | os.PathLike[str], key: str, kind: str,
+                  columns: Mapping[str, pl.DataType]) -> pl.DataFrame:  # fmt: skip
+    """The ``columns`` of the records under ``key`` of a VQAv2 JSON file."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise ValueError(f"{path} is not a VQAv2 {kind} file (no '{key}' list)")
+    return pl.DataFrame([{c: r.get(c) for c in columns} for r in data[key]], schema=dict(columns))
+
+
 def _vqav2_questions(path: Path, annotations: str | os.PathLike[str] | None) -> pl.DataFrame:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
-        raise ValueError(f"{path} is not a VQAv2 questions file (no 'questions' list)")
-    questions = pl.DataFrame(
-        [{"question_id": q.get("question_id"), "question": q.get("question")}
-         for q in data["questions"]],
-        schema={"question_id": pl.Int64, "question": pl.String},
-    )  # fmt: skip
+    questions = _json_records(path, "questions", "questions",
+                              {"question_id": pl.Int64, "question": pl.String})  # fmt: skip
     if annotations is None:
         return questions.with_columns(pl.lit(None, pl.String).alias("answer_type"))
-    notes = json.loads(Path(annotations).read_text(encoding="utf-8"))
-    if not isinstance(notes, dict) or not isinstance(notes.get("annotations"), list):
-        raise ValueError(f"{annotations} is not a VQAv2 annotations file (no 'annotations' list)")
-    types = pl.DataFrame(
-        [{"question_id": a.get("question_id"), "answer_type": a.get("answer_type")}
-         for a in notes["annotations"]],
-        schema={"question_id": pl.Int64, "answer_type": pl.String},
-    )  # fmt: skip
+    types = _json_records(annotations, "annotations", "annotations",
+                          {"question_id": pl.Int64, "answer_type": pl.String})  # fmt: skip
     joined = questions.join(types, on="question_id", how="left", maintain_order="left")
     missing = joined.filter(pl.col("answer_type").is_null()).height
     if missing:
