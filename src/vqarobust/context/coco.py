@@ -110,6 +110,7 @@ class CocoSwap:
     severity: int
     target: Instance
     donor: Instance
+    rank: int = 1  # among this target's swaps of this kind
 
 
 def coco_swaps(
@@ -138,16 +139,17 @@ def coco_swaps(
 
     for target in context[:max_objects]:
         classes = [c for c in neighbours[target.category] if c not in mentioned and donors.get(c)]
-        for c in classes[:k]:
+        for rank, c in enumerate(classes[:k], 1):
             donor = pick(c, target)
             if donor is not None:
                 counters["swap_class"] += 1
-                swaps.append(CocoSwap("swap_class", counters["swap_class"], target, donor))
-        for _ in range(k):
+                swaps.append(CocoSwap("swap_class", counters["swap_class"], target, donor, rank))
+        for rank in range(1, k + 1):
             donor = pick(target.category, target)
             if donor is not None:
                 counters["swap_attribute"] += 1
-                swaps.append(CocoSwap("swap_attribute", counters["swap_attribute"], target, donor))
+                swaps.append(CocoSwap("swap_attribute", counters["swap_attribute"], target,
+                                      donor, rank))  # fmt: skip
     return swaps
 
 

@@ -14,14 +14,15 @@ CONTEXT = PERTURBATIONS.view("context perturbation", modality="context")
 # A question has at most MAX_OBJECTS context objects swapped (scenes hold at most 6
 # objects) and k swaps of each kind per object: severities 1..MAX_OBJECTS * k.
 MAX_OBJECTS = 6
+MAX_K = 10  # the paper's Table 2 goes to k = 10
 
 
-@CONTEXT.register("swap_class", kind="class", severities=MAX_OBJECTS * 5)
+@CONTEXT.register("swap_class", kind="class", severities=MAX_OBJECTS * MAX_K)
 def _swap_class() -> None:
     """Replace a context object by one of the k classes nearest to its own."""
 
 
-@CONTEXT.register("swap_attribute", kind="attribute", severities=MAX_OBJECTS * 5)
+@CONTEXT.register("swap_attribute", kind="attribute", severities=MAX_OBJECTS * MAX_K)
 def _swap_attribute() -> None:
     """Change a context object's colour or size, keeping its class."""
 
@@ -42,6 +43,7 @@ class Swap:
     severity: int  # 1-based index among the question's swaps of this kind
     object_id: int
     changes: tuple[tuple[str, str], ...]  # (field, new value), e.g. (("shape", "star"),)
+    rank: int = 1  # among this object's swaps of this kind: the first k' are a k' run's
 
     def apply(self, objects: Sequence[SceneObject]) -> list[SceneObject]:
         """The scene with this swap made."""
@@ -102,11 +104,15 @@ def scene_swaps(
     swaps: list[Swap] = []
     counters = {"swap_class": 0, "swap_attribute": 0}
     for o in context_objects(objects, question)[:max_objects]:
-        for changes in class_changes(o, question, neighbours, k):
+        for rank, changes in enumerate(class_changes(o, question, neighbours, k), 1):
             counters["swap_class"] += 1
-            swaps.append(Swap("swap_class", counters["swap_class"], o.id, changes))
+            swaps.append(Swap("swap_class", counters["swap_class"], o.id, changes, rank))
         pairs = attribute_changes(o, question)
-        for i in sorted(rng.permutation(len(pairs))[:k].tolist()):
+        # Ranked by draw order (so the first k' of a run with k are a k' run's draws), made
+        # in the pairs' order.
+        drawn = rng.permutation(len(pairs))[:k].tolist()
+        for i in sorted(drawn):
             counters["swap_attribute"] += 1
-            swaps.append(Swap("swap_attribute", counters["swap_attribute"], o.id, pairs[i]))
+            swaps.append(Swap("swap_attribute", counters["swap_attribute"], o.id, pairs[i],
+                              drawn.index(i) + 1))  # fmt: skip
     return swaps

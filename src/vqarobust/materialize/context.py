@@ -25,6 +25,7 @@ SWAP_SCHEMA = pa.schema(
         ("question_id", pa.int64()),
         ("perturbation", pa.string()),
         ("severity", pa.int8()),
+        ("rank", pa.int8()),  # among the object's swaps of this kind (1..k)
         ("image_id", pa.int64()),  # the swapped image
         ("source_image_id", pa.int64()),
         ("object_id", pa.int16()),
@@ -97,7 +98,7 @@ def plan_swaps(
             before = objects[sw.object_id]
             after = sw.apply(objects)[sw.object_id]
             rows.append({"question_id": qid, "perturbation": sw.perturbation,
-                         "severity": sw.severity, "image_id": vid,
+                         "severity": sw.severity, "rank": sw.rank, "image_id": vid,
                          "source_image_id": image_id, "object_id": sw.object_id,
                          "before": describe(before), "after": describe(after)})  # fmt: skip
     return rows, made
@@ -131,18 +132,19 @@ def swap_context(
                    "format": "png", "width": scenes.SIDE, "height": scenes.SIDE}  # fmt: skip
 
     n_images = store.write_image_shards(images(), images_out, shard_bytes)
-    return _write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
+    return write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
 
 
-def _write_swap_outputs(
+def write_swap_outputs(
     questions: pa.Table,
     rows: list[dict],
     n_images: int,
     swaps_out: str | os.PathLike[str],
     sets_out: Mapping[str, str | os.PathLike[str]],
+    schema: pa.Schema = SWAP_SCHEMA,
 ) -> dict[str, int]:
-    """The swap table and one question set per perturbation; returns counts."""
-    table = pa.Table.from_pylist(rows, schema=SWAP_SCHEMA)
+    """The swap table (``schema``) and one question set per perturbation; returns counts."""
+    table = pa.Table.from_pylist(rows, schema=schema)
     store.write_table(table, swaps_out)
     texts = dict(zip(questions.column("question_id").to_pylist(),
                      questions.column("question").to_pylist(), strict=True))  # fmt: skip
@@ -211,7 +213,7 @@ def swap_context_coco(
             vid = ids.get(image_id, (sw.target.id, sw.donor.id))
             made.setdefault(vid, sw)
             rows.append({"question_id": q["question_id"], "perturbation": sw.perturbation,
-                         "severity": sw.severity, "image_id": vid,
+                         "severity": sw.severity, "rank": sw.rank, "image_id": vid,
                          "source_image_id": image_id, "object_id": sw.target.id,
                          "before": sw.target.category,
                          "after": f"{sw.donor.category} (instance {sw.donor.id})"})  # fmt: skip
@@ -232,4 +234,4 @@ def swap_context_coco(
                        "width": out.shape[1], "height": out.shape[0]}  # fmt: skip
 
     n_images = store.write_image_shards(images(), images_out, shard_bytes)
-    return _write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
+    return write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)

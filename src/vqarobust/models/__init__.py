@@ -65,6 +65,14 @@ def _vle(**kwargs: Any) -> VQAModel:
     return VLEVQA(**kwargs)
 
 
+@FAMILIES.register("lxmert")
+def _lxmert(**kwargs: Any) -> VQAModel:
+    """LXMERT (LxmertForQuestionAnswering) over region features of a feature source."""
+    from vqarobust.models.lxmert import LxmertVQA
+
+    return LxmertVQA(**kwargs)
+
+
 @FAMILIES.register("openai-chat")
 def _openai_chat(**kwargs: Any) -> VQAModel:
     """A model served behind the OpenAI chat-completions protocol (vLLM, TGI, SGLang, ...)."""
@@ -77,10 +85,12 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
 # not the adapter.
 _NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",
                      "mem_mb", "runtime", "gpu_model", "postprocess_version",
-                     "chain_prompt"}  # fmt: skip
+                     "chain_prompt", "features"}  # fmt: skip
 # Families that generate their answer from a text input (VQABQ asks them a chain of
 # questions); the others classify over a fixed answer vocabulary.
 GENERATIVE_FAMILIES = ("blip", "llava", "image-text-to-text", "pnp-vqa", "openai-chat")
+# Families that read region features (an entry's `features` source), not pixels.
+FEATURE_FAMILIES = ("lxmert",)
 
 
 def load_model(
@@ -101,4 +111,4 @@ def load_model(
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
-__all__ = ["FAMILIES", "GENERATIVE_FAMILIES", "load_model"]
+__all__ = ["FAMILIES", "FEATURE_FAMILIES", "GENERATIVE_FAMILIES", "load_model"]

@@ -80,3 +80,36 @@ def build_cnn_bow(
         **_labels(labels),
     )
     return CnnBowForQuestionAnswering(config)
+
+
+@ARCHITECTURES.register("lxmert", inputs="features")
+def build_lxmert(
+    vocab_size: int,
+    labels: list[str],
+    visual_feat_dim: int,
+    hidden_size: int = 128,
+    num_attention_heads: int = 4,
+    intermediate_size: int | None = None,
+    l_layers: int = 2,
+    x_layers: int = 2,
+    r_layers: int = 1,
+    **_: Any,
+) -> Any:
+    """A randomly initialised tiny ``LxmertForQuestionAnswering`` over region features of
+    dimension ``visual_feat_dim`` (language, cross-modality and object-relation layers)."""
+    from transformers import LxmertConfig, LxmertForQuestionAnswering
+
+    config = LxmertConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_attention_heads=num_attention_heads,
+        intermediate_size=intermediate_size or 4 * hidden_size,
+        l_layers=l_layers,
+        x_layers=x_layers,
+        r_layers=r_layers,
+        visual_feat_dim=visual_feat_dim,
+        visual_pos_dim=4,
+        num_qa_labels=len(labels),
+        max_position_embeddings=40,
+    )
+    return LxmertForQuestionAnswering(config)

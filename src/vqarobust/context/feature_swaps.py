@@ -1,0 +1,239 @@
+"""SwapMix at the feature level: swap one context object's feature row (docs/context.md).
+
+For each context object of a question (at most :data:`MAX_OBJECTS`, by row), ``k`` class
+swaps and ``k`` attribute swaps, each replacing only that object's row:
+
+* class swap: the ``k`` classes nearest to the object's own by word-vector cosine, those
+  at or above ``threshold`` (the paper's 0.5) first, nearest first, then other classes
+  in a seeded random order to pad to ``k`` (fewer when the bank has fewer classes);
+* attribute swap: ``k`` other attribute sets of the same class.
+
+With ``mode="donor"`` (detector or released features) a swap copies the row of a donor
+object from the bank (the dataset's feature table): for a class swap an object of the
+new class (one with the same attributes when the bank has one), for an attribute swap an
+object of the same class with the new attribute set, drawn in a seeded random order.
+With ``mode="labels"`` (perfect sight) the row is re-encoded from the new labels; the
+attribute sets are the ``k`` nearest to the object's own by the cosine of their
+encodings.
+
+Every draw is seeded by (seed, question, object, kind), and the swaps of rank <= k' of a
+run with ``k`` are exactly the swaps a run with ``k'`` makes, so one run gives the
+reliance at every smaller k (the paper's Table 2 reports k = 5 and k = 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from vqarobust.context.swapmix import MAX_OBJECTS
+from vqarobust.features.table import FeatureTable
+from vqarobust.features.word_vectors import cosine
+from vqarobust.seeding import item_rng
+
+THRESHOLD = 0.5  # the paper's class similarity threshold
+
+FEATURE_SWAP_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.int64()),
+        ("perturbation", pa.string()),
+        ("severity", pa.int16()),
+        ("rank", pa.int8()),  # 1..k among this object's swaps of this kind
+        ("image_id", pa.int64()),  # the swapped feature set (image_id * VARIANTS + n)
+        ("source_image_id", pa.int64()),
+        ("object_index", pa.int16()),
+        ("donor_image_id", pa.int64()),  # null for a perfect-sight (label) swap
+        ("donor_object_index", pa.int16()),
+        ("after_class", pa.string()),
+        ("after_attributes", pa.list_(pa.string())),
+        ("before", pa.string()),
+        ("after", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class QuestionContext:
+    """What a feature swap needs of a question: its image, the rows of its context
+    objects, and the class and attribute names it mentions (never swapped in)."""
+
+    question_id: int
+    image_id: int
+    context: tuple[int, ...]
+    excluded_classes: frozenset[str] = field(default_factory=frozenset)
+    excluded_attributes: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class FeatureSwap:
+    """One swap of one context object's row."""
+
+    perturbation: str  # swap_class or swap_attribute
+    rank: int
+    object_index: int
+    after_class: str
+    after_attributes: tuple[str, ...]
+    donor: tuple[int, int] | None = None  # (image id, row) in the bank
+
+    def key(self) -> tuple:
+        """What makes the swapped feature set (shared by questions of one image)."""
+        return (self.object_index, self.donor, self.after_class, self.after_attributes)
+
+
+def nearest_classes(
+    cls: str,
+    candidates: Sequence[str],
+    vectors: Mapping[str, np.ndarray],
+    k: int,
+    rng: np.random.Generator,
+    threshold: float = THRESHOLD,
+) -> list[str]:
+    """Up to ``k`` classes for a class swap of ``cls``: the candidates whose cosine with
+    it is at least ``threshold``, most similar first (ties by name), then the others in
+    ``rng``'s random order."""
+    others = sorted(c for c in set(candidates) if c != cls)
+    sims = {c: cosine(vectors[cls], vectors[c]) for c in others}
+    passing = sorted((c for c in others if sims[c] >= threshold), key=lambda c: (-sims[c], c))
+    rest = [c for c in others if sims[c] < threshold]
+    padding = [rest[i] for i in rng.permutation(len(rest))]
+    return (passing + padding)[:k]
+
+
+def nearest_attribute_sets(
+    attributes: tuple[str, ...],
+    candidates: Sequence[tuple[str, ...]],
+    encode: Callable[[tuple[str, ...]], np.ndarray],
+    k: int,
+) -> list[tuple[str, ...]]:
+    """The ``k`` attribute sets nearest to ``attributes`` by the cosine of their
+    encodings (ties by the sets' names), the object's own left out."""
+    own = encode(attributes)
+    others = sorted(set(candidates) - {attributes})
+    return sorted(others, key=lambda a: (-round(cosine(own, encode(a)), 6), a))[:k]
+
+
+def describe(cls: str | None, attributes: Sequence[str]) -> str:
+    """``red small circle``: the attributes, then the class."""
+    return " ".join([*attributes, cls or "?"])
+
+
+class FeatureSwapPlanner:
+    """Plans the feature swaps of questions over one feature bank."""
+
+    def __init__(
+        self,
+        bank: FeatureTable,
+        class_vectors: Mapping[str, np.ndarray],
+        k: int,
+        seed: int,
+        mode: str = "donor",
+        threshold: float = THRESHOLD,
+        max_objects: int = MAX_OBJECTS,
+    ) -> None:
+        if mode not in ("donor", "labels"):
+            raise ValueError(f"feature swap mode is donor or labels, not {mode!r}")
+        if mode == "labels" and bank.vocab is None:
+            raise ValueError("label swaps need a perfect-sight table (with word vectors)")
+        self.bank, self.vectors, self.k, self.seed = bank, class_vectors, k, seed
+        self.mode, self.threshold, self.max_objects = mode, threshold, max_objects
+        # Donors by class and by (class, attributes): bank rows in table order.
+        self.by_class: dict[str, list[int]] = {}
+        self.by_labels: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for row, (cls, attrs) in enumerate(zip(bank.classes, bank.attributes, strict=True)):
+            if cls is None:
+                continue
+            self.by_class.setdefault(cls, []).append(row)
+            self.by_labels.setdefault((cls, attrs), []).append(row)
+        self.classes = sorted(c for c in self.by_class if c in class_vectors)
+        self.attribute_sets = sorted({a for _, a in self.by_labels})
+        self._encoded: dict[tuple[str, ...], np.ndarray] = {}
+
+    def _donor_ref(self, row: int) -> tuple[int, int]:
+        image_id = int(self.bank.image_ids[row])
+        return image_id, row - self.bank.rows[image_id][0]
+
+    def _encode_attributes(self, attributes: tuple[str, ...]) -> np.ndarray:
+        from vqarobust.features.perfect_sight import encode_attributes
+
+        if attributes not in self._encoded:
+            self._encoded[attributes] = encode_attributes(attributes, self.bank.vocab or {})
+        return self._encoded[attributes]
+
+    def _pick(self, rows: Sequence[int], rng: np.random.Generator) -> tuple[int, int]:
+        return self._donor_ref(rows[int(rng.integers(len(rows)))])
+
+    def class_swaps(self, q: QuestionContext, row: int) -> list[FeatureSwap]:
+        """The class swaps of one context object (bank row ``row``)."""
+        cls, attrs = self.bank.classes[row], self.bank.attributes[row]
+        if cls is None or cls not in self.vectors:
+            return []
+        index = row - self.bank.rows[q.image_id][0]
+        allowed = [c for c in self.classes if c not in q.excluded_classes]
+        rng = item_rng(self.seed, "feature-swap", q.question_id, index, "class")
+        out = []
+        for rank, new in enumerate(nearest_classes(cls, allowed, self.vectors, self.k, rng,
+                                                   self.threshold), 1):  # fmt: skip
+            if self.mode == "labels":
+                out.append(FeatureSwap("swap_class", rank, index, new, attrs))
+                continue
+            same = self.by_labels.get((new, attrs), [])
+            pool = same or [r for r in self.by_class[new]
+                            if not set(self.bank.attributes[r]) & q.excluded_attributes]  # fmt: skip
+            if not pool:
+                continue
+            draw = item_rng(self.seed, "feature-donor", q.question_id, index, "class", rank)
+            donor = self._pick(pool, draw)
+            out.append(FeatureSwap("swap_class", rank, index, new,
+                                   self.bank.attributes[self.bank.row(*donor)], donor))  # fmt: skip
+        return out
+
+    def attribute_swaps(self, q: QuestionContext, row: int) -> list[FeatureSwap]:
+        """The attribute swaps of one context object (bank row ``row``)."""
+        cls, attrs = self.bank.classes[row], self.bank.attributes[row]
+        if cls is None:
+            return []
+        index = row - self.bank.rows[q.image_id][0]
+        allowed = [a for a in self.attribute_sets if not set(a) & q.excluded_attributes]
+        if self.mode == "labels":
+            chosen = nearest_attribute_sets(attrs, allowed, self._encode_attributes, self.k)
+            return [FeatureSwap("swap_attribute", rank, index, cls, a)
+                    for rank, a in enumerate(chosen, 1)]  # fmt: skip
+        own = sorted(a for a in allowed if a != attrs and (cls, a) in self.by_labels)
+        rng = item_rng(self.seed, "feature-swap", q.question_id, index, "attribute")
+        chosen = [own[i] for i in rng.permutation(len(own))][: self.k]
+        out = []
+        for rank, a in enumerate(chosen, 1):
+            draw = item_rng(self.seed, "feature-donor", q.question_id, index, "attribute", rank)
+            out.append(FeatureSwap("swap_attribute", rank, index, cls, a,
+                                   self._pick(self.by_labels[(cls, a)], draw)))  # fmt: skip
+        return out
+
+    def swaps(self, q: QuestionContext, perturbations: Sequence[str]) -> list[FeatureSwap]:
+        """Every swap of one question: per context object (by row, at most
+        ``max_objects``) its class swaps, then its attribute swaps."""
+        if q.image_id not in self.bank:
+            raise KeyError(f"question {q.question_id}: image {q.image_id} has no features")
+        start, end = self.bank.rows[q.image_id]
+        out: list[FeatureSwap] = []
+        for index in sorted(set(q.context))[: self.max_objects]:
+            if not 0 <= index < end - start:
+                raise IndexError(f"question {q.question_id}: image {q.image_id} has no row {index}")
+            if "swap_class" in perturbations:
+                out += self.class_swaps(q, start + index)
+            if "swap_attribute" in perturbations:
+                out += self.attribute_swaps(q, start + index)
+        return out
+
+
+def apply_swap(bank: FeatureTable, image_id: int, swap: FeatureSwap) -> object:
+    """The image's region features with the swap made: only the swapped row changes, to
+    the donor's row or to the encoding of the new labels."""
+    base = bank.region_features(image_id)
+    if swap.donor is not None:
+        value = bank.matrix[bank.row(*swap.donor)]
+    else:
+        value = bank.encode_labels(swap.after_class, swap.after_attributes)
+    return base.with_row(swap.object_index, value)
