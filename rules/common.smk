@@ -6,6 +6,8 @@ from vqarobust import text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.context.swapmix import context_max_swaps
 from vqarobust.datasets import dataset_job
+from vqarobust.features import word_vectors
+from vqarobust.models import FEATURE_FAMILIES
 from vqarobust.models import GENERATIVE_FAMILIES as GENERATIVE
 from vqarobust.params import answer_spec, canonical
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
@@ -72,6 +74,16 @@ BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 CONTEXT = list(config["context"]["perturbations"])
 CONTEXT_SEVERITIES = list(range(1, context_max_swaps(config["context"]) + 1))
 SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS, *CONTEXT]
+# Region-feature models (LXMERT) read a feature source instead of pixels: every subset
+# still, with the features of its images (docs/context.md, "Feature models").
+FEATURES = config["features"]
+FEATURE_MODELS = {
+    m: config["models"][m]["features"]
+    for m in MODELS
+    if config["models"][m]["family"] in FEATURE_FAMILIES
+}
+FEATURE_SOURCES = sorted(set(FEATURE_MODELS.values()))
+PIXEL_MODELS = [m for m in MODELS if m not in FEATURE_MODELS]
 CHAIN = "vqabq_chain"
 # Said in dry runs too: what a run would leave out is worth knowing before it starts.
 if workflow.is_main_process:
@@ -98,6 +110,7 @@ wildcard_constraints:
     sentence=_alternatives(SENTENCE or ["-"]),
     ranker=_alternatives(RANKERS or ["-"]),
     source=_alternatives(POOL_SOURCES or ["-"]),
+    feature=_alternatives(list(FEATURES) or ["-"]),
     subset=_alternatives([*SUBSETS, CHAIN]),
     severity="[1-9]",
 
@@ -130,13 +143,118 @@ def get_dataset_params(wildcards):
     return dataset_job(config["dataset"], wildcards.split, config["seed"])[1]
 
 
+def get_train_input(wildcards):
+    """The training split's questions and its images, or the model's feature table."""
+    inputs = {"questions": f"resources/datasets/{DATASET}/train/questions.parquet"}
+    source = FEATURE_MODELS.get(wildcards.model)
+    if source is None:
+        inputs["images"] = f"resources/datasets/{DATASET}/train/images"
+    else:
+        inputs["features"] = feature_path(source, "train")
+        inputs.update(get_word_vectors_input(wildcards))
+    return inputs
+
+
 def get_train_params(wildcards):
     train = dict(config["models"][wildcards.model]["train"])
     if train.get("swapmix"):
-        # SwapMix re-renders the training scenes: which ones depends on these.
+        # SwapMix re-renders the training scenes (or swaps their feature rows): which ones
+        # depends on these.
         dataset = config["dataset"]
         train.update(scene_seed=dataset.get("scene_seed", 0), split=dataset["train_split"])
+        source = FEATURE_MODELS.get(wildcards.model)
+        if source is not None:
+            train.update(swap_mode=swap_mode(source), word_vectors=word_vectors_identity())
     return canonical(train)
+
+
+def feature_path(source, split):
+    """The feature table of a clean split (train or eval)."""
+    return f"resources/features/{DATASET}/{source}/{split}.parquet"
+
+
+def image_feature_path(source, corruption, severity):
+    """The features of a corrupted (or control) image folder. Perfect sight reads the
+    scene graph, not the pixels: its features of a corrupted image are the clean ones."""
+    if FEATURES[source]["kind"] == "perfect_sight":
+        return feature_path(source, "eval")
+    return f"results/{DATASET}/features/{source}/{corruption}/{severity}.parquet"
+
+
+def swap_mode(source):
+    """How a feature swap replaces a row: a donor's row, or perfect sight's new labels."""
+    return "labels" if FEATURES[source]["kind"] == "perfect_sight" else "donor"
+
+
+def word_vectors_identity():
+    """What names the word vectors (the file itself is an input where it is read)."""
+    path = config["context"].get("word_vectors")
+    return {"file": path} if path else word_vectors.identity(None)
+
+
+def get_word_vectors_input(wildcards):
+    path = config["context"].get("word_vectors")
+    return {"word_vectors": user_path(path)} if path else {}
+
+
+def detector_dir(source):
+    return f"resources/detectors/{DATASET}/{source}"
+
+
+def get_detector_params(wildcards):
+    source = FEATURES[wildcards.feature]
+    settings = {k: source[k] for k in ("dim", "epochs", "batch_size", "learning_rate")}
+    dataset = config["dataset"]
+    settings.update(seed=config["seed"], scene_seed=dataset.get("scene_seed", 0),
+                    split=dataset["train_split"])  # fmt: skip
+    return canonical(settings)
+
+
+def _scene_split(split):
+    dataset = config["dataset"]
+    return dataset["train_split"] if split == "train" else dataset["split"]
+
+
+def get_feature_input(wildcards):
+    """What a feature table is made from: the split's images and the trained detector,
+    or (perfect sight) the split's questions, whose images' scene graphs are read."""
+    kind = FEATURES[wildcards.feature]["kind"]
+    if kind == "detector":
+        return {
+            "images": f"resources/datasets/{DATASET}/{wildcards.split}/images",
+            "detector": detector_dir(wildcards.feature),
+        }
+    return {
+        "questions": f"resources/datasets/{DATASET}/{wildcards.split}/questions.parquet",
+        **get_word_vectors_input(wildcards),
+    }
+
+
+def get_feature_params(wildcards):
+    settings = {"kind": FEATURES[wildcards.feature]["kind"],
+                "scene_seed": config["dataset"].get("scene_seed", 0),
+                "split": _scene_split(getattr(wildcards, "split", "eval"))}  # fmt: skip
+    if settings["kind"] == "perfect_sight":
+        settings["word_vectors"] = word_vectors_identity()
+    return canonical(settings)
+
+
+def get_swap_features_input(wildcards):
+    return {
+        "questions": f"resources/datasets/{DATASET}/eval/questions.parquet",
+        "features": feature_path(wildcards.feature, "eval"),
+        **get_word_vectors_input(wildcards),
+    }
+
+
+def get_swap_features_params(wildcards):
+    context = config["context"]
+    return canonical({
+        "perturbations": CONTEXT, "seed": config["seed"], "k": context["k"],
+        "threshold": context["threshold"], "mode": swap_mode(wildcards.feature),
+        "word_vectors": word_vectors_identity(),
+        "scene_seed": config["dataset"].get("scene_seed", 0), "split": config["dataset"]["split"],
+    })  # fmt: skip
 
 
 def get_model_dir(model):
@@ -186,7 +304,33 @@ def get_modality(wildcards):
     return "image"
 
 
+def get_feature_infer_input(wildcards, source):
+    """A feature model's inputs: the features of the subset's images (the eval split's
+    for question perturbations), and the feature swaps for a context subset."""
+    inputs = {"questions": f"resources/datasets/{DATASET}/eval/questions.parquet"}
+    subset = wildcards.subset
+    if subset in CONTEXT:
+        folder = f"results/{DATASET}/context/features/{source}"
+        inputs["features"] = [feature_path(source, "eval")]
+        inputs["question_sets"] = [f"{folder}/{subset}.parquet"]
+        inputs["swaps"] = f"{folder}/swaps.parquet"
+    elif subset == "clean" or subset in [*TEXT, *SENTENCE, *RANKERS]:
+        inputs["features"] = [feature_path(source, "eval")]
+        if subset != "clean":
+            inputs["question_sets"] = get_question_sets(subset)
+    else:
+        inputs["features"] = [
+            image_feature_path(source, subset, s) for s in get_subset_severities(wildcards)
+        ]
+    trained = get_model_dir(wildcards.model)
+    if trained is not None:
+        inputs["model"] = trained
+    return inputs
+
+
 def get_infer_input(wildcards):
+    if wildcards.model in FEATURE_MODELS:
+        return get_feature_infer_input(wildcards, FEATURE_MODELS[wildcards.model])
     inputs = {"questions": f"resources/datasets/{DATASET}/eval/questions.parquet"}
     if wildcards.subset in CONTEXT:
         # Every swap index of the perturbation: one question set, one image folder.
@@ -472,10 +616,16 @@ def get_context_sources(wildcards):
 
 
 def get_context_input(wildcards):
-    """The swap table and swapped images, for the report's flipped examples."""
+    """The swap tables (pixels: with the swapped images, for the report's flipped
+    examples; one per feature source that a feature model reads)."""
     if not CONTEXT:
         return {}
-    return {
-        "context_swaps": f"results/{DATASET}/context/swaps.parquet",
-        "context_images": f"results/{DATASET}/context/images",
+    inputs = {
+        "feature_swaps": [
+            f"results/{DATASET}/context/features/{s}/swaps.parquet" for s in FEATURE_SOURCES
+        ]
     }
+    if PIXEL_MODELS:
+        inputs["context_swaps"] = f"results/{DATASET}/context/swaps.parquet"
+        inputs["context_images"] = f"results/{DATASET}/context/images"
+    return inputs

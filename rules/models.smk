@@ -1,7 +1,6 @@
 rule train_model:
     input:
-        questions="resources/datasets/{dataset}/train/questions.parquet",
-        images="resources/datasets/{dataset}/train/images",
+        unpack(get_train_input),
     output:
         directory("resources/models/{dataset}/{model}"),
     log:

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from vqarobust.models import GENERATIVE_FAMILIES
+from vqarobust.models import FEATURE_FAMILIES, GENERATIVE_FAMILIES
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
@@ -224,6 +224,7 @@ def validate_config(
         _check_stylize(config["stylize"])
     _check_text(config)
     _check_context(config)
+    _check_features(config)
     from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
     for name, entry in list(config["models"].items()):
@@ -271,6 +272,7 @@ def validate_config(
         if train is not None and train["architecture"] not in ARCHITECTURES:
             unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
             raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
+        _check_feature_model(name, entry, config)
         if train is not None:
             foreign = sorted(set(train) - TRAINING_KEYS - architecture_keys(train["architecture"]))
             if foreign:
@@ -306,6 +308,8 @@ PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")
 FAMILY_ONLY_KEYS = {
     **{k: ("openai-chat",) for k in SERVED_KEYS},
     "chain_prompt": GENERATIVE_FAMILIES,
+    "features": FEATURE_FAMILIES,
+    "answers": FEATURE_FAMILIES,
     "seed": ("openai-chat", "pnp-vqa"),
     **{k: ("pnp-vqa",) for k in (*PNP_CHECKPOINTS, "pnp")},
 }
@@ -378,6 +382,64 @@ def _check_context(config: dict[str, Any]) -> None:
             "config error at context.perturbations: SwapMix needs the objects of every image "
             f"and what each question depends on; dataset.adapter {adapter!r} has neither "
             "scene graphs nor COCO instances (use adapter scenes or vqav2, docs/context.md)"
+        )
+
+
+def _check_features(config: dict[str, Any]) -> None:
+    """Feature sources the dataset can make; context settings that fit together."""
+    context = config["context"]
+    for i, k in enumerate(context["reliance_k"]):
+        if k > context["k"]:
+            raise ConfigError(
+                f"config error at context.reliance_k[{i}]: {k} exceeds context.k "
+                f"({context['k']}); reliance at k' uses the first k' of the run's k swaps"
+            )
+    path = context.get("word_vectors")
+    if path is not None and not Path(path).is_file():
+        raise ConfigError(f"config error at context.word_vectors: no file {path}")
+    for name, source in config["features"].items():
+        if source["kind"] in ("detector", "perfect_sight") and config["dataset"]["adapter"] != "scenes":
+            raise ConfigError(
+                f"config error at features.{name}.kind: {source['kind']} features need the "
+                f"objects of scene graphs (dataset.adapter scenes), not "
+                f"{config['dataset']['adapter']!r}"
+            )
+        if source["kind"] != "detector":
+            foreign = sorted(set(source) & {"dim", "epochs", "batch_size", "learning_rate"})
+            if foreign:
+                raise ConfigError(
+                    f"config error at features.{name}.{foreign[0]}: applies to kind detector "
+                    f"only, not {source['kind']}"
+                )
+        else:
+            for key, value in (("dim", 64), ("epochs", 3), ("batch_size", 128),
+                               ("learning_rate", 0.002)):  # fmt: skip
+                source.setdefault(key, value)
+
+
+def _check_feature_model(name: str, entry: dict[str, Any], config: dict[str, Any]) -> None:
+    """A feature model names a configured source; only feature models train as lxmert."""
+    reads_features = entry["family"] in FEATURE_FAMILIES
+    train = entry.get("train")
+    if train is not None and (train["architecture"] == "lxmert") != reads_features:
+        raise ConfigError(
+            f"config error at models.{name}.train.architecture: architecture lxmert is "
+            f"trained for family lxmert only, and family {entry['family']} trains "
+            f"{'lxmert' if reads_features else 'vilt or cnn-bow'}"
+        )
+    if not reads_features:
+        return
+    source = entry.get("features")
+    if source is None:
+        raise ConfigError(
+            f"config error at models.{name}: family {entry['family']} reads region features; "
+            "give features (the name of a source under the top-level features)"
+        )
+    if source not in config["features"]:
+        known = sorted(config["features"]) or ["none configured"]
+        raise ConfigError(
+            f"config error at models.{name}.features: no feature source {source!r} "
+            f"(known: {', '.join(known)})"
         )
 
 

@@ -43,6 +43,10 @@ class Subset:
     images_dir: str
     modality: str = "image"
     questions_path: str | None = None
+    # "features": ``images_dir`` is a feature table (region-feature models, LXMERT) and
+    # ``swaps_path`` the feature swaps of a context subset.
+    inputs: str = "images"
+    swaps_path: str | None = None
 
     def __post_init__(self) -> None:
         # The clean subset is severity 0 of every modality; it gets its own name.
@@ -61,6 +65,32 @@ def decode_images(shards: store.ImageShards, image_ids: Sequence[int]) -> dict[i
     return images
 
 
+class _DecodedImages:
+    """An image folder as the inference loop reads it: ids, and decoded images."""
+
+    def __init__(self, directory: str) -> None:
+        self.shards = store.ImageShards(directory)
+        self.directory = directory
+
+    def __contains__(self, image_id: object) -> bool:
+        return image_id in self.shards
+
+    def read(self, image_ids: Sequence[int]) -> dict[int, Any]:
+        return decode_images(self.shards, image_ids)
+
+
+def open_inputs(subset: Subset) -> Any:
+    """What the model is asked about, by image id: decoded images, or region features
+    (with the subset's feature swaps made)."""
+    if subset.inputs == "features":
+        from vqarobust.features.reader import FeatureReader
+
+        return FeatureReader(subset.images_dir, subset.swaps_path)
+    if subset.inputs != "images":
+        raise ValueError(f"subset inputs are images or features, not {subset.inputs!r}")
+    return _DecodedImages(subset.images_dir)
+
+
 def predict_subset(
     model: VQAModel,
     questions: pa.Table,
@@ -75,9 +105,9 @@ def predict_subset(
     ``progress`` is told how many questions each finished batch answered.
     """
     if images is None:
-        shards = store.ImageShards(subset.images_dir)
+        source = open_inputs(subset)
         wanted = questions.column("image_id").unique().to_pylist()
-        images = decode_images(shards, [i for i in wanted if i in shards])
+        images = source.read([i for i in wanted if i in source])
     image_ids = questions.column("image_id").to_pylist()
     missing = sorted({i for i in image_ids if i not in images})
     if missing:
@@ -208,7 +238,7 @@ def run_inference(
                      subset.perturbation, subset.severity, done, len(files))  # fmt: skip
         if not todo:
             continue
-        shards = store.ImageShards(subset.images_dir)
+        shards = open_inputs(subset)
         asked = set(asked_questions.column("image_id").to_pylist())
         missing = sorted(i for i in asked if i not in shards)
         if missing:
@@ -228,7 +258,7 @@ def run_inference(
                             "questions", log)  # fmt: skip
         for start, path in todo:
             chunk = asked_questions.slice(start, chunk_size)
-            images = decode_images(shards, chunk.column("image_id").unique().to_pylist())
+            images = shards.read(chunk.column("image_id").unique().to_pylist())
             answered = predict_subset(model, chunk, subset, model_name, images, progress.advance)
             store.write_table(answered, path)
     tables = [pq.read_table(f) for f in chunk_files]
@@ -280,6 +310,7 @@ def input_fingerprint(
                 "subset": f"{s.modality}/{s.perturbation}/{s.severity}",
                 "images": digest(s.images_dir),
                 "question_set": digest(s.questions_path),
+                **({"swaps": digest(s.swaps_path)} if s.swaps_path else {}),
             }
             for s in subsets
         ],
@@ -305,7 +336,8 @@ def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         before = old_subsets.get(name)
         if before is None:
             continue
-        for part, label in (("images", "images"), ("question_set", "question set")):
+        for part, label in (("images", "images"), ("question_set", "question set"),
+                            ("swaps", "feature swaps")):  # fmt: skip
             if before.get(part) != sub.get(part):
                 changed.append(f"the {label} of {name}")
     return changed

@@ -11,20 +11,25 @@ torch.set_num_threads(snakemake.threads)
 severities = snakemake.params.severities
 modality = snakemake.params.modality
 question_sets = snakemake.input.get("question_sets")
+# A feature model (LXMERT) reads feature tables where the others read image folders.
+features = snakemake.input.get("features")
+folders, inputs = (features, "features") if features else (snakemake.input.images, "images")
+swaps = snakemake.input.get("swaps")
 if modality == "context":
-    # One question set and one image folder hold every swap index.
+    # One question set and one image folder (or feature table) hold every swap index.
     sets = list(question_sets) * len(severities)
-    images = [snakemake.input.images[0]] * len(severities)
+    images = [folders[0]] * len(severities)
 elif question_sets:
     # Perturbed questions about the clean images.
     sets = list(question_sets)
-    images = [snakemake.input.images[0]] * len(sets)
+    images = [folders[0]] * len(sets)
 else:
-    sets, images = [None] * len(severities), list(snakemake.input.images)
+    sets, images = [None] * len(severities), list(folders)
 subsets = [
-    Subset(snakemake.wildcards.subset, severity, image_dir, modality, question_set)
+    Subset(snakemake.wildcards.subset, severity, image_dir, modality, question_set, inputs,
+           swaps or None)
     for severity, image_dir, question_set in zip(severities, images, sets, strict=True)
-]
+]  # fmt: skip
 spec = dict(snakemake.params.spec)
 trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
 if trained:

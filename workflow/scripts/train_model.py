@@ -1,14 +1,31 @@
 """Snakemake adapter: train a reference model and save it in Hugging Face format."""
 
 from vqarobust.logs import setup_logging
-from vqarobust.models.training import train_reference_model
 
 setup_logging(snakemake.log[0])
-train_reference_model(
-    snakemake.input.questions,
-    snakemake.input.images,
-    snakemake.output[0],
-    threads=snakemake.threads,
-    name=snakemake.wildcards.model,
-    **snakemake.params.train,
-)
+settings = dict(snakemake.params.train)
+if "features" in snakemake.input.keys():
+    # A region-feature model (LXMERT) trains on the split's feature table.
+    from vqarobust.models.feature_training import train_feature_model
+
+    settings.pop("word_vectors", None)  # named in params for reruns; a file is an input
+    train_feature_model(
+        snakemake.input.questions,
+        snakemake.input.features,
+        snakemake.output[0],
+        threads=snakemake.threads,
+        name=snakemake.wildcards.model,
+        word_vectors_path=snakemake.input.get("word_vectors"),
+        **settings,
+    )
+else:
+    from vqarobust.models.training import train_reference_model
+
+    train_reference_model(
+        snakemake.input.questions,
+        snakemake.input.images,
+        snakemake.output[0],
+        threads=snakemake.threads,
+        name=snakemake.wildcards.model,
+        **settings,
+    )

@@ -1,0 +1,8 @@
+"""Snakemake adapter: train the detector-like object encoder of a scenes feature source."""
+
+from vqarobust.features.detector import train_detector
+from vqarobust.logs import setup_logging
+
+setup_logging(snakemake.log[0])
+train_detector(snakemake.input.images, snakemake.output[0], threads=snakemake.threads,
+               **snakemake.params.settings)  # fmt: skip
