@@ -26,5 +26,6 @@ rule load_duckdb:
         seed=config["seed"],
         outside_metrics=get_outside_metrics,
         vqabq=get_vqabq_params,
+        feature_sources=FEATURE_SOURCES,
     script:
         "../workflow/scripts/load_duckdb.py"

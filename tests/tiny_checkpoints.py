@@ -406,3 +406,30 @@ def random_images(n: int, size: tuple[int, int] = (40, 50)):  # noqa: ANN201
 
     return [Image.fromarray(np.random.default_rng(i).integers(0, 255, (*size, 3), dtype=np.uint8))
             for i in range(n)]  # fmt: skip
+
+
+def tiny_lxmert(path: Path, dim: int = 8, answers: list[str] | None = None,
+                id2label: bool = False, seed: int = 0) -> Path:  # fmt: skip
+    """A random-init LxmertForQuestionAnswering (visual_feat_dim ``dim``) saved with its
+    word-level tokenizer and, unless ``id2label``, an answers.json; with ``id2label`` the
+    answers are in the config instead."""
+    import json
+
+    import torch
+    from transformers import LxmertConfig, LxmertForQuestionAnswering
+
+    from vqarobust.models.vocab import build_tokenizer
+
+    answers = answers or ["yes", "no", "red", "circle"]
+    torch.manual_seed(seed)
+    extra = {"id2label": dict(enumerate(answers))} if id2label else {}
+    config = LxmertConfig(vocab_size=40, hidden_size=16, num_attention_heads=2,
+                          intermediate_size=32, l_layers=1, x_layers=1, r_layers=1,
+                          visual_feat_dim=dim, visual_pos_dim=4, num_qa_labels=len(answers),
+                          max_position_embeddings=40, **extra)  # fmt: skip
+    model = LxmertForQuestionAnswering(config).eval()
+    model.save_pretrained(path)
+    build_tokenizer(["is there a red circle", "what color is the star"]).save_pretrained(path)
+    if not id2label:
+        (path / "answers.json").write_text(json.dumps(answers))
+    return path

@@ -119,6 +119,41 @@ def image_reliance(accuracy: pl.DataFrame, controls: Sequence[str]) -> pl.DataFr
     )
 
 
+def _context_paper_tables(
+    scored: pl.DataFrame,
+    context: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None,
+) -> dict[str, pl.DataFrame]:
+    """``model_inputs``, ``feature_swaps`` and ``context_reliance_k`` (docs/context.md):
+    each context prediction's swap rank comes from the swap table of what its model
+    reads (the pixel swaps, or its feature source's swaps)."""
+    from vqarobust.metrics.context_paper import model_inputs, reliance_at_k
+
+    if config is None:
+        return {}
+    inputs = model_inputs(config["models"], config.get("features", {}))
+    tables = {"model_inputs": inputs}
+    if not context:
+        return tables
+    swap_tables: dict[str, pl.DataFrame] = {}
+    if context.get("swaps"):
+        swap_tables["pixels"] = pl.read_parquet(context["swaps"])
+    feature = [pl.read_parquet(path).with_columns(pl.lit(source).alias("source"))
+               for source, path in (context.get("feature_swaps") or {}).items()]  # fmt: skip
+    for frame in feature:
+        swap_tables[frame["source"][0] if frame.height else ""] = frame
+    if feature:
+        tables["feature_swaps"] = pl.concat(feature)
+    keys = ["question_id", "perturbation", "severity", "rank"]
+    ranks = [swap_tables[r["inputs"]].select(keys).with_columns(pl.lit(r["model"]).alias("model"))
+             for r in inputs.iter_rows(named=True) if r["inputs"] in swap_tables]  # fmt: skip
+    if ranks:
+        ranked = pl.concat(ranks).with_columns(pl.col("severity").cast(pl.Int8))
+        ks = list(config["context"].get("reliance_k") or [config["context"]["k"]])
+        tables["context_reliance_k"] = reliance_at_k(scored, ranked, ks)
+    return tables
+
+
 def build_database(
     db_path: str | os.PathLike[str],
     questions_path: str | os.PathLike[str],
@@ -317,7 +352,7 @@ def build_database(
         for name, df in context_tables(scored).items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
-        if context:
+        if context and context.get("swaps"):
             swaps = pl.read_parquet(context["swaps"])
             flips = flipped_swaps(scored, swaps, seed)
             examples = example_images(flips, questions, str(context["clean"]),
@@ -325,6 +360,9 @@ def build_database(
             for name, df in (("context_swaps", swaps), ("context_examples", examples)):
                 con.register(f"{name}_df", df.to_arrow())
                 con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df ORDER BY ALL")
+        for name, df in _context_paper_tables(scored, context, config).items():
+            con.register(f"{name}_df", df.to_arrow())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df ORDER BY ALL")
         # Swaps are no severities: the context modality has its own tables above.
         # VQABQ's chain subset (some models only) is no perturbation either.
         all_accuracy = con.sql(
@@ -378,6 +416,14 @@ def build_database(
         for name, df in extra.items():
             con.register(f"{name}_df", df.to_arrow())
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_df")
+        if config is not None:
+            from vqarobust.metrics.context_paper import context_findings
+
+            findings = context_findings(con.sql("SELECT * FROM model_inputs").pl(),
+                                        con.sql("SELECT * FROM context_reliance").pl(),
+                                        extra["model_comparisons"])  # fmt: skip
+            con.register("findings_df", findings.to_arrow())
+            con.execute("CREATE TABLE context_findings AS SELECT * FROM findings_df")
         quality = quality_table(quality_images)
         calibration = {
             "image_quality_images": quality_images,

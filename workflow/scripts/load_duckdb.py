@@ -25,11 +25,14 @@ build_database(
     ],
     seed=snakemake.params.seed,
     context={
-        "swaps": snakemake.input.context_swaps,
-        "images": snakemake.input.context_images,
+        "swaps": snakemake.input.get("context_swaps"),
+        "images": snakemake.input.get("context_images"),
         "clean": snakemake.input.images[0],
+        "feature_swaps": dict(
+            zip(snakemake.params.feature_sources, snakemake.input.feature_swaps, strict=True)
+        ),
     }
-    if hasattr(snakemake.input, "context_swaps")
+    if hasattr(snakemake.input, "feature_swaps")
     else None,
     uncertainty=dict(snakemake.params.uncertainty),
     outside_metrics=list(snakemake.params.outside_metrics),

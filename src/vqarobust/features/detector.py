@@ -127,7 +127,7 @@ def train_detector(
                                     for j, lg in enumerate(logits)]).float()  # fmt: skip
             seen += len(idx)
         if (step + 1) % max(1, steps // 10) == 0:
-            log.info("detector step %d/%d loss %.4f", step + 1, steps, float(loss))
+            log.info("detector step %d/%d loss %.4f", step + 1, steps, loss.item())
     accuracy = (correct / max(seen, 1)).tolist()
     stats = {"objects": len(rows), "steps": steps, "seconds": time.perf_counter() - t0,
              "class_accuracy": accuracy[0], "colour_accuracy": accuracy[1],

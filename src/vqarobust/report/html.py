@@ -822,7 +822,38 @@ def _context_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
         ).pl(),
         "context_examples": examples.drop("clean_png", "swapped_png", strict=False),
         "examples_png": examples,
+        **_context_paper_side(con, tables),
     }
+
+
+def _context_paper_side(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, pl.DataFrame]:
+    """The paper's Table 1 and Table 2 layouts and the findings (docs/context.md)."""
+    from vqarobust.metrics.context_paper import FINDING_SCHEMA, paper_table1, paper_table2
+
+    def read(name: str) -> pl.DataFrame | None:
+        return con.sql(f"SELECT * FROM {name} ORDER BY ALL").pl() if name in tables else None
+
+    inputs, reliance_k, findings = (read(n) for n in ("model_inputs", "context_reliance_k",
+                                                       "context_findings"))  # fmt: skip
+    if inputs is None or "context_reliance" not in tables:
+        return {"context_table1": pl.DataFrame(), "context_table2": pl.DataFrame(),
+                "context_findings": pl.DataFrame(schema=FINDING_SCHEMA)}  # fmt: skip
+    reliance = con.sql(
+        """SELECT c.*, i.low, i.high FROM context_reliance c
+           LEFT JOIN intervals i ON i.metric = 'context_reliance' AND i.model = c.model
+             AND i.perturbation = c.perturbation"""
+    ).pl()
+    effective = con.sql(
+        """SELECT e.*, i.low, i.high FROM effective_accuracy e
+           LEFT JOIN intervals i ON i.metric = 'effective_accuracy' AND i.model = e.model
+             AND i.perturbation = e.perturbation"""
+    ).pl()
+    return {
+        "context_table1": paper_table1(inputs, reliance, effective),
+        "context_table2": paper_table2(inputs, reliance_k) if reliance_k is not None
+        else pl.DataFrame(),
+        "context_findings": findings if findings is not None else pl.DataFrame(schema=FINDING_SCHEMA),
+    }  # fmt: skip
 
 
 def _context_figures(context: dict[str, pl.DataFrame]) -> dict[str, plt.Figure]:
@@ -847,8 +878,13 @@ def _context_context(context: dict[str, pl.DataFrame]) -> dict[str, Any] | None:
         .filter(pl.col("perturbation") == "all")
         .select("model", "n_questions", "n_swapped", "accuracy", "effective_accuracy")
     )
+    from vqarobust.metrics.context_paper import finding_sentence
+
+    findings = context["context_findings"]
     return {"reliance": reliance.pivot(on="perturbation", index="model", values="reliance"),
-            "effective": effective, "examples": context["context_examples"]}  # fmt: skip
+            "effective": effective, "examples": context["context_examples"],
+            "table1": context["context_table1"], "table2": context["context_table2"],
+            "findings": [finding_sentence(r) for r in findings.iter_rows(named=True)]}  # fmt: skip
 
 
 def _interval_note(s: Summary) -> str:

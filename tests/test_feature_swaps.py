@@ -1,0 +1,192 @@
+"""Feature-level SwapMix: class neighbours with the 0.5 threshold and padding, swaps that
+change exactly one row, donors of the right class and attributes, the k-prefix property,
+and reliance at k by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from vqarobust.context.feature_swaps import (
+    FeatureSwap,
+    FeatureSwapPlanner,
+    QuestionContext,
+    apply_swap,
+    nearest_attribute_sets,
+    nearest_classes,
+)
+from vqarobust.context.swapmix import scene_swaps
+from vqarobust.datasets import scenes
+from vqarobust.features.perfect_sight import encode_object, perfect_sight_table
+from vqarobust.features.table import FeatureTable, feature_table
+from vqarobust.metrics.context_paper import reliance_at_k
+
+
+def unit(angle_deg: float) -> np.ndarray:
+    a = np.radians(angle_deg)
+    return np.array([np.cos(a), np.sin(a)], np.float32)
+
+
+# Cosines with "a": b 0.9, c 0.6, h 0.5 (exactly the threshold), d 0.3, e 0.0.
+VECTORS = {"a": unit(0), "b": unit(np.degrees(np.arccos(0.9))), "c": unit(np.degrees(np.arccos(0.6))),
+           "h": unit(60), "d": unit(np.degrees(np.arccos(0.3))), "e": unit(90)}  # fmt: skip
+
+
+def test_nearest_classes_threshold_then_random_padding():
+    rng = lambda: np.random.default_rng(7)  # noqa: E731
+    classes = list(VECTORS)
+    # Passing the 0.5 threshold (0.5 itself included), nearest first.
+    assert nearest_classes("a", classes, VECTORS, 3, rng()) == ["b", "c", "h"]
+    assert nearest_classes("a", classes, VECTORS, 1, rng()) == ["b"]
+    # Fewer pass than k: the others pad, in a seeded random order.
+    five = nearest_classes("a", classes, VECTORS, 5, rng())
+    assert five[:3] == ["b", "c", "h"] and sorted(five[3:]) == ["d", "e"]
+    assert nearest_classes("a", classes, VECTORS, 5, rng()) == five  # same seed, same order
+    orders = {tuple(nearest_classes("a", classes, VECTORS, 5, np.random.default_rng(s)))[3:]
+              for s in range(20)}  # fmt: skip
+    assert orders == {("d", "e"), ("e", "d")}  # the padding really is random
+    # More than there are: every other class once; a class is never its own neighbour.
+    assert sorted(nearest_classes("a", classes, VECTORS, 10, rng())) == ["b", "c", "d", "e", "h"]
+    # A higher threshold pads sooner; the prefix of a longer list is the shorter list.
+    assert nearest_classes("a", classes, VECTORS, 2, rng(), threshold=0.95)[0] in "bchde"
+    assert nearest_classes("a", classes, VECTORS, 4, rng())[:3] == nearest_classes(
+        "a", classes, VECTORS, 3, rng())
+
+
+def test_nearest_attribute_sets_by_encoding():
+    vocab = {"x": unit(0), "y": unit(30), "z": unit(90)}
+
+    def enc(a):  # noqa: ANN001, ANN202
+        return np.mean([vocab[w] for w in a], axis=0)
+
+    # ("x",) is nearest to itself (left out), then ("x", "y") at 15 deg, ("y",) 30, ...
+    cands = [("x",), ("y",), ("z",), ("x", "y")]
+    assert nearest_attribute_sets(("x",), cands, enc, 2) == [("x", "y"), ("y",)]
+    assert nearest_attribute_sets(("x",), cands, enc, 9) == [("x", "y"), ("y",), ("z",)]
+
+
+def bank() -> FeatureTable:
+    """Three images; features are distinct per object (row value = 10 * image + index)."""
+    objects = [
+        (0, "circle", ("red", "small")), (0, "square", ("blue", "large")),
+        (0, "star", ("green", "small")),
+        (1, "square", ("red", "small")), (1, "square", ("green", "small")),
+        (1, "star", ("blue", "large")), (2, "circle", ("blue", "large")),
+        (2, "triangle", ("red", "small")),
+    ]  # fmt: skip
+    rows, counts = [], {}
+    for image_id, cls, attrs in objects:
+        i = counts.get(image_id, 0)
+        counts[image_id] = i + 1
+        rows.append({"image_id": image_id, "object_index": i, "object_id": str(i),
+                     "box": [0.1 * i, 0.1, 0.1 * i + 0.1, 0.2], "class": cls,
+                     "attributes": list(attrs),
+                     "feature": [10.0 * image_id + i] * 3 + [float(i)]})  # fmt: skip
+    return FeatureTable(feature_table(rows))
+
+
+SHAPE_VECTORS = {s: unit(15 * i) for i, s in enumerate(("circle", "square", "triangle", "star"))}
+
+
+def test_a_feature_swap_changes_exactly_the_swapped_row_to_the_donors():
+    b = bank()
+    planner = FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0)
+    q = QuestionContext(1, 0, context=(1, 2), excluded_classes=frozenset({"triangle"}))
+    swaps = planner.swaps(q, ["swap_class", "swap_attribute"])
+    assert {s.perturbation for s in swaps} == {"swap_class", "swap_attribute"}
+    clean = b.region_features(0)
+    for sw in swaps:
+        swapped = apply_swap(b, 0, sw)
+        donor_row = b.matrix[b.row(*sw.donor)]
+        np.testing.assert_array_equal(swapped.features[sw.object_index], donor_row)
+        others = [i for i in range(len(clean.features)) if i != sw.object_index]
+        np.testing.assert_array_equal(swapped.features[others], clean.features[others])
+        np.testing.assert_array_equal(swapped.boxes, clean.boxes)  # boxes stay
+        donor_class, donor_attrs = b.classes[b.row(*sw.donor)], b.attributes[b.row(*sw.donor)]
+        own_class, own_attrs = b.classes[sw.object_index], b.attributes[sw.object_index]
+        if sw.perturbation == "swap_class":
+            assert donor_class != own_class and donor_class != "triangle"  # never mentioned
+        else:
+            assert donor_class == own_class and donor_attrs != own_attrs
+    # Object 1 (a blue large square): a class swap to a circle takes the circle with the
+    # same attributes (image 2, row 0); the attribute swaps are the other squares.
+    square = [s for s in swaps if s.object_index == 1]
+    assert FeatureSwap("swap_class", 1, 1, "circle", ("blue", "large"), (2, 0)) in square
+    assert {s.donor for s in square if s.perturbation == "swap_attribute"} == {(1, 0), (1, 1)}
+    assert planner.swaps(q, ["swap_class", "swap_attribute"]) == swaps  # seeded
+
+
+def test_perfect_sight_swaps_re_encode_the_new_labels():
+    vocab = {**SHAPE_VECTORS, **{a: unit(40 + 7 * i) for i, a in
+                                  enumerate(("red", "blue", "green", "small", "large"))}}  # fmt: skip
+    objects = [{"image_id": 0, "object_index": i, "object_id": str(i), "box": [0, 0, 1, 1],
+                "class": c, "attributes": list(a)} for i, (c, a) in
+               enumerate([("circle", ("red", "small")), ("square", ("blue", "large")),
+                          ("star", ("green", "small"))])]  # fmt: skip
+    b = FeatureTable(perfect_sight_table(objects, vocab), vocab)
+    planner = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=0, mode="labels")
+    q = QuestionContext(5, 0, context=(1,), excluded_attributes=frozenset({"green"}))
+    swaps = planner.swaps(q, ["swap_class", "swap_attribute"])
+    # Class swaps keep the attributes; 2 nearest of the bank's other classes (circle at
+    # 15 deg, star at 30 deg from the square).
+    assert [(s.after_class, s.after_attributes) for s in swaps if s.perturbation == "swap_class"] \
+        == [("circle", ("blue", "large")), ("star", ("blue", "large"))]
+    for sw in swaps:
+        assert sw.donor is None and "green" not in sw.after_attributes
+        swapped = apply_swap(b, 0, sw)
+        expected = encode_object(sw.after_class, sw.after_attributes, vocab)
+        np.testing.assert_allclose(swapped.features[1], expected)
+        np.testing.assert_array_equal(swapped.features[[0, 2]], b.region_features(0).features[[0, 2]])
+    # The row is [class vector, mean of the attribute vectors].
+    np.testing.assert_allclose(b.matrix[1], np.r_[vocab["square"], (vocab["blue"] + vocab["large"]) / 2],
+                               rtol=1e-6)  # fmt: skip
+
+
+def _key(s):  # noqa: ANN001, ANN202
+    return (s.perturbation, s.object_index, s.rank, s.after_class, s.after_attributes, s.donor)
+
+
+def test_the_first_k_swaps_of_a_run_with_more_are_the_runs_with_k():
+    b = bank()
+    q = QuestionContext(3, 1, context=(0, 1, 2))
+    big = FeatureSwapPlanner(b, SHAPE_VECTORS, k=5, seed=1).swaps(q, ["swap_class", "swap_attribute"])
+    for k in (1, 2, 3):
+        small = FeatureSwapPlanner(b, SHAPE_VECTORS, k=k, seed=1).swaps(
+            q, ["swap_class", "swap_attribute"])
+        assert {_key(s) for s in small} == {_key(s) for s in big if s.rank <= k}
+    # The same for the pixel swaps of scenes (the shared rng is drawn alike for any k).
+    neighbours = {s: [t for t in scenes.SHAPES if t != s] for s in scenes.SHAPES}
+    for image_id in range(5):
+        objects = scenes.scene(0, "test", image_id)
+        for question in scenes.questions(0, "test", image_id, objects):
+            run = {k: scene_swaps(objects, question, neighbours, k, np.random.default_rng(image_id))
+                   for k in (3, 7)}  # fmt: skip
+            assert {(s.perturbation, s.object_id, s.changes) for s in run[3]} == {
+                (s.perturbation, s.object_id, s.changes) for s in run[7] if s.rank <= 3}
+
+
+def test_reliance_at_k_by_hand():
+    # q1 correct; it flips only under its rank-3 class swap. q2 correct; flips under its
+    # rank-1 attribute swap. q3 wrong on the clean image.
+    rows = [("m", "clean", "clean", 0, 1, "red", 1.0), ("m", "clean", "clean", 0, 2, "yes", 1.0),
+            ("m", "clean", "clean", 0, 3, "no", 0.0)]  # fmt: skip
+    ctx = [(1, "swap_class", 1, 1, "red"), (1, "swap_class", 2, 2, "red"),
+           (1, "swap_class", 3, 3, "blue"), (1, "swap_attribute", 1, 1, "red"),
+           (2, "swap_attribute", 1, 1, "no"), (2, "swap_class", 1, 1, "yes"),
+           (3, "swap_class", 1, 1, "yes")]  # fmt: skip
+    rows += [("m", "context", p, sev, q, a, float(a in ("red", "yes"))) for q, p, sev, _, a in ctx]
+    scored = pl.DataFrame(rows, schema=["model", "modality", "perturbation", "severity",
+                                        "question_id", "answer", "score"], orient="row")
+    scored = scored.with_columns(pl.col("severity").cast(pl.Int8))
+    ranks = pl.DataFrame([("m", q, p, sev, r) for q, p, sev, r, _ in ctx],
+                         schema=["model", "question_id", "perturbation", "severity", "rank"],
+                         orient="row").with_columns(pl.col("severity").cast(pl.Int8))  # fmt: skip
+    table = reliance_at_k(scored, ranks, [1, 3])
+    got = {(r["perturbation"], r["k"]): (r["n_correct"], r["n_changed"])
+           for r in table.iter_rows(named=True)}  # fmt: skip
+    assert got == {("all", 1): (2, 1), ("all", 3): (2, 2),  # q2 at k=1; q1 too at k=3
+                   ("swap_class", 1): (2, 0), ("swap_class", 3): (2, 1),
+                   ("swap_attribute", 1): (2, 1), ("swap_attribute", 3): (2, 1)}  # fmt: skip
+    with pytest.raises(ValueError, match="no swap"):
+        reliance_at_k(scored, ranks.head(3), [1])
