@@ -29,7 +29,8 @@ def unit(angle_deg: float) -> np.ndarray:
 
 
 # Cosines with "a": b 0.9, c 0.6, h 0.5 (exactly the threshold), d 0.3, e 0.0.
-VECTORS = {"a": unit(0), "b": unit(np.degrees(np.arccos(0.9))), "c": unit(np.degrees(np.arccos(0.6))),
+VECTORS = {"a": unit(0), "b": unit(np.degrees(np.arccos(0.9))),
+           "c": unit(np.degrees(np.arccos(0.6))),
            "h": unit(60), "d": unit(np.degrees(np.arccos(0.3))), "e": unit(90)}  # fmt: skip
 
 
@@ -51,7 +52,8 @@ def test_nearest_classes_threshold_then_random_padding():
     # A higher threshold pads sooner; the prefix of a longer list is the shorter list.
     assert nearest_classes("a", classes, VECTORS, 2, rng(), threshold=0.95)[0] in "bchde"
     assert nearest_classes("a", classes, VECTORS, 4, rng())[:3] == nearest_classes(
-        "a", classes, VECTORS, 3, rng())
+        "a", classes, VECTORS, 3, rng()
+    )
 
 
 def test_nearest_attribute_sets_by_encoding():
@@ -118,8 +120,8 @@ def test_a_feature_swap_changes_exactly_the_swapped_row_to_the_donors():
 
 
 def test_perfect_sight_swaps_re_encode_the_new_labels():
-    vocab = {**SHAPE_VECTORS, **{a: unit(40 + 7 * i) for i, a in
-                                  enumerate(("red", "blue", "green", "small", "large"))}}  # fmt: skip
+    names = ("red", "blue", "green", "small", "large")
+    vocab = {**SHAPE_VECTORS, **{a: unit(40 + 7 * i) for i, a in enumerate(names)}}
     objects = [{"image_id": 0, "object_index": i, "object_id": str(i), "box": [0, 0, 1, 1],
                 "class": c, "attributes": list(a)} for i, (c, a) in
                enumerate([("circle", ("red", "small")), ("square", ("blue", "large")),
@@ -130,16 +132,20 @@ def test_perfect_sight_swaps_re_encode_the_new_labels():
     swaps = planner.swaps(q, ["swap_class", "swap_attribute"])
     # Class swaps keep the attributes; 2 nearest of the bank's other classes (circle at
     # 15 deg, star at 30 deg from the square).
-    assert [(s.after_class, s.after_attributes) for s in swaps if s.perturbation == "swap_class"] \
-        == [("circle", ("blue", "large")), ("star", ("blue", "large"))]
+    assert [
+        (s.after_class, s.after_attributes) for s in swaps if s.perturbation == "swap_class"
+    ] == [("circle", ("blue", "large")), ("star", ("blue", "large"))]
     for sw in swaps:
         assert sw.donor is None and "green" not in sw.after_attributes
         swapped = apply_swap(b, 0, sw)
         expected = encode_object(sw.after_class, sw.after_attributes, vocab)
         np.testing.assert_allclose(swapped.features[1], expected)
-        np.testing.assert_array_equal(swapped.features[[0, 2]], b.region_features(0).features[[0, 2]])
+        np.testing.assert_array_equal(
+            swapped.features[[0, 2]], b.region_features(0).features[[0, 2]]
+        )
     # The row is [class vector, mean of the attribute vectors].
-    np.testing.assert_allclose(b.matrix[1], np.r_[vocab["square"], (vocab["blue"] + vocab["large"]) / 2],
+    expected = np.r_[vocab["square"], (vocab["blue"] + vocab["large"]) / 2]
+    np.testing.assert_allclose(b.matrix[1], expected,
                                rtol=1e-6)  # fmt: skip
 
 
@@ -150,10 +156,13 @@ def _key(s):  # noqa: ANN001, ANN202
 def test_the_first_k_swaps_of_a_run_with_more_are_the_runs_with_k():
     b = bank()
     q = QuestionContext(3, 1, context=(0, 1, 2))
-    big = FeatureSwapPlanner(b, SHAPE_VECTORS, k=5, seed=1).swaps(q, ["swap_class", "swap_attribute"])
+    big = FeatureSwapPlanner(b, SHAPE_VECTORS, k=5, seed=1).swaps(
+        q, ["swap_class", "swap_attribute"]
+    )
     for k in (1, 2, 3):
         small = FeatureSwapPlanner(b, SHAPE_VECTORS, k=k, seed=1).swaps(
-            q, ["swap_class", "swap_attribute"])
+            q, ["swap_class", "swap_attribute"]
+        )
         assert {_key(s) for s in small} == {_key(s) for s in big if s.rank <= k}
     # The same for the pixel swaps of scenes (the shared rng is drawn alike for any k).
     neighbours = {s: [t for t in scenes.SHAPES if t != s] for s in scenes.SHAPES}
@@ -163,7 +172,8 @@ def test_the_first_k_swaps_of_a_run_with_more_are_the_runs_with_k():
             run = {k: scene_swaps(objects, question, neighbours, k, np.random.default_rng(image_id))
                    for k in (3, 7)}  # fmt: skip
             assert {(s.perturbation, s.object_id, s.changes) for s in run[3]} == {
-                (s.perturbation, s.object_id, s.changes) for s in run[7] if s.rank <= 3}
+                (s.perturbation, s.object_id, s.changes) for s in run[7] if s.rank <= 3
+            }
 
 
 def test_reliance_at_k_by_hand():
@@ -176,8 +186,11 @@ def test_reliance_at_k_by_hand():
            (2, "swap_attribute", 1, 1, "no"), (2, "swap_class", 1, 1, "yes"),
            (3, "swap_class", 1, 1, "yes")]  # fmt: skip
     rows += [("m", "context", p, sev, q, a, float(a in ("red", "yes"))) for q, p, sev, _, a in ctx]
-    scored = pl.DataFrame(rows, schema=["model", "modality", "perturbation", "severity",
-                                        "question_id", "answer", "score"], orient="row")
+    scored = pl.DataFrame(
+        rows,
+        schema=["model", "modality", "perturbation", "severity", "question_id", "answer", "score"],
+        orient="row",
+    )
     scored = scored.with_columns(pl.col("severity").cast(pl.Int8))
     ranks = pl.DataFrame([("m", q, p, sev, r) for q, p, sev, r, _ in ctx],
                          schema=["model", "question_id", "perturbation", "severity", "rank"],

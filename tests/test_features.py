@@ -15,7 +15,13 @@ import pytest
 from tests.tiny_checkpoints import tiny_lxmert
 from vqarobust import store
 from vqarobust.features.perfect_sight import encode_object, perfect_sight_table
-from vqarobust.features.table import FeatureTable, RegionFeatures, feature_table, read_info, write_features
+from vqarobust.features.table import (
+    FeatureTable,
+    RegionFeatures,
+    feature_table,
+    read_info,
+    write_features,
+)
 from vqarobust.features.word_vectors import read_glove, word_vectors
 
 
@@ -56,7 +62,9 @@ def test_perfect_sight_rows_and_the_table_round_trip(tmp_path):
     assert read_info(path) == {"kind": "perfect_sight", "dim": 4}
     bank = FeatureTable.read(path)
     region = bank.region_features(4)
-    np.testing.assert_array_equal(region.features, [[1, 0, 2, 0], [0, 1, 0, 0]])  # no attributes: zeros
+    np.testing.assert_array_equal(
+        region.features, [[1, 0, 2, 0], [0, 1, 0, 0]]
+    )  # no attributes: zeros
     np.testing.assert_allclose(region.boxes[1], [0.1, 0.0, 0.2, 0.5], rtol=1e-6)
     np.testing.assert_array_equal(bank.encode_labels("star", ["red", "blue"]), [0, 1, 1, 2])
     assert bank.labels(7) == [("star", ("blue",), "0")] and 5 not in bank
@@ -84,12 +92,15 @@ def test_the_reader_makes_each_swapped_set_from_its_source(tmp_path):
              {"question_id": 1, "perturbation": "swap_attribute", "severity": 1, "rank": 1,
               "image_id": 4001, "source_image_id": 4, "object_index": 0,
               "donor_image_id": None, "donor_object_index": None, "after_class": "circle",
-              "after_attributes": ["blue"], "before": "red circle", "after": "blue circle"}]  # fmt: skip
+              "after_attributes": ["blue"], "before": "red circle",
+              "after": "blue circle"}]  # fmt: skip
     pq.write_table(pa.Table.from_pylist(swaps, schema=FEATURE_SWAP_SCHEMA), tmp_path / "s.parquet")
     reader = FeatureReader(path, tmp_path / "s.parquet")
     assert 4000 in reader and 4 in reader and 4002 not in reader
     got = reader.read([4, 4000, 4001])
-    np.testing.assert_array_equal(got[4000].features, [[1, 0, 2, 0], [0, 1, 0, 4]])  # the donor's row
+    np.testing.assert_array_equal(
+        got[4000].features, [[1, 0, 2, 0], [0, 1, 0, 4]]
+    )  # the donor's row
     np.testing.assert_array_equal(got[4001].features, [[1, 0, 0, 4], [0, 1, 0, 0]])  # re-encoded
     np.testing.assert_array_equal(got[4].features, [[1, 0, 2, 0], [0, 1, 0, 0]])  # clean untouched
     with pytest.raises(KeyError, match="no features of image 9"):
@@ -117,7 +128,11 @@ def test_detector_crops_train_and_extract(tmp_path):
     n = extract_features(tmp_path / "f.parquet", "detector", images=str(tmp_path / "images"),
                          detector=str(tmp_path / "det"), split="train")  # fmt: skip
     bank = FeatureTable.read(tmp_path / "f.parquet")
-    assert n == stats["objects"] and bank.dim == 8 and read_info(tmp_path / "f.parquet")["kind"] == "detector"
+    assert (
+        n == stats["objects"]
+        and bank.dim == 8
+        and read_info(tmp_path / "f.parquet")["kind"] == "detector"
+    )
     first = scenes.scene(0, "train", 0)
     assert [c for c, _, _ in bank.labels(0)] == [o.shape for o in first]
     # Deterministic: the same weights give the same rows.
@@ -140,10 +155,17 @@ def test_lxmert_loads_offline_and_answers_over_region_features(tmp_path):
     # Padding objects are masked out: a request answers the same alone or in a batch.
     assert model.answer(regions[:1], ["is there a red circle?"]) == answers[:1]
     with pytest.raises(ValueError, match="dimension 4 .* got \\[5\\]"):
-        model.answer([RegionFeatures(np.zeros((2, 5), np.float32), np.zeros((2, 4), np.float32))], ["a"])
+        model.answer(
+            [RegionFeatures(np.zeros((2, 5), np.float32), np.zeros((2, 4), np.float32))], ["a"]
+        )
     # The vocabulary from the config's id2label, or a file (list or ans2label).
     named = tiny_lxmert(tmp_path / "named", dim=4, id2label=True)
-    assert load_model({"family": "lxmert", "path_or_id": str(named)}).answers == ["yes", "no", "red", "circle"]
+    assert load_model({"family": "lxmert", "path_or_id": str(named)}).answers == [
+        "yes",
+        "no",
+        "red",
+        "circle",
+    ]
     plain = tiny_lxmert(tmp_path / "plain", dim=4)
     (plain / "answers.json").unlink()
     with pytest.raises(ValueError, match="no answer vocabulary"):
@@ -154,7 +176,9 @@ def test_lxmert_loads_offline_and_answers_over_region_features(tmp_path):
     assert loaded.answers == ["yes", "no", "red", "blue"]
     (tmp_path / "short.json").write_text(json.dumps(["yes"]))
     with pytest.raises(ValueError, match="1 answers, but the model has 4 outputs"):
-        load_model({"family": "lxmert", "path_or_id": str(plain), "answers": str(tmp_path / "short.json")})
+        load_model(
+            {"family": "lxmert", "path_or_id": str(plain), "answers": str(tmp_path / "short.json")}
+        )
     assert read_answers(tmp_path / "ans2label.json")[1] == "no"
     (tmp_path / "gap.json").write_text(json.dumps({"yes": 0, "no": 2}))
     with pytest.raises(ValueError, match="indices 0..n-1"):
@@ -192,13 +216,21 @@ def test_inference_over_a_feature_subset_and_its_swaps(tmp_path):
     n = run_inference("lx", spec, tmp_path / "q.parquet", subsets, tmp_path / "p.parquet")
     predictions = pq.read_table(tmp_path / "p.parquet").to_pylist()
     assert n == 3 and [(p["modality"], p["question_id"]) for p in predictions] == [
-        ("clean", 1), ("clean", 2), ("context", 1)]
+        ("clean", 1),
+        ("clean", 2),
+        ("context", 1),
+    ]
     # The swap table is part of what the answers depend on.
     fingerprint = input_fingerprint("lx", spec, tmp_path / "q.parquet", subsets, 1024)
     assert fingerprint["subsets"][1]["swaps"] and "swaps" not in fingerprint["subsets"][0]
     with pytest.raises(ValueError, match="images or features"):
-        run_inference("lx", spec, tmp_path / "q.parquet", [Subset("clean", 0, str(path), inputs="x")],
-                      tmp_path / "p2.parquet")
+        run_inference(
+            "lx",
+            spec,
+            tmp_path / "q.parquet",
+            [Subset("clean", 0, str(path), inputs="x")],
+            tmp_path / "p2.parquet",
+        )
 
 
 def test_config_checks_feature_models_and_sources(tmp_path):
@@ -218,14 +250,16 @@ def test_config_checks_feature_models_and_sources(tmp_path):
     lx = {"family": "lxmert", "path_or_id": "x"}
     for changes, message in [
         ({"models": {"m": lx}}, "models.m: family lxmert reads region features; give features"),
-        ({"models": {"m": {**lx, "features": "nope"}}}, "models.m.features: no feature source 'nope'"),
+        ({"models": {"m": {**lx, "features": "nope"}}},
+         "models.m.features: no feature source 'nope'"),
         ({"models": {"m": {"family": "blip", "path_or_id": "x", "features": "det"}}},
          "models.m.features: applies to family lxmert only"),
         ({"models": {"m": {"family": "vqa-classifier", "train": {"architecture": "lxmert"}}}},
          "train.architecture: architecture lxmert is trained for family lxmert only"),
         ({"models": {"m": {**lx, "features": "det", "train": {"architecture": "vilt"}}}},
          "train.architecture"),
-        ({"features": {"det": {"kind": "perfect_sight", "dim": 8}}}, "features.det.dim: applies to kind detector"),
+        ({"features": {"det": {"kind": "perfect_sight", "dim": 8}}},
+         "features.det.dim: applies to kind detector"),
         ({"context": {"perturbations": ["swap_class"], "k": 5, "reliance_k": [5, 10]}},
          "context.reliance_k\\[1\\]: 10 exceeds context.k"),
         ({"context": {"perturbations": ["swap_class"], "k": 11}}, "context.k"),

@@ -398,7 +398,10 @@ def _check_features(config: dict[str, Any]) -> None:
     if path is not None and not Path(path).is_file():
         raise ConfigError(f"config error at context.word_vectors: no file {path}")
     for name, source in config["features"].items():
-        if source["kind"] in ("detector", "perfect_sight") and config["dataset"]["adapter"] != "scenes":
+        if (
+            source["kind"] in ("detector", "perfect_sight")
+            and config["dataset"]["adapter"] != "scenes"
+        ):
             raise ConfigError(
                 f"config error at features.{name}.kind: {source['kind']} features need the "
                 f"objects of scene graphs (dataset.adapter scenes), not "

@@ -4,7 +4,7 @@ from vqarobust.logs import setup_logging
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.train)
-if "features" in snakemake.input.keys():
+if hasattr(snakemake.input, "features"):
     # A region-feature model (LXMERT) trains on the split's feature table.
     from vqarobust.models.feature_training import train_feature_model
 

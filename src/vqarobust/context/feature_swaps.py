@@ -180,8 +180,11 @@ class FeatureSwapPlanner:
                 out.append(FeatureSwap("swap_class", rank, index, new, attrs))
                 continue
             same = self.by_labels.get((new, attrs), [])
-            pool = same or [r for r in self.by_class[new]
-                            if not set(self.bank.attributes[r]) & q.excluded_attributes]  # fmt: skip
+            pool = same or [
+                r
+                for r in self.by_class[new]
+                if not set(self.bank.attributes[r]) & q.excluded_attributes
+            ]
             if not pool:
                 continue
             draw = item_rng(self.seed, "feature-donor", q.question_id, index, "class", rank)

@@ -51,7 +51,12 @@ class ObjectEncoder(nn.Module):
         super().__init__()
         layers, c_in = [], 3
         for c in channels:
-            layers += [nn.Conv2d(c_in, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(), nn.MaxPool2d(2)]
+            layers += [
+                nn.Conv2d(c_in, c, 3, padding=1),
+                nn.BatchNorm2d(c),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+            ]
             c_in = c
         self.conv = nn.Sequential(*layers)
         side = WINDOW // 2 ** len(channels)
@@ -66,7 +71,11 @@ class ObjectEncoder(nn.Module):
 def _labels() -> dict[str, list[str]]:
     from vqarobust.datasets import scenes
 
-    return {"class": list(scenes.SHAPES), "colour": list(scenes.COLOURS), "size": list(scenes.SIZES)}
+    return {
+        "class": list(scenes.SHAPES),
+        "colour": list(scenes.COLOURS),
+        "size": list(scenes.SIZES),
+    }
 
 
 def _object_crops(images_dir: str, scene_seed: int, split: str) -> tuple[list[dict], np.ndarray]:
@@ -106,8 +115,10 @@ def train_detector(
     torch.set_num_threads(max(1, threads))
     labels = _labels()
     rows, x = _object_crops(images_dir, scene_seed, split)
-    targets = torch.tensor([[labels["class"].index(r["class"]), labels["colour"].index(r["attributes"][0]),
-                             labels["size"].index(r["attributes"][1])] for r in rows])  # fmt: skip
+    targets = torch.tensor(
+        [[labels["class"].index(r["class"]), labels["colour"].index(r["attributes"][0]),
+          labels["size"].index(r["attributes"][1])] for r in rows]
+    )  # fmt: skip
     x = torch.from_numpy(x)
     model = ObjectEncoder(dim, *(len(v) for v in labels.values()))
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
@@ -167,8 +178,8 @@ def extract_detector_features(
     torch.set_num_threads(max(1, threads))
     model = load_detector(detector_dir)
     rows, x = _object_crops(images_dir, scene_seed, split)
-    features = torch.cat([model(torch.from_numpy(x[s : s + 1024]))[0]
-                          for s in range(0, len(x), 1024)]) if len(x) else torch.zeros(0)  # fmt: skip
+    chunks = [model(torch.from_numpy(x[s : s + 1024]))[0] for s in range(0, len(x), 1024)]
+    features = torch.cat(chunks) if chunks else torch.zeros(0)
     table = feature_table({**r, "feature": features[i].tolist()} for i, r in enumerate(rows))
     write_features(table, out_path, {"kind": "detector"})
     log.info("encoded %d objects of %s", len(rows), images_dir)

@@ -24,7 +24,9 @@ def encode_attributes(attributes: Sequence[str], vocab: Mapping[str, np.ndarray]
     return np.mean([vocab[a] for a in attributes], axis=0).astype(np.float32)
 
 
-def encode_object(cls: str, attributes: Sequence[str], vocab: Mapping[str, np.ndarray]) -> np.ndarray:
+def encode_object(
+    cls: str, attributes: Sequence[str], vocab: Mapping[str, np.ndarray]
+) -> np.ndarray:
     """[class vector, attribute encoding] as one float32 row."""
     missing = [n for n in (cls, *attributes) if n not in vocab]
     if missing:

@@ -19,7 +19,9 @@ class FeatureReader:
     """
 
     def __init__(
-        self, features_path: str | os.PathLike[str], swaps_path: str | os.PathLike[str] | None = None
+        self,
+        features_path: str | os.PathLike[str],
+        swaps_path: str | os.PathLike[str] | None = None,
     ) -> None:
         self.directory = str(features_path)
         self.table = FeatureTable.read(features_path)
@@ -29,8 +31,9 @@ class FeatureReader:
             for r in rows:
                 donor = (None if r["donor_image_id"] is None
                          else (r["donor_image_id"], r["donor_object_index"]))  # fmt: skip
+                after = tuple(r["after_attributes"] or ())
                 swap = FeatureSwap(r["perturbation"], r["rank"], r["object_index"],
-                                   r["after_class"], tuple(r["after_attributes"] or ()), donor)  # fmt: skip
+                                   r["after_class"], after, donor)  # fmt: skip
                 self.swaps.setdefault(r["image_id"], (r["source_image_id"], swap))
 
     def __contains__(self, image_id: object) -> bool:

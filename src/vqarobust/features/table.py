@@ -141,8 +141,8 @@ class FeatureTable:
         self.vocab = dict(vocab) if vocab is not None else None
         starts = np.flatnonzero(np.r_[True, self.image_ids[1:] != self.image_ids[:-1]])
         ends = np.r_[starts[1:], len(self.image_ids)]
-        self.rows = {int(self.image_ids[s]): (int(s), int(e)) for s, e in zip(starts, ends,
-                                                                              strict=True)}  # fmt: skip
+        pairs = zip(starts.tolist(), ends.tolist(), strict=True)
+        self.rows = {int(self.image_ids[s]): (s, e) for s, e in pairs}
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> FeatureTable:
@@ -171,7 +171,9 @@ class FeatureTable:
     def labels(self, image_id: int) -> list[tuple[str | None, tuple[str, ...], str | None]]:
         """(class, attributes, object id) of the image's objects, by row."""
         start, end = self.rows[int(image_id)]
-        return [(self.classes[i], self.attributes[i], self.object_ids[i]) for i in range(start, end)]
+        return [
+            (self.classes[i], self.attributes[i], self.object_ids[i]) for i in range(start, end)
+        ]
 
     def encode_labels(self, cls: str, attributes: Sequence[str]) -> np.ndarray:
         """A perfect-sight row for these labels, with this table's word vectors."""

@@ -41,7 +41,9 @@ def read_glove(path: str | os.PathLike[str], words: Iterable[str]) -> dict[str, 
             try:
                 vector = np.array(rest.split(" "), np.float32)
             except ValueError:
-                raise ValueError(f"{path}, line {number}: not a GloVe line (word then numbers)") from None
+                raise ValueError(
+                    f"{path}, line {number}: not a GloVe line (word then numbers)"
+                ) from None
             if dim is None:
                 dim = len(vector)
             if len(vector) != dim or dim == 0:
@@ -72,7 +74,9 @@ def word_vectors(names: Iterable[str], path: str | None = None) -> dict[str, np.
         vectors = [found[w] for w in words_of(n) if w in found]
         if not vectors:
             missing.append(n)
-        out[n] = np.mean(vectors, axis=0).astype(np.float32) if vectors else np.zeros(dim, np.float32)
+        out[n] = (
+            np.mean(vectors, axis=0).astype(np.float32) if vectors else np.zeros(dim, np.float32)
+        )
     if missing:
         log.warning("%s: %d of %d names have no word in the file and get a zero vector: %s",
                     path, len(missing), len(names), missing[:10])  # fmt: skip

@@ -75,7 +75,8 @@ def plan_feature_swaps(
                 "donor_image_id": sw.donor[0] if sw.donor else None,
                 "donor_object_index": sw.donor[1] if sw.donor else None,
                 "after_class": sw.after_class, "after_attributes": list(sw.after_attributes),
-                "before": describe(cls, attrs), "after": describe(sw.after_class, sw.after_attributes),
+                "before": describe(cls, attrs),
+                "after": describe(sw.after_class, sw.after_attributes),
             })  # fmt: skip
     return rows
 

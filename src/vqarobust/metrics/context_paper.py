@@ -123,18 +123,27 @@ def finding_sentence(row: Mapping[str, Any]) -> str:
         interval = " (no interval: the run has no bootstrap resamples)"
         settled = ""
     else:
-        interval = f" (difference {row['difference']:+.3f}, interval [{row['low']:+.3f}, {row['high']:+.3f}])"
-        settled = "" if row["distinguishable"] else "; the interval includes zero, so the run cannot tell them apart"
+        interval = (f" (difference {row['difference']:+.3f}, interval "
+                    f"[{row['low']:+.3f}, {row['high']:+.3f}])")  # fmt: skip
+        settled = (
+            ""
+            if row["distinguishable"]
+            else "; the interval includes zero, so the run cannot tell them apart"
+        )
     relies = ("relies less on context than" if a < b else "relies more on context than"
               if a > b else "relies on context as much as")  # fmt: skip
     if row["finding"] == "perfect_sight_vs_detector":
-        head = (f"With {row['group']} training, perfect sight ({row['model_a']}) {relies} "
-                f"detector features ({row['model_b']}): reliance {a:.3f} vs {b:.3f}")
+        head = (
+            f"With {row['group']} training, perfect sight ({row['model_a']}) {relies} "
+            f"detector features ({row['model_b']}): reliance {a:.3f} vs {b:.3f}"
+        )
     else:
         change = "lowers" if a < b else "raises" if a > b else "does not change"
-        head = (f"SwapMix training {change} the context reliance of the models reading "
-                f"{row['group']}: "
-                f"{row['model_a']} {a:.3f} vs {row['model_b']} {b:.3f}")
+        head = (
+            f"SwapMix training {change} the context reliance of the models reading "
+            f"{row['group']}: "
+            f"{row['model_a']} {a:.3f} vs {row['model_b']} {b:.3f}"
+        )
     return head + interval + settled + "."
 
 
@@ -144,6 +153,7 @@ def paper_table1(
     """The paper's Table 1 layout: per model, what it reads and its training, clean
     accuracy, context reliance and effective accuracy over all swaps (with ``low`` and
     ``high`` interval columns where the tables carry them)."""
+
     def part(frame: pl.DataFrame, value: str, name: str) -> pl.DataFrame:
         cols = [pl.col(value).alias(name)]
         if "low" in frame.columns:
@@ -164,14 +174,19 @@ def paper_table2(inputs: pl.DataFrame, reliance_k: pl.DataFrame) -> pl.DataFrame
     """The paper's Table 2 layout: per model, class and attribute reliance at each k."""
     kinds = {"swap_class": "class", "swap_attribute": "attribute"}
     rows = reliance_k.filter(pl.col("perturbation").is_in(list(kinds))).with_columns(
-        (pl.col("perturbation").replace_strict(kinds) + pl.lit(" k=") + pl.col("k").cast(pl.String))
-        .alias("column")
+        (
+            pl.col("perturbation").replace_strict(kinds)
+            + pl.lit(" k=")
+            + pl.col("k").cast(pl.String)
+        ).alias("column")
     )
     if rows.is_empty():
         return inputs.select("model", "kind", "training").clear()
     order = [f"{kinds[p]} k={k}" for k in sorted(set(rows["k"])) for p in kinds]
     wide = rows.pivot(on="column", index="model", values="reliance")
     wide = wide.select("model", *[c for c in order if c in wide.columns])
-    return inputs.select("model", "kind", "training").join(wide, on="model").sort(
-        "kind", "training", "model"
+    return (
+        inputs.select("model", "kind", "training")
+        .join(wide, on="model")
+        .sort("kind", "training", "model")
     )

@@ -169,9 +169,10 @@ def train_feature_model(
         vf = feats[q_image[idx]]
         if augment is not None:
             vf = augment.apply(step, [qids[i] for i in idx.tolist()], vf)
+        at = q_image[idx]
         out = model(input_ids=enc["input_ids"][idx], attention_mask=enc["attention_mask"][idx],
                     token_type_ids=enc["token_type_ids"][idx], visual_feats=vf,
-                    visual_pos=pos[q_image[idx]], visual_attention_mask=mask[q_image[idx]])  # fmt: skip
+                    visual_pos=pos[at], visual_attention_mask=mask[at])  # fmt: skip
         logits = out.question_answering_score
         loss = torch.nn.functional.cross_entropy(logits, y[idx])
         optimizer.zero_grad(set_to_none=True)

@@ -826,7 +826,9 @@ def _context_side(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     }
 
 
-def _context_paper_side(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, pl.DataFrame]:
+def _context_paper_side(
+    con: duckdb.DuckDBPyConnection, tables: set[str]
+) -> dict[str, pl.DataFrame]:
     """The paper's Table 1 and Table 2 layouts and the findings (docs/context.md)."""
     from vqarobust.metrics.context_paper import FINDING_SCHEMA, paper_table1, paper_table2
 
@@ -852,7 +854,8 @@ def _context_paper_side(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dic
         "context_table1": paper_table1(inputs, reliance, effective),
         "context_table2": paper_table2(inputs, reliance_k) if reliance_k is not None
         else pl.DataFrame(),
-        "context_findings": findings if findings is not None else pl.DataFrame(schema=FINDING_SCHEMA),
+        "context_findings": findings if findings is not None
+        else pl.DataFrame(schema=FINDING_SCHEMA),
     }  # fmt: skip
 
 
