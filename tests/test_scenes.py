@@ -154,7 +154,8 @@ def test_class_neighbours_by_similarity():
 
 def test_context_metrics_by_hand():
     # Model m: q1 correct, one swap changes it (flip); q2 correct, swaps keep it; q3 wrong;
-    # q4 correct, no context objects (no swaps).
+    # q4 correct, no context objects (no swaps); q5 correct ("two"), a swap answers "2",
+    # which would also get full credit, but it is another answer: a change.
     rows = [
         ("clean", "clean", 0, 1, "red", 1.0), ("context", "swap_class", 1, 1, "blue", 0.0),
         ("context", "swap_attribute", 1, 1, "red", 1.0),
@@ -162,29 +163,33 @@ def test_context_metrics_by_hand():
         ("context", "swap_class", 2, 2, "2", 1.0),
         ("clean", "clean", 0, 3, "no", 0.0), ("context", "swap_attribute", 1, 3, "yes", 1.0),
         ("clean", "clean", 0, 4, "yes", 1.0),
+        ("clean", "clean", 0, 5, "two", 1.0), ("context", "swap_class", 1, 5, "2", 1.0),
     ]  # fmt: skip
     scored = pl.DataFrame(rows, schema=["modality", "perturbation", "severity", "question_id",
                                         "answer", "score"], orient="row").with_columns(
         pl.lit("m").alias("model"))  # fmt: skip
     t = context_tables(scored)
     rel = {p: (c, n, r) for _, p, c, n, r in t["context_reliance"].iter_rows()}
-    # all: correct with swaps = q1, q2 -> q1 changed: 1/2. class: q1, q2 -> 1/2.
-    # attribute: correct with attribute swaps = q1 -> unchanged: 0/1.
-    assert rel == {"all": (2, 1, 0.5), "swap_class": (2, 1, 0.5), "swap_attribute": (1, 0, 0.0)}
+    # As the paper's benchmark script counts: every correct question (q1, q2, q4, q5) is in
+    # the denominator, q4 without swaps too. all and class: q1 and q5 change: 2/4.
+    # attribute: nobody changes: 0/4.
+    assert rel == {"all": (4, 2, 0.5), "swap_class": (4, 2, 0.5), "swap_attribute": (4, 0, 0.0)}
     eff = {r["perturbation"]: r for r in t["effective_accuracy"].iter_rows(named=True)}
-    # all: q2 and q4 effective (q1 flips, q3 wrong): 2/4; clean accuracy 3/4.
-    assert (eff["all"]["n_effective"], eff["all"]["effective_accuracy"]) == (2, 0.5)
-    assert eff["all"]["accuracy"] == 0.75 and eff["all"]["n_swapped"] == 3
-    # attribute: q1 keeps its answer under its attribute swap; q2, q4 have none: 3/4.
-    assert eff["swap_attribute"]["effective_accuracy"] == 0.75
-    assert eff["swap_class"]["effective_accuracy"] == 0.5
+    # all: q2 and q4 effective (q1, q5 change, q3 wrong): 2/5 = correct 4 - changed 2.
+    assert (eff["all"]["n_effective"], eff["all"]["effective_accuracy"]) == (2, 0.4)
+    assert eff["all"]["accuracy"] == 0.8 and eff["all"]["n_swapped"] == 4
+    # attribute: q1 keeps its answer under its attribute swap; q2, q4, q5 have none: 4/5.
+    assert eff["swap_attribute"]["effective_accuracy"] == 0.8
+    assert eff["swap_class"]["effective_accuracy"] == 0.4
     empty = context_tables(scored.filter(pl.col("modality") == "clean"))
     assert empty["context_reliance"].is_empty() and empty["effective_accuracy"].is_empty()
     # Per group: {q1, q3} -> accuracy 1/2, reliance 1/1 (q1 flips); {q2, q4} -> accuracy
-    # 1, reliance 0/1 (q4 has no swaps); q5 is in no question table, so it counts nowhere.
-    groups = pl.DataFrame({"question_id": [1, 3, 2, 4, 5], "group": ["a", "a", "b", "b", "c"]})
+    # 1, reliance 0/2; {q5} -> 1, 1/1; q6 is in no question table, so it counts nowhere.
+    groups = pl.DataFrame({"question_id": [1, 3, 2, 4, 5, 6],
+                           "group": ["a", "a", "b", "b", "c", "d"]})  # fmt: skip
     by_group = context_by_group(scored, groups)
-    assert by_group.rows() == [("m", "a", 2, 0.5, 1.0), ("m", "b", 2, 1.0, 0.0)]
+    assert by_group.rows() == [("m", "a", 2, 0.5, 1.0), ("m", "b", 2, 1.0, 0.0),
+                               ("m", "c", 1, 1.0, 1.0)]  # fmt: skip
     wrong = scored.filter(pl.col("question_id") == 3)
     assert context_by_group(wrong, groups).rows() == [("m", "a", 1, 0.0, None)]
     assert context_by_group(scored.head(0), groups).is_empty()

@@ -5,12 +5,17 @@ swap of its context objects (modality ``context``, perturbation ``swap_class`` o
 ``swap_attribute``, severity = the swap's index).
 
 * **Context reliance** of a model: among the questions it answers correctly on the clean
-  image (full VQA credit) and that have at least one swap, the share whose answer changes
-  under any swap. Per perturbation, and ``all`` for any swap of either kind.
+  image (full VQA credit), the share whose answer changes under any swap. Per
+  perturbation, and ``all`` for any swap of either kind.
 * **Effective accuracy**: the share of all questions answered correctly on the clean
-  image and under every swap (a question without context objects counts when its clean
-  answer is correct). Per perturbation and ``all``; ``accuracy`` is the clean accuracy on
-  the same questions, for comparison.
+  image whose answer no swap changes. Per perturbation and ``all``; ``accuracy`` is the
+  clean accuracy on the same questions, for comparison.
+
+As the SwapMix paper's benchmark script counts them: a question without context objects
+(no swaps) cannot change, and it is in both denominators (correctly answered: in
+reliance's, never changed; in effective accuracy's, effective when correct). "Changes"
+means another answer than the clean one, even where that answer would also get full
+credit (VQAv2's several accepted answers), so effective = correct - changed.
 """
 
 from __future__ import annotations
@@ -37,16 +42,15 @@ def _per_question(scored: pl.DataFrame) -> pl.DataFrame:
     both = pl.concat([swaps, swaps.with_columns(pl.lit("all").alias("perturbation"))])
     return both.group_by("model", "perturbation", "question_id").agg(
         (pl.col("answer") != pl.col("clean_answer")).any().alias("changed"),
-        (pl.col("score") >= CORRECT).all().alias("swaps_correct"),
         pl.len().alias("n_swaps"),
     )
 
 
 def context_flags(scored: pl.DataFrame) -> pl.DataFrame:
     """Per (model, perturbation incl. ``all``, clean question): ``correct`` on the clean
-    image, ``score``, ``n_swaps`` (null without swaps), ``changed`` under any swap,
-    ``counts_for_reliance`` (correct and swapped) and ``effective`` (correct clean and under
-    every swap). Both context tables, and their bootstrap intervals, are sums of these."""
+    image, ``score``, ``n_swaps`` (null without swaps), ``changed`` under any swap (false
+    without swaps), ``counts_for_reliance`` (correct) and ``effective`` (correct and not
+    changed). Both context tables, and their bootstrap intervals, are sums of these."""
     per_q = _per_question(scored)
     clean = scored.filter(pl.col("modality") == "clean").select(
         "model", "question_id", (pl.col("score") >= CORRECT).alias("correct"), "score"
@@ -55,9 +59,10 @@ def context_flags(scored: pl.DataFrame) -> pl.DataFrame:
     grid = clean.join(perturbations, how="cross").join(
         per_q, on=["model", "perturbation", "question_id"], how="left"
     )
+    grid = grid.with_columns(pl.col("changed").fill_null(False))
     return grid.with_columns(
-        (pl.col("correct") & pl.col("n_swaps").is_not_null()).alias("counts_for_reliance"),
-        (pl.col("correct") & pl.col("swaps_correct").fill_null(True)).alias("effective"),
+        pl.col("correct").alias("counts_for_reliance"),
+        (pl.col("correct") & ~pl.col("changed")).alias("effective"),
     )
 
 

@@ -93,6 +93,7 @@ def build_lxmert(
     l_layers: int = 2,
     x_layers: int = 2,
     r_layers: int = 1,
+    dropout: float = 0.1,
     **_: Any,
 ) -> Any:
     """A randomly initialised tiny ``LxmertForQuestionAnswering`` over region features of
@@ -111,5 +112,7 @@ def build_lxmert(
         visual_pos_dim=4,
         num_qa_labels=len(labels),
         max_position_embeddings=40,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
     )
     return LxmertForQuestionAnswering(config)
