@@ -472,7 +472,8 @@ def to_markdown(s: Summary, command: str) -> str:
             "",
             "Context (SwapMix): reliance = share of correctly answered questions whose "
             "answer changes when an object they do not depend on is swapped (lower = less "
-            "reliant); effective accuracy = correct on the clean image and under every swap.",
+            "reliant); effective accuracy = correct on the clean image and unchanged by every "
+            "swap.",
             *context_sentences(s),
         ]
     return "\n".join(lines) + "\n"

@@ -31,8 +31,8 @@ EFFECTIVE_SCHEMA = {"model": pl.String, "perturbation": pl.String, "n_questions"
 
 
 def _per_question(scored: pl.DataFrame) -> pl.DataFrame:
-    """Per (model, perturbation incl. ``all``, question): any answer changed, every swap
-    answered correctly, number of swaps."""
+    """Per (model, perturbation incl. ``all``, question): any answer changed, number of
+    swaps."""
     clean = scored.filter(pl.col("modality") == "clean").select(
         "model", "question_id", pl.col("answer").alias("clean_answer")
     )

@@ -588,7 +588,7 @@ def context_reliance(reliance: pl.DataFrame, effective: pl.DataFrame) -> Figure:
         for x, v in zip(xs + (k - 0.5) * 0.4, vals, strict=True):
             if np.isfinite(v):
                 right.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6.5)
-    right.set_title("Accuracy under every swap", fontsize=9)
+    right.set_title("Accuracy unchanged by every swap", fontsize=9)
     right.legend(fontsize=7)
     for ax in (left, right):
         ax.set_xticks(range(len(models)), models, fontsize=8, rotation=20, ha="right")
