@@ -53,6 +53,10 @@ class Summary:
     # corruption, question_type, accuracy: the weakest type per image corruption (mean over
     # the models, severities 1..), types with MIN_TYPE_QUESTIONS questions or more
     weakest_types: pl.DataFrame | None = None
+    # The SwapMix paper's Table 2 layout (reliance per swap kind at each k) and its
+    # findings (perfect sight vs detector, SwapMix vs plain); None in older databases.
+    context_k: pl.DataFrame | None = None
+    context_findings: pl.DataFrame | None = None
 
 
 def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -130,11 +134,12 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
         ).pl()
         unscaled = _unscaled(con) if models.height == 1 else None
         weakest = _weakest_types(con)
+        context_k, findings = _context_paper(con)
     unc = json.loads(info.get("uncertainty", "{}"))
     return Summary(models, corruptions, n_images, n_questions, info["metric"], questions, (t, m),
                    context, comparisons, float(unc.get("level", 0.95)),
                    str(unc.get("cluster", "image")), int(unc.get("resamples", 0)), reliance,
-                   skipped, context_pairs, unscaled, weakest)  # fmt: skip
+                   skipped, context_pairs, unscaled, weakest, context_k, findings)  # fmt: skip
 
 
 def _weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
@@ -176,6 +181,20 @@ def _unscaled(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     wide = _wide(long).rename({"model": "corruption"})
     order = [c for name in METRIC_NAMES for c in (name, f"{name}_low", f"{name}_high")]
     return wide.select("corruption", *order)
+
+
+def _context_paper(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, ...]:
+    """The Table 2 layout and the findings of the SwapMix paper (docs/context.md)."""
+    from vqarobust.metrics.context_paper import paper_table2
+
+    tables = table_names(con)
+    if "context_reliance_k" not in tables or "model_inputs" not in tables:
+        return None, None
+    table2 = paper_table2(con.sql("SELECT * FROM model_inputs").pl(),
+                          con.sql("SELECT * FROM context_reliance_k").pl())  # fmt: skip
+    findings = (con.sql("SELECT * FROM context_findings ORDER BY ALL").pl()
+                if "context_findings" in tables else None)  # fmt: skip
+    return (table2 if table2.height else None), findings
 
 
 def _context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
@@ -476,6 +495,14 @@ def to_markdown(s: Summary, command: str) -> str:
             "swap.",
             *context_sentences(s),
         ]
+        if s.context_k is not None:
+            from vqarobust.metrics.context_paper import finding_sentence
+
+            lines += ["", "Class and attribute reliance at each k (the SwapMix paper's Table 2; "
+                      "kind: what the model reads):", "", *markdown_table(s.context_k)]  # fmt: skip
+            findings = s.context_findings
+            lines += ["", *(finding_sentence(r) for r in findings.iter_rows(named=True))] if (
+                findings is not None and findings.height) else []  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

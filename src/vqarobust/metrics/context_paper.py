@@ -133,8 +133,9 @@ def finding_sentence(row: Mapping[str, Any]) -> str:
     relies = ("relies less on context than" if a < b else "relies more on context than"
               if a > b else "relies on context as much as")  # fmt: skip
     if row["finding"] == "perfect_sight_vs_detector":
+        training = {"swapmix": "SwapMix"}.get(row["group"], row["group"])
         head = (
-            f"With {row['group']} training, perfect sight ({row['model_a']}) {relies} "
+            f"With {training} training, perfect sight ({row['model_a']}) {relies} "
             f"detector features ({row['model_b']}): reliance {a:.3f} vs {b:.3f}"
         )
     else:
