@@ -283,32 +283,82 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     config = yaml.safe_load((REPO / "config" / "scenes.yaml").read_text())
     config["dataset"].update(n_images=8, train_n_images=150)
     config.update(corruptions=["gaussian_noise"], severities=[2])
-    config["context"]["k"] = 1
+    config["context"].update(k=2, reliance_k=[1, 2])
     small = {"epochs": 3, "channels": [8, 16], "hidden_dim": 32}
     config["models"] = {name: {**config["models"][name],
                                "train": {**config["models"][name]["train"], **small}}
                         for name in ("cnn-film", "cnn-film-swapmix")}  # fmt: skip
+    # Beside the pixel models, the feature path (docs/context.md, "Feature models"): tiny
+    # LXMERTs on detector-like features (SwapMix-trained) and on perfect sight.
+    config["features"] = {"det": {"kind": "detector", "dim": 8, "epochs": 1},
+                          "sight": {"kind": "perfect_sight"}}  # fmt: skip
+    lxmert = {"architecture": "lxmert", "epochs": 1, "hidden_size": 16, "num_attention_heads": 2,
+              "l_layers": 1, "x_layers": 1, "r_layers": 1}  # fmt: skip
+    config["models"]["lx-det-swapmix"] = {"family": "lxmert", "features": "det",
+                                          "train": {**lxmert, "swapmix": {"k": 2}}}  # fmt: skip
+    config["models"]["lx-sight"] = {"family": "lxmert", "features": "sight", "train": lxmert}
     run_workflow(tmp_path, config)
     db = tmp_path / "results" / "scenes" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
+        models = ("cnn-film", "cnn-film-swapmix", "lx-det-swapmix", "lx-sight")
         reliance = con.sql(
             "SELECT model, perturbation FROM context_reliance ORDER BY ALL"
         ).fetchall()
-        assert reliance == [(m, p) for m in ("cnn-film", "cnn-film-swapmix")
+        assert reliance == [(m, p) for m in models
                             for p in ("all", "swap_attribute", "swap_class")]  # fmt: skip
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         n_swaps = con.execute("SELECT count(*) FROM context_swaps").fetchone()[0]
-        n_context = con.execute(
-            "SELECT count(*) FROM predictions WHERE modality = 'context'"
-        ).fetchone()[0]
-        assert n_swaps > n_q and n_context == 2 * n_swaps  # every swap asked of both models
+
+        def asked(model_filter: str) -> int:
+            return con.execute("SELECT count(*) FROM predictions WHERE modality = 'context' "
+                               f"AND {model_filter}").fetchone()[0]  # fmt: skip
+
+        # Every pixel swap asked of both pixel models, every feature swap of its model.
+        assert n_swaps > n_q and asked("model LIKE 'cnn-film%'") == 2 * n_swaps
+        for model, source in (("lx-det-swapmix", "det"), ("lx-sight", "sight")):
+            n = con.execute("SELECT count(*) FROM feature_swaps WHERE source = ?",
+                            [source]).fetchone()[0]  # fmt: skip
+            assert n > n_q and asked(f"model = '{model}'") == n
         effective = con.execute(
             "SELECT count(*) FROM effective_accuracy WHERE effective_accuracy <= accuracy"
         ).fetchone()[0]
-        assert effective == 6
+        assert effective == 12
+        assert con.sql(
+            "SELECT model, kind, training FROM model_inputs ORDER BY ALL"
+        ).fetchall() == [
+            ("cnn-film", "pixels", "plain"),
+            ("cnn-film-swapmix", "pixels", "swapmix"),
+            ("lx-det-swapmix", "detector", "swapmix"),
+            ("lx-sight", "perfect_sight", "plain"),
+        ]
+        # Reliance at k: k = 2 is the run's reliance; k = 1 never counts more changes.
+        at_k = con.sql("SELECT * FROM context_reliance_k").pl()
+        assert sorted(set(at_k["k"])) == [1, 2] and set(at_k["model"]) == set(models)
+        whole = con.sql("SELECT model, perturbation, n_changed FROM context_reliance").pl()
+        two = at_k.filter(pl.col("k") == 2).select("model", "perturbation", "n_changed")
+        assert two.sort(["model", "perturbation"]).equals(whole.sort(["model", "perturbation"]))
+        one = at_k.filter(pl.col("k") == 1).join(two, on=["model", "perturbation"], suffix="_2")
+        assert (one["n_changed"] <= one["n_changed_2"]).all()
+        findings = con.sql("SELECT * FROM context_findings").pl()
+        rel = dict(con.execute("SELECT model, reliance FROM context_reliance "
+                               "WHERE perturbation = 'all'").fetchall())  # fmt: skip
         # Context rows stay out of the robustness metrics over severities.
         assert con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchone()[0] == 0
+    # The sentences under the paper's tables, recomputed from the reliance table: the
+    # only SwapMix pair is the pixel CNNs; perfect sight vs detector needs equal training
+    # (none here: lx-sight is plain, lx-det-swapmix SwapMix-trained).
+    assert findings.select("finding", "model_a", "model_b").rows() == [
+        ("swapmix_vs_plain", "cnn-film-swapmix", "cnn-film")
+    ]
+    a, b = rel["cnn-film-swapmix"], rel["cnn-film"]
+    change = "lowers" if a < b else "raises" if a > b else "does not change"
+    sentence = (f"SwapMix training {change} the context reliance of the models reading pixels: "
+                f"cnn-film-swapmix {a:.3f} vs cnn-film {b:.3f}")  # fmt: skip
     log = (tmp_path / "logs" / "scenes" / "train_model" / "cnn-film-swapmix.log").read_text()
     assert re.search(r"SwapMix re-rendered [1-9]\d* training images", log)
     html = (tmp_path / "results" / "scenes" / "report" / "index.html").read_text()
     assert "Visual context (SwapMix)" in html and "context_reliance.svg" in html
+    assert "Table 1" in html and "Table 2" in html and sentence in html
+    tables = tmp_path / "results" / "scenes" / "report" / "tables"
+    table2 = pl.read_csv(tables / "context_table2.csv")
+    assert table2.columns[3:] == ["class k=1", "attribute k=1", "class k=2", "attribute k=2"]

@@ -143,7 +143,7 @@ def flipped_swaps(
         scored.filter(pl.col("modality") == "context")
         .join(clean, on=["model", "question_id"])
         .filter(pl.col("answer") != pl.col("clean_answer"))
-        .join(swaps, on=["question_id", "perturbation", "severity"])
+        .join(swaps.drop("rank", strict=False), on=["question_id", "perturbation", "severity"])
         .rename({"answer": "swapped_answer"})
     )
     if flips.is_empty():
