@@ -272,3 +272,25 @@ def test_config_checks_feature_models_and_sources(tmp_path):
         validate_config(config(dataset={"name": "e", "adapter": "easy-vqa"},
                                context={"perturbations": []},
                                models={"m": {**lx, "features": "det"}}))  # fmt: skip
+
+
+def test_the_feature_study_config_plans_the_papers_runs(tmp_path):
+    """config/scenes-features.yaml as shipped: its DAG (a dry run) trains one detector,
+    makes the feature tables, swaps features once per source and trains four LXMERTs."""
+    import re
+
+    from tests.conftest import REPO
+    from tests.study_run import run_study
+
+    out = run_study(
+        REPO / "config" / "scenes-features.yaml", tmp_path, {}, "-n", "--quiet", "rules"
+    )
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M))
+    # Detector features of train/eval and of 5 severities + the blank control; perfect
+    # sight of train/eval only (it reads no pixels); no pixel swaps (no pixel model); 4
+    # models x (clean, gaussian_noise, blank, swap_class, swap_attribute).
+    assert {k: int(v) for k, v in counts.items() if k in (
+        "train_detector", "extract_features", "extract_image_features", "swap_features",
+        "train_model", "swap_context", "run_model")} == {
+        "train_detector": 1, "extract_features": 4, "extract_image_features": 6,
+        "swap_features": 2, "train_model": 4, "run_model": 20}  # fmt: skip
