@@ -149,7 +149,8 @@ def _context_paper_tables(
              for r in inputs.iter_rows(named=True) if r["inputs"] in swap_tables]  # fmt: skip
     if ranks:
         ranked = pl.concat(ranks).with_columns(pl.col("severity").cast(pl.Int8))
-        ks = list(config["context"].get("reliance_k") or [config["context"]["k"]])
+        settings = config.get("context", {})
+        ks = list(settings.get("reliance_k") or [settings.get("k", 3)])
         tables["context_reliance_k"] = reliance_at_k(scored, ranked, ks)
     return tables
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from vqarobust import store
-from vqarobust.context.feature_swaps import FeatureSwap, FeatureSwapPlanner
+from vqarobust.context.feature_swaps import THRESHOLD, FeatureSwap, FeatureSwapPlanner
 from vqarobust.features.table import FeatureTable
 from vqarobust.features.word_vectors import word_vectors
 from vqarobust.metrics.vqa_accuracy import most_common_answer
@@ -107,13 +107,15 @@ def train_feature_model(
     split: str = "train",
     swap_mode: str = "donor",
     word_vectors_path: str | None = None,
+    threshold: float = THRESHOLD,
     **arch_kwargs: Any,
 ) -> dict[str, float]:
     """Train ``architecture`` on the questions of a split and its feature table; save
     model, tokenizer and answer vocabulary (``answers.json``) to ``out_dir``.
 
     ``swapmix`` (``p_object``, ``p_class``, ``k``; scenes) trains with feature-level SwapMix
-    (``swap_mode``: donor rows, or perfect sight's label re-encoding). Returns training
+    (``swap_mode``: donor rows, or perfect sight's label re-encoding; ``threshold``: the
+    class similarity threshold of the swaps, ``context.threshold``). Returns training
     statistics (steps, seconds, training accuracy over the last 10% of steps, swapped
     rows)."""
     name = name or architecture
@@ -147,7 +149,7 @@ def train_feature_model(
         settings = {"p_object": 0.5, "p_class": 0.5, "k": 3, **swapmix}
         classes = sorted({c for c in bank.classes if c is not None})
         planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path),
-                                     settings["k"], seed, swap_mode)  # fmt: skip
+                                     settings["k"], seed, swap_mode, threshold)  # fmt: skip
         augment = FeatureSwapMix(planner, scenes_contexts(questions, scene_seed, split), seed,
                                  settings["p_object"], settings["p_class"])  # fmt: skip
     qids = questions.column("question_id").to_pylist()
