@@ -72,3 +72,31 @@ def test_detections_match_scene_graph_objects_at_iou_one_half():
     np.testing.assert_allclose(iou(detections[:2], objects), [[1.0, 0.0], [0.5, 0.0]])
     assert match_detections(detections, objects, ["o1", "o2"]) == ["o1", "o1", None, "o2", None]
     assert match_detections(detections, np.zeros((0, 4)), []) == [None] * 5
+
+
+def test_relevant_objects_come_from_the_program_and_the_annotations():
+    from vqarobust.datasets.gqa_graphs import graph_objects, relevant_objects
+
+    entry = {
+        "question": "Is the cup to the left of the plate on the table?",
+        "semantic": [
+            {"operation": "select", "dependencies": [], "argument": "table (722318)"},
+            {"operation": "relate", "dependencies": [0], "argument": "plate,on,s (722310,722311)"},
+            {"operation": "select", "dependencies": [], "argument": "cup (-)"},
+            {"operation": "verify", "dependencies": [1, 2], "argument": "left"},
+        ],
+        "annotations": {"question": {"3": "722300", "6:8": "722310"}, "answer": {},
+                        "fullAnswer": {"1": "722300,722301"}},
+    }  # fmt: skip
+    assert relevant_objects(entry) == {"722318", "722310", "722311", "722300", "722301"}
+    assert relevant_objects({"semantic": [], "annotations": {}}) == set()
+    graph = {"width": 100, "height": 80, "objects": {
+        "722318": {"name": "table", "x": 0, "y": 40, "w": 100, "h": 40, "attributes": ["wooden"],
+                   "relations": []},
+        "722300": {"name": "cup", "x": 10, "y": 30, "w": 8, "h": 10,
+                   "attributes": []}}}  # fmt: skip
+    objects = graph_objects(graph)
+    assert [(o.id, o.name, o.attributes, o.box) for o in objects] == [
+        ("722300", "cup", (), (10.0, 30.0, 18.0, 40.0)),
+        ("722318", "table", ("wooden",), (0.0, 40.0, 100.0, 80.0)),
+    ]

@@ -1,0 +1,54 @@
+"""GQA's scene graphs and the objects a question's reasoning selects.
+
+A balanced-questions entry names the objects it is about in two places: its ``semantic``
+program (each step's ``argument``, e.g. ``"table (722318)"`` or ``"shirt (2345,2346)"``;
+``"(-)"`` for none) and its ``annotations`` (``question``, ``answer``, ``fullAnswer``:
+token spans -> object ids, several ids comma-separated). Those objects are *relevant*;
+the SwapMix paper swaps the others (the context). A scene graph (``sceneGraphs`` JSON)
+gives each object's ``name``, ``attributes`` and box (``x``, ``y``, ``w``, ``h``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_IDS = re.compile(r"\(([^()]*)\)")
+
+
+def _ids(text: str) -> set[str]:
+    return {t.strip() for t in text.split(",") if t.strip() and t.strip() != "-"}
+
+
+def relevant_objects(entry: Mapping[str, Any]) -> set[str]:
+    """The object ids a GQA question's reasoning steps and annotations select."""
+    out: set[str] = set()
+    for step in entry.get("semantic") or ():
+        for group in _IDS.findall(str(step.get("argument", ""))):
+            out |= _ids(group)
+    for spans in (entry.get("annotations") or {}).values():
+        for value in (spans or {}).values():
+            out |= _ids(str(value))
+    return out
+
+
+@dataclass(frozen=True)
+class GraphObject:
+    """One scene-graph object: id, class name, attributes, box (x0, y0, x1, y1) pixels."""
+
+    id: str
+    name: str
+    attributes: tuple[str, ...]
+    box: tuple[float, float, float, float]
+
+
+def graph_objects(graph: Mapping[str, Any]) -> list[GraphObject]:
+    """The objects of one image's scene graph, by id."""
+    out = []
+    for oid, o in sorted((graph.get("objects") or {}).items()):
+        x, y, w, h = (float(o[k]) for k in ("x", "y", "w", "h"))
+        out.append(GraphObject(str(oid), str(o["name"]), tuple(o.get("attributes") or ()),
+                               (x, y, x + w, y + h)))  # fmt: skip
+    return out
