@@ -142,6 +142,8 @@ def train_feature_model(
     model = ARCHITECTURES.create(architecture, vocab_size=tokenizer.vocab_size, labels=labels,
                                  visual_feat_dim=bank.dim, **arch_kwargs)  # fmt: skip
     model.train()
+    # The clock includes planning SwapMix's swaps: part of what SwapMix training costs.
+    t0 = time.perf_counter()
     augment = None
     if swapmix:
         from vqarobust.materialize.feature_context import scenes_contexts
@@ -162,7 +164,6 @@ def train_feature_model(
     correct = seen = 0
     every = max(1, steps // 20)
     n_epochs = max(1, math.ceil(epochs))
-    t0 = time.perf_counter()
     for step in range(steps):
         if position + batch_size > len(order):
             order, position = torch.randperm(len(y), generator=gen), 0
