@@ -224,6 +224,9 @@ def run_inference(
     partial = _partial_dir(out_path, fingerprint)
     model: VQAModel | None = None
     chunk_files = []
+    # One reader per folder (a context job's severities share one feature table and one
+    # swap table: read them once).
+    readers: dict[tuple, Any] = {}
     for subset in subsets:
         asked_questions = subset_questions(questions, subset)
         starts = range(0, asked_questions.num_rows, chunk_size)
@@ -238,7 +241,10 @@ def run_inference(
                      subset.perturbation, subset.severity, done, len(files))  # fmt: skip
         if not todo:
             continue
-        shards = open_inputs(subset)
+        key = (subset.inputs, subset.images_dir, subset.swaps_path)
+        if key not in readers:
+            readers[key] = open_inputs(subset)
+        shards = readers[key]
         asked = set(asked_questions.column("image_id").to_pylist())
         missing = sorted(i for i in asked if i not in shards)
         if missing:
