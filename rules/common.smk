@@ -164,8 +164,11 @@ def get_train_params(wildcards):
         train.update(scene_seed=dataset.get("scene_seed", 0), split=dataset["train_split"])
         source = FEATURE_MODELS.get(wildcards.model)
         if source is not None:
-            train.update(swap_mode=swap_mode(source), word_vectors=word_vectors_identity(),
-                         threshold=config["context"]["threshold"])
+            train.update(
+                swap_mode=swap_mode(source),
+                word_vectors=word_vectors_identity(),
+                threshold=config["context"]["threshold"],
+            )
     return canonical(train)
 
 

@@ -98,12 +98,13 @@ def test_registries_list_their_names():
         "blip",
         "image-text-to-text",
         "llava",
+        "lxmert",
         "openai-chat",
         "pnp-vqa",
         "vle",
         "vqa-classifier",
     ]
-    assert ARCHITECTURES.list() == ["cnn-bow", "vilt"]
+    assert ARCHITECTURES.list() == ["cnn-bow", "lxmert", "vilt"]
     with pytest.raises(KeyError, match="unknown model family 'lavis'"):
         load_model({"family": "lavis", "path_or_id": "x"})
 

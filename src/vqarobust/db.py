@@ -145,10 +145,13 @@ def _context_paper_tables(
     if feature:
         tables["feature_swaps"] = pl.concat(feature)
     keys = ["question_id", "perturbation", "severity", "rank"]
-    ranks = [swap_tables[r["inputs"]].select(keys).with_columns(pl.lit(r["model"]).alias("model"))
+    # The pixel swap table has int8 severities, the feature swap tables int16.
+    ranks = [swap_tables[r["inputs"]].select(keys).with_columns(pl.lit(r["model"]).alias("model"),
+                                                                pl.col("severity").cast(pl.Int8),
+                                                                pl.col("rank").cast(pl.Int8))
              for r in inputs.iter_rows(named=True) if r["inputs"] in swap_tables]  # fmt: skip
     if ranks:
-        ranked = pl.concat(ranks).with_columns(pl.col("severity").cast(pl.Int8))
+        ranked = pl.concat(ranks)
         settings = config.get("context", {})
         ks = list(settings.get("reliance_k") or [settings.get("k", 3)])
         tables["context_reliance_k"] = reliance_at_k(scored, ranked, ks)
