@@ -309,22 +309,22 @@ def test_the_context_study_runs_end_to_end(tmp_path):
         ).fetchall()
         assert reliance == [(m, p) for m in models
                             for p in ("all", "swap_attribute", "swap_class")]  # fmt: skip
-        n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
-        n_swaps = con.execute("SELECT count(*) FROM context_swaps").fetchone()[0]
+        n_q = con.execute("SELECT count(*) FROM questions").fetchall()[0][0]
+        n_swaps = con.execute("SELECT count(*) FROM context_swaps").fetchall()[0][0]
 
         def asked(model_filter: str) -> int:
             return con.execute("SELECT count(*) FROM predictions WHERE modality = 'context' "
-                               f"AND {model_filter}").fetchone()[0]  # fmt: skip
+                               f"AND {model_filter}").fetchall()[0][0]  # fmt: skip
 
         # Every pixel swap asked of both pixel models, every feature swap of its model.
         assert n_swaps > n_q and asked("model LIKE 'cnn-film%'") == 2 * n_swaps
         for model, source in (("lx-det-swapmix", "det"), ("lx-sight", "sight")):
             n = con.execute("SELECT count(*) FROM feature_swaps WHERE source = ?",
-                            [source]).fetchone()[0]  # fmt: skip
+                            [source]).fetchall()[0][0]  # fmt: skip
             assert n > n_q and asked(f"model = '{model}'") == n
         effective = con.execute(
             "SELECT count(*) FROM effective_accuracy WHERE effective_accuracy <= accuracy"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         assert effective == 12
         assert con.sql(
             "SELECT model, kind, training FROM model_inputs ORDER BY ALL"
@@ -346,7 +346,7 @@ def test_the_context_study_runs_end_to_end(tmp_path):
         rel = dict(con.execute("SELECT model, reliance FROM context_reliance "
                                "WHERE perturbation = 'all'").fetchall())  # fmt: skip
         # Context rows stay out of the robustness metrics over severities.
-        assert con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchall()[0][0] == 0
     # The sentences under the paper's tables, recomputed from the reliance table: the
     # only SwapMix pair is the pixel CNNs; perfect sight vs detector needs equal training
     # (none here: lx-sight is plain, lx-det-swapmix SwapMix-trained).
