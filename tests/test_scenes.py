@@ -346,7 +346,9 @@ def test_the_context_study_runs_end_to_end(tmp_path):
         rel = dict(con.execute("SELECT model, reliance FROM context_reliance "
                                "WHERE perturbation = 'all'").fetchall())  # fmt: skip
         # Context rows stay out of the robustness metrics over severities.
-        assert con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchall()[0][0] == 0
+        assert (
+            con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchall()[0][0] == 0
+        )
     # The sentences under the paper's tables, recomputed from the reliance table: the
     # only SwapMix pair is the pixel CNNs; perfect sight vs detector needs equal training
     # (none here: lx-sight is plain, lx-det-swapmix SwapMix-trained).
