@@ -22,8 +22,7 @@ import torch
 from transformers import AutoTokenizer, LxmertForQuestionAnswering
 
 from vqarobust.features.table import RegionFeatures
-from vqarobust.models.base import VQAModel, torch_dtype
-from vqarobust.models.loading import resolve_weights
+from vqarobust.models.hf import HFVQAModel
 
 ANSWERS_FILE = "answers.json"
 _DEFAULT_LABEL = re.compile(r"LABEL_\d+")
@@ -73,10 +72,11 @@ def answer_vocabulary(config: Any, local: str, answers: str | None) -> list[str]
     return vocab
 
 
-class LxmertVQA(VQAModel):
+class LxmertVQA(HFVQAModel):
     """LXMERT answering over region features; argmax over the answer vocabulary."""
 
     takes_features = True
+    model_class = LxmertForQuestionAnswering
 
     def __init__(
         self,
@@ -91,18 +91,18 @@ class LxmertVQA(VQAModel):
         max_length: int = 20,
         trust_remote_code: bool = False,
     ) -> None:
-        super().__init__(batch_size)
         if trust_remote_code:
             raise ValueError(f"model {name!r}: LXMERT loads weights only (trust_remote_code)")
-        self.name = name
-        local = resolve_weights(name, path_or_id, allow_download, revision)
-        self.device = torch.device(device)
-        self.dtype = torch_dtype(dtype, self.device)
+        self.answers_file, self.max_length = answers, max_length
+        super().__init__(path_or_id, name, batch_size, device, dtype, allow_download,
+                         revision=revision)  # fmt: skip
+
+    def load(self, local: str, trust_remote_code: bool) -> None:
+        """The tokenizer (LXMERT has no processor), the model and its answers."""
         self.tokenizer = AutoTokenizer.from_pretrained(local)
-        self.model = LxmertForQuestionAnswering.from_pretrained(local, dtype=self.dtype)
+        self.model = self.model_class.from_pretrained(local, dtype=self.dtype)
         self.model.to(self.device).eval()
-        self.answers = answer_vocabulary(self.model.config, local, answers)
-        self.max_length = max_length
+        self.answers = answer_vocabulary(self.model.config, local, self.answers_file)
 
     def truncated(self, questions: Sequence[str]) -> list[bool]:
         """Questions longer than ``max_length`` tokens (special tokens included)."""
