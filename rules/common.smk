@@ -1,3 +1,4 @@
+import os
 import re
 import sys
 
@@ -221,8 +222,21 @@ def _scene_split(split):
 
 def get_feature_input(wildcards):
     """What a feature table is made from: the split's images and the trained detector,
-    or (perfect sight) the split's questions, whose images' scene graphs are read."""
-    kind = FEATURES[wildcards.feature]["kind"]
+    or (perfect sight) the split's questions, whose images' scene graphs are read; on
+    GQA also the scene graphs file and a released source's files."""
+    source = FEATURES[wildcards.feature]
+    kind = source["kind"]
+    if config["dataset"]["adapter"] == "gqa":
+        inputs = {
+            "questions": f"resources/datasets/{DATASET}/{wildcards.split}/questions.parquet",
+            "scene_graphs": user_path(config["dataset"]["scene_graphs"]),
+            **{k: user_path(source[k]) for k in ("info", "folder") if k in source},
+        }
+        if "path" in source:
+            inputs["tsv"] = user_path(source["path"])
+        return (
+            {**inputs, **get_word_vectors_input(wildcards)} if kind == "perfect_sight" else inputs
+        )
     if kind == "detector":
         return {
             "images": f"resources/datasets/{DATASET}/{wildcards.split}/images",
@@ -235,6 +249,11 @@ def get_feature_input(wildcards):
 
 
 def get_feature_params(wildcards):
+    if config["dataset"]["adapter"] == "gqa":
+        settings = {"kind": FEATURES[wildcards.feature]["kind"], "adapter": "gqa"}
+        if settings["kind"] == "perfect_sight":
+            settings["word_vectors"] = word_vectors_identity()
+        return canonical(settings)
     settings = {"kind": FEATURES[wildcards.feature]["kind"],
                 "scene_seed": config["dataset"].get("scene_seed", 0),
                 "split": _scene_split(getattr(wildcards, "split", "eval"))}  # fmt: skip
@@ -244,21 +263,32 @@ def get_feature_params(wildcards):
 
 
 def get_swap_features_input(wildcards):
-    return {
+    """The eval split's questions and features (and, on GQA, the questions and scene
+    graphs files: the reasoning steps select each question's relevant objects)."""
+    inputs = {
         "questions": f"resources/datasets/{DATASET}/eval/questions.parquet",
         "features": feature_path(wildcards.feature, "eval"),
         **get_word_vectors_input(wildcards),
     }
+    if config["dataset"]["adapter"] == "gqa":
+        inputs["gqa_questions"] = user_path(config["dataset"]["questions"])
+        inputs["scene_graphs"] = user_path(config["dataset"]["scene_graphs"])
+    return inputs
 
 
 def get_swap_features_params(wildcards):
     context = config["context"]
-    return canonical({
+    settings = {
         "perturbations": CONTEXT, "seed": config["seed"], "k": context["k"],
         "threshold": context["threshold"], "mode": swap_mode(wildcards.feature),
         "word_vectors": word_vectors_identity(),
-        "scene_seed": config["dataset"].get("scene_seed", 0), "split": config["dataset"]["split"],
-    })  # fmt: skip
+    }  # fmt: skip
+    if config["dataset"]["adapter"] == "gqa":
+        settings["adapter"] = "gqa"
+    else:
+        settings.update(scene_seed=config["dataset"].get("scene_seed", 0),
+                        split=config["dataset"]["split"])  # fmt: skip
+    return canonical(settings)
 
 
 def get_model_dir(model):
@@ -266,6 +296,17 @@ def get_model_dir(model):
     if "train" in config["models"][model]:
         return f"resources/models/{DATASET}/{model}"
     return None
+
+
+def get_model_input(model):
+    """The checkpoint folder as a job input: the one the workflow trains, or a local
+    folder the entry names (so that weights replaced in place rerun the model's jobs;
+    inside a job the resume fingerprint then compares their content)."""
+    trained = get_model_dir(model)
+    if trained is not None:
+        return {"model": trained}
+    path = config["models"][model].get("path_or_id")
+    return {"model": user_path(path)} if path and os.path.isdir(path) else {}
 
 
 def get_model_spec(wildcards):
@@ -326,9 +367,7 @@ def get_feature_infer_input(wildcards, source):
         inputs["features"] = [
             image_feature_path(source, subset, s) for s in get_subset_severities(wildcards)
         ]
-    trained = get_model_dir(wildcards.model)
-    if trained is not None:
-        inputs["model"] = trained
+    inputs.update(get_model_input(wildcards.model))
     return inputs
 
 
@@ -354,9 +393,7 @@ def get_infer_input(wildcards):
             corruption=wildcards.subset,
             severity=get_subset_severities(wildcards),
         )
-    trained = get_model_dir(wildcards.model)
-    if trained is not None:
-        inputs["model"] = trained
+    inputs.update(get_model_input(wildcards.model))
     return inputs
 
 
@@ -425,9 +462,7 @@ def get_attention_input(wildcards):
             for p, s in get_attention_subsets(wildcards)
         ],
     }
-    trained = get_model_dir(wildcards.model)
-    if trained is not None:
-        inputs["model"] = trained
+    inputs.update(get_model_input(wildcards.model))
     return inputs
 
 
@@ -471,8 +506,15 @@ def get_outside_metrics(wildcards):
     return [] if keep or "grayscale" not in CORRUPTIONS else ["grayscale"]
 
 
+# GQA may be read without its images (feature models only): then no image folder has
+# shards, and the report shows no image samples.
+HAS_IMAGES = config["dataset"]["adapter"] != "gqa" or bool(config["dataset"].get("images"))
+
+
 def get_image_subsets(wildcards):
     """(perturbation, severity) of every image folder, for the report's sample grid."""
+    if not HAS_IMAGES:
+        return []
     pairs = [("clean", 0)]
     pairs += [(c, s) for c in CORRUPTIONS for s in corruption_severities(c)]
     pairs += [(c, max_severity(c)) for c in CONTROLS]

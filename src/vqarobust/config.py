@@ -281,6 +281,12 @@ def validate_config(
                     f"not used by architecture {train['architecture']!r} (it takes "
                     f"{', '.join(sorted(architecture_keys(train['architecture'])))})"
                 )
+    _check_pixels(config)
+    if not config["corruptions"] and not config["text"]["perturbations"]:
+        raise ConfigError(
+            "config error at corruptions: the VRE suite needs image corruptions or text "
+            "perturbations (text.perturbations), and none is configured"
+        )
     return config
 
 
@@ -366,7 +372,7 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
 
 
 def _check_context(config: dict[str, Any]) -> None:
-    """SwapMix needs objects: scene graphs (scenes) or COCO instances (vqav2)."""
+    """SwapMix needs objects: scene graphs (scenes, gqa) or COCO instances (vqav2)."""
     context, adapter = config["context"], config["dataset"]["adapter"]
     if "instances" in context and adapter != "vqav2":
         raise ConfigError(f"config error at context.instances: vqav2 only, not {adapter!r}")
@@ -377,11 +383,12 @@ def _check_context(config: dict[str, Any]) -> None:
             "config error at context.perturbations: on vqav2, SwapMix needs COCO's instance "
             "annotations; set context.instances to instances_val2014.json (docs/context.md)"
         )
-    if adapter not in ("scenes", "vqav2"):
+    if adapter not in ("scenes", "vqav2", "gqa"):
         raise ConfigError(
             "config error at context.perturbations: SwapMix needs the objects of every image "
             f"and what each question depends on; dataset.adapter {adapter!r} has neither "
-            "scene graphs nor COCO instances (use adapter scenes or vqav2, docs/context.md)"
+            "scene graphs nor COCO instances (use adapter scenes, gqa or vqav2, "
+            "docs/context.md)"
         )
 
 
@@ -397,15 +404,24 @@ def _check_features(config: dict[str, Any]) -> None:
     path = context.get("word_vectors")
     if path is not None and not Path(path).is_file():
         raise ConfigError(f"config error at context.word_vectors: no file {path}")
+    adapter = config["dataset"]["adapter"]
     for name, source in config["features"].items():
-        if (
-            source["kind"] in ("detector", "perfect_sight")
-            and config["dataset"]["adapter"] != "scenes"
-        ):
+        kind = source["kind"]
+        if adapter not in FEATURE_ADAPTERS[kind]:
             raise ConfigError(
-                f"config error at features.{name}.kind: {source['kind']} features need the "
-                f"objects of scene graphs (dataset.adapter scenes), not "
-                f"{config['dataset']['adapter']!r}"
+                f"config error at features.{name}.kind: {kind} features need dataset.adapter "
+                f"{' or '.join(FEATURE_ADAPTERS[kind])} ({FEATURE_NEEDS[kind]}), not {adapter!r}"
+            )
+        files = RELEASED_FILES.get(kind, ())
+        for key in files:
+            if not source.get(key):
+                raise ConfigError(f"config error at features.{name}: kind {kind} needs {key}")
+            if not Path(source[key]).exists():
+                raise ConfigError(f"config error at features.{name}.{key}: no file {source[key]}")
+        foreign = sorted(set(source) & {"info", "folder", "path"} - set(files))
+        if foreign:
+            raise ConfigError(
+                f"config error at features.{name}.{foreign[0]}: kind {kind} does not read it"
             )
         if source["kind"] != "detector":
             foreign = sorted(set(source) & {"dim", "epochs", "batch_size", "learning_rate"})
@@ -418,6 +434,50 @@ def _check_features(config: dict[str, Any]) -> None:
             for key, value in (("dim", 64), ("epochs", 3), ("batch_size", 128),
                                ("learning_rate", 0.002)):  # fmt: skip
                 source.setdefault(key, value)
+
+
+# Which datasets can make each feature kind, and what it needs of them.
+FEATURE_ADAPTERS = {"detector": ("scenes",), "perfect_sight": ("scenes", "gqa"),
+                    "gqa_h5": ("gqa",), "obj36": ("gqa",)}  # fmt: skip
+FEATURE_NEEDS = {"detector": "a CNN trained on the scenes' objects",
+                 "perfect_sight": "the objects of scene graphs",
+                 "gqa_h5": "GQA's scene graphs to match the detections to",
+                 "obj36": "GQA's scene graphs to match the detections to"}  # fmt: skip
+# The files a released feature source reads.
+RELEASED_FILES = {"gqa_h5": ("info", "folder"), "obj36": ("path",)}
+
+
+def _check_pixels(config: dict[str, Any]) -> None:
+    """What needs pixels has them: a dataset read without images (GQA) or models on
+    released features (of the clean images only) cannot have image perturbations."""
+    models, dataset = config["models"], config["dataset"]
+    pixel_models = [m for m, e in models.items() if e["family"] not in FEATURE_FAMILIES]
+    perturbed = [k for k in ("corruptions", "controls") if config[k]]
+    if dataset["adapter"] == "gqa" and not dataset.get("images"):
+        if pixel_models:
+            raise ConfigError(
+                f"config error at models.{pixel_models[0]}: family "
+                f"{models[pixel_models[0]]['family']} reads pixels, and dataset.images is not "
+                "given (GQA without images runs feature models only)"
+            )
+        if perturbed:
+            raise ConfigError(
+                f"config error at {perturbed[0]}: image perturbations need dataset.images "
+                f"(set {perturbed[0]}: [] to run GQA without images)"
+            )
+    kinds = {name: source["kind"] for name, source in config["features"].items()}
+    released = [m for m, e in models.items() if kinds.get(e.get("features")) in RELEASED_FILES]
+    if released and perturbed:
+        raise ConfigError(
+            f"config error at {perturbed[0]}: models.{released[0]} reads released features, "
+            f"which are of the clean images only; set {perturbed[0]}: [] (or run the image "
+            "perturbations in a config of their own)"
+        )
+    if config["context"]["perturbations"] and dataset["adapter"] == "gqa" and pixel_models:
+        raise ConfigError(
+            f"config error at models.{pixel_models[0]}: on gqa the context study swaps feature "
+            "rows (feature models only); pixel swaps need scenes or vqav2"
+        )
 
 
 def _check_feature_model(name: str, entry: dict[str, Any], config: dict[str, Any]) -> None:
@@ -474,7 +534,8 @@ def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
     if name not in ADAPTERS:
         raise ConfigError(f"config error at dataset.adapter: {_unknown('adapter', name, ADAPTERS)}")
     tags = ADAPTERS.entry(name).tags
-    needed = [k for k in tags["sources"] if not dataset.get(k)]
+    optional = tags.get("optional", ())
+    needed = [k for k in tags["sources"] if not dataset.get(k) and k not in optional]
     if needed:
         raise ConfigError(f"config error at dataset: adapter {name!r} needs {needed}")
     foreign = [k for k in SOURCE_KEYS if k in explicit and k not in tags["sources"]]

@@ -387,15 +387,27 @@ def markdown_table(df: pl.DataFrame) -> list[str]:
     return lines
 
 
+HEADLINE_COLUMNS = ("model", "clean accuracy", "mean corrupted accuracy", "relative drop", "VRE",
+                    "VRE rank (share of resamples)")  # fmt: skip
+
+
 def _rank(s: Summary, rank: int, share: float | None) -> str:
     if s.models.height < 2:
         return "n/a"
     return f"{rank}" if share is None else f"{rank} ({share:.0%})"
 
 
+# Said wherever the image side would be: a run may have none (GQA read without images,
+# or released features, which are of the clean images only).
+NO_IMAGE_SIDE = ("No image perturbations in this run, so there is no image-side VRE; the "
+                 "question side and the context study are below.")  # fmt: skip
+
+
 def headline_table(s: Summary) -> pl.DataFrame:
     """The per-model headline table, every number with its interval, as text cells."""
     m = s.models
+    if m.is_empty():
+        return pl.DataFrame(schema=dict.fromkeys(HEADLINE_COLUMNS, pl.String))
     rows = {
         "model": m["model"].to_list(),
         "clean accuracy": interval_columns(m.select("clean", "clean_low", "clean_high"))["clean"],
@@ -407,6 +419,7 @@ def headline_table(s: Summary) -> pl.DataFrame:
         "VRE rank (share of resamples)": [_rank(s, r, sh) for r, sh in
                                           m.select("rank", "rank_share").iter_rows()],
     }  # fmt: skip
+    assert list(rows) == list(HEADLINE_COLUMNS)
     if m.height < 2:
         # VRE scales over the models: one model's VRE measures nothing about it.
         del rows["VRE"], rows["VRE rank (share of resamples)"]
@@ -427,6 +440,13 @@ def notes(s: Summary) -> list[str]:
         )
     else:
         iv = "No intervals (uncertainty.resamples: 0)."
+    if s.models.is_empty():
+        out = [f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} "
+               + NO_IMAGE_SIDE]  # fmt: skip
+        if s.skipped is not None and s.skipped.height:
+            items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
+            out.append(f"Skipped in this run: {items}.")
+        return out
     out = [
         f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} Mean "
         "corrupted accuracy = mean over the corruptions of each one's mean over severities "

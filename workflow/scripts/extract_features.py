@@ -12,6 +12,13 @@ extract_features(
     detector=snakemake.input.get("detector"),
     questions=snakemake.input.get("questions"),
     word_vectors_path=snakemake.input.get("word_vectors"),
+    scene_graphs=snakemake.input.get("scene_graphs"),
+    # A released source's files (GQA): gqa_h5's info and folder, obj36's TSV.
+    released={
+        key: snakemake.input.get(name)
+        for key, name in (("info", "info"), ("folder", "folder"), ("path", "tsv"))
+        if snakemake.input.get(name)
+    },
     threads=snakemake.threads,
     **settings,
 )

@@ -27,7 +27,7 @@ build_database(
     context={
         "swaps": snakemake.input.get("context_swaps"),
         "images": snakemake.input.get("context_images"),
-        "clean": snakemake.input.images[0],
+        "clean": snakemake.input.images[0] if snakemake.input.images else None,
         "feature_swaps": dict(
             zip(snakemake.params.feature_sources, snakemake.input.feature_swaps, strict=True)
         ),

@@ -33,7 +33,8 @@ subsets = [
 spec = dict(snakemake.params.spec)
 trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
 if trained:
-    # A checkpoint the workflow trained: where its job wrote it (a module's prefix moves it).
+    # A checkpoint folder: the one the workflow trained (a module's prefix moves it) or the
+    # entry's own local folder (an input, so that weights replaced in place rerun the job).
     spec["path_or_id"] = trained
 run_inference(
     snakemake.wildcards.model,

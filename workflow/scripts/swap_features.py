@@ -13,5 +13,7 @@ swap_features(
     snakemake.output.swaps,
     sets,
     word_vectors_path=snakemake.input.get("word_vectors"),
+    gqa_questions=snakemake.input.get("gqa_questions"),
+    scene_graphs=snakemake.input.get("scene_graphs"),
     **settings,
 )

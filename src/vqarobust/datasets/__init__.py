@@ -11,6 +11,7 @@ from typing import Any
 
 from vqarobust import store
 from vqarobust.datasets.easy_vqa import read_easy_vqa
+from vqarobust.datasets.gqa import open_gqa
 from vqarobust.datasets.hf import open_hf
 from vqarobust.datasets.jsonl import open_jsonl
 from vqarobust.datasets.prepare import Dataset, write_prepared
@@ -20,11 +21,15 @@ from vqarobust.datasets.vqav2 import open_vqav2
 from vqarobust.registry import Registry
 
 # Each adapter opens its source as a Dataset; tags: the config keys it reads as files
-# (job inputs), its default number of images, and whether it has named splits.
+# (job inputs; those in ``optional`` may be left out), its default number of images,
+# and whether it has named splits.
 ADAPTERS: Registry = Registry("dataset adapter")
 ADAPTERS.register("easy-vqa", sources=(), default_n_images=200, splits=True)(read_easy_vqa)
 ADAPTERS.register("vqav2", sources=("questions", "annotations", "images"),
                   default_n_images=3000, splits=False)(open_vqav2)  # fmt: skip
+# GQA: images optional (only pixel models read them; feature models read features).
+ADAPTERS.register("gqa", sources=("questions", "scene_graphs", "images"),
+                  optional=("images",), default_n_images=None, splits=False)(open_gqa)  # fmt: skip
 ADAPTERS.register("jsonl", sources=("path",), default_n_images=None, splits=False)(open_jsonl)
 ADAPTERS.register("scenes", sources=(), default_n_images=500, splits=True,
                   options=("scene_seed",))(read_scenes)  # fmt: skip
@@ -33,7 +38,7 @@ ADAPTERS.register("hf", sources=("path",), default_n_images=None, splits=True,
                   options=("columns", "download"), remote=("path",))(open_hf)  # fmt: skip
 
 # dataset keys that only some adapters read; validation rejects them elsewhere.
-SOURCE_KEYS = ("questions", "annotations", "images", "path")
+SOURCE_KEYS = ("questions", "annotations", "images", "path", "scene_graphs")
 
 __all__ = [
     "ADAPTERS",
@@ -93,7 +98,7 @@ def dataset_job(dataset: dict[str, Any], split: str, seed: int) -> tuple[dict, d
     rerun is triggered by a change of content, never by key order.
     """
     tags = ADAPTERS.entry(dataset["adapter"]).tags
-    inputs = {key: dataset[key] for key in tags["sources"]}
+    inputs = {key: dataset[key] for key in tags["sources"] if dataset.get(key)}
     params: dict[str, Any] = {"seed": seed, "on_bad_image": dataset["on_bad_image"]}
     for key in tags.get("remote", ()):
         # A hub id to download is no file of this machine: a parameter, not an input.

@@ -11,6 +11,8 @@ and a description; :func:`write_prepared` does the rest, the same way for every 
   missing or broken file is found here rather than in the middle of inference;
 * bad images either fail the job (policy ``fail``, naming the first ids and how to skip
   them) or are left out with their questions, counted and named (policy ``skip``);
+* a source read without images (GQA for feature models only) writes no shards: its
+  images are kept unchecked, as nothing reads their pixels;
 * outputs: the questions table, the image shards, a manifest of the kept image ids (to
   reproduce the subset elsewhere) and ``dataset.json`` with counts and skipped images.
   Each is written atomically.
@@ -152,6 +154,8 @@ def write_prepared(
     bad: list[dict[str, Any]] = []
 
     def rows() -> Iterator[dict]:
+        if not images.has_files:  # read without images: empty shards, every image kept
+            return
         for image_id in chosen:
             try:
                 data = images.read(image_id)
@@ -181,7 +185,7 @@ def write_prepared(
             log.warning(
                 "%s: %s; skipped with their questions (on_bad_image: skip)", source, message
             )
-        if n_written == 0:
+        if n_written == 0 and images.has_files:
             raise BadImagesError(f"{source}: none of the {len(chosen)} chosen images is usable")
     bad_ids = {b["image_id"] for b in bad}
     kept_ids = [i for i in chosen if i not in bad_ids]
@@ -198,6 +202,7 @@ def write_prepared(
         "manifest": manifest,
         "n_images": len(kept_ids),
         "n_questions": kept.height,
+        "has_images": images.has_files,
         "on_bad_image": on_bad_image,
         "n_skipped_images": len(bad),
         "n_skipped_questions": n_dropped,

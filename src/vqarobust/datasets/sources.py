@@ -20,6 +20,9 @@ _IMAGE_NAME = re.compile(r"(\d+)\.(?:jpe?g|png)$", re.IGNORECASE)
 class ImageSource:
     """Maps image ids to encoded bytes. ``read`` raises ``FileNotFoundError`` for unknown ids."""
 
+    # False for a dataset read without images (:class:`NoImages`).
+    has_files = True
+
     def ids(self) -> set[int]:
         """Every image id the source holds."""
         raise NotImplementedError
@@ -55,6 +58,22 @@ def _index_names(names: Iterable[str], where: str) -> dict[int, str]:
             )
         index[image_id] = name
     return index
+
+
+class NoImages(ImageSource):
+    """A dataset read without its images (only feature models can run on it): the
+    prepared split then holds no image shards."""
+
+    has_files = False
+
+    def ids(self) -> set[int]:
+        return set()
+
+    def read(self, image_id: int) -> bytes:
+        raise FileNotFoundError(f"image {image_id}: the dataset was read without images")
+
+    def describe(self, image_id: int) -> str:
+        return f"image {image_id} (no images given)"
 
 
 class PathImages(ImageSource):

@@ -1,13 +1,61 @@
-"""Make the feature table of one split (or one corrupted image folder) of scenes."""
+"""Make the feature table of one split (or one corrupted image folder).
+
+Scenes: detector-like features of the objects' crops, or perfect sight from the
+generated scene graphs. GQA: released detections (gqa_h5, obj36) matched to the scene
+graphs, or perfect sight from the scene graphs.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from vqarobust import store
 
 log = logging.getLogger(__name__)
+
+
+def _image_ids(questions: str | None, kind: str) -> list[int]:
+    if questions is None:
+        raise ValueError(f"{kind} features need the split's questions")
+    return sorted(store.read_questions(questions).column("image_id").unique().to_pylist())
+
+
+def extract_gqa_features(
+    out_path: str | os.PathLike[str],
+    kind: str,
+    questions: str | None,
+    scene_graphs: str | None,
+    released: Mapping[str, Any] | None = None,
+    word_vectors_path: str | None = None,
+) -> int:
+    """The feature table of the images GQA ``questions`` ask about: released detections
+    (``released``: the source's file keys) matched to ``scene_graphs``, or perfect sight."""
+    from vqarobust.datasets.gqa import read_json
+    from vqarobust.features import gqa
+    from vqarobust.features.table import write_features
+
+    if scene_graphs is None:
+        raise ValueError(f"{kind} features of GQA need its scene graphs")
+    image_ids = _image_ids(questions, kind)
+    graphs = read_json(scene_graphs, "GQA scene graphs")
+    if kind == "perfect_sight":
+        from vqarobust.features.perfect_sight import perfect_sight_table
+        from vqarobust.features.word_vectors import word_vectors
+
+        vocab = word_vectors(gqa.label_names(graphs, image_ids), word_vectors_path)
+        rows = gqa.graph_rows(graphs, image_ids)
+        write_features(perfect_sight_table(rows, vocab), out_path, {"kind": kind}, vocab)
+        log.info("perfect sight (GQA): %d objects of %d images", len(rows), len(image_ids))
+        return len(rows)
+    if kind not in gqa.RELEASED_KINDS:
+        raise ValueError(f"GQA reads feature kinds perfect_sight, {', '.join(gqa.RELEASED_KINDS)}"
+                         f", not {kind!r}")  # fmt: skip
+    table, counts = gqa.released_table(kind, released or {}, graphs, image_ids)
+    write_features(table, out_path, {"kind": kind, **counts})
+    return counts["detections"]
 
 
 def extract_features(
@@ -20,10 +68,17 @@ def extract_features(
     scene_seed: int = 0,
     split: str = "test",
     threads: int = 1,
+    adapter: str = "scenes",
+    scene_graphs: str | None = None,
+    released: Mapping[str, Any] | None = None,
 ) -> int:
-    """Write the feature table: ``detector`` encodes the objects' crops of ``images``;
-    ``perfect_sight`` encodes the scene-graph labels of the images ``questions`` asks
-    about. Returns the number of objects."""
+    """Write the feature table: on scenes, ``detector`` encodes the objects' crops of
+    ``images`` and ``perfect_sight`` encodes the scene-graph labels of the images
+    ``questions`` asks about; on GQA see :func:`extract_gqa_features`. Returns the number
+    of rows."""
+    if adapter == "gqa":
+        return extract_gqa_features(out_path, kind, questions, scene_graphs, released,
+                                    word_vectors_path)  # fmt: skip
     if kind == "detector":
         from vqarobust.features.detector import extract_detector_features
 
@@ -36,9 +91,7 @@ def extract_features(
         from vqarobust.features.table import write_features
         from vqarobust.features.word_vectors import word_vectors
 
-        if questions is None:
-            raise ValueError("perfect-sight features need the split's questions")
-        image_ids = store.read_questions(questions).column("image_id").unique().to_pylist()
+        image_ids = _image_ids(questions, kind)
         classes, attributes = scene_features.names()
         vocab = word_vectors([*classes, *attributes], word_vectors_path)
         rows = scene_features.object_rows(scene_seed, split, image_ids)

@@ -43,6 +43,39 @@ def scenes_contexts(questions: object, scene_seed: int, split: str) -> list[Ques
     return out
 
 
+def gqa_contexts(
+    questions: object, entries: Mapping[int, Mapping], graphs: Mapping[str, Mapping],
+    bank: FeatureTable,
+) -> list[QuestionContext]:  # fmt: skip
+    """The context of each GQA question: the rows of its image whose scene-graph object
+    (matched, for released detections) its reasoning steps and annotations do not select.
+    Unmatched rows are left alone. The classes and attributes of the selected objects are
+    never swapped in (a swap must not make a second object the question is about)."""
+    from vqarobust.datasets.gqa import image_key
+    from vqarobust.datasets.gqa_graphs import relevant_objects
+
+    out, unknown = [], 0
+    for qid, image_id in zip(questions.column("question_id").to_pylist(),
+                             questions.column("image_id").to_pylist(), strict=True):  # fmt: skip
+        if qid not in entries:
+            raise ValueError(f"question {qid} is not in the GQA questions file")
+        if image_id not in bank:
+            raise KeyError(f"question {qid}: image {image_key(image_id)} has no features")
+        objects = (graphs.get(image_key(image_id)) or {}).get("objects") or {}
+        relevant = relevant_objects(entries[qid])
+        unknown += len(relevant - set(objects))
+        known = [objects[o] for o in relevant if o in objects]
+        context = tuple(i for i, (_, _, oid) in enumerate(bank.labels(image_id))
+                        if oid is not None and oid not in relevant)  # fmt: skip
+        out.append(QuestionContext(
+            qid, image_id, context, frozenset(str(o["name"]) for o in known),
+            frozenset(str(a) for o in known for a in o.get("attributes") or ())))  # fmt: skip
+    if unknown:
+        log.warning("GQA: %d object ids named by questions' reasoning steps or annotations are "
+                    "not in their image's scene graph (ignored)", unknown)  # fmt: skip
+    return out
+
+
 def plan_feature_swaps(
     contexts: Sequence[QuestionContext],
     bank: FeatureTable,
@@ -93,12 +126,26 @@ def swap_features(
     word_vectors_path: str | None = None,
     scene_seed: int = 0,
     split: str = "test",
+    adapter: str = "scenes",
+    gqa_questions: str | os.PathLike[str] | None = None,
+    scene_graphs: str | os.PathLike[str] | None = None,
 ) -> dict[str, int]:
     """Write the feature swap table and one question set per perturbation (``sets_out``:
-    perturbation -> path) for a scenes dataset's feature source. Returns counts."""
+    perturbation -> path) for a feature source of scenes or of GQA (``gqa_questions``
+    and ``scene_graphs``: the dataset's files, for the questions' relevant objects).
+    Returns counts."""
     questions = store.read_questions(questions_path)
     bank = FeatureTable.read(features_path)
-    contexts = scenes_contexts(questions, scene_seed, split)
+    if adapter == "gqa":
+        from vqarobust.datasets.gqa import questions_by_number, read_json
+
+        if gqa_questions is None or scene_graphs is None:
+            raise ValueError("GQA feature swaps need the questions and scene graphs files")
+        entries = questions_by_number(read_json(gqa_questions, "GQA questions"), gqa_questions)
+        graphs = read_json(scene_graphs, "GQA scene graphs")
+        contexts = gqa_contexts(questions, entries, graphs, bank)
+    else:
+        contexts = scenes_contexts(questions, scene_seed, split)
     rows = plan_feature_swaps(contexts, bank, list(sets_out), k, seed, mode, word_vectors_path,
                               threshold)  # fmt: skip
     counts = write_swap_outputs(questions, rows, 0, swaps_out, sets_out, FEATURE_SWAP_SCHEMA)

@@ -2,15 +2,17 @@
 trained, reliance at several k (Table 2), and the comparisons its text draws.
 
 * ``model_inputs``: per model, ``inputs`` (``pixels`` or the feature source's name),
-  ``kind`` (``pixels``, ``detector``, ``perfect_sight``) and ``training`` (``swapmix``,
-  ``plain``, or ``checkpoint`` for a model the workflow did not train).
+  ``kind`` (``pixels``, ``detector``, ``gqa_h5``, ``obj36``, ``perfect_sight``) and
+  ``training`` (``swapmix``, ``plain``, or ``checkpoint`` for a model the workflow did
+  not train).
 * ``context_reliance_k``: reliance per swap kind (and ``all``) using only the swaps of
   rank <= k of each object (the first k of the run's swaps of that kind, which are the
   swaps a run with that k makes).
 * ``context_findings``: two comparisons of reliance over all swaps (with the paired
   bootstrap interval of the difference, from ``model_comparisons``): perfect sight vs
-  detector features for models trained alike, and SwapMix vs plain training for models
-  reading the same inputs. Each is made only where exactly one model fills each side.
+  detector features (the scenes' CNN or a released file) for models trained alike, and
+  SwapMix vs plain training for models reading the same inputs. Each is made only where
+  exactly one model fills each side.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from vqarobust.metrics.context import RELIANCE_SCHEMA, context_tables
 
 INPUTS_SCHEMA = {"model": pl.String, "inputs": pl.String, "kind": pl.String,
                  "training": pl.String}  # fmt: skip
+# Feature kinds a detector makes (the scenes' CNN, GQA's and LXMERT's released files):
+# the side perfect sight is compared with.
+DETECTOR_KINDS = ("detector", "gqa_h5", "obj36")
 RELIANCE_K_SCHEMA = {**RELIANCE_SCHEMA, "k": pl.Int64}
 FINDING_SCHEMA = {"finding": pl.String, "group": pl.String, "model_a": pl.String,
                   "model_b": pl.String, "reliance_a": pl.Float64, "reliance_b": pl.Float64,
@@ -108,7 +113,7 @@ def context_findings(
         same = table.filter(pl.col("training") == training)
         add("perfect_sight_vs_detector", training,
             one(same.filter(pl.col("kind") == "perfect_sight")),
-            one(same.filter(pl.col("kind") == "detector")))  # fmt: skip
+            one(same.filter(pl.col("kind").is_in(DETECTOR_KINDS))))  # fmt: skip
     for source in table["inputs"].unique().sort().to_list():
         same = table.filter(pl.col("inputs") == source)
         add("swapmix_vs_plain", source, one(same.filter(pl.col("training") == "swapmix")),

@@ -26,6 +26,7 @@ from vqarobust.metrics import SUBMETRICS
 from vqarobust.report import figures as fig
 from vqarobust.report.outputs import FIGURES, LATEX_TABLES, N_ANSWER_GRIDS, TABLES
 from vqarobust.summary import (
+    NO_IMAGE_SIDE,
     Summary,
     comparison_sentences,
     headline_table,
@@ -261,6 +262,8 @@ def _b64(png: bytes) -> str:
 def _reading(s: Summary) -> str:
     """A plain-language paragraph from the summary numbers; it calls one model more robust
     than another only where the interval of their VRE difference excludes zero."""
+    if s.models.is_empty():
+        return NO_IMAGE_SIDE
     best = s.models.row(0, named=True)
     vre = with_interval(best["vre"], best["vre_low"], best["vre_high"])
     accuracy = (f"accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average "
@@ -412,14 +415,22 @@ def render_report(
     labels = {m: SUBMETRICS.get(m).label for m in SUBMETRICS}
     # Every figure is open until it is saved just below (about 25): no "more than 20
     # figures" warning for that.
+    # A run without image perturbations (GQA read without images) has no image side.
+    image_side = not sub.is_empty()
+
+    def no_images() -> Any:
+        return None if image_side else fig.placeholder("No image perturbations in this run.")
+
     with plt.rc_context({"figure.max_open_warning": 0}):
         made = {
-            "relative_drop": fig.heatmap(sub, "relative_drop", "Severity-aggregated relative drop "
-                                         "A_rel", families, not_significant=not_significant),
-            "average_error": fig.heatmap(sub, "average_error", "Average error", families, "Blues"),
-            "error_vs_severity": fig.error_vs_severity(accuracy, families),
-            "radar": fig.radars(sub, labels),
-            "vre_sweep": fig.vre_sweep(sweep),
+            "relative_drop": no_images() or fig.heatmap(
+                sub, "relative_drop", "Severity-aggregated relative drop A_rel", families,
+                not_significant=not_significant),
+            "average_error": no_images() or fig.heatmap(sub, "average_error", "Average error",
+                                                      families, "Blues"),
+            "error_vs_severity": no_images() or fig.error_vs_severity(accuracy, families),
+            "radar": no_images() or fig.radars(sub, labels),
+            "vre_sweep": no_images() or fig.vre_sweep(sweep),
             "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
             "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
                                                         top=TOP_QUESTION_TYPES),
@@ -451,6 +462,7 @@ def render_report(
         "figures": {name: {"png": embedded[name], "caption": caption(name)} for name in FIGURES},
         "summary": {
             "reading": _reading(summary),
+            "image_side": not summary.models.is_empty(),
             "models": models,
             "interval_note": _interval_note(summary),
             "level": summary.level,

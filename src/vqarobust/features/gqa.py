@@ -1,0 +1,130 @@
+"""Feature tables of GQA images: released detections matched to the scene graphs, or
+perfect sight from the scene graphs themselves (docs/context.md, "Feature models").
+
+* Released detections (``gqa_h5``: GQA's ``gqa_objects_*.h5`` + info; ``obj36``: an
+  LXMERT ``*_obj36.tsv``) keep the detector's rows in their order; each detection is
+  matched to the scene-graph object of highest IoU when that IoU is at least 0.5 (the
+  SwapMix paper's matching) and takes that object's id, class and attributes. Unmatched
+  detections keep no labels: they are never swapped nor donors, and are counted (the
+  table's metadata and the log).
+* Perfect sight: one row per scene-graph object (by object id), its class and attribute
+  names encoded through word vectors, its box from the graph.
+
+Boxes are normalized by the image size the features were computed at (the feature
+file's width and height; the scene graph's for perfect sight).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from vqarobust.datasets.gqa import image_key
+from vqarobust.datasets.gqa_graphs import graph_objects
+from vqarobust.features.matching import IOU_THRESHOLD, match_detections
+from vqarobust.features.released import Detections, GqaObjects, read_obj36
+from vqarobust.features.table import feature_table
+
+log = logging.getLogger(__name__)
+
+RELEASED_KINDS = ("gqa_h5", "obj36")
+
+
+def _graph(graphs: Mapping[str, Any], number: int) -> Mapping[str, Any]:
+    key = image_key(number)
+    if key not in graphs:
+        raise KeyError(f"GQA image {key}: no scene graph")
+    return graphs[key]
+
+
+def graph_rows(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[dict]:
+    """Perfect-sight rows (FEATURE_SCHEMA's columns but ``feature``): every scene-graph
+    object of the images, by object id; boxes divided by the graph's width and height."""
+    rows = []
+    for number in sorted(set(image_numbers)):
+        graph = _graph(graphs, number)
+        size = np.array([graph["width"], graph["height"]] * 2, np.float64)
+        for index, o in enumerate(graph_objects(graph)):
+            box = (np.asarray(o.box) / size).clip(0, 1).tolist()
+            rows.append({"image_id": number, "object_index": index, "object_id": o.id, "box": box,
+                         "class": o.name, "attributes": list(o.attributes)})  # fmt: skip
+    return rows
+
+
+def matched_rows(
+    detections: Detections, graph: Mapping[str, Any], number: int
+) -> tuple[list[dict], int]:
+    """One image's feature rows (detector order) with the labels of the scene-graph
+    objects they match, and how many detections matched none."""
+    objects = graph_objects(graph)
+    boxes = np.array([o.box for o in objects], np.float64).reshape(-1, 4)
+    ids = match_detections(detections.boxes, boxes, [o.id for o in objects], IOU_THRESHOLD)
+    by_id = {o.id: o for o in objects}
+    normalized = detections.normalized_boxes().clip(0, 1)
+    rows = []
+    for index, (oid, box, feature) in enumerate(
+        zip(ids, normalized, detections.features, strict=True)
+    ):
+        o = by_id.get(oid) if oid is not None else None
+        rows.append({"image_id": number, "object_index": index, "object_id": oid,
+                     "box": box.tolist(), "class": o.name if o else None,
+                     "attributes": list(o.attributes) if o else None,
+                     "feature": feature.tolist()})  # fmt: skip
+    return rows, sum(oid is None for oid in ids)
+
+
+def read_detections(
+    kind: str, settings: Mapping[str, Any], image_numbers: Iterable[int]
+) -> dict[int, Detections]:
+    """The released detections of the images (``settings``: ``info`` and ``folder`` for
+    gqa_h5, ``path`` for obj36); an image the file lacks raises, naming a few."""
+    numbers = sorted(set(image_numbers))
+    if kind == "gqa_h5":
+        with GqaObjects(settings["info"], settings["folder"]) as objects:
+            missing = [image_key(n) for n in numbers if image_key(n) not in objects]
+            found = {} if missing else {n: objects.read(image_key(n)) for n in numbers}
+    elif kind == "obj36":
+        lines = read_obj36(settings["path"], [image_key(n) for n in numbers])
+        missing = [image_key(n) for n in numbers if image_key(n) not in lines]
+        found = {n: lines[image_key(n)] for n in numbers if image_key(n) in lines}
+    else:
+        raise ValueError(f"released feature kinds are {RELEASED_KINDS}, not {kind!r}")
+    if missing:
+        where = settings.get("info") or settings.get("path")
+        raise KeyError(f"{kind} features ({where}) lack {len(missing)} of the {len(numbers)} "
+                       f"images the questions ask about, e.g. {missing[:5]}")  # fmt: skip
+    return found
+
+
+def released_table(
+    kind: str,
+    settings: Mapping[str, Any],
+    graphs: Mapping[str, Any],
+    image_numbers: Iterable[int],
+) -> tuple[object, dict[str, int]]:
+    """The feature table of the images from released detections, and the counts of
+    detections, matched ones and unmatched ones."""
+    rows: list[dict] = []
+    unmatched = 0
+    for number, found in sorted(read_detections(kind, settings, image_numbers).items()):
+        image_rows, n = matched_rows(found, _graph(graphs, number), number)
+        rows += image_rows
+        unmatched += n
+    counts = {"images": len({r["image_id"] for r in rows}), "detections": len(rows),
+              "matched": len(rows) - unmatched, "unmatched": unmatched}  # fmt: skip
+    log.info("%s features: %d detections of %d images, %d matched to a scene-graph object "
+             "(IoU >= %.1f), %d unmatched (left alone)", kind, counts["detections"],
+             counts["images"], counts["matched"], IOU_THRESHOLD, unmatched)  # fmt: skip
+    return feature_table(rows), counts
+
+
+def label_names(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[str]:
+    """Every class and attribute name of the images' scene graphs."""
+    names: set[str] = set()
+    for number in set(image_numbers):
+        for o in graph_objects(_graph(graphs, number)):
+            names |= {o.name, *o.attributes}
+    return sorted(names)

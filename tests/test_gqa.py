@@ -1,0 +1,266 @@
+"""GQA: the adapter, released features matched to scene graphs, the questions' context,
+and the context study end to end on a miniature in the official layouts
+(tests/gqa_data.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.gqa_data import write_miniature
+from vqarobust.config import ConfigError, validate_config
+from vqarobust.datasets.gqa import N_OFFSET, image_key, image_number, read_gqa
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    return write_miniature(tmp_path_factory.mktemp("gqa"), images=True)
+
+
+def test_image_ids_of_both_kinds_become_distinct_numbers():
+    assert image_number("2370799") == 2370799 and image_key(2370799) == "2370799"
+    assert image_number("n161313") == N_OFFSET + 161313
+    assert image_key(N_OFFSET + 161313) == "n161313"
+    assert image_number("161313") != image_number("n161313")
+    for bad in ("x12", "n", "", str(N_OFFSET)):
+        with pytest.raises(ValueError, match="GQA image id"):
+            image_number(bad)
+
+
+def test_the_adapter_reads_the_official_layout(mini, tmp_path):
+    table = read_gqa(mini.questions, mini.scene_graphs)
+    entries = json.loads(mini.questions.read_text())
+    assert table.height == len(entries) == 18
+    row = table.filter(table["question_id"] == 20_000_010).row(0, named=True)
+    entry = entries["20000010"]
+    assert row["image_id"] == N_OFFSET + 1001 and row["question"] == entry["question"]
+    assert row["answers"] == [entry["answer"]] * 10  # exact match = VQA accuracy
+    assert row["question_type"] == "colorQuery"  # GQA's types.detailed
+    # A question lacking its answer, or naming an image without a scene graph: errors
+    # that count and name them.
+    broken = dict(entries)
+    broken["20000000"] = {k: v for k, v in entries["20000000"].items() if k != "answer"}
+    (tmp_path / "q.json").write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match=r"1 questions lack one of .*'20000000'"):
+        read_gqa(tmp_path / "q.json", mini.scene_graphs)
+    orphan = {**entries, "20000099": {**entries["20000000"], "imageId": "777"}}
+    (tmp_path / "q.json").write_text(json.dumps(orphan))
+    with pytest.raises(ValueError, match=r"1 questions \(of 1 images\) .*images \['777'\]"):
+        read_gqa(tmp_path / "q.json", mini.scene_graphs)
+
+
+def test_prepared_with_and_without_images(mini, tmp_path):
+    from vqarobust import store
+    from vqarobust.datasets import prepare_dataset
+
+    def prepare(name, **source):
+        out = tmp_path / name
+        counts = prepare_dataset("gqa", questions_out=out / "q.parquet", images_out=out / "img",
+                                 manifest_out=out / "m.txt", info_out=out / "d.json",
+                                 questions=str(mini.questions),
+                                 scene_graphs=str(mini.scene_graphs), **source)  # fmt: skip
+        return counts, out
+
+    counts, out = prepare("with", images=str(mini.images))
+    assert counts == {"images": 6, "questions": 18, "skipped_images": 0}
+    ids = {r["image_id"] for r in store.iter_images(out / "img")}
+    assert ids == {image_number(k) for k in json.loads(mini.scene_graphs.read_text())}
+    counts, out = prepare("without")
+    assert counts["images"] == 6 and counts["questions"] == 18
+    assert not list((out / "img").iterdir())  # no shards: nothing reads pixels
+    assert json.loads((out / "d.json").read_text())["has_images"] is False
+
+
+def test_released_features_are_matched_to_the_scene_graphs(mini, tmp_path):
+    from vqarobust.features.extract import extract_features
+    from vqarobust.features.table import FeatureTable, read_info
+    from vqarobust.store import write_table
+
+    questions = tmp_path / "q.parquet"
+    write_table(read_gqa(mini.questions, mini.scene_graphs).to_arrow(), questions)
+    kw = {"questions": str(questions), "scene_graphs": str(mini.scene_graphs), "adapter": "gqa"}
+    extract_features(
+        tmp_path / "h5.parquet",
+        "gqa_h5",
+        released={"info": str(mini.info), "folder": str(mini.h5_folder)},
+        **kw,
+    )
+    extract_features(tmp_path / "tsv.parquet", "obj36", released={"path": str(mini.tsv)}, **kw)
+    h5 = FeatureTable.read(tmp_path / "h5.parquet")
+    tsv = FeatureTable.read(tmp_path / "tsv.parquet")
+    # The same detections in both layouts: the same table, rows in the detector's order
+    # (the h5 slot's first objectsNum rows; the noise past them never read).
+    np.testing.assert_array_equal(h5.matrix, tsv.matrix)
+    assert h5.object_ids == tsv.object_ids and h5.classes == tsv.classes
+    graphs = json.loads(mini.scene_graphs.read_text())
+    n_objects = sum(len(g["objects"]) for g in graphs.values())
+    info = read_info(tmp_path / "h5.parquet")
+    assert info == {"kind": "gqa_h5", "dim": mini.dim, "images": 6,
+                    "detections": n_objects + 6, "matched": n_objects, "unmatched": 6}  # fmt: skip
+    for image_id, (start, end) in h5.rows.items():
+        objects = graphs[image_key(image_id)]["objects"]
+        labels = h5.labels(image_id)
+        assert sorted(o for _, _, o in labels if o is not None) == sorted(objects)
+        for (cls, attrs, oid), box in zip(labels, h5.boxes[start:end], strict=True):
+            if oid is None:  # the corner speck: no labels, never a donor
+                assert cls is None and attrs == () and box[2] < 0.01
+                continue
+            o = objects[oid]
+            assert cls == o["name"] and attrs == tuple(o["attributes"])
+            assert abs(box[0] - o["x"] / 640) < 5 / 640  # normalized by the image's width
+    with pytest.raises(KeyError, match="lack 1 of the 6 images"):
+        tsv_lines = mini.tsv.read_text().splitlines(keepends=True)
+        (tmp_path / "short.tsv").write_text("".join(tsv_lines[1:]))
+        extract_features(
+            tmp_path / "x.parquet", "obj36", released={"path": str(tmp_path / "short.tsv")}, **kw
+        )
+
+
+def test_the_context_is_the_matched_objects_the_reasoning_does_not_select(mini, tmp_path):
+    from vqarobust.datasets.gqa import questions_by_number, read_json
+    from vqarobust.features.extract import extract_features
+    from vqarobust.features.table import FeatureTable
+    from vqarobust.materialize.feature_context import gqa_contexts
+    from vqarobust.store import read_questions, write_table
+
+    path = tmp_path / "q.parquet"
+    write_table(read_gqa(mini.questions, mini.scene_graphs).to_arrow(), path)
+    extract_features(tmp_path / "f.parquet", "obj36", questions=str(path),
+                     scene_graphs=str(mini.scene_graphs), adapter="gqa",
+                     released={"path": str(mini.tsv)})  # fmt: skip
+    bank = FeatureTable.read(tmp_path / "f.parquet")
+    entries = questions_by_number(read_json(mini.questions, "q"))
+    graphs = read_json(mini.scene_graphs, "g")
+    contexts = gqa_contexts(read_questions(path), entries, graphs, bank)
+    assert len(contexts) == 18
+    for c in contexts:
+        labels = bank.labels(c.image_id)
+        relevant = mini.relevant[str(c.question_id)]
+        expected = [i for i, (_, _, o) in enumerate(labels) if o is not None and o not in relevant]
+        assert list(c.context) == expected
+        objects = graphs[image_key(c.image_id)]["objects"]
+        assert c.excluded_classes == {objects[o]["name"] for o in relevant}
+    # The existence question selects nothing: every matched object is its context.
+    exist = next(c for c in contexts if c.question_id == 20_000_001)
+    assert len(exist.context) == len(graphs[image_key(exist.image_id)]["objects"])
+
+
+def _config(mini, **extra):
+    config = {
+        "study": "gqa-mini", "dataset": {"name": "gqa", "adapter": "gqa",
+                                         "questions": str(mini.questions),
+                                         "scene_graphs": str(mini.scene_graphs)},
+        "corruptions": [], "controls": [], "severities": [1],
+        # Without images, the VRE side is the questions': a model reads the clean features.
+        "text": {"perturbations": ["keyboard"]},
+        "context": {"perturbations": ["swap_class", "swap_attribute"], "k": 2,
+                    "reliance_k": [1, 2]},
+        "features": {"h5": {"kind": "gqa_h5", "info": str(mini.info),
+                            "folder": str(mini.h5_folder)},
+                     "tsv": {"kind": "obj36", "path": str(mini.tsv)},
+                     "sight": {"kind": "perfect_sight"}},
+        "models": {},
+    }  # fmt: skip
+    config.update(extra)
+    return config
+
+
+def test_config_checks_of_gqa(mini):
+    lx = {"family": "lxmert", "path_or_id": "x", "features": "h5"}
+    ok = validate_config(_config(mini, models={"lx": lx}))
+    assert ok["dataset"]["n_images"] is None
+    no_vre = _config(mini, models={"lx": lx}, text={"perturbations": []})
+    with pytest.raises(ConfigError, match="the VRE suite needs image corruptions or text"):
+        validate_config(no_vre)
+    with pytest.raises(ConfigError, match="models.vilt: family vqa-classifier reads pixels"):
+        validate_config(_config(mini, models={"vilt": {"family": "vqa-classifier",
+                                                       "path_or_id": "x"}}))  # fmt: skip
+    with pytest.raises(ConfigError, match="at corruptions: image perturbations need dataset.im"):
+        validate_config(_config(mini, corruptions=["snow"], models={"lx": lx}))
+    with_images = _config(mini, corruptions=["snow"], models={"lx": lx})
+    with_images["dataset"]["images"] = str(mini.images)
+    with pytest.raises(ConfigError, match="models.lx reads released features, which are of "):
+        validate_config(with_images)
+    broken = _config(mini, models={"lx": lx})
+    del broken["features"]["tsv"]["path"]
+    with pytest.raises(ConfigError, match="features.tsv: kind obj36 needs path"):
+        validate_config(broken)
+    broken = _config(mini, models={"lx": lx})
+    broken["features"]["h5"]["path"] = str(mini.tsv)
+    with pytest.raises(ConfigError, match="features.h5.path: kind gqa_h5 does not read it"):
+        validate_config(broken)
+    broken = _config(mini, models={"lx": lx})
+    broken["features"]["h5"]["info"] = "nowhere.json"
+    with pytest.raises(ConfigError, match="features.h5.info: no file nowhere.json"):
+        validate_config(broken)
+    scenes = {"dataset": {"name": "s", "adapter": "scenes"}, "corruptions": ["snow"],
+              "models": {"lx": {**lx, "train": {"architecture": "lxmert"}}},
+              "features": {"h5": {"kind": "gqa_h5", "info": str(mini.info),
+                                  "folder": str(mini.h5_folder)}}}  # fmt: skip
+    with pytest.raises(ConfigError, match="features.h5.kind: gqa_h5 features need dataset.adap"):
+        validate_config(scenes)
+
+
+@pytest.mark.workflow
+def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
+    """Released features in both layouts and perfect sight, a tiny random-init LXMERT on
+    each (given as checkpoints: GQA models are not trained here), to DuckDB and the report."""
+    import duckdb
+
+    from tests.conftest import run_workflow
+    from tests.tiny_checkpoints import tiny_lxmert
+    from vqarobust.features.word_vectors import word_vectors
+
+    sight_dim = 2 * len(next(iter(word_vectors(["cat"]).values())))
+    models = {}
+    # Two answers, ordered so that each untrained model (its seed-0 weights prefer one
+    # index) answers "no": the existence questions are then right and context reliance has
+    # questions to count.
+    runs = (("lx-h5", "h5", mini.dim, ["yes", "no"]), ("lx-tsv", "tsv", mini.dim, ["yes", "no"]),
+            ("lx-sight", "sight", sight_dim, ["no", "yes"]))  # fmt: skip
+    for name, source, dim, answers in runs:
+        path = tiny_lxmert(tmp_path / "checkpoints" / name, dim=dim, answers=answers)
+        models[name] = {"family": "lxmert", "path_or_id": str(path), "features": source,
+                        "device": "cpu", "batch_size": 8}  # fmt: skip
+    run_workflow(tmp_path, _config(mini, models=models))
+    results = tmp_path / "results" / "gqa"
+    with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
+        reliance = con.sql(
+            "SELECT model, perturbation FROM context_reliance ORDER BY ALL"
+        ).fetchall()
+        assert reliance == [(m, p) for m in sorted(models)
+                            for p in ("all", "swap_attribute", "swap_class")]  # fmt: skip
+        inputs = con.sql("SELECT model, kind FROM model_inputs ORDER BY model").fetchall()
+        assert inputs == [("lx-h5", "gqa_h5"), ("lx-sight", "perfect_sight"), ("lx-tsv", "obj36")]
+        clean = con.sql("SELECT model, count(*) FROM predictions WHERE modality = 'clean' "
+                        "GROUP BY model ORDER BY model").fetchall()  # fmt: skip
+        assert clean == [(m, 18) for m in sorted(models)]
+        swaps = con.sql("SELECT * FROM feature_swaps").pl()
+    # Only context objects were swapped: never an object the question's reasoning selects,
+    # never an unmatched detection; the two released layouts make the same swaps.
+    h5 = pq.read_table(tmp_path / "resources" / "features" / "gqa" / "h5" / "eval.parquet")
+    object_of = {(r["image_id"], r["object_index"]): r["object_id"] for r in h5.to_pylist()}
+    released = swaps.filter(swaps["source"] == "h5")
+    assert released.height > 0
+    for r in released.iter_rows(named=True):
+        oid = object_of[(r["source_image_id"], r["object_index"])]
+        assert oid is not None and oid not in mini.relevant[str(r["question_id"])]
+    cols = ["question_id", "perturbation", "severity", "object_index", "after"]
+    tsv = swaps.filter(swaps["source"] == "tsv").select(cols).sort(cols)
+    assert released.select(cols).sort(cols).equals(tsv)
+    assert swaps.filter(swaps["source"] == "sight").height > 0
+    log = (tmp_path / "logs" / "gqa" / "extract_features" / "h5" / "eval.log").read_text()
+    assert "6 matched to a scene-graph object" not in log and "6 unmatched (left alone)" in log
+    report = (results / "report" / "index.html").read_text()
+    assert "lx-sight" in report and "Table 1" in report
+    assert "No image perturbations in this run" in report
+    # Weights replaced in place (same path) rerun that model's inference, nothing else.
+    from tests.test_workflow import planned_jobs, snakemake
+
+    assert "Nothing to be done" in snakemake(tmp_path, "-n")
+    tiny_lxmert(tmp_path / "checkpoints" / "lx-h5", dim=mini.dim, answers=["yes", "no"], seed=1)
+    jobs = planned_jobs(snakemake(tmp_path, "-n"))
+    assert jobs == {"run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}
