@@ -203,3 +203,46 @@ def test_reliance_at_k_by_hand():
                    ("swap_attribute", 1): (2, 1), ("swap_attribute", 3): (2, 1)}  # fmt: skip
     with pytest.raises(ValueError, match="no swap"):
         reliance_at_k(scored, ranks.head(3), [1])
+
+
+def test_the_planners_rankings_choose_what_the_reference_functions_would():
+    """The planner ranks each class and attribute set once over the bank (GQA's size);
+    with a question's exclusions it must choose exactly what nearest_classes and
+    nearest_attribute_sets choose over the allowed candidates."""
+    from vqarobust.seeding import item_rng
+
+    rng = np.random.default_rng(3)
+    classes = [f"c{i}" for i in range(12)]
+    attrs = [f"a{i}" for i in range(5)]
+    vocab = {n: rng.normal(size=4).astype(np.float32) for n in classes + attrs}
+    objects = [{"image_id": i, "object_index": j, "object_id": str(j),
+                "box": [0.0, 0.0, 0.1, 0.1], "class": str(rng.choice(classes)),
+                "attributes": sorted(set(rng.choice(attrs, size=int(rng.integers(0, 3)))))}
+               for i in range(12) for j in range(4)]  # fmt: skip
+    bank = FeatureTable(perfect_sight_table(objects, vocab), vocab)
+    for mode in ("donor", "labels"):
+        planner = FeatureSwapPlanner(bank, vocab, 4, 7, mode, threshold=0.2)
+        for qid in range(24):
+            image = qid % 12
+            q = QuestionContext(qid, image, (0, 1, 2, 3), frozenset(rng.choice(classes, 2)),
+                                frozenset(rng.choice(attrs, 1)))  # fmt: skip
+            for index in range(4):
+                cls, own, _ = bank.labels(image)[index]
+                row = bank.row(image, index)
+                allowed = [c for c in planner.classes if c not in q.excluded_classes]
+                draw = item_rng(7, "feature-swap", qid, index, "class")
+                want = nearest_classes(cls, allowed, vocab, 4, draw, 0.2)
+                got = [s.after_class for s in planner.class_swaps(q, row)]
+                if mode == "labels":
+                    assert got == want
+                else:  # a class without an allowed donor is skipped, the order kept
+                    left = iter(want)
+                    assert all(c in left for c in got)
+                sets = [a for a in planner.attribute_sets if not set(a) & q.excluded_attributes]
+                if mode == "labels":
+                    expected = nearest_attribute_sets(own, sets, planner._encode_attributes, 4)
+                else:
+                    same = sorted(a for a in sets if a != own and (cls, a) in planner.by_labels)
+                    draw = item_rng(7, "feature-swap", qid, index, "attribute")
+                    expected = [same[i] for i in draw.permutation(len(same))][:4]
+                assert [s.after_attributes for s in planner.attribute_swaps(q, row)] == expected

@@ -149,7 +149,35 @@ class FeatureSwapPlanner:
             self.by_labels.setdefault((cls, attrs), []).append(row)
         self.classes = sorted(c for c in self.by_class if c in class_vectors)
         self.attribute_sets = sorted({a for _, a in self.by_labels})
+        self.sets_of_class: dict[str, list[tuple[str, ...]]] = {}
+        for cls, attrs in sorted(self.by_labels):
+            self.sets_of_class.setdefault(cls, []).append(attrs)
         self._encoded: dict[tuple[str, ...], np.ndarray] = {}
+        # Rankings over the whole bank, made once per class or attribute set: GQA has
+        # ~1,700 classes and thousands of attribute sets, and a question's exclusions only
+        # filter a ranking (filtering a sorted list keeps its order), so every swap is the
+        # one nearest_classes / nearest_attribute_sets would choose.
+        self._class_rankings: dict[str, tuple[list[str], list[str]]] = {}
+        self._set_rankings: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+
+    def _class_ranking(self, cls: str) -> tuple[list[str], list[str]]:
+        """(classes at or above the threshold, nearest first; the others, by name)."""
+        if cls not in self._class_rankings:
+            others = [c for c in self.classes if c != cls]
+            sims = {c: cosine(self.vectors[cls], self.vectors[c]) for c in others}
+            passing = sorted((c for c in others if sims[c] >= self.threshold),
+                             key=lambda c: (-sims[c], c))  # fmt: skip
+            self._class_rankings[cls] = passing, [c for c in others if sims[c] < self.threshold]
+        return self._class_rankings[cls]
+
+    def _set_ranking(self, attributes: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """Every other attribute set of the bank, nearest to ``attributes`` first."""
+        if attributes not in self._set_rankings:
+            others = [a for a in self.attribute_sets if a != attributes]
+            self._set_rankings[attributes] = nearest_attribute_sets(
+                attributes, others, self._encode_attributes, len(others)
+            )
+        return self._set_rankings[attributes]
 
     def _donor_ref(self, row: int) -> tuple[int, int]:
         image_id = int(self.bank.image_ids[row])
@@ -171,11 +199,14 @@ class FeatureSwapPlanner:
         if cls is None or cls not in self.vectors:
             return []
         index = row - self.bank.rows[q.image_id][0]
-        allowed = [c for c in self.classes if c not in q.excluded_classes]
         rng = item_rng(self.seed, "feature-swap", q.question_id, index, "class")
+        # As nearest_classes(cls, allowed classes, ...), from the class's ranking.
+        passing, rest = self._class_ranking(cls)
+        passing = [c for c in passing if c not in q.excluded_classes]
+        rest = [c for c in rest if c not in q.excluded_classes]
+        chosen = (passing + [rest[i] for i in rng.permutation(len(rest))])[: self.k]
         out = []
-        for rank, new in enumerate(nearest_classes(cls, allowed, self.vectors, self.k, rng,
-                                                   self.threshold), 1):  # fmt: skip
+        for rank, new in enumerate(chosen, 1):
             if self.mode == "labels":
                 out.append(FeatureSwap("swap_class", rank, index, new, attrs))
                 continue
@@ -199,12 +230,15 @@ class FeatureSwapPlanner:
         if cls is None:
             return []
         index = row - self.bank.rows[q.image_id][0]
-        allowed = [a for a in self.attribute_sets if not set(a) & q.excluded_attributes]
+
+        def allowed(a: tuple[str, ...]) -> bool:
+            return not set(a) & q.excluded_attributes
+
         if self.mode == "labels":
-            chosen = nearest_attribute_sets(attrs, allowed, self._encode_attributes, self.k)
+            chosen = [a for a in self._set_ranking(attrs) if allowed(a)][: self.k]
             return [FeatureSwap("swap_attribute", rank, index, cls, a)
                     for rank, a in enumerate(chosen, 1)]  # fmt: skip
-        own = sorted(a for a in allowed if a != attrs and (cls, a) in self.by_labels)
+        own = [a for a in self.sets_of_class.get(cls, []) if a != attrs and allowed(a)]
         rng = item_rng(self.seed, "feature-swap", q.question_id, index, "attribute")
         chosen = [own[i] for i in rng.permutation(len(own))][: self.k]
         out = []
