@@ -256,7 +256,12 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     assert "6 matched to a scene-graph object" not in log and "6 unmatched (left alone)" in log
     report = (results / "report" / "index.html").read_text()
     assert "lx-sight" in report and "Table 1" in report
-    assert "No image perturbations in this run" in report
+    from vqarobust.summary import NO_IMAGE_SIDE, summarize, to_markdown
+
+    assert NO_IMAGE_SIDE in report
+    summary = to_markdown(summarize(results / "robustness.duckdb"), "summary")
+    assert NO_IMAGE_SIDE in summary and "mean corrupted accuracy" not in summary
+    assert "| lx-tsv | obj36 | checkpoint |" in summary  # Table 2 with what each model reads
     # Weights replaced in place (same path) rerun that model's inference, nothing else.
     from tests.test_workflow import planned_jobs, snakemake
 
@@ -264,3 +269,31 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     tiny_lxmert(tmp_path / "checkpoints" / "lx-h5", dim=mini.dim, answers=["yes", "no"], seed=1)
     jobs = planned_jobs(snakemake(tmp_path, "-n"))
     assert jobs == {"run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}
+
+
+def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path):
+    """config/gqa.yaml as shipped, on the miniature's files under the names it expects:
+    its DAG (a dry run) prepares the split without images, makes one feature table per
+    released source, swaps features once per source and runs each model on clean, the
+    three text perturbations and the two swap kinds."""
+    import re
+    import shutil
+
+    from tests.conftest import REPO
+    from tests.study_run import run_study
+
+    data = tmp_path / "data" / "gqa"
+    (data / "objects").mkdir(parents=True)
+    shutil.copy(mini.questions, data / "val_balanced_questions.json")
+    shutil.copy(mini.scene_graphs, data / "val_sceneGraphs.json")
+    shutil.copy(mini.tsv, data / "vg_gqa_obj36.tsv")
+    shutil.copy(mini.info, data / "objects" / "gqa_objects_info.json")
+    for h5 in mini.h5_folder.glob("*.h5"):
+        shutil.copy(h5, data / "objects" / h5.name)
+    (data / "trainval_label2ans.json").write_text(json.dumps(mini.answers))
+    out = run_study(REPO / "config" / "gqa.yaml", tmp_path, {}, "-n", "--quiet", "rules")
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
+    assert {k: counts.get(k, 0) for k in ("prepare_dataset", "extract_features", "swap_features",
+                                          "corrupt_images", "swap_context", "run_model")} == {
+        "prepare_dataset": 1, "extract_features": 2, "swap_features": 2, "corrupt_images": 0,
+        "swap_context": 0, "run_model": 12}  # fmt: skip

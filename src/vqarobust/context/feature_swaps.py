@@ -153,8 +153,8 @@ class FeatureSwapPlanner:
         for cls, attrs in sorted(self.by_labels):
             self.sets_of_class.setdefault(cls, []).append(attrs)
         self._encoded: dict[tuple[str, ...], np.ndarray] = {}
-        # Rankings over the whole bank, made once per class or attribute set: GQA has
-        # ~1,700 classes and thousands of attribute sets, and a question's exclusions only
+        # Rankings over the whole bank, made once per class or attribute set: GQA names
+        # over a thousand classes and thousands of attribute sets, and a question's exclusions only
         # filter a ranking (filtering a sorted list keeps its order), so every swap is the
         # one nearest_classes / nearest_attribute_sets would choose.
         self._class_rankings: dict[str, tuple[list[str], list[str]]] = {}
