@@ -142,10 +142,25 @@ def test_the_context_is_the_matched_objects_the_reasoning_does_not_select(mini, 
         expected = [i for i, (_, _, o) in enumerate(labels) if o is not None and o not in relevant]
         assert list(c.context) == expected
         objects = graphs[image_key(c.image_id)]["objects"]
-        assert c.excluded_classes == {objects[o]["name"] for o in relevant}
-    # The existence question selects nothing: every matched object is its context.
+        assert {objects[o]["name"] for o in relevant} <= c.excluded_classes
+    # The existence question selects nothing: every matched object is its context, and the
+    # class it asks about is never swapped in (that would change its answer).
     exist = next(c for c in contexts if c.question_id == 20_000_001)
     assert len(exist.context) == len(graphs[image_key(exist.image_id)]["objects"])
+    absent = entries[20_000_001]["question"].removeprefix("Is there a ").rstrip("?")
+    assert absent in exist.excluded_classes
+    colour = next(c for c in contexts if c.question_id == 20_000_000)
+    assert entries[20_000_000]["answer"] in colour.excluded_attributes  # its object's colour
+
+
+def test_the_names_a_question_says():
+    from vqarobust.datasets.gqa_graphs import mentioned_names
+
+    names = ["bird", "dining table", "table", "glass", "red", "bus", "s"]
+    assert mentioned_names("Are there birds or glasses?", names) == {"bird", "glass"}
+    assert mentioned_names("Is the dining table red?", names) == {"dining table", "table", "red"}
+    assert mentioned_names("Which is larger, the bus or the tables?", names) == {"bus", "table"}
+    assert mentioned_names("What is on it?", names) == set()
 
 
 def _config(mini, **extra):

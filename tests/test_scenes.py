@@ -285,7 +285,8 @@ def test_the_context_study_runs_end_to_end(tmp_path):
 
     config = yaml.safe_load((REPO / "config" / "scenes.yaml").read_text())
     config["dataset"].update(n_images=8, train_n_images=150)
-    config.update(corruptions=["gaussian_noise"], severities=[2])
+    # No blank control here (the workflow test covers it): 6 fewer jobs.
+    config.update(corruptions=["gaussian_noise"], severities=[2], controls=[])
     config["context"].update(k=2, reliance_k=[1, 2])
     small = {"epochs": 3, "channels": [8, 16], "hidden_dim": 32}
     config["models"] = {name: {**config["models"][name],

@@ -11,7 +11,7 @@ gives each object's ``name``, ``attributes`` and box (``x``, ``y``, ``w``, ``h``
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,24 @@ def relevant_objects(entry: Mapping[str, Any]) -> set[str]:
         for value in (spans or {}).values():
             out |= _ids(str(value))
     return out
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def mentioned_names(question: str, names: Iterable[str], longest: int = 4) -> set[str]:
+    """The names (of one to ``longest`` words) that a question says, as whole words, the
+    last word also in a plural with -s or -es ("Are there birds?" mentions "bird")."""
+    words = _WORD.findall(question.lower())
+    said: set[str] = set()
+    for n in range(1, longest + 1):
+        for i in range(len(words) - n + 1):
+            gram = words[i : i + n]
+            said.add(" ".join(gram))
+            for suffix in ("es", "s"):
+                if gram[-1].endswith(suffix) and len(gram[-1]) > len(suffix) + 1:
+                    said.add(" ".join([*gram[:-1], gram[-1][: -len(suffix)]]))
+    return {name for name in names if " ".join(_WORD.findall(name.lower())) in said}
 
 
 @dataclass(frozen=True)

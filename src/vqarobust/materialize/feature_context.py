@@ -49,14 +49,17 @@ def gqa_contexts(
 ) -> list[QuestionContext]:  # fmt: skip
     """The context of each GQA question: the rows of its image whose scene-graph object
     (matched, for released detections) its reasoning steps and annotations do not select.
-    Unmatched rows are left alone. The classes and attributes of the selected objects are
-    never swapped in (a swap must not make a second object the question is about)."""
+    Unmatched rows are left alone. The classes and attributes of the selected objects, and
+    those the question names ("Is there a bird?" selects no object), are never swapped
+    in: a swap must not make a second object the question is about."""
     from vqarobust.datasets.gqa import image_key
-    from vqarobust.datasets.gqa_graphs import relevant_objects
+    from vqarobust.datasets.gqa_graphs import mentioned_names, relevant_objects
 
+    classes = {c for c in bank.classes if c is not None}
+    attributes = {a for attrs in bank.attributes for a in attrs}
     out, unknown = [], 0
-    for qid, image_id in zip(questions.column("question_id").to_pylist(),
-                             questions.column("image_id").to_pylist(), strict=True):  # fmt: skip
+    columns = [questions.column(c).to_pylist() for c in ("question_id", "image_id", "question")]
+    for qid, image_id, text in zip(*columns, strict=True):
         if qid not in entries:
             raise ValueError(f"question {qid} is not in the GQA questions file")
         if image_id not in bank:
@@ -67,9 +70,11 @@ def gqa_contexts(
         known = [objects[o] for o in relevant if o in objects]
         context = tuple(i for i, (_, _, oid) in enumerate(bank.labels(image_id))
                         if oid is not None and oid not in relevant)  # fmt: skip
+        said = mentioned_names(text, classes | attributes)
         out.append(QuestionContext(
-            qid, image_id, context, frozenset(str(o["name"]) for o in known),
-            frozenset(str(a) for o in known for a in o.get("attributes") or ())))  # fmt: skip
+            qid, image_id, context, frozenset({str(o["name"]) for o in known} | (said & classes)),
+            frozenset({str(a) for o in known for a in o.get("attributes") or ()}
+                      | (said & attributes))))  # fmt: skip
     if unknown:
         log.warning("GQA: %d object ids named by questions' reasoning steps or annotations are "
                     "not in their image's scene graph (ignored)", unknown)  # fmt: skip
