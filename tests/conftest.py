@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -76,20 +77,31 @@ def wordnet() -> Path:
     installed here when absent and the tests run as root (as for SLURM); else skipped."""
     import os
     import shutil
-    import subprocess
 
     from vqarobust.text.wordnet import PACKAGE, wordnet_dir
 
-    if wordnet_dir() is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        cmd = ["apt-get", "install", "-y", "-q", PACKAGE]
-        if subprocess.run(cmd, capture_output=True, env=env, timeout=600).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
-            subprocess.run(cmd, capture_output=True, env=env, timeout=600)
+    can_install = os.geteuid() == 0 and shutil.which("apt-get")
+    if wordnet_dir() is None and can_install and apt_get("install", "-y", "-q", PACKAGE).returncode:
+        apt_get("update", "-q")
+        apt_get("install", "-y", "-q", PACKAGE)
     folder = wordnet_dir()
     if folder is None:
         pytest.skip(f"WordNet 3.0 is absent and cannot be installed here (Debian {PACKAGE})")
     return folder
+
+
+# The test workers (pytest -n 2) may install Debian packages at the same time: apt holds
+# one lock and fails at once on a held one, so every apt-get of the tests waits on this.
+APT_LOCK = "/tmp/vqarobust-apt.lock"
+
+
+def apt_get(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """``apt-get *args`` (non-interactive) after the tests' apt lock is free."""
+    import os
+
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return subprocess.run(["flock", APT_LOCK, "apt-get", *args], capture_output=True, env=env,
+                          timeout=timeout)  # fmt: skip
 
 
 def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:

@@ -412,10 +412,10 @@ def _chromium() -> str:
 
     path = shutil.which("chromium")
     if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env,
-                       capture_output=True, timeout=900)  # fmt: skip
+        from tests.conftest import apt_get
+
+        apt_get("update", "-qq")
+        apt_get("install", "-y", "-qq", "chromium")
         path = shutil.which("chromium")
     if path is None:
         pytest.skip("Debian's chromium is not installed and cannot be installed here")

@@ -29,8 +29,9 @@ fi
 
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq slurm-wlm munge >/dev/null
+  # The lock the tests' other apt-get calls wait on (tests/conftest.py, APT_LOCK).
+  flock /tmp/vqarobust-apt.lock apt-get update -qq >/dev/null
+  flock /tmp/vqarobust-apt.lock apt-get install -y -qq slurm-wlm munge >/dev/null
 fi
 
 mkdir -p "$dir"/{spool,state,log,munge}
