@@ -153,12 +153,15 @@ class FeatureSwapPlanner:
         for cls, attrs in sorted(self.by_labels):
             self.sets_of_class.setdefault(cls, []).append(attrs)
         self._encoded: dict[tuple[str, ...], np.ndarray] = {}
-        # Rankings over the whole bank, made once per class or attribute set: GQA names
-        # over a thousand classes and thousands of attribute sets, and a question's exclusions only
-        # filter a ranking (filtering a sorted list keeps its order), so every swap is the
-        # one nearest_classes / nearest_attribute_sets would choose.
+        # GQA names over a thousand classes and thousands of attribute sets. Classes are
+        # ranked once per class, and a question's exclusions only filter the ranking
+        # (filtering a sorted list keeps its order); attribute sets are scored all at
+        # once per swap. Either way every swap is the one nearest_classes /
+        # nearest_attribute_sets would choose.
         self._class_rankings: dict[str, tuple[list[str], list[str]]] = {}
-        self._set_rankings: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        self._set_matrix: tuple[np.ndarray, np.ndarray] | None = None
+        self._set_index = {a: i for i, a in enumerate(self.attribute_sets)}
+        self._sets_with: dict[str, np.ndarray] = {}
 
     def _class_ranking(self, cls: str) -> tuple[list[str], list[str]]:
         """(classes at or above the threshold, nearest first; the others, by name)."""
@@ -170,14 +173,36 @@ class FeatureSwapPlanner:
             self._class_rankings[cls] = passing, [c for c in others if sims[c] < self.threshold]
         return self._class_rankings[cls]
 
-    def _set_ranking(self, attributes: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """Every other attribute set of the bank, nearest to ``attributes`` first."""
-        if attributes not in self._set_rankings:
-            others = [a for a in self.attribute_sets if a != attributes]
-            self._set_rankings[attributes] = nearest_attribute_sets(
-                attributes, others, self._encode_attributes, len(others)
-            )
-        return self._set_rankings[attributes]
+    def _nearest_sets(self, attributes: tuple[str, ...], excluded: frozenset[str]) -> list:
+        """The k attribute sets nearest to ``attributes`` among those sharing no
+        ``excluded`` attribute: nearest_attribute_sets over every set of the bank, with
+        the cosines of all sets computed at once (thousands of sets on GQA)."""
+        sets = self.attribute_sets
+        if self._set_matrix is None:
+            encoded = np.stack([self._encode_attributes(a) for a in sets]).astype(np.float64)
+            self._set_matrix = encoded, np.linalg.norm(encoded, axis=1)
+            for index, a in enumerate(sets):
+                for name in a:
+                    self._sets_with.setdefault(name, []).append(index)
+            self._sets_with = {n: np.asarray(v) for n, v in self._sets_with.items()}
+        encoded, norms = self._set_matrix
+        own = np.asarray(self._encode_attributes(attributes), np.float64)
+        scale = norms * float(np.linalg.norm(own))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sims = np.where(scale > 0, encoded @ own / scale, 0.0)
+        keys = -np.round(sims, 6)
+        if attributes in self._set_index:
+            keys[self._set_index[attributes]] = np.inf
+        for name in excluded:
+            if name in self._sets_with:
+                keys[self._sets_with[name]] = np.inf
+        # The k smallest keys (with every set tied with the k-th), then ties by the sets'
+        # names: ``sets`` is sorted, so by index.
+        candidates = np.arange(len(sets))
+        if self.k < len(sets):
+            candidates = np.flatnonzero(keys <= np.partition(keys, self.k - 1)[self.k - 1])
+        order = candidates[np.lexsort((candidates, keys[candidates]))][: self.k]
+        return [sets[i] for i in order if np.isfinite(keys[i])]
 
     def _donor_ref(self, row: int) -> tuple[int, int]:
         image_id = int(self.bank.image_ids[row])
@@ -235,7 +260,7 @@ class FeatureSwapPlanner:
             return not set(a) & q.excluded_attributes
 
         if self.mode == "labels":
-            chosen = [a for a in self._set_ranking(attrs) if allowed(a)][: self.k]
+            chosen = self._nearest_sets(attrs, q.excluded_attributes)
             return [FeatureSwap("swap_attribute", rank, index, cls, a)
                     for rank, a in enumerate(chosen, 1)]  # fmt: skip
         own = [a for a in self.sets_of_class.get(cls, []) if a != attrs and allowed(a)]
