@@ -1,6 +1,6 @@
 """Adapter for GQA in its official layout (docs/datasets.md).
 
-* balanced questions JSON (e.g. ``testdev_balanced_questions.json``): ``{question id:
+* balanced questions JSON (e.g. ``val_balanced_questions.json``): ``{question id:
   {"imageId", "question", "answer", "fullAnswer", "semantic": [steps], "annotations":
   {...}, "types": {"structural", "semantic", "detailed"}, ...}}``;
 * scene graphs JSON (``val_sceneGraphs.json``): ``{image id: {"width", "height",

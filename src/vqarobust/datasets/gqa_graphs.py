@@ -37,9 +37,9 @@ def relevant_objects(entry: Mapping[str, Any]) -> set[str]:
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def mentioned_names(question: str, names: Iterable[str], longest: int = 4) -> set[str]:
-    """The names (of one to ``longest`` words) that a question says, as whole words, the
-    last word also in a plural with -s or -es ("Are there birds?" mentions "bird")."""
+def said_phrases(question: str, longest: int = 4) -> set[str]:
+    """Every run of one to ``longest`` lower-case words of a question, the last word also
+    without a plural -s or -es ("Are there birds?" says "bird")."""
     words = _WORD.findall(question.lower())
     said: set[str] = set()
     for n in range(1, longest + 1):
@@ -49,7 +49,22 @@ def mentioned_names(question: str, names: Iterable[str], longest: int = 4) -> se
             for suffix in ("es", "s"):
                 if gram[-1].endswith(suffix) and len(gram[-1]) > len(suffix) + 1:
                     said.add(" ".join([*gram[:-1], gram[-1][: -len(suffix)]]))
-    return {name for name in names if " ".join(_WORD.findall(name.lower())) in said}
+    return said
+
+
+def name_index(names: Iterable[str]) -> dict[str, list[str]]:
+    """Names by their lower-case words (how :func:`said_phrases` spells them)."""
+    index: dict[str, list[str]] = {}
+    for name in names:
+        index.setdefault(" ".join(_WORD.findall(name.lower())), []).append(name)
+    return index
+
+
+def mentioned_names(question: str, names: Iterable[str] | Mapping[str, list[str]]) -> set[str]:
+    """The names a question says as whole words (:func:`said_phrases`); ``names`` may be
+    a :func:`name_index` made once for many questions."""
+    index = names if isinstance(names, Mapping) else name_index(names)
+    return {n for phrase in said_phrases(question) for n in index.get(phrase, ())}
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,11 @@ def gqa_contexts(
     those the question names ("Is there a bird?" selects no object), are never swapped
     in: a swap must not make a second object the question is about."""
     from vqarobust.datasets.gqa import image_key
-    from vqarobust.datasets.gqa_graphs import mentioned_names, relevant_objects
+    from vqarobust.datasets.gqa_graphs import mentioned_names, name_index, relevant_objects
 
     classes = {c for c in bank.classes if c is not None}
     attributes = {a for attrs in bank.attributes for a in attrs}
+    names = name_index(classes | attributes)
     out, unknown = [], 0
     columns = [questions.column(c).to_pylist() for c in ("question_id", "image_id", "question")]
     for qid, image_id, text in zip(*columns, strict=True):
@@ -70,7 +71,7 @@ def gqa_contexts(
         known = [objects[o] for o in relevant if o in objects]
         context = tuple(i for i, (_, _, oid) in enumerate(bank.labels(image_id))
                         if oid is not None and oid not in relevant)  # fmt: skip
-        said = mentioned_names(text, classes | attributes)
+        said = mentioned_names(text, names)
         out.append(QuestionContext(
             qid, image_id, context, frozenset({str(o["name"]) for o in known} | (said & classes)),
             frozenset({str(a) for o in known for a in o.get("attributes") or ()}
