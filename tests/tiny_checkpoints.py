@@ -10,13 +10,18 @@ WORDS = ["what", "color", "is", "the", "shape", "there", "a", "circle", "red", "
          "no", "does", "image", "contain", "triangle", "?", "2", "dog", "how", "many"]  # fmt: skip
 
 
-def tiny_blip(path: Path, vision: dict | None = None) -> Path:
-    """A BlipForQuestionAnswering with 1-layer encoders and a BERT word tokenizer.
+def tiny_blip(path: Path, vision: dict | None = None, seed: int = 0) -> Path:
+    """A BlipForQuestionAnswering with 1-layer encoders and a BERT word tokenizer, its
+    random weights drawn from ``seed`` (not from whatever the process drew before: the
+    tests run on two workers in differing orders).
 
     ``vision`` overrides the vision config (e.g. a heavier tower for benchmarks).
     """
+    import torch
     from transformers import BlipConfig, BlipForQuestionAnswering, BlipProcessor
     from transformers.models.blip import BlipImageProcessorPil
+
+    torch.manual_seed(seed)
 
     tok = build_tokenizer([" ".join(WORDS)])
     tok.add_special_tokens({"bos_token": "[DEC]"})
