@@ -394,6 +394,8 @@ def _check_context(config: dict[str, Any]) -> None:
 
 def _check_features(config: dict[str, Any]) -> None:
     """Feature sources the dataset can make; context settings that fit together."""
+    from vqarobust.features.gqa import RELEASED_FILES
+
     context = config["context"]
     for i, k in enumerate(context["reliance_k"]):
         if k > context["k"]:
@@ -443,13 +445,13 @@ FEATURE_NEEDS = {"detector": "a CNN trained on the scenes' objects",
                  "perfect_sight": "the objects of scene graphs",
                  "gqa_h5": "GQA's scene graphs to match the detections to",
                  "obj36": "GQA's scene graphs to match the detections to"}  # fmt: skip
-# The files a released feature source reads.
-RELEASED_FILES = {"gqa_h5": ("info", "folder"), "obj36": ("path",)}
 
 
 def _check_pixels(config: dict[str, Any]) -> None:
     """What needs pixels has them: a dataset read without images (GQA) or models on
     released features (of the clean images only) cannot have image perturbations."""
+    from vqarobust.features.gqa import RELEASED_FILES
+
     models, dataset = config["models"], config["dataset"]
     pixel_models = [m for m, e in models.items() if e["family"] not in FEATURE_FAMILIES]
     perturbed = [k for k in ("corruptions", "controls") if config[k]]

@@ -30,7 +30,9 @@ from vqarobust.features.table import feature_table
 
 log = logging.getLogger(__name__)
 
-RELEASED_KINDS = ("gqa_h5", "obj36")
+# The released kinds and the files each reads (config keys of its feature source).
+RELEASED_FILES = {"gqa_h5": ("info", "folder"), "obj36": ("path",)}
+RELEASED_KINDS = tuple(RELEASED_FILES)
 
 
 def _graph(graphs: Mapping[str, Any], number: int) -> Mapping[str, Any]:

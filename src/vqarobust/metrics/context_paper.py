@@ -22,13 +22,14 @@ from typing import Any
 
 import polars as pl
 
+from vqarobust.features.gqa import RELEASED_KINDS
 from vqarobust.metrics.context import RELIANCE_SCHEMA, context_tables
 
 INPUTS_SCHEMA = {"model": pl.String, "inputs": pl.String, "kind": pl.String,
                  "training": pl.String}  # fmt: skip
 # Feature kinds a detector makes (the scenes' CNN, GQA's and LXMERT's released files):
 # the side perfect sight is compared with.
-DETECTOR_KINDS = ("detector", "gqa_h5", "obj36")
+DETECTOR_KINDS = ("detector", *RELEASED_KINDS)
 RELIANCE_K_SCHEMA = {**RELIANCE_SCHEMA, "k": pl.Int64}
 FINDING_SCHEMA = {"finding": pl.String, "group": pl.String, "model_a": pl.String,
                   "model_b": pl.String, "reliance_a": pl.Float64, "reliance_b": pl.Float64,
