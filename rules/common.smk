@@ -10,7 +10,8 @@ from vqarobust.datasets import dataset_job
 from vqarobust.features import word_vectors
 from vqarobust.models import FEATURE_FAMILIES
 from vqarobust.models import GENERATIVE_FAMILIES as GENERATIVE
-from vqarobust.params import answer_spec, canonical
+from vqarobust.params import answer_spec, canonical, runtime_options
+from vqarobust.runtime import Runtime, shard_bytes
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
 from vqarobust.report.outputs import TABLES as REPORT_TABLES
@@ -32,6 +33,7 @@ except ConfigError as exc:
     sys.exit(str(exc))
 
 DATASET = config["dataset"]["name"]
+SHARDS = shard_bytes(config["storage"])
 MODELS = list(config["models"])
 CORRUPTIONS = list(config["corruptions"])
 # Controls (the blank images) run like corruptions at their one severity; load_duckdb keeps
@@ -318,6 +320,11 @@ def get_model_spec(wildcards):
     return answer_spec(entry)
 
 
+def get_model_runtime_options(wildcards):
+    """Batch size and the like: the runtime channel (they never change an answer)."""
+    return Runtime(runtime_options(config["models"][wildcards.model]))
+
+
 def get_model_gpus(wildcards):
     return 0 if config["models"][wildcards.model]["device"] == "cpu" else 1
 
@@ -553,6 +560,11 @@ def get_sentence_params(wildcards):
     settings = dict(config["text"]["sentence"][wildcards.sentence])
     settings.pop("batch_size", None)
     return canonical(settings)
+
+
+def get_sentence_runtime(wildcards):
+    settings = config["text"]["sentence"][wildcards.sentence]
+    return Runtime({k: settings[k] for k in ("batch_size",) if k in settings})
 
 
 def get_sentence_gpus(wildcards):

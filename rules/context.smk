@@ -17,5 +17,6 @@ rule swap_context:
     threads: 1
     params:
         settings=get_context_params,
+        runtime=SHARDS,
     script:
         "../workflow/scripts/swap_context.py"

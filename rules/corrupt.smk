@@ -13,5 +13,6 @@ rule corrupt_images:
         encoding=get_image_encoding,
         engine=ENGINE_VERSION,
         stylize=get_stylize_params,
+        runtime=SHARDS,
     script:
         "../workflow/scripts/corrupt_images.py"

@@ -13,5 +13,6 @@ rule prepare_dataset:
     params:
         adapter=config["dataset"]["adapter"],
         selection=get_dataset_params,
+        runtime=SHARDS,
     script:
         "../workflow/scripts/prepare_dataset.py"

@@ -19,6 +19,7 @@ rule run_model:
         spec=get_model_spec,
         severities=get_subset_severities,
         modality=get_modality,
+        runtime=get_model_runtime_options,
     script:
         "../workflow/scripts/run_model.py"
 
@@ -45,5 +46,6 @@ rule image_attention:
         subsets=get_attention_subsets,
         n=config["diagnostics"]["attention"]["n"],
         seed=config["seed"],
+        runtime=get_model_runtime_options,
     script:
         "../workflow/scripts/image_attention.py"

@@ -39,6 +39,7 @@ rule rewrite_questions:
         gpu=get_sentence_gpus,
     params:
         settings=get_sentence_params,
+        runtime=get_sentence_runtime,
     script:
         "../workflow/scripts/rewrite_questions.py"
 

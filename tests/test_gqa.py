@@ -278,12 +278,13 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     assert NO_IMAGE_SIDE in summary and "mean corrupted accuracy" not in summary
     assert "| lx-tsv | obj36 | checkpoint |" in summary  # Table 2 with what each model reads
     # Weights replaced in place (same path) rerun that model's inference, nothing else.
-    from tests.test_workflow import planned_jobs, snakemake
+    from tests.test_workflow import FROM_PREDICTIONS, analyses, planned_jobs, snakemake
 
     assert "Nothing to be done" in snakemake(tmp_path, "-n")
     tiny_lxmert(tmp_path / "checkpoints" / "lx-h5", dim=mini.dim, answers=["yes", "no"], seed=1)
     jobs = planned_jobs(snakemake(tmp_path, "-n"))
-    assert jobs == {"run_model": 4, "load_duckdb": 1, "render_report": 1, "all": 1}
+    assert jobs == {"run_model": 4, **analyses(*FROM_PREDICTIONS, "context_at_k"),
+                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
 
 
 def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path):

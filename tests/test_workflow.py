@@ -31,12 +31,27 @@ def snakemake(workdir: Path, *args: str) -> str:
 
 
 def planned_jobs(output: str) -> dict[str, int]:
-    """Job counts from the 'Job stats' table of a dry run."""
+    """Job counts from the 'Job stats' table of a dry run; the ``analyze`` jobs one key
+    each, ``analyze:<analysis>`` (from the jobs' wildcards)."""
     counts = {}
     for rule, n in re.findall(r"^(\w+)\s+(\d+)$", output, flags=re.MULTILINE):
-        if rule != "total":
+        if rule not in ("total", "analyze"):
             counts[rule] = int(n)
+    for name in set(re.findall(r"wildcards: .*analysis=(\w+)", output)):
+        counts[f"analyze:{name}"] = 1
     return counts
+
+
+def analyses(*names: str) -> dict[str, int]:
+    """The planned-jobs entries of these analyses."""
+    return {f"analyze:{name}": 1 for name in names}
+
+
+# The tiny config's analyses that read the predictions, directly or through scoring:
+# every one but the attention shift (it reads only the attention maps).
+FROM_PREDICTIONS = ("scoring", "accuracy", "robustness", "uncertainty", "image_quality",
+                    "samples", "mispredictions", "colour_bias", "context", "context_findings",
+                    "model_cards")  # fmt: skip
 
 
 def write_config(workdir: Path, config: dict) -> None:
@@ -169,7 +184,8 @@ def test_changing_one_model_reruns_only_its_inference(workflow_run):
         write_config(workdir, config)
     # cnn-bow on clean + 2 corruptions + blank + 2 text perturbations + 2 rankers, then
     # aggregation and report; nothing else.
-    assert jobs == {"run_model": 8, "load_duckdb": 1, "render_report": 1, "all": 1}
+    assert jobs == {"run_model": 8, **analyses(*FROM_PREDICTIONS), "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
 
 
 def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
@@ -191,11 +207,12 @@ def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
 
 
 @pytest.mark.parametrize(
-    "key, value",
-    [("scoring", {"metric": "vqa_accuracy_both"}),
-     ("uncertainty", {"resamples": 50, "cluster": "question", "level": 0.9})],
+    "key, value, rerun",
+    [("scoring", {"metric": "vqa_accuracy_both"}, FROM_PREDICTIONS),
+     ("uncertainty", {"resamples": 50, "cluster": "question", "level": 0.9},
+      ("uncertainty", "context_findings", "model_cards"))],
 )  # fmt: skip
-def test_scoring_and_uncertainty_rerun_only_aggregation(workflow_run, key, value):
+def test_scoring_and_uncertainty_rerun_only_their_analyses(workflow_run, key, value, rerun):
     workdir, config = workflow_run
     changed = yaml.safe_load(yaml.safe_dump(config))
     changed[key] = value
@@ -204,7 +221,7 @@ def test_scoring_and_uncertainty_rerun_only_aggregation(workflow_run, key, value
         jobs = planned_jobs(snakemake(workdir, "-n"))
     finally:
         write_config(workdir, config)
-    assert jobs == {"load_duckdb": 1, "render_report": 1, "all": 1}
+    assert jobs == {**analyses(*rerun), "load_duckdb": 1, "render_report": 1, "all": 1}
 
 
 def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
@@ -218,7 +235,8 @@ def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
         write_config(workdir, config)
     # The attention job of vilt-tiny reads every corrupted subset: it reruns too.
     assert jobs == {"corrupt_images": 2, "run_model": 2, "image_attention": 1,
-                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
+                    **analyses(*FROM_PREDICTIONS, "attention"), "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
 
 
 def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_run):
@@ -234,8 +252,9 @@ def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_ru
     # One question set job each, both models on each, the new ranker's exported dataset;
     # the embeddings (pool and main questions) and the other rankers' rankings are reused.
     assert jobs == {"perturb_questions": 1, "rank_basic_questions": 1, "noise_questions": 1,
-                    "export_basic_questions": 1, "run_model": 4, "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+                    "export_basic_questions": 1, "run_model": 4,
+                    **analyses(*FROM_PREDICTIONS), "load_duckdb": 1, "render_report": 1,
+                    "all": 1}  # fmt: skip
 
 
 def test_a_sentence_rewrite_runs_through_to_the_tables(workflow_run, tmp_path):
@@ -251,8 +270,8 @@ def test_a_sentence_rewrite_runs_through_to_the_tables(workflow_run, tmp_path):
     }  # fmt: skip
     write_config(workdir, changed)
     jobs = planned_jobs(snakemake(workdir, "-n"))
-    assert jobs == {"rewrite_questions": 1, "run_model": 2, "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {"rewrite_questions": 1, "run_model": 2, **analyses(*FROM_PREDICTIONS),
+                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
     snakemake(workdir)
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
@@ -287,8 +306,8 @@ def test_a_served_model_runs_through_the_workflow_without_a_gpu(workflow_run, tm
         write_config(workdir, changed)
         plan = snakemake(workdir, "-n")
         # clean, 2 corruptions, blank; no GPU asked.
-        assert planned_jobs(plan) == {"run_model": 4, "load_duckdb": 1, "render_report": 1,
-                                      "all": 1}  # fmt: skip
+        assert planned_jobs(plan) == {"run_model": 4, **analyses(*FROM_PREDICTIONS),
+                                      "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
         assert "gpu=1" not in plan
         snakemake(workdir)
     n_q = len(pl.read_parquet(workdir / "resources/datasets/easy-vqa/eval/questions.parquet"))
@@ -376,7 +395,8 @@ def test_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_pa
     jobs = planned_jobs(snakemake(workdir, "-n"))
     # Only their own subsets and inference, then aggregation: nothing else reruns.
     assert jobs == {"corrupt_images": 3, "run_model": 4, "image_attention": 1,
-                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
+                    **analyses(*FROM_PREDICTIONS, "attention"), "load_duckdb": 1,
+                    "render_report": 1, "all": 1}  # fmt: skip
     snakemake(workdir)
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:

@@ -145,7 +145,7 @@ def summarize(db_path: str | os.PathLike[str]) -> Summary:
 def _weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """Per image corruption of the VRE tables, the question type with the lowest mean
     accuracy over the models (ties: the first type alphabetically)."""
-    from vqarobust.db import ALL_MODELS
+    from vqarobust.analyses.accuracy import ALL_MODELS
 
     if "question_type_perturbation" not in table_names(con):
         return None
@@ -430,7 +430,7 @@ def notes(s: Summary) -> list[str]:
     """The sentences under the headline table: what the numbers are, which model is more
     robust than which (only where the data says so), the image-reliance caveat, the
     strongest and weakest corruptions, and what the run skipped."""
-    from vqarobust.db import IMAGE_RELIANCE_RATIO
+    from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
 
     if s.resamples:
         unit = "images" if s.cluster == "image" else "questions"

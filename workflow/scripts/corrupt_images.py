@@ -15,7 +15,7 @@ corrupt_subset(
     severity=int(snakemake.wildcards.severity),
     global_seed=snakemake.params.seed,
     # Shard size is read from the config, not params: it changes files, not images.
-    shard_bytes=int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024),
+    shard_bytes=snakemake.params.runtime["shard_bytes"],
     threads=snakemake.threads,
     stylize=stylize,
     **snakemake.params.encoding,

@@ -4,7 +4,6 @@ import torch
 
 from vqarobust.attention import attention_maps
 from vqarobust.logs import setup_logging
-from vqarobust.params import runtime_options
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
@@ -24,5 +23,5 @@ attention_maps(
     snakemake.output[0],
     n=snakemake.params.n,
     seed=snakemake.params.seed,
-    options=runtime_options(snakemake.config["models"][snakemake.wildcards.model]),
+    options=dict(snakemake.params.runtime.values),
 )

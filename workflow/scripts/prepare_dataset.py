@@ -11,7 +11,7 @@ prepare_dataset(
     manifest_out=snakemake.output.manifest,
     info_out=snakemake.output.info,
     # Shard size is read from the config, not params: it changes files, not images.
-    shard_bytes=int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024),
+    shard_bytes=snakemake.params.runtime["shard_bytes"],
     **dict(snakemake.input.items()),
     **snakemake.params.selection,
 )

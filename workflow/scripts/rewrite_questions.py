@@ -7,7 +7,7 @@ from vqarobust.materialize.questions import rewrite_question_set
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
-settings = dict(snakemake.config["text"]["sentence"][snakemake.wildcards.sentence])
+settings = {**snakemake.params.settings, **snakemake.params.runtime.values}
 rewrite_question_set(
     snakemake.input.questions, snakemake.output[0], snakemake.wildcards.sentence, settings
 )

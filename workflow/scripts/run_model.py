@@ -4,7 +4,6 @@ import torch
 
 from vqarobust.inference import Subset, run_inference
 from vqarobust.logs import setup_logging
-from vqarobust.params import runtime_options
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
@@ -42,6 +41,6 @@ run_inference(
     snakemake.input.questions,
     subsets,
     snakemake.output[0],
-    # Batch size and the like come from the config, not params: they never change answers.
-    options=runtime_options(snakemake.config["models"][snakemake.wildcards.model]),
+    # Batch size and the like: the runtime channel, since they never change answers.
+    options=dict(snakemake.params.runtime.values),
 )

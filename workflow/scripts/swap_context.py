@@ -6,7 +6,7 @@ from vqarobust.materialize.context import swap_context, swap_context_coco
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True))
-shard_bytes = int(snakemake.config["storage"]["shard_mb"] * 1024 * 1024)
+shard_bytes = snakemake.params.runtime["shard_bytes"]
 if hasattr(snakemake.input, "instances"):
     swap_context_coco(
         snakemake.input.questions,

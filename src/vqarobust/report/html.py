@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from vqarobust import store
-from vqarobust.db import IMAGE_RELIANCE_RATIO
+from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
 from vqarobust.metrics import SUBMETRICS
 from vqarobust.report import figures as fig
 from vqarobust.report.outputs import FIGURES, LATEX_TABLES, N_ANSWER_GRIDS, TABLES
@@ -129,7 +129,7 @@ def _model_cards(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
     """The ``top`` most frequent question types x image corruptions, mean accuracy over
     the models, as (model = question type, corruption, accuracy) for the heatmap."""
-    from vqarobust.db import ALL_MODELS
+    from vqarobust.analyses.accuracy import ALL_MODELS
 
     if "question_type_perturbation" not in table_names(con):  # written before it existed
         return pl.DataFrame(schema={"model": pl.String, "corruption": pl.String,

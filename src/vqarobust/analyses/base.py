@@ -1,0 +1,268 @@
+"""The shape every analysis shares: its settings, its inputs, its tables on disk.
+
+An analysis (docs/architecture.md) is a module with one :class:`Analysis` object: a name,
+the analyses whose tables it reads (``requires``), the workflow file groups it reads
+(``inputs``), the tables it writes (documented in docs/workflow.md), a function that
+builds its frozen settings from the run's :class:`RunOptions` (and nothing else), and a
+function from :class:`Inputs` and those settings to :class:`Result`. The workflow runs
+each as its own job (rule ``analyze``) writing Parquet under
+``results/{dataset}/tables/{analysis}/``; :func:`vqarobust.db.build_database` runs them
+in one process. Both go through :func:`run_analysis` and :func:`write_result`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+
+from vqarobust import store
+from vqarobust.params import canonical
+
+MANIFEST = "_analysis.json"
+# Tables whose name starts with this stay beside an analysis's tables for the analyses
+# that read them (the scored rows with every column), and out of the DuckDB file.
+PRIVATE = "_"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every setting any analysis reads, resolved once from the config (or given by a
+    caller of :func:`vqarobust.db.build_database`). Each analysis keeps only its part."""
+
+    metric: str = "vqa_accuracy"
+    weights: Mapping[str, float] | None = None
+    families: Mapping[str, str] = field(default_factory=dict)
+    rscore: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    image_subsets: Sequence[tuple[str, int]] = ()
+    outside: Sequence[str] = ()
+    uncertainty: Mapping[str, Any] = field(default_factory=dict)
+    on_missing: str = "error"
+    vqabq: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, Mapping[str, Any]] | None = None
+    features: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    context: Sequence[str] = ()
+    reliance_k: Sequence[int] = (3,)
+    feature_sources: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of an analysis that reads no setting (only its input files)."""
+
+    @classmethod
+    def from_options(cls, options: RunOptions) -> NoSettings:
+        del options
+        return cls()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one analysis reads: named groups of workflow files, and the tables of the
+    analyses it requires (``table(name)``)."""
+
+    files: Mapping[str, Sequence[str]]
+    table: Callable[[str], pl.DataFrame]
+
+    def one(self, name: str) -> str | None:
+        """The single file of group ``name``, or None where the group is absent."""
+        paths = self.files.get(name) or []
+        return str(paths[0]) if paths else None
+
+    def many(self, name: str) -> list[str]:
+        """Every file of group ``name`` (empty where absent)."""
+        return [str(p) for p in self.files.get(name) or []]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table and whether it is stored sorted by every column (``ORDER BY ALL``)."""
+
+    frame: pl.DataFrame
+    ordered: bool = False
+
+
+@dataclass
+class Result:
+    """An analysis's tables, the warnings it wants in ``run_info.warnings`` and the
+    ``run_info`` keys it describes itself by."""
+
+    tables: dict[str, Table | pl.DataFrame] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    info: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One registered analysis (module doc)."""
+
+    name: str
+    doc: str
+    tables: Mapping[str, str]
+    settings_type: type
+    run: Callable[[Inputs, Any], Result]
+    requires: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    active: Callable[[RunOptions], bool] = lambda options: True
+
+    def settings(self, options: RunOptions) -> Any:
+        """The frozen settings object of this analysis, from the run's options."""
+        return self.settings_type.from_options(options)
+
+    def settings_from_params(self, params: Mapping[str, Any]) -> Any:
+        """The settings object back from its params (:func:`settings_params`)."""
+        return self.settings_type(**dict(params))
+
+    @property
+    def module(self) -> str:
+        """The module that defines the analysis (its code digest starts there)."""
+        return self.run.__module__
+
+
+def settings_params(settings: Any) -> dict[str, Any]:
+    """A settings object as Snakemake params: canonical JSON-like values, so that only a
+    change of value (not of key order) reruns the job."""
+    return canonical(json.loads(json.dumps(dataclasses.asdict(settings))))
+
+
+def _arrow(table: Table) -> Any:
+    """The table as DuckDB stores it (its types), sorted if asked."""
+    with duckdb.connect() as con:
+        con.register("frame", table.frame.to_arrow())
+        order = " ORDER BY ALL" if table.ordered else ""
+        return con.sql(f"SELECT * FROM frame{order}").to_arrow_table()
+
+
+def as_table(value: Table | pl.DataFrame) -> Table:
+    """A bare frame is an unordered table."""
+    return value if isinstance(value, Table) else Table(value)
+
+
+def write_result(
+    folder: str | os.PathLike[str], result: Result, manifest: Mapping[str, Any]
+) -> None:
+    """Write each table as ``<name>.parquet`` and ``_analysis.json`` (the manifest plus
+    the warnings, info and row counts) into ``folder``, atomically as a whole."""
+    with store.atomic_path(folder) as tmp:
+        tmp.mkdir(parents=True)
+        rows = {}
+        for name, value in result.tables.items():
+            table = as_table(value)
+            frame = table.frame if name.startswith(PRIVATE) else None
+            if frame is not None:
+                frame.write_parquet(tmp / f"{name}.parquet")
+            else:
+                pq.write_table(_arrow(table), tmp / f"{name}.parquet")
+            rows[name] = as_table(value).frame.height
+        record = {**manifest, "warnings": result.warnings, "info": result.info, "rows": rows}
+        (tmp / MANIFEST).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``_analysis.json`` of an analysis's table folder."""
+    return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+
+
+def folder_tables(folder: str | os.PathLike[str]) -> Callable[[str], pl.DataFrame]:
+    """A reader of the tables in one analysis's folder, by name."""
+    return lambda name: pl.read_parquet(Path(folder) / f"{name}.parquet")
+
+
+@contextmanager
+def quiet_warnings() -> Iterator[None]:
+    """Silence Python warnings that another analysis records (the same coverage check
+    runs in several analyses; only one of them reports it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+# --- code digests ------------------------------------------------------------------
+
+
+def _imported(path: Path, package: str) -> set[str]:
+    """The ``package`` modules a source file imports, at any depth of the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == package)
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == package
+        ):
+            names.add(node.module)
+            # ``from vqarobust.metrics import intervals`` imports a module too.
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _source(module: str, root: Path) -> Path | None:
+    """The file of ``module`` under its top package's folder ``root``, found on disk:
+    no import (importing a module to find it would run its package's imports)."""
+    parts = module.split(".")[1:]
+    candidates = [root.joinpath(*parts, "__init__.py")]
+    if parts:
+        candidates.append(root.joinpath(*parts).with_suffix(".py"))
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def module_files(module: str) -> list[Path]:
+    """The source files of ``module`` and of every package module it imports,
+    transitively (parent packages' ``__init__`` included: importing runs them)."""
+    package = module.split(".")[0]
+    root = _package_dir(package)
+    if root is None:
+        raise ModuleNotFoundError(f"no package {package!r}")
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            if prefix in seen:
+                continue
+            path = _source(prefix, root)
+            if path is None:
+                continue
+            seen[prefix] = path
+            todo.extend(_imported(path, package))
+    return sorted(set(seen.values()))
+
+
+def code_digest(module: str) -> str:
+    """SHA-256 over the package files ``module`` runs (:func:`module_files`), each by
+    its path inside the package and its content: an edit to any of them changes it."""
+    files = module_files(module)
+    root = _package_dir(module.split(".")[0])
+    assert root is not None  # module_files found it
+    h = hashlib.sha256()
+    for path in files:
+        h.update(str(path.relative_to(root.parent)).encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
