@@ -17,6 +17,7 @@ include: "rules/text.smk"
 include: "rules/context.smk"
 include: "rules/features.smk"
 include: "rules/infer.smk"
+include: "rules/analyze_inputs.smk"
 include: "rules/analyze.smk"
 include: "rules/report.smk"
 

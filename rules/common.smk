@@ -3,12 +3,12 @@ import re
 import sys
 
 from vqarobust.config import ConfigError, validate_config
-from vqarobust import text
+from vqarobust import perturbations, text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.context.swapmix import context_max_swaps
 from vqarobust.datasets import dataset_job
 from vqarobust.features import word_vectors
-from vqarobust.models import FEATURE_FAMILIES
+from vqarobust.models import FEATURE_FAMILIES, exposes_attention
 from vqarobust.models import GENERATIVE_FAMILIES as GENERATIVE
 from vqarobust.params import answer_spec, canonical, runtime_options
 from vqarobust.runtime import Runtime, shard_bytes
@@ -87,7 +87,7 @@ FEATURE_MODELS = {
 }
 FEATURE_SOURCES = sorted(set(FEATURE_MODELS.values()))
 PIXEL_MODELS = [m for m in MODELS if m not in FEATURE_MODELS]
-CHAIN = "vqabq_chain"
+CHAIN = text.ranking.CHAIN
 # Said in dry runs too: what a run would leave out is worth knowing before it starts.
 if workflow.is_main_process:
     if SKIPPED_TEXT:
@@ -343,17 +343,13 @@ def get_model_runtime(wildcards):
 
 
 def get_modality(wildcards):
+    """The subset's modality: the perturbation registry's (a sentence rewrite, named in
+    the config, is text)."""
     if wildcards.subset == "clean":
         return "clean"
-    if wildcards.subset in [*TEXT, *SENTENCE]:
+    if wildcards.subset in SENTENCE:
         return "text"
-    if wildcards.subset in RANKERS:
-        return "basic_question"
-    if wildcards.subset in CONTEXT:
-        return "context"
-    if wildcards.subset == CHAIN:
-        return "vqabq"
-    return "image"
+    return perturbations.modality(wildcards.subset)
 
 
 def get_feature_infer_input(wildcards, source):
@@ -435,20 +431,11 @@ def get_all_question_sets(wildcards):
     return [path for name in [*TEXT, *SENTENCE, *RANKERS] for path in get_question_sets(name)]
 
 
-def attention_capable(model):
-    """Whether a model's family exposes attention over the image (its adapter says so at
-    run time; a classifier checkpoint other than ViLT gets an empty table and a log line)."""
-    entry = config["models"][model]
-    if entry["family"] in ("blip", "llava"):
-        return True
-    return (
-        entry["family"] == "vqa-classifier"
-        and entry.get("train", {}).get("architecture", "vilt") == "vilt"
-    )
-
-
+# A classifier checkpoint other than ViLT gets an empty table and a log line at run time.
 ATTENTION_MODELS = (
-    [m for m in MODELS if attention_capable(m)] if config["diagnostics"]["attention"]["n"] else []
+    [m for m in MODELS if exposes_attention(config["models"][m])]
+    if config["diagnostics"]["attention"]["n"]
+    else []
 )
 
 

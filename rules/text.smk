@@ -143,7 +143,7 @@ rule chain_questions:
     input:
         unpack(get_chain_input),
     output:
-        "results/{dataset}/questions/vqabq_chain/{model}/1.parquet",
+        f"results/{{dataset}}/questions/{CHAIN}/{{model}}/1.parquet",
     log:
         "logs/{dataset}/chain_questions/{model}.log",
     benchmark:

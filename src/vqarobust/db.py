@@ -53,11 +53,13 @@ def build_database(
     rscore = {"tolerance": settings.pop("rscore_tolerance", DEFAULT_TOLERANCE),
               "maximum": settings.pop("rscore_maximum", DEFAULT_MAXIMUM)}  # fmt: skip
     if config is not None:
-        context_settings = config.get("context", {})
         settings.setdefault("models", config.get("models", {}))
         settings.setdefault("features", config.get("features", {}))
-        settings.setdefault("reliance_k", context_settings.get("reliance_k")
-                            or [context_settings.get("k", 3)])  # fmt: skip
+        context_settings = config.get("context", {})
+        # A validated config has context.k (the schema's default); reliance at its k.
+        ks = context_settings.get("reliance_k") or context_settings.get("k")
+        if ks is not None:
+            settings.setdefault("reliance_k", list(ks) if isinstance(ks, list) else [ks])
     context = dict(context or {})
     options = RunOptions(rscore=rscore, image_subsets=[(p, int(s)) for p, s, _ in image_subsets],
                          context=["swaps"] if context else [],

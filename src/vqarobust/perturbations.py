@@ -18,6 +18,10 @@ from vqarobust.registry import Entry, Registry
 
 PERTURBATIONS: Registry = Registry("perturbation")
 MODALITIES = ("image", "text", "basic_question", "context", "vqabq")
+# Modalities whose subsets are no perturbation of the robustness metrics (VRE, MMI,
+# R_score, the bootstrap): SwapMix's swaps have their own tables, VQABQ's chain is asked
+# of some models only.
+OWN_TABLES = ("context", "vqabq")
 
 
 def _registered() -> Registry:

@@ -11,13 +11,12 @@ import polars as pl
 
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
 from vqarobust.corruptions.controls import CONTROL
+from vqarobust.perturbations import OWN_TABLES
 
 # The "model" of the mean over models in question_type_perturbation (no model name can
 # start with a parenthesis: the config schema's pattern).
 ALL_MODELS = "(mean)"
-# Subsets that are no perturbation of the robustness metrics: SwapMix's swaps (their
-# own tables) and VQABQ's chain of basic questions (some models only).
-NOT_PERTURBATIONS = ("context", "vqabq")
+NOT_PERTURBATIONS = OWN_TABLES
 # A model whose accuracy without the image (blank control) reaches this share of its clean
 # accuracy uses the image little; the report says so next to its robustness numbers.
 IMAGE_RELIANCE_RATIO = 0.8

@@ -57,7 +57,7 @@ class RunOptions:
     models: Mapping[str, Mapping[str, Any]] | None = None
     features: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     context: Sequence[str] = ()
-    reliance_k: Sequence[int] = (3,)
+    reliance_k: Sequence[int] = ()
     feature_sources: Sequence[str] = ()
 
 

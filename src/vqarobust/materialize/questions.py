@@ -285,8 +285,8 @@ def chain_question_set(
         bq.chain_question(q, b, template)
         for q, b in joined.select("question", "basic_question").rows()
     ]
-    _write_set(frame, out, "vqabq_chain", 1, out_path)
-    log.info("vqabq_chain: %d questions -> %s", len(out), out_path)
+    _write_set(frame, out, bq.CHAIN, 1, out_path)
+    log.info("%s: %d questions -> %s", bq.CHAIN, len(out), out_path)
     return frame.height
 
 

@@ -44,6 +44,7 @@ from vqarobust.metrics.uncertainty import (
     replicate_weights,
     summarize,
 )
+from vqarobust.perturbations import OWN_TABLES
 
 SUBSET = ["model", "modality", "perturbation", "severity"]
 COMPARISON_SCHEMA = {
@@ -184,7 +185,7 @@ def uncertainty_tables(
     b = _Builder(settings.level)
 
     acc_sums = cluster_sums(rows, SUBSET, ["score"], n_clusters).where(
-        ~pl.col("modality").is_in(["context", "vqabq"])
+        ~pl.col("modality").is_in(OWN_TABLES)
     )
     acc = acc_sums.means("score", weights_)
     keys = acc_sums.keys.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
@@ -195,7 +196,7 @@ def uncertainty_tables(
             codes = questions.join(names, on=kind).select("question_id", "code")
             typed = rows.with_columns(_lookup(codes, "code"))
             sums = cluster_sums(typed, [*SUBSET, "code"], ["score"], n_clusters).where(
-                ~pl.col("modality").is_in(["context", "vqabq"])
+                ~pl.col("modality").is_in(OWN_TABLES)
             )
             sums = sums.relabel(
                 sums.keys.join(names, on="code", how="left").drop("code").rename({kind: "key"})

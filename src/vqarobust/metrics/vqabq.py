@@ -28,9 +28,9 @@ import numpy as np
 import polars as pl
 
 from vqarobust.seeding import derive_seed
+from vqarobust.text.ranking import CHAIN  # the generative models' chain subset
 
 PAPER_THRESHOLDS = (0.60, 0.58, 0.41)
-CHAIN = "vqabq_chain"  # the generative models' subset (vqarobust.text.ranking.chain_question)
 QUANTITIES = ("score1", "ratio2", "ratio3")
 GRID = tuple(round(x, 2) for x in np.arange(0.0, 1.0001, 0.05))
 

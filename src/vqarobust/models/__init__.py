@@ -6,7 +6,7 @@ names (config validation at workflow start) does not import torch or transformer
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from vqarobust.registry import Registry
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
 
 
-@FAMILIES.register("vqa-classifier")
+# attention: whether the adapter exposes attention over the image (image_attention);
+# "vilt": only a ViLT classifier does (the CNN+BoW has none).
+@FAMILIES.register("vqa-classifier", attention="vilt")
 def _vqa_classifier(**kwargs: Any) -> VQAModel:
     """Answer classifiers: ViLT, the reference CNN+BoW, any AutoModelForVQA checkpoint."""
     from vqarobust.models.classifier import ClassifierVQA
@@ -25,7 +27,7 @@ def _vqa_classifier(**kwargs: Any) -> VQAModel:
     return ClassifierVQA(**kwargs)
 
 
-@FAMILIES.register("blip")
+@FAMILIES.register("blip", attention=True)
 def _blip(**kwargs: Any) -> VQAModel:
     """BLIP VQA (BlipForQuestionAnswering): generative answers, vision features shared."""
     from vqarobust.models.blip import BlipVQA
@@ -33,7 +35,7 @@ def _blip(**kwargs: Any) -> VQAModel:
     return BlipVQA(**kwargs)
 
 
-@FAMILIES.register("llava")
+@FAMILIES.register("llava", attention=True)
 def _llava(**kwargs: Any) -> VQAModel:
     """LLaVA (LlavaForConditionalGeneration) with the processor's chat template."""
     from vqarobust.models.chat import LlavaVQA
@@ -111,4 +113,14 @@ def load_model(
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
-__all__ = ["FAMILIES", "FEATURE_FAMILIES", "GENERATIVE_FAMILIES", "load_model"]
+def exposes_attention(entry: Mapping[str, Any]) -> bool:
+    """Whether a model entry's adapter exposes attention over the image (its family's
+    ``attention`` tag; a classifier only with the ViLT architecture, the default of a
+    checkpoint the workflow does not train)."""
+    tag = FAMILIES.entry(entry["family"]).tags.get("attention", False)
+    if tag == "vilt":
+        return entry.get("train", {}).get("architecture", "vilt") == "vilt"
+    return bool(tag)
+
+
+__all__ = ["FAMILIES", "FEATURE_FAMILIES", "GENERATIVE_FAMILIES", "exposes_attention", "load_model"]

@@ -475,9 +475,11 @@ def noisy_question(mq: str, basic: Sequence[str]) -> str:
 # VQABQ's chain of questions for generative and chat models: the basic questions first,
 # then the main question. A model entry (or its repository entry) may set chain_prompt.
 DEFAULT_CHAIN_PROMPT = "{basic_questions} {question}"
+# VQABQ's subset: the chain of basic questions, then the main question (one level).
+CHAIN = "vqabq_chain"
 
 
-@PERTURBATIONS.register("vqabq_chain", modality="vqabq", severities=1)
+@PERTURBATIONS.register(CHAIN, modality="vqabq", severities=1)
 def chain_question(mq: str, basic: Sequence[str], template: str = DEFAULT_CHAIN_PROMPT) -> str:
     """The chain-of-questions text of ``template`` (``{basic_questions}``, joined by
     spaces, and ``{question}``)."""

@@ -1,0 +1,64 @@
+# The run's options and the input functions of the analyze rule (rules/analyze.smk; a
+# separate file: Snakemake's linter wants rules and functions apart).
+from vqarobust.analyses import registry as ANALYSIS_REGISTRY
+from vqarobust.analyses.base import RunOptions, code_digest, settings_params
+from vqarobust.metrics import softmax_weights
+
+RUN_OPTIONS = RunOptions(
+    metric=config["scoring"]["metric"],
+    weights=softmax_weights(canonical(config["vre"]["preferences"])),
+    families=get_families(None),
+    rscore=canonical(config["rscore"]),
+    seed=config["seed"],
+    skipped=SKIPPED_TEXT | SKIPPED_RANKERS,
+    image_subsets=get_image_subsets(None),
+    outside=get_outside_metrics(None),
+    uncertainty=canonical(config["uncertainty"]),
+    vqabq=get_vqabq_params(None),
+    models=config["models"],
+    features=config["features"],
+    context=CONTEXT,
+    reliance_k=config["context"].get("reliance_k") or [config["context"]["k"]],
+    feature_sources=FEATURE_SOURCES if CONTEXT else [],
+)
+ANALYSES = {a.name: a for a in ANALYSIS_REGISTRY.active(RUN_OPTIONS)}
+
+
+def tables_dir(name):
+    return f"results/{DATASET}/tables/{name}"
+
+
+def _context_files(wildcards):
+    inputs = get_context_input(wildcards)
+    if "context_swaps" in inputs:
+        inputs["clean_images"] = f"resources/datasets/{DATASET}/eval/images"
+    return inputs
+
+
+# The workflow's files an analysis may read, by the group names analyses declare.
+INPUT_GROUPS = {
+    "questions": lambda wc: {"questions": f"resources/datasets/{DATASET}/eval/questions.parquet"},
+    "info": lambda wc: {"info": f"resources/datasets/{DATASET}/eval/dataset.json"},
+    "predictions": lambda wc: {"predictions": get_prediction_files(wc)},
+    "question_sets": lambda wc: {"question_sets": get_all_question_sets(wc)},
+    "images": lambda wc: {"images": get_image_folders(wc)},
+    "attention": lambda wc: {"attention": get_attention_files(wc)},
+    "context": _context_files,
+    "vqabq_rankings": get_vqabq_input,
+}
+
+
+def get_analysis_input(wildcards):
+    analysis = ANALYSES[wildcards.analysis]
+    inputs = {f"tables_{r}": tables_dir(r) for r in analysis.requires}
+    for group in analysis.inputs:
+        inputs.update(INPUT_GROUPS[group](wildcards))
+    return inputs
+
+
+def get_analysis_settings(wildcards):
+    return settings_params(ANALYSES[wildcards.analysis].settings(RUN_OPTIONS))
+
+
+# Computed once per run: the digest walks the package's import graph.
+ANALYSIS_CODE = {name: code_digest(a.module) for name, a in ANALYSES.items()}
