@@ -195,22 +195,28 @@ def quiet_warnings() -> Iterator[None]:
 # --- code digests ------------------------------------------------------------------
 
 
+def _module_names(node: ast.AST, package: str) -> set[str]:
+    """The ``package`` modules one import statement names."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.split(".")[0] == package}
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if node.module.split(".")[0] != package:
+            return set()
+        # ``from vqarobust.metrics import intervals`` imports a module too.
+        return {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+    return set()
+
+
 def _imported(path: Path, package: str) -> set[str]:
-    """The ``package`` modules a source file imports, at any depth of the file."""
+    """The ``package`` modules a source file imports: at any depth of a module, at the top
+    level only of a package's ``__init__`` (its function-level imports are lazy loaders of
+    its members, e.g. the model families' factories, followed only where an analysis
+    imports that member itself)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if path.name == "__init__.py" else list(ast.walk(tree))
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names if a.name.split(".")[0] == package)
-        elif (
-            isinstance(node, ast.ImportFrom)
-            and node.module
-            and node.level == 0
-            and node.module.split(".")[0] == package
-        ):
-            names.add(node.module)
-            # ``from vqarobust.metrics import intervals`` imports a module too.
-            names.update(f"{node.module}.{a.name}" for a in node.names)
+    for node in nodes:
+        names |= _module_names(node, package)
     return names
 
 

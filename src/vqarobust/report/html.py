@@ -316,6 +316,210 @@ def _provenance(info: dict[str, str]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["key", "value"], orient="row")
 
 
+def _image_tables(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The image side's tables: accuracy with intervals, sub-metrics, VRE, MMI, R_score."""
+    accuracy = con.sql(
+        """SELECT a.*, i.low, i.high FROM corruption_accuracy a
+           LEFT JOIN intervals i ON i.metric = 'accuracy' AND i.model = a.model
+             AND i.perturbation = a.corruption AND i.severity = a.severity
+             AND i.modality IN ('clean', 'image')
+           ORDER BY ALL"""
+    ).pl()
+    not_significant = {
+        (m, p) for m, p in con.execute(
+            "SELECT model, perturbation FROM drop_tests WHERE modality = 'image' "
+            "GROUP BY ALL HAVING NOT bool_or(significant)").fetchall()
+    }  # fmt: skip
+    sub = con.sql(
+        "SELECT model, perturbation AS corruption, * EXCLUDE (model, modality, perturbation) "
+        "FROM submetrics WHERE modality = 'image' ORDER BY model, corruption"
+    ).pl()
+    vre_model = con.sql(
+        "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'image' ORDER BY vre"
+    ).pl()
+    vre_corr = con.sql(
+        "SELECT perturbation AS corruption, * EXCLUDE (modality, perturbation) "
+        "FROM vre_corruption WHERE modality = 'image' ORDER BY vre DESC"
+    ).pl()
+    sweep = (
+        con.sql("SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'")
+        .pl()
+        .with_columns(pl.col("scope").replace("perturbation", "corruption"))
+    )
+    mmi = con.sql(
+        "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE modality = 'image' "
+        "AND scope IN ('all', 'family')) ON \"group\" USING first(mmi) ORDER BY model"
+    ).pl()
+    rscore = con.sql(
+        "PIVOT (SELECT model, severity, rscore FROM rscore WHERE modality = 'image' "
+        "AND perturbation = 'all') ON severity USING first(rscore) ORDER BY model"
+    ).pl()
+    return {"accuracy": accuracy, "not_significant": not_significant, "sub": sub,
+            "vre_model": vre_model, "vre_corr": vre_corr, "sweep": sweep, "mmi": mmi,
+            "rscore": rscore}  # fmt: skip
+
+
+def _type_tables(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """Accuracy per question and answer type: clean vs perturbed, and per subset."""
+    image = "modality IN ('clean', 'image')"
+    return {
+        "qtype": _clean_vs_perturbed(con, "question_type"),
+        "atype": _clean_vs_perturbed(con, "answer_type"),
+        "atype_long": con.sql(
+            "SELECT model, perturbation AS corruption, severity, answer_type, n, accuracy "
+            f"FROM answer_type_accuracy WHERE {image}"
+        ).pl(),
+        "qtype_long": con.sql(
+            "SELECT model, perturbation AS corruption, severity, question_type, n, accuracy "
+            f"FROM question_type_accuracy WHERE {image}"
+        ).pl(),
+        "type_grid": _type_grid(con, TOP_QUESTION_TYPES),
+    }
+
+
+def _read(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Everything the page shows, read from the results file."""
+    data = {**_image_tables(con), **_type_tables(con)}
+    kinds, kind_examples = _mispredictions(con)
+    info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+    data.update(
+        uncertainty=_uncertainty_side(con), flips=answer_flips(con), kinds=kinds,
+        kind_examples=kind_examples, quality_side=_image_quality(con),
+        shift=_attention_side(con), cards=_model_cards(con),
+        skipped=con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl(),
+        reliance=con.sql(
+            "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
+            "WHERE control = 'blank'"
+        ).pl(),
+        info=info, colour=_colour_context(con, json.loads(info.get("outside_metrics", "[]"))),
+        question_side=_question_side(con), samples=_samples(con), context=_context_side(con),
+    )  # fmt: skip
+    data["families"] = dict(data["vre_corr"].select("corruption", "family").iter_rows())
+    return data
+
+
+def _write_tables(d: dict[str, Any], tables: Path) -> None:
+    """Every report table as CSV, the VRE tables also as LaTeX."""
+    quality = d["quality_side"]
+    frames = {"accuracy": d["accuracy"], "submetrics": d["sub"], "vre_model": d["vre_model"],
+              "vre_corruption": d["vre_corr"], "mmi": d["mmi"], "rscore": d["rscore"],
+              "question_type_accuracy": d["qtype"], "answer_type_accuracy": d["atype"],
+              "answer_flips": d["flips"], "skipped_images": d["skipped"],
+              "misprediction_kinds": d["kinds"],
+              "image_quality": quality.get("quality", pl.DataFrame()),
+              "attention_shift": d["shift"],
+              "image_quality_correlation": quality.get("image_quality_correlation",
+                                                       pl.DataFrame()),
+              **d["question_side"], **{k: v for k, v in d["context"].items() if k in TABLES},
+              **{k: v for k, v in d["uncertainty"].items() if k in TABLES}}  # fmt: skip
+    for name in TABLES:
+        with store.atomic_path(tables / f"{name}.csv") as tmp:
+            frames[name].write_csv(tmp)
+    for name in LATEX_TABLES:
+        with store.atomic_path(tables / f"{name}.tex") as tmp:
+            tmp.write_text(_latex(frames[name].drop("family", strict=False)), encoding="utf-8")
+
+
+def _figures(d: dict[str, Any], summary: Summary, folder: Path) -> dict[str, str]:
+    """Every figure, saved as PNG and SVG; returns the embeddable PNGs by name."""
+    sub, families, quality, shift = d["sub"], d["families"], d["quality_side"], d["shift"]
+    labels = {m: SUBMETRICS.get(m).label for m in SUBMETRICS}
+    # A run without image perturbations (GQA read without images) has no image side.
+    image_side = not sub.is_empty()
+
+    def no_images() -> Any:
+        return None if image_side else fig.placeholder("No image perturbations in this run.")
+
+    # Every figure is open until it is saved just below (about 25): no "more than 20
+    # figures" warning for that.
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        made = {
+            "relative_drop": no_images() or fig.heatmap(
+                sub, "relative_drop", "Severity-aggregated relative drop A_rel", families,
+                not_significant=d["not_significant"]),
+            "average_error": no_images() or fig.heatmap(sub, "average_error", "Average error",
+                                                      families, "Blues"),
+            "error_vs_severity": no_images() or fig.error_vs_severity(d["accuracy"], families),
+            "radar": no_images() or fig.radars(sub, labels),
+            "vre_sweep": no_images() or fig.vre_sweep(d["sweep"]),
+            "answer_type_accuracy": fig.type_accuracy(d["atype_long"], "answer_type", families),
+            "question_type_accuracy": fig.type_accuracy(d["qtype_long"], "question_type",
+                                                        families, top=TOP_QUESTION_TYPES),
+            "question_type_perturbation": fig.heatmap(
+                d["type_grid"], "accuracy", "Accuracy per question type x corruption (mean "
+                "over models, severities 1-5)", families, "Blues") if d["type_grid"].height
+            else fig.placeholder("No question_type_perturbation table in this database."),
+            "image_quality": fig.image_quality(quality["quality"], quality["quality_accuracy"],
+                                               families)
+            if quality else fig.placeholder("No image quality scores in this database."),
+            "attention_shift": fig.attention_shift(shift, families) if shift.height
+            else fig.placeholder("No attention maps in this database."),
+            **_question_figures(d["question_side"]),
+            **_context_figures(d["context"]),
+            **_uncertainty_figures(d["uncertainty"], summary.level),
+            **_answer_grids(d["samples"], families),
+        }  # fmt: skip
+        return {name: _save(made[name], folder, name) for name in FIGURES}
+
+
+def _summary_context(d: dict[str, Any], summary: Summary) -> dict[str, Any]:
+    """The page's opening: the reading, the headline table, image reliance, skips."""
+    headline, reliance, info = headline_table(summary), d["reliance"], d["info"]
+    models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
+        "accuracy without the image (blank)")), on="model", how="left")  # fmt: skip
+    models = models.select(*headline.columns[:2], "accuracy without the image (blank)",
+                           *headline.columns[2:])  # fmt: skip
+    k = min(3, max(1, summary.corruptions.height // 2))
+    n_skipped = int(info.get("dataset.n_skipped_images", "0"))
+    little = reliance.filter(pl.col("uses_image_little"))
+    return {
+        "reading": _reading(summary),
+        "image_side": not summary.models.is_empty(),
+        "models": models,
+        "interval_note": _interval_note(summary),
+        "level": summary.level,
+        "strongest": ", ".join(summary.corruptions.head(k)["corruption"]),
+        "weakest": ", ".join(summary.corruptions.tail(k).reverse()["corruption"]),
+        "reliance": {
+            "little": ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
+                                for m, r in little.select("model", "ratio").iter_rows()),
+            "n_little": little.height, "any": reliance.height > 0,
+            "ratio": IMAGE_RELIANCE_RATIO,
+        },
+        "skipped": {
+            "n": n_skipped, "n_questions": info.get("dataset.n_skipped_questions", "?"),
+            "listed": ", ".join(f"{i} ({r})" for i, r in d["skipped"].head(20).iter_rows()),
+        } if n_skipped else None,
+    }  # fmt: skip
+
+
+def _page(d: dict[str, Any], summary: Summary, embedded: dict[str, str]) -> dict[str, Any]:
+    """The template's context: every section's tables, figures and sentences."""
+    info = d["info"]
+    return {
+        "figures": {name: {"png": embedded[name], "caption": caption(name)} for name in FIGURES},
+        "summary": _summary_context(d, summary),
+        "settings": _settings(info, summary.n_images, summary.n_questions),
+        "question_type_grid": d["type_grid"].height > 0,
+        "quality": _quality_context(d["quality_side"]),
+        "attention": _attention_context(d["shift"]),
+        "uncertainty": _uncertainty_context(d["uncertainty"]),
+        "questions": _question_context(d["question_side"]),
+        "context": _context_context(d["context"]),
+        "sample_grids": list(range(1, min(len(d["samples"]), N_ANSWER_GRIDS) + 1)),
+        "failures": {
+            "flips": d["flips"], "kinds": d["kinds"],
+            "examples": _examples_context(d["kind_examples"]), "colour": d["colour"],
+        },
+        "tables": {"cards": d["cards"], "vre_model": d["vre_model"],
+                   "vre_corruption": d["vre_corr"], "mmi": d["mmi"], "rscore": d["rscore"],
+                   "question_type": d["qtype"], "answer_type": d["atype"]},
+        "warnings": json.loads(info.get("warnings", "[]")),
+        "provenance": _provenance(info) if any(k.startswith("provenance.") for k in info)
+        else None,
+    }  # fmt: skip
+
+
 def render_report(
     db_path: str | os.PathLike[str],
     out_html: str | os.PathLike[str],
@@ -324,179 +528,17 @@ def render_report(
     """Write ``out_html`` plus ``figures/*.png|svg`` and ``tables/*.csv|tex`` beside it.
 
     ``template``: a page of one's own (a Jinja2 file that may ``{% extends
-    "report.html.j2" %}`` and replace blocks); default the shipped page."""
+    "report.html.j2" %}`` and replace blocks); default the shipped page. Everything is
+    read before any folder is made: a bad results file leaves nothing behind."""
     out = Path(out_html)
+    summary = summarize(db_path)
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        data = _read(con)
     figures, tables = out.parent / "figures", out.parent / "tables"
     figures.mkdir(parents=True, exist_ok=True)
     tables.mkdir(parents=True, exist_ok=True)
-    summary = summarize(db_path)
-    image = "modality IN ('clean', 'image')"
-    with duckdb.connect(str(db_path), read_only=True) as con:
-        accuracy = con.sql(
-            """SELECT a.*, i.low, i.high FROM corruption_accuracy a
-               LEFT JOIN intervals i ON i.metric = 'accuracy' AND i.model = a.model
-                 AND i.perturbation = a.corruption AND i.severity = a.severity
-                 AND i.modality IN ('clean', 'image')
-               ORDER BY ALL"""
-        ).pl()
-        not_significant = {
-            (m, p) for m, p in con.execute(
-                "SELECT model, perturbation FROM drop_tests WHERE modality = 'image' "
-                "GROUP BY ALL HAVING NOT bool_or(significant)").fetchall()
-        }  # fmt: skip
-        uncertainty = _uncertainty_side(con)
-        sub = con.sql(
-            "SELECT model, perturbation AS corruption, * EXCLUDE (model, modality, perturbation) "
-            "FROM submetrics WHERE modality = 'image' ORDER BY model, corruption"
-        ).pl()
-        vre_model = con.sql(
-            "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'image' ORDER BY vre"
-        ).pl()
-        vre_corr = con.sql(
-            "SELECT perturbation AS corruption, * EXCLUDE (modality, perturbation) "
-            "FROM vre_corruption WHERE modality = 'image' ORDER BY vre DESC"
-        ).pl()
-        sweep = (
-            con.sql("SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'")
-            .pl()
-            .with_columns(pl.col("scope").replace("perturbation", "corruption"))
-        )
-        mmi = con.sql(
-            "PIVOT (SELECT model, \"group\", mmi FROM mmi WHERE modality = 'image' "
-            "AND scope IN ('all', 'family')) ON \"group\" USING first(mmi) ORDER BY model"
-        ).pl()
-        rscore = con.sql(
-            "PIVOT (SELECT model, severity, rscore FROM rscore WHERE modality = 'image' "
-            "AND perturbation = 'all') ON severity USING first(rscore) ORDER BY model"
-        ).pl()
-        qtype = _clean_vs_perturbed(con, "question_type")
-        atype = _clean_vs_perturbed(con, "answer_type")
-        atype_long = con.sql(
-            "SELECT model, perturbation AS corruption, severity, answer_type, n, accuracy "
-            f"FROM answer_type_accuracy WHERE {image}"
-        ).pl()
-        qtype_long = con.sql(
-            "SELECT model, perturbation AS corruption, severity, question_type, n, accuracy "
-            f"FROM question_type_accuracy WHERE {image}"
-        ).pl()
-        flips = answer_flips(con)
-        kinds, kind_examples = _mispredictions(con)
-        quality_side = _image_quality(con)
-        shift = _attention_side(con)
-        type_grid = _type_grid(con, TOP_QUESTION_TYPES)
-        cards = _model_cards(con)
-        skipped = con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl()
-        reliance = con.sql(
-            "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
-            "WHERE control = 'blank'"
-        ).pl()
-        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
-        colour = _colour_context(con, json.loads(info.get("outside_metrics", "[]")))
-        question_side = _question_side(con)
-        samples = _samples(con)
-        context = _context_side(con)
-    families = dict(vre_corr.select("corruption", "family").iter_rows())
-    frames = {"accuracy": accuracy, "submetrics": sub, "vre_model": vre_model,
-              "vre_corruption": vre_corr, "mmi": mmi, "rscore": rscore,
-              "question_type_accuracy": qtype, "answer_type_accuracy": atype,
-              "answer_flips": flips, "skipped_images": skipped, "misprediction_kinds": kinds,
-              "image_quality": quality_side.get("quality", pl.DataFrame()),
-              "attention_shift": shift,
-              "image_quality_correlation": quality_side.get("image_quality_correlation",
-                                                            pl.DataFrame()),
-              **question_side, **{k: v for k, v in context.items() if k in TABLES},
-              **{k: v for k, v in uncertainty.items() if k in TABLES}}  # fmt: skip
-    for name in TABLES:
-        with store.atomic_path(tables / f"{name}.csv") as tmp:
-            frames[name].write_csv(tmp)
-    for name in LATEX_TABLES:
-        with store.atomic_path(tables / f"{name}.tex") as tmp:
-            tmp.write_text(_latex(frames[name].drop("family", strict=False)), encoding="utf-8")
-    labels = {m: SUBMETRICS.get(m).label for m in SUBMETRICS}
-    # Every figure is open until it is saved just below (about 25): no "more than 20
-    # figures" warning for that.
-    # A run without image perturbations (GQA read without images) has no image side.
-    image_side = not sub.is_empty()
-
-    def no_images() -> Any:
-        return None if image_side else fig.placeholder("No image perturbations in this run.")
-
-    with plt.rc_context({"figure.max_open_warning": 0}):
-        made = {
-            "relative_drop": no_images() or fig.heatmap(
-                sub, "relative_drop", "Severity-aggregated relative drop A_rel", families,
-                not_significant=not_significant),
-            "average_error": no_images() or fig.heatmap(sub, "average_error", "Average error",
-                                                      families, "Blues"),
-            "error_vs_severity": no_images() or fig.error_vs_severity(accuracy, families),
-            "radar": no_images() or fig.radars(sub, labels),
-            "vre_sweep": no_images() or fig.vre_sweep(sweep),
-            "answer_type_accuracy": fig.type_accuracy(atype_long, "answer_type", families),
-            "question_type_accuracy": fig.type_accuracy(qtype_long, "question_type", families,
-                                                        top=TOP_QUESTION_TYPES),
-            "question_type_perturbation": fig.heatmap(
-                type_grid, "accuracy", "Accuracy per question type x corruption (mean over "
-                "models, severities 1-5)", families, "Blues") if type_grid.height else
-            fig.placeholder("No question_type_perturbation table in this database."),
-            "image_quality": fig.image_quality(quality_side["quality"],
-                                               quality_side["quality_accuracy"], families)
-            if quality_side else fig.placeholder("No image quality scores in this database."),
-            "attention_shift": fig.attention_shift(shift, families) if shift.height
-            else fig.placeholder("No attention maps in this database."),
-            **_question_figures(question_side),
-            **_context_figures(context),
-            **_uncertainty_figures(uncertainty, summary.level),
-            **_answer_grids(samples, families),
-        }  # fmt: skip
-        embedded = {name: _save(made[name], figures, name) for name in FIGURES}
-
-    headline = headline_table(summary)
-    models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
-        "accuracy without the image (blank)")), on="model", how="left")  # fmt: skip
-    models = models.select(*headline.columns[:2], "accuracy without the image (blank)",
-                           *headline.columns[2:])  # fmt: skip
-    k = min(3, max(1, summary.corruptions.height // 2))
-    n_skipped = int(info.get("dataset.n_skipped_images", "0"))
-    little = reliance.filter(pl.col("uses_image_little"))
-    page = {
-        "figures": {name: {"png": embedded[name], "caption": caption(name)} for name in FIGURES},
-        "summary": {
-            "reading": _reading(summary),
-            "image_side": not summary.models.is_empty(),
-            "models": models,
-            "interval_note": _interval_note(summary),
-            "level": summary.level,
-            "strongest": ", ".join(summary.corruptions.head(k)["corruption"]),
-            "weakest": ", ".join(summary.corruptions.tail(k).reverse()["corruption"]),
-            "reliance": {
-                "little": ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
-                                    for m, r in little.select("model", "ratio").iter_rows()),
-                "n_little": little.height, "any": reliance.height > 0,
-                "ratio": IMAGE_RELIANCE_RATIO,
-            },
-            "skipped": {
-                "n": n_skipped, "n_questions": info.get("dataset.n_skipped_questions", "?"),
-                "listed": ", ".join(f"{i} ({r})" for i, r in skipped.head(20).iter_rows()),
-            } if n_skipped else None,
-        },
-        "settings": _settings(info, summary.n_images, summary.n_questions),
-        "question_type_grid": type_grid.height > 0,
-        "quality": _quality_context(quality_side),
-        "attention": _attention_context(shift),
-        "uncertainty": _uncertainty_context(uncertainty),
-        "questions": _question_context(question_side),
-        "context": _context_context(context),
-        "sample_grids": list(range(1, min(len(samples), N_ANSWER_GRIDS) + 1)),
-        "failures": {
-            "flips": flips, "kinds": kinds, "examples": _examples_context(kind_examples),
-            "colour": colour,
-        },
-        "tables": {"cards": cards, "vre_model": vre_model, "vre_corruption": vre_corr,
-                   "mmi": mmi, "rscore": rscore, "question_type": qtype, "answer_type": atype},
-        "warnings": json.loads(info.get("warnings", "[]")),
-        "provenance": _provenance(info) if any(k.startswith("provenance.") for k in info)
-        else None,
-    }  # fmt: skip
+    _write_tables(data, tables)
+    page = _page(data, summary, _figures(data, summary, figures))
     body = page_template(template).render(**page)
     with store.atomic_path(out) as tmp:
         tmp.write_text(body, encoding="utf-8")
