@@ -7,8 +7,8 @@ same multiset of rows (``EXCEPT ALL`` both ways is empty; row order is not compa
 tables are read through their keys); a type change with the same values is reported as
 such and not counted equal. ``run_info`` is compared key by key, leaving out
 the keys that describe when and from which checkout the file was written
-(``provenance.finished``, ``provenance.started``, ``provenance.commit``,
-``provenance.dirty``). Prints one line per table and ``N of M tables equal``; exits 1
+(``provenance.finished``, ``provenance.started``, ``provenance.git_commit``,
+``provenance.git_dirty``). Prints one line per table and ``N of M tables equal``; exits 1
 when any differs.
 """
 
@@ -19,7 +19,12 @@ import sys
 
 import duckdb
 
-VOLATILE = ("provenance.finished", "provenance.started", "provenance.commit", "provenance.dirty")
+VOLATILE = (
+    "provenance.finished",
+    "provenance.started",
+    "provenance.git_commit",
+    "provenance.git_dirty",
+)
 
 
 def _tables(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, list[tuple[str, str]]]:
