@@ -278,11 +278,11 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     assert NO_IMAGE_SIDE in summary and "mean corrupted accuracy" not in summary
     assert "| lx-tsv | obj36 | checkpoint |" in summary  # Table 2 with what each model reads
     # Weights replaced in place (same path) rerun that model's inference, nothing else.
-    from tests.test_workflow import FROM_PREDICTIONS, analyses, planned_jobs, snakemake
+    from tests.test_workflow import FROM_PREDICTIONS, analyses, plan
 
-    assert "Nothing to be done" in snakemake(tmp_path, "-n")
+    assert plan(tmp_path) == {}
     tiny_lxmert(tmp_path / "checkpoints" / "lx-h5", dim=mini.dim, answers=["yes", "no"], seed=1)
-    jobs = planned_jobs(snakemake(tmp_path, "-n"))
+    jobs = plan(tmp_path)
     assert jobs == {"run_model": 4, **analyses(*FROM_PREDICTIONS, "context_at_k"),
                     "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
 

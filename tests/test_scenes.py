@@ -370,12 +370,12 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     assert table2.columns[3:] == ["class k=1", "attribute k=1", "class k=2", "attribute k=2"]
     # context.reliance_k reaches its analysis through params: changed on the finished run,
     # exactly that analysis, the assembly and the report rerun, and the new k is there.
-    from tests.test_workflow import analyses, planned_jobs, snakemake
+    from tests.test_workflow import analyses, plan, snakemake
 
     config["context"]["reliance_k"] = [2]
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    plan = planned_jobs(snakemake(tmp_path, "-n"))
-    assert plan == {**analyses("context_at_k"), "load_duckdb": 1, "render_report": 1, "all": 1}
+    jobs = plan(tmp_path)
+    assert jobs == {**analyses("context_at_k"), "load_duckdb": 1, "render_report": 1, "all": 1}
     snakemake(tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.sql("SELECT DISTINCT k FROM context_reliance_k").fetchall() == [(2,)]
