@@ -78,8 +78,10 @@ def _explain(error: jsonschema.ValidationError) -> str:
 
 def load_schema(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Read the config schema YAML."""
+    # The C loader where PyYAML has it: the Snakefile reads the schema at every parse.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path or DEFAULT_SCHEMA, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=loader)
 
 
 def _check_text(config: Mapping[str, Any]) -> None:
