@@ -159,7 +159,8 @@ def get_train_input(wildcards):
 
 
 def get_train_params(wildcards):
-    train = dict(config["models"][wildcards.model]["train"])
+    # The thread count is a setting of training: its sums, so its weights, depend on it.
+    train = dict(config["models"][wildcards.model]["train"], threads=config["threads"]["train"])
     if train.get("swapmix"):
         # SwapMix re-renders the training scenes (or swaps their feature rows): which ones
         # depends on these.
@@ -213,7 +214,7 @@ def get_detector_params(wildcards):
     settings = {k: source[k] for k in ("dim", "epochs", "batch_size", "learning_rate")}
     dataset = config["dataset"]
     settings.update(seed=config["seed"], scene_seed=dataset.get("scene_seed", 0),
-                    split=dataset["train_split"])  # fmt: skip
+                    split=dataset["train_split"], threads=config["threads"]["train"])  # fmt: skip
     return canonical(settings)
 
 
@@ -545,13 +546,18 @@ def get_text_params(wildcards):
 def get_sentence_params(wildcards):
     """What can change a rewrite: the models, prompts and generation length."""
     settings = dict(config["text"]["sentence"][wildcards.sentence])
-    settings.pop("batch_size", None)
+    for key in SENTENCE_RUNTIME:
+        settings.pop(key, None)
     return canonical(settings)
+
+
+# A rewriter's batch and whether it may download: they never change a rewrite.
+SENTENCE_RUNTIME = ("batch_size", "allow_download")
 
 
 def get_sentence_runtime(wildcards):
     settings = config["text"]["sentence"][wildcards.sentence]
-    return Runtime({k: settings[k] for k in ("batch_size",) if k in settings})
+    return Runtime({k: settings[k] for k in SENTENCE_RUNTIME if k in settings})
 
 
 def get_sentence_gpus(wildcards):

@@ -57,7 +57,7 @@ rule embed_questions:
     params:
         encoder=get_encoder_params,
         encoder_path=BQ["encoder"],
-        allow_download=BQ["allow_download"],
+        runtime=Runtime({"allow_download": BQ["allow_download"]}),
     script:
         "../workflow/scripts/embed_questions.py"
 
@@ -77,7 +77,7 @@ rule embed_pool:
     params:
         encoder=get_encoder_params,
         encoder_path=BQ["encoder"],
-        allow_download=BQ["allow_download"],
+        runtime=Runtime({"allow_download": BQ["allow_download"]}),
     script:
         "../workflow/scripts/embed_pool.py"
 

@@ -408,3 +408,25 @@ def test_a_job_logs_its_progress_per_subset(easy_vqa_eval, tmp_path, caplog):
     assert lines[-1].startswith(f"m clean/0: 100% ({n_q:,}/{n_q:,} questions), ")
     assert all("questions/s" in line for line in lines)
     assert all("ETA" in line for line in lines[:-1])
+
+
+def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_vqa_eval, tmp_path):
+    """Batch size and CPU threads travel in the runtime channel (they rerun nothing,
+    docs/workflow.md): the answers and scores are the same for any of them."""
+    import torch
+
+    clean = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
+    threads = torch.get_num_threads()
+    for key in ("vilt", "cnn-bow"):
+        spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints[key])}
+        runs = []
+        for batch, n_threads in ((1, 1), (16, 2)):
+            out = tmp_path / f"{key}-{batch}.parquet"
+            torch.set_num_threads(n_threads)
+            try:
+                run_inference(key, spec, easy_vqa_eval["questions"], clean, out, device="cpu",
+                              options={"batch_size": batch})  # fmt: skip
+            finally:
+                torch.set_num_threads(threads)
+            runs.append(pl.read_parquet(out).sort("question_id"))
+        assert runs[0]["answer"].to_list() == runs[1]["answer"].to_list()

@@ -80,3 +80,13 @@ def test_config_checks_sentence_entries():
     config["text"]["sentence"] = {"formel": {"model": "a"}}
     with pytest.raises(ConfigError, match="did you mean 'formal'"):
         validate_config(config)
+
+
+def test_sentence_rewrites_do_not_depend_on_the_batch(t5):
+    """A rewriter's batch size travels in the runtime channel (it reruns nothing,
+    docs/workflow.md): the rewrites are the same for any batch."""
+    questions = ["what color is the shape?", "is there a red circle in the image?", "how many?",
+                 "what shape is on the left side of the picture?", "is it blue?"]  # fmt: skip
+    rewrites = [Rewriter(str(t5), prompt="rewrite formal : {question}", max_new_tokens=8,
+                         batch_size=batch)(questions) for batch in (1, 2, 5)]  # fmt: skip
+    assert rewrites[0] == rewrites[1] == rewrites[2]

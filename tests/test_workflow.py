@@ -3,6 +3,7 @@ corruptions, two severities, seconds of training) and checks what reruns when.""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.plans import plan
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 
 pytestmark = pytest.mark.workflow
@@ -43,29 +45,6 @@ def planned_jobs(output: str) -> dict[str, int]:
     return counts
 
 
-def plan(workdir: Path) -> dict[str, int]:
-    """The jobs a dry run of ``workdir`` (its config/config.yaml) plans, keyed as
-    :func:`planned_jobs` keys them; empty when there is nothing to be done. Through
-    Snakemake's API in this process: a ``snakemake -n`` process costs about 10 s more
-    here (the SLURM plugin's probes at import), this about 2 s."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import DAGSettings, OutputSettings, Quietness, ResourceSettings
-
-    cwd = os.getcwd()
-    try:
-        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            wf = api.workflow(resource_settings=ResourceSettings(cores=2),
-                              snakefile=REPO / "Snakefile", workdir=workdir)  # fmt: skip
-            wf.dag(DAGSettings()).execute_workflow(executor="dryrun")
-            # The dry run marks its jobs finished; the DAG keeps them.
-            jobs = wf._workflow_store.dag.needrun_jobs(exclude_finished=False)
-            names = [j.rule.name if j.rule.name != "analyze" else
-                     f"analyze:{dict(j.wildcards)['analysis']}" for j in jobs]  # fmt: skip
-    finally:
-        os.chdir(cwd)
-    return {name: names.count(name) for name in sorted(set(names))}
-
-
 def analyses(*names: str) -> dict[str, int]:
     """The planned-jobs entries of these analyses."""
     return {f"analyze:{name}": 1 for name in names}
@@ -90,6 +69,33 @@ def workflow_run(tmp_path_factory, wordnet):
     write_config(workdir, config)
     snakemake(workdir)
     return workdir, config
+
+
+def test_the_invalidation_matrix_is_snakemakes_own_plan(workflow_run, tmp_path):
+    """tests/test_reruns.py computes a change's reruns from two job graphs (params and
+    input lists compared, then downstream); on the finished tiny run, for every key it
+    changes there, that is exactly the plan of Snakemake's dry run."""
+    from tests.plans import jobs, reruns
+    from tests.test_reruns import CHANGES, TINY
+
+    workdir = tmp_path / "wf"
+    shutil.copytree(workflow_run[0], workdir, symlinks=True)
+    write_config(workdir, TINY)
+    base = jobs(workdir)
+    assert not any(job.needrun for job in base.values())  # a finished run
+    wrong = []
+    for key, (scenario, edit) in CHANGES.items():
+        if scenario != "tiny":
+            continue
+        config = copy.deepcopy(TINY)
+        edit(config)
+        write_config(workdir, config)
+        after = jobs(workdir)
+        planned = {job.stage for job in after.values() if job.needrun} - {"all"}
+        if planned != reruns(base, after):
+            wrong.append(f"{key}: Snakemake plans {sorted(planned)}, the matrix computes "
+                         f"{sorted(reruns(base, after))}")  # fmt: skip
+    assert not wrong, "\n".join(wrong)
 
 
 def test_results_and_report(workflow_run):
@@ -451,7 +457,6 @@ def test_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_pa
 
 def _chromium() -> str:
     """Debian's chromium, installed when absent and possible; else the test is skipped."""
-    import os
     import shutil
 
     path = shutil.which("chromium")

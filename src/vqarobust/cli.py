@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from vqarobust.logs import setup_logging
 
@@ -229,6 +230,16 @@ def main(argv: list[str] | None = None) -> int:
         prog="vqarobust", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_config_and_metrics(sub)
+    _add_image_commands(sub)
+    _add_run_commands(sub)
+    args = parser.parse_args(argv)
+    setup_logging()
+    return args.func(args)
+
+
+def _add_config_and_metrics(sub: Any) -> None:
+    """The commands ``corruptions``, ``validate-config`` and ``metrics``."""
     p = sub.add_parser("corruptions", help="list registered corruptions")
     p.add_argument("--family", help="only this class (noise, blur, weather, ...)")
     p.set_defaults(func=_corruptions)
@@ -269,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="a model without clean rows or lacking a subset another has: "
                    "fail (error), or leave it out with a warning (drop)")  # fmt: skip
     p.set_defaults(func=_metrics)
+
+
+def _add_image_commands(sub: Any) -> None:
+    """The commands ``preview`` and ``images export``."""
     p = sub.add_parser("preview", help="corruption x severity grid of one image")
     p.add_argument("image", nargs="?", help="an image file (or --images and --id)")
     p.add_argument("--images", help="a prepared image folder, e.g. "
@@ -289,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="folder to write <image_id>.png|jpg into")
     p.add_argument("--ids", type=int, nargs="+", help="only these image ids")
     p.set_defaults(func=_images_export)
+
+
+def _add_run_commands(sub: Any) -> None:
+    """The commands that read a run's DuckDB file."""
     p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
     p.add_argument("database")
     p.add_argument("--markdown", action="store_true", help="the README's Markdown block")
@@ -319,9 +338,6 @@ def main(argv: list[str] | None = None) -> int:
         '"report.html.j2" and replace its blocks (docs/report.md)',
     )
     p.set_defaults(func=_report)
-    args = parser.parse_args(argv)
-    setup_logging()
-    return args.func(args)
 
 
 if __name__ == "__main__":

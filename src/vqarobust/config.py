@@ -179,23 +179,7 @@ def validate_config(
 
     Raises :class:`ConfigError` naming the first offending key.
     """
-    from vqarobust import corruptions
-    from vqarobust.models import FAMILIES
-    from vqarobust.models.architectures import ARCHITECTURES
-
-    schema = load_schema(schema_path)
-    coerced = coerce_strings(dict(config), schema)
-    config.clear()
-    config.update(coerced)
-    given = config.get("dataset")
-    # Keys the user wrote, before the schema's defaults are filled in.
-    explicit = set(given) if isinstance(given, dict) else set()
-    cls = _with_defaults(jsonschema.validators.validator_for(schema))
-    errors = sorted(cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        raise ConfigError(f"config error at {_where(e.absolute_path)}: {_explain(e)}")
-
+    explicit = _check_schema(config, load_schema(schema_path))
     r = config["rscore"]
     if not r["tolerance"] < r["maximum"]:
         raise ConfigError(
@@ -203,6 +187,44 @@ def validate_config(
             f"maximum ({r['maximum']})"
         )
     _check_dataset(config["dataset"], explicit)
+    _check_corruptions(config)
+    if "stylize" in config["corruptions"]:
+        _check_stylize(config["stylize"])
+    _check_text(config)
+    _check_context(config)
+    _check_features(config)
+    for name, entry in list(config["models"].items()):
+        config["models"][name] = entry = _resolve_model(name, entry)
+        _check_model(name, entry, config)
+    _check_pixels(config)
+    if not config["corruptions"] and not config["text"]["perturbations"]:
+        raise ConfigError(
+            "config error at corruptions: the VRE suite needs image corruptions or text "
+            "perturbations (text.perturbations), and none is configured"
+        )
+    return config
+
+
+def _check_schema(config: MutableMapping[str, Any], schema: dict[str, Any]) -> set[str]:
+    """Coerce, fill the schema's defaults in and validate ``config`` in place; the
+    ``dataset`` keys the user wrote (before the defaults)."""
+    coerced = coerce_strings(dict(config), schema)
+    config.clear()
+    config.update(coerced)
+    given = config.get("dataset")
+    explicit = set(given) if isinstance(given, dict) else set()
+    cls = _with_defaults(jsonschema.validators.validator_for(schema))
+    errors = sorted(cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        raise ConfigError(f"config error at {_where(e.absolute_path)}: {_explain(e)}")
+    return explicit
+
+
+def _check_corruptions(config: Mapping[str, Any]) -> None:
+    """Known corruptions, each with a configured severity it has; known controls."""
+    from vqarobust import corruptions
+
     known = set(corruptions.names()) - set(corruptions.names(family="control"))
     for i, name in enumerate(config["corruptions"]):
         if name not in known:
@@ -222,74 +244,80 @@ def validate_config(
             raise ConfigError(
                 f"config error at controls[{i}]: {_unknown('control', name, known_controls)}"
             )
-    if "stylize" in config["corruptions"]:
-        _check_stylize(config["stylize"])
-    _check_text(config)
-    _check_context(config)
-    _check_features(config)
+
+
+def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The model entry with its repository entry merged in (so that params, and reruns,
+    see the full entry) and its defaults filled in."""
     from vqarobust.models.repository import ModelUnavailableError, resolve_spec
 
-    for name, entry in list(config["models"].items()):
-        try:
-            # Merge the repository entry in, so that params (and reruns) see the full entry.
-            resolved = resolve_spec(entry)
-        except (KeyError, ModelUnavailableError) as exc:
-            raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
-        resolved.setdefault("batch_size", 64)
-        served = resolved.get("family") == "openai-chat"
-        # Trained reference models are small CPU models; checkpoints expect a GPU; a served
-        # model's GPU is the server's, so its job needs none.
-        resolved.setdefault("device", "cpu" if "train" in resolved or served else "cuda")
-        # Scheduler requests of one inference job (a cluster profile reads them).
-        resolved.setdefault("mem_mb", 4000)
-        resolved.setdefault("runtime", 60)
-        if served:
-            _check_served(name, resolved)
-        else:
-            resolved.setdefault("dtype", "auto")
-            resolved.setdefault("allow_download", False)
-            resolved.setdefault("trust_remote_code", False)
-        config["models"][name] = entry = resolved
-        if "family" not in entry:
-            raise ConfigError(f"config error at models.{name}: give family or from_repository")
-        if entry["family"] not in FAMILIES:
-            unknown = _unknown("family", entry["family"], FAMILIES.list())
-            raise ConfigError(f"config error at models.{name}.family: {unknown}")
-        _check_family_keys(name, entry)
-        train = entry.get("train")
-        pnp = entry["family"] == "pnp-vqa"
-        if train is None and "path_or_id" not in entry and not served and not pnp:
-            raise ConfigError(f"config error at models.{name}: give path_or_id or train")
-        if train is not None and config["dataset"]["adapter"] not in ("easy-vqa", "scenes"):
-            raise ConfigError(
-                f"config error at models.{name}.train: reference models train on easy-vqa "
-                f"or scenes only, not on dataset.adapter {config['dataset']['adapter']!r}; "
-                "give path_or_id (a trained checkpoint) instead"
-            )
-        if train is not None and train.get("swapmix") and config["dataset"]["adapter"] != "scenes":
-            raise ConfigError(
-                f"config error at models.{name}.train.swapmix: SwapMix training re-renders "
-                "scenes; it needs dataset.adapter scenes"
-            )
-        if train is not None and train["architecture"] not in ARCHITECTURES:
-            unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
-            raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
-        _check_feature_model(name, entry, config)
-        if train is not None:
-            foreign = sorted(set(train) - TRAINING_KEYS - architecture_keys(train["architecture"]))
-            if foreign:
-                raise ConfigError(
-                    f"config error at models.{name}.train: {', '.join(map(repr, foreign))} "
-                    f"not used by architecture {train['architecture']!r} (it takes "
-                    f"{', '.join(sorted(architecture_keys(train['architecture'])))})"
-                )
-    _check_pixels(config)
-    if not config["corruptions"] and not config["text"]["perturbations"]:
+    try:
+        resolved = resolve_spec(entry)
+    except (KeyError, ModelUnavailableError) as exc:
+        raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
+    resolved.setdefault("batch_size", 64)
+    served = resolved.get("family") == "openai-chat"
+    # Trained reference models are small CPU models; checkpoints expect a GPU; a served
+    # model's GPU is the server's, so its job needs none.
+    resolved.setdefault("device", "cpu" if "train" in resolved or served else "cuda")
+    # Scheduler requests of one inference job (a cluster profile reads them).
+    resolved.setdefault("mem_mb", 4000)
+    resolved.setdefault("runtime", 60)
+    if served:
+        _check_served(name, resolved)
+    else:
+        resolved.setdefault("dtype", "auto")
+        resolved.setdefault("allow_download", False)
+        resolved.setdefault("trust_remote_code", False)
+    return resolved
+
+
+def _check_model(name: str, entry: dict[str, Any], config: Mapping[str, Any]) -> None:
+    """A resolved model entry: a known family with its keys, weights to load (or a
+    training block), and a training block that fits the dataset and architecture."""
+    from vqarobust.models import FAMILIES
+
+    if "family" not in entry:
+        raise ConfigError(f"config error at models.{name}: give family or from_repository")
+    if entry["family"] not in FAMILIES:
+        unknown = _unknown("family", entry["family"], FAMILIES.list())
+        raise ConfigError(f"config error at models.{name}.family: {unknown}")
+    _check_family_keys(name, entry)
+    train = entry.get("train")
+    needs_weights = entry["family"] not in ("openai-chat", "pnp-vqa")
+    if train is None and "path_or_id" not in entry and needs_weights:
+        raise ConfigError(f"config error at models.{name}: give path_or_id or train")
+    if train is not None:
+        _check_training(name, train, config["dataset"]["adapter"])
+    _check_feature_model(name, entry, config)
+
+
+def _check_training(name: str, train: Mapping[str, Any], adapter: str) -> None:
+    """A reference model's training block: a dataset it trains on, a known architecture
+    and only the keys that architecture takes."""
+    from vqarobust.models.architectures import ARCHITECTURES
+
+    if adapter not in ("easy-vqa", "scenes"):
         raise ConfigError(
-            "config error at corruptions: the VRE suite needs image corruptions or text "
-            "perturbations (text.perturbations), and none is configured"
+            f"config error at models.{name}.train: reference models train on easy-vqa "
+            f"or scenes only, not on dataset.adapter {adapter!r}; "
+            "give path_or_id (a trained checkpoint) instead"
         )
-    return config
+    if train.get("swapmix") and adapter != "scenes":
+        raise ConfigError(
+            f"config error at models.{name}.train.swapmix: SwapMix training re-renders "
+            "scenes; it needs dataset.adapter scenes"
+        )
+    if train["architecture"] not in ARCHITECTURES:
+        unknown = _unknown("architecture", train["architecture"], ARCHITECTURES.list())
+        raise ConfigError(f"config error at models.{name}.train.architecture: {unknown}")
+    foreign = sorted(set(train) - TRAINING_KEYS - architecture_keys(train["architecture"]))
+    if foreign:
+        raise ConfigError(
+            f"config error at models.{name}.train: {', '.join(map(repr, foreign))} "
+            f"not used by architecture {train['architecture']!r} (it takes "
+            f"{', '.join(sorted(architecture_keys(train['architecture'])))})"
+        )
 
 
 # Keys of models.<name>.train that every architecture's training reads.

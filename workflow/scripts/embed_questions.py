@@ -11,5 +11,5 @@ from vqarobust.text.encoder import encode
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 encoder = partial(encode, path=snakemake.params.encoder_path,
-                  allow_download=snakemake.params.allow_download)  # fmt: skip
+                  allow_download=snakemake.params.runtime["allow_download"])  # fmt: skip
 embed_questions([snakemake.input.questions], snakemake.output[0], encode=encoder)

@@ -4,5 +4,5 @@ from vqarobust.features.detector import train_detector
 from vqarobust.logs import setup_logging
 
 setup_logging(snakemake.log[0])
-train_detector(snakemake.input.images, snakemake.output[0], threads=snakemake.threads,
+train_detector(snakemake.input.images, snakemake.output[0],
                **snakemake.params.settings)  # fmt: skip

@@ -13,7 +13,6 @@ if hasattr(snakemake.input, "features"):
         snakemake.input.questions,
         snakemake.input.features,
         snakemake.output[0],
-        threads=snakemake.threads,
         name=snakemake.wildcards.model,
         word_vectors_path=snakemake.input.get("word_vectors"),
         **settings,
@@ -25,7 +24,6 @@ else:
         snakemake.input.questions,
         snakemake.input.images,
         snakemake.output[0],
-        threads=snakemake.threads,
         name=snakemake.wildcards.model,
         **settings,
     )

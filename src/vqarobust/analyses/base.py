@@ -62,6 +62,33 @@ class RunOptions:
     feature_sources: Sequence[str] = ()
 
 
+# The config keys each option is resolved from (rules/analyze_inputs.smk builds the
+# options): an analysis reads a key when its settings or its ``active`` test read an
+# option made from it. A prefix names its whole subtree, ``*`` any model or feature name.
+OPTION_KEYS: dict[str, tuple[str, ...]] = {
+    "metric": ("scoring.metric",),
+    "weights": ("vre.preferences",),
+    "families": ("corruptions", "controls", "text.perturbations", "text.sentence",
+                 "basic_questions.rankers", "basic_questions.datasets"),
+    "rscore": ("rscore",),
+    "seed": ("seed",),
+    # Only where WordNet is absent; the suite installs it.
+    "skipped": ("text.perturbations", "basic_questions.rankers", "basic_questions.datasets"),
+    "image_subsets": ("corruptions", "controls", "severities", "dataset.adapter",
+                      "dataset.images"),
+    "outside": ("vre.include_grayscale", "corruptions"),
+    "uncertainty": ("uncertainty",),
+    "on_missing": (),  # not a config key: callers of build_database
+    "vqabq": ("basic_questions.vqabq",),
+    "models": ("models.*.features", "models.*.train.swapmix"),
+    "features": ("features.*.kind",),
+    "context": ("context.perturbations",),
+    "reliance_k": ("context.reliance_k", "context.k"),
+    "feature_sources": ("features", "models.*.features", "models.*.family",
+                        "context.perturbations"),
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class NoSettings:
     """The settings of an analysis that reads no setting (only its input files)."""
@@ -221,21 +248,22 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _imported_by_source(source: str, is_init: bool, package: str) -> frozenset[str]:
-    # Keyed by the content itself: an edited file is parsed again, an unchanged one once
-    # per process (the Snakefile digests every analysis at parse time).
-    body = ast.parse(source).body
-    nodes = body if is_init else _statements(body)
-    return frozenset(name for node in nodes for name in _module_names(node, package))
+def _read(path: str, mtime_ns: int, size: int, package: str) -> tuple[frozenset[str], bytes]:
+    # Keyed by the file's stat: an edited file is read again, an unchanged one once per
+    # process (the Snakefile digests every analysis at each parse).
+    data = Path(path).read_bytes()
+    body = ast.parse(data).body
+    # A package's __init__ counts at its top level only: its function-level imports are
+    # lazy loaders of its members (e.g. the model families' factories), followed only
+    # where an analysis imports that member itself.
+    nodes = body if Path(path).name == "__init__.py" else _statements(body)
+    return frozenset(name for node in nodes for name in _module_names(node, package)), data
 
 
-def _imported(path: Path, package: str) -> set[str]:
-    """The ``package`` modules a source file imports: at any depth of a module, at the top
-    level only of a package's ``__init__`` (its function-level imports are lazy loaders of
-    its members, e.g. the model families' factories, followed only where an analysis
-    imports that member itself)."""
-    source = path.read_text(encoding="utf-8")
-    return set(_imported_by_source(source, path.name == "__init__.py", package))
+def _file(path: Path, package: str) -> tuple[frozenset[str], bytes]:
+    """The ``package`` modules a source file imports, and its bytes."""
+    stat = path.stat()
+    return _read(str(path), stat.st_mtime_ns, stat.st_size, package)
 
 
 def _package_dir(package: str) -> Path | None:
@@ -262,7 +290,7 @@ def module_files(module: str) -> list[Path]:
     root = _package_dir(package)
     if root is None:
         raise ModuleNotFoundError(f"no package {package!r}")
-    seen: dict[str, Path] = {}
+    seen: dict[str, Path | None] = {}  # None: a name that is no module (a function, ...)
     todo = [module]
     while todo:
         name = todo.pop()
@@ -271,22 +299,22 @@ def module_files(module: str) -> list[Path]:
             prefix = ".".join(parts[:i])
             if prefix in seen:
                 continue
-            path = _source(prefix, root)
+            path = seen[prefix] = _source(prefix, root)
             if path is None:
                 continue
-            seen[prefix] = path
-            todo.extend(_imported(path, package))
-    return sorted(set(seen.values()))
+            todo.extend(_file(path, package)[0])
+    return sorted({path for path in seen.values() if path is not None})
 
 
 def code_digest(module: str) -> str:
     """SHA-256 over the package files ``module`` runs (:func:`module_files`), each by
     its path inside the package and its content: an edit to any of them changes it."""
     files = module_files(module)
-    root = _package_dir(module.split(".")[0])
+    package = module.split(".")[0]
+    root = _package_dir(package)
     assert root is not None  # module_files found it
     h = hashlib.sha256()
     for path in files:
         h.update(str(path.relative_to(root.parent)).encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+        h.update(_file(path, package)[1] + b"\0")
     return h.hexdigest()

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -71,38 +72,12 @@ def train_reference_model(
     name = name or architecture
     torch.manual_seed(seed)
     torch.set_num_threads(max(1, threads))
-    questions, images = _load_split(questions_path, images_dir)
-    texts = questions.column("question").to_pylist()
-    # The training target is each question's most common answer (easy-VQA has one).
-    targets = [most_common_answer(a) for a in questions.column("answers").to_pylist()]
-    labels = sorted(set(targets))
-    label_ids = {a: i for i, a in enumerate(labels)}
-
-    sizes = {im.size for im in images.values()}
-    if len(sizes) != 1:
-        # Padding mixed sizes would feed padding to the model as image content.
-        raise ValueError(f"training expects images of one size, found {sorted(sizes)[:5]}")
-    image_size = min(next(iter(sizes)))
-    tokenizer = build_tokenizer(texts)
-    # The PIL processor by name: "ViltImageProcessor" now means the torchvision one, which
-    # is never installed here (docs/models.md); asking for it prints a fallback warning.
-    image_processor = ViltImageProcessorPil(
-        size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
-    )
-    processor = ViltProcessor(image_processor=image_processor, tokenizer=tokenizer)
-
-    image_ids = sorted(images)
-    row_of = {img: i for i, img in enumerate(image_ids)}
-    pixels = image_processor([images[i] for i in image_ids], return_tensors="pt")["pixel_values"]
-    enc = tokenizer(texts, padding="longest", return_tensors="pt")
-    q_image = torch.tensor([row_of[i] for i in questions.column("image_id").to_pylist()])
-    y = torch.tensor([label_ids[a] for a in targets])
-
+    data = _tensors(*_load_split(questions_path, images_dir))
     model = ARCHITECTURES.create(
         architecture,
-        vocab_size=tokenizer.vocab_size,
-        labels=labels,
-        image_size=image_size,
+        vocab_size=data.tokenizer.vocab_size,
+        labels=data.labels,
+        image_size=data.image_size,
         **arch_kwargs,
     )
     model.train()
@@ -111,15 +86,14 @@ def train_reference_model(
     if swapmix:
         from vqarobust.context.augment import SwapMixAugmenter
 
-        augment = SwapMixAugmenter(questions.column("question_id").to_pylist(), image_ids,
-                                   scene_seed, split, seed, **swapmix)  # fmt: skip
+        augment = SwapMixAugmenter(data.question_ids, data.image_ids, scene_seed, split, seed,
+                                   **swapmix)  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     # A late-fusion model takes whole images with all of their questions per step, so it
     # encodes each image once; other models take random questions (more varied batches,
     # and batch norm statistics over many images).
-    questions_of = [torch.nonzero(q_image == i).flatten() for i in range(len(image_ids))]
-    units = len(image_ids) if reuses_images else len(y)
-    per_step = max(1, round(batch_size * units / len(y)))
+    units = len(data.image_ids) if reuses_images else len(data.y)
+    per_step = max(1, round(batch_size * units / len(data.y)))
     steps = max(1, int(round(epochs * units / per_step)))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=learning_rate, total_steps=steps, pct_start=0.1
@@ -135,34 +109,24 @@ def train_reference_model(
             order, pos = torch.randperm(units, generator=gen), 0
         chosen = order[pos : pos + per_step]
         pos += per_step
-        if reuses_images:
-            idx = torch.cat([questions_of[i] for i in chosen.tolist()])
-            sizes = [len(questions_of[i]) for i in chosen.tolist()]
-            local = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
-            pv, extra = pixels[chosen], {"image_index": local}
-        else:
-            idx = chosen
-            pv, extra = pixels[q_image[idx]], {}
+        idx, inputs = data.batch(chosen, reuses_images)
         if augment is not None:
             # Each question sees its own swapped scene (or the clean one).
-            pv = augment.pixels(step, idx.tolist(), pixels[q_image[idx]], image_processor)
+            pv = augment.pixels(step, idx.tolist(), data.pixels[data.q_image[idx]],
+                                data.image_processor)  # fmt: skip
+            inputs["pixel_values"] = pv
+            inputs["pixel_mask"] = torch.ones(pv.shape[0], pv.shape[2], pv.shape[3],
+                                              dtype=torch.long)  # fmt: skip
             if reuses_images:
-                extra = {"image_index": torch.arange(len(idx))}
-        out = model(
-            input_ids=enc["input_ids"][idx],
-            attention_mask=enc["attention_mask"][idx],
-            token_type_ids=enc["token_type_ids"][idx],
-            pixel_values=pv,
-            pixel_mask=torch.ones(pv.shape[0], pv.shape[2], pv.shape[3], dtype=torch.long),
-            **extra,
-        )
-        loss = torch.nn.functional.cross_entropy(out.logits, y[idx])
+                inputs["image_index"] = torch.arange(len(idx))
+        out = model(**inputs)
+        loss = torch.nn.functional.cross_entropy(out.logits, data.y[idx])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         scheduler.step()
         if step >= steps * 0.9:
-            correct += int((out.logits.argmax(-1) == y[idx]).sum())
+            correct += int((out.logits.argmax(-1) == data.y[idx]).sum())
             seen += len(idx)
         if (step + 1) % every == 0 or step + 1 == steps:
             epoch = min(n_epochs, step * per_step // units + 1)
@@ -174,7 +138,77 @@ def train_reference_model(
     model.eval()
     with store.atomic_path(out_dir) as tmp:
         model.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
+        data.processor.save_pretrained(tmp)
     stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1)}
     log.info("trained %s (%s): %s", name, architecture, stats)
     return stats
+
+
+@dataclass
+class _Data:
+    """A training split as tensors: every image once, every question with its image's
+    row and its label."""
+
+    labels: list[str]
+    y: torch.Tensor
+    question_ids: list[int]
+    image_ids: list[int]
+    image_size: int
+    pixels: torch.Tensor
+    enc: Any
+    q_image: torch.Tensor
+    tokenizer: Any
+    image_processor: Any
+    processor: Any
+
+    def batch(self, chosen: torch.Tensor, per_image: bool) -> tuple[torch.Tensor, dict]:
+        """The questions of one step (``chosen`` images with all their questions, or
+        ``chosen`` questions) and the model's inputs for them."""
+        if per_image:
+            questions_of = [torch.nonzero(self.q_image == i).flatten() for i in chosen.tolist()]
+            idx = torch.cat(questions_of)
+            sizes = torch.tensor([len(q) for q in questions_of])
+            pv = self.pixels[chosen]
+            extra = {"image_index": torch.repeat_interleave(torch.arange(len(sizes)), sizes)}
+        else:
+            idx = chosen
+            pv, extra = self.pixels[self.q_image[idx]], {}
+        inputs = {
+            "input_ids": self.enc["input_ids"][idx],
+            "attention_mask": self.enc["attention_mask"][idx],
+            "token_type_ids": self.enc["token_type_ids"][idx],
+            "pixel_values": pv,
+            "pixel_mask": torch.ones(pv.shape[0], pv.shape[2], pv.shape[3], dtype=torch.long),
+            **extra,
+        }
+        return idx, inputs
+
+
+def _tensors(questions: Any, images: dict[int, Image.Image]) -> _Data:
+    """The split's tensors, its word-level tokenizer and the image processor sized to
+    its images."""
+    texts = questions.column("question").to_pylist()
+    # The training target is each question's most common answer (easy-VQA has one).
+    targets = [most_common_answer(a) for a in questions.column("answers").to_pylist()]
+    labels = sorted(set(targets))
+    label_ids = {a: i for i, a in enumerate(labels)}
+    sizes = {im.size for im in images.values()}
+    if len(sizes) != 1:
+        # Padding mixed sizes would feed padding to the model as image content.
+        raise ValueError(f"training expects images of one size, found {sorted(sizes)[:5]}")
+    image_size = min(next(iter(sizes)))
+    tokenizer = build_tokenizer(texts)
+    # The PIL processor by name: "ViltImageProcessor" now means the torchvision one, which
+    # is never installed here (docs/models.md); asking for it prints a fallback warning.
+    image_processor = ViltImageProcessorPil(
+        size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
+    )
+    processor = ViltProcessor(image_processor=image_processor, tokenizer=tokenizer)
+    image_ids = sorted(images)
+    row_of = {img: i for i, img in enumerate(image_ids)}
+    pixels = image_processor([images[i] for i in image_ids], return_tensors="pt")["pixel_values"]
+    enc = tokenizer(texts, padding="longest", return_tensors="pt")
+    q_image = torch.tensor([row_of[i] for i in questions.column("image_id").to_pylist()])
+    y = torch.tensor([label_ids[a] for a in targets])
+    return _Data(labels, y, questions.column("question_id").to_pylist(), image_ids, image_size,
+                 pixels, enc, q_image, tokenizer, image_processor, processor)  # fmt: skip

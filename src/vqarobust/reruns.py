@@ -1,0 +1,336 @@
+"""What reruns when a setting changes: the invalidation matrix.
+
+Every job of the workflow is a *stage*: a rule, or ``analyze:<name>`` for each registered
+analysis. A stage declares the config keys its ``params`` (or its input and output file
+lists) are made from, and the stages whose files it reads. A key's dependents are the
+stages that read it and everything downstream of them; Snakemake reruns exactly those,
+because every setting reaches its job through ``params`` or an input file. Keys in
+:data:`RUNTIME` travel in the runtime channel (:mod:`vqarobust.runtime`) or are
+scheduler hints: they rerun nothing, each with the test that shows it changes no output.
+
+``tests/test_reruns.py`` changes every leaf of the config schema on small study configs
+and checks that the jobs Snakemake plans to rerun are exactly the declared dependents;
+docs/workflow.md shows the table (:func:`matrix_markdown`, kept current by a test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vqarobust.analyses.base import OPTION_KEYS, RunOptions
+from vqarobust.analyses.registry import ANALYSES
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A job kind: the config keys it reads and the stages whose outputs it reads."""
+
+    reads: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NoRerun:
+    """A key that changes no output: why, and the test that shows it."""
+
+    reason: str
+    test: str
+
+
+_DATASET = ("dataset", "seed")
+# Which subsets exist comes from the stages that make them (corrupt_images,
+# perturb_questions, ...); run_model reads only how many severities each has.
+_LEVELS = ("severities", "basic_questions.k", "context.k")
+# The scenes generator's seed and split (the train split's for training, the evaluated
+# one's for the swaps; feature extraction has a job of each).
+_SCENES = ("dataset.scene_seed", "dataset.split", "dataset.train_split")
+_TRAIN_SCENES = ("dataset.scene_seed", "dataset.train_split")
+_EVAL_SCENES = ("dataset.scene_seed", "dataset.split")
+_ANSWERS = ("models",)  # less the runtime keys (RUNTIME) and train (through train_model)
+
+# The rules other than analyze, in the order of the data flow.
+RULES: dict[str, Stage] = {
+    "prepare_dataset": Stage(_DATASET),
+    "train_detector": Stage(("features.*", "seed", "threads.train", *_TRAIN_SCENES),
+                            ("prepare_dataset",)),
+    "extract_features": Stage(("features.*", "context.word_vectors", "dataset.adapter",
+                               "dataset.scene_graphs", *_SCENES),
+                              ("prepare_dataset", "train_detector")),
+    "train_model": Stage(("models.*.train", "models.*.features", "threads.train",
+                          "context.threshold",
+                          "context.word_vectors", *_TRAIN_SCENES),
+                         ("prepare_dataset", "extract_features")),
+    "corrupt_images": Stage(("seed", "corruptions", "controls", "severities", "stylize",
+                             "storage.image_format", "storage.jpeg_quality"),
+                            ("prepare_dataset",)),
+    "extract_image_features": Stage(("features.*",), ("corrupt_images", "train_detector")),
+    "swap_context": Stage(("seed", "context.perturbations", "context.k", "context.min_area",
+                           "context.instances", "dataset.images", "storage.image_format",
+                           "storage.jpeg_quality", *_EVAL_SCENES),
+                          ("prepare_dataset",)),
+    "swap_features": Stage(("seed", "context.perturbations", "context.k", "context.threshold",
+                            "context.word_vectors", "features.*.kind", "dataset.questions",
+                            "dataset.scene_graphs", *_EVAL_SCENES),
+                           ("prepare_dataset", "extract_features")),
+    "perturb_questions": Stage(("seed", "severities", "text.perturbations",
+                                "text.min_similarity", "text.max_tries",
+                                "text.on_low_similarity", "text.similarity_encoder"),
+                               ("prepare_dataset",)),
+    "rewrite_questions": Stage(("text.sentence",), ("prepare_dataset",)),
+    "embed_questions": Stage(("basic_questions.encoder",), ("prepare_dataset",)),
+    "embed_pool": Stage(("basic_questions.encoder", "basic_questions.pool",
+                         "basic_questions.pool_files"), ("prepare_dataset",)),
+    "rank_basic_questions": Stage(("basic_questions.rankers", "basic_questions.datasets",
+                                   "basic_questions.k", "basic_questions.lasso",
+                                   "basic_questions.lasso_alpha",
+                                   "basic_questions.prefilter"),
+                                  ("prepare_dataset", "embed_questions", "embed_pool")),
+    "export_basic_questions": Stage(("basic_questions.rankers", "basic_questions.datasets"),
+                                    ("prepare_dataset", "rank_basic_questions")),
+    "noise_questions": Stage(("basic_questions.k",),
+                             ("prepare_dataset", "rank_basic_questions")),
+    "chain_questions": Stage(("models.*.chain_prompt", "basic_questions.vqabq.enabled",
+                              "basic_questions.vqabq.ranker"),
+                             ("prepare_dataset", "rank_basic_questions")),
+    "run_model": Stage((*_ANSWERS, *_LEVELS),
+                       ("prepare_dataset", "train_model", "corrupt_images", "extract_features",
+                        "extract_image_features", "swap_context", "swap_features",
+                        "perturb_questions", "rewrite_questions", "noise_questions",
+                        "chain_questions")),
+    "image_attention": Stage((*_ANSWERS, "seed", "corruptions", "severities",
+                              "diagnostics.attention.n"),
+                             ("prepare_dataset", "train_model", "corrupt_images")),
+}  # fmt: skip
+
+# The stages that make the files of each input group an analysis declares
+# (rules/analyze_inputs.smk, INPUT_GROUPS).
+INPUT_SOURCES: dict[str, tuple[str, ...]] = {
+    "questions": ("prepare_dataset",),
+    "info": ("prepare_dataset",),
+    "predictions": ("run_model",),
+    "question_sets": ("perturb_questions", "rewrite_questions", "noise_questions",
+                      "chain_questions"),
+    "images": ("prepare_dataset", "corrupt_images"),
+    "attention": ("image_attention",),
+    "context": ("prepare_dataset", "swap_context", "swap_features"),
+    "vqabq_rankings": ("rank_basic_questions",),
+}  # fmt: skip
+
+# Keys that rerun nothing. Scheduler hints only reach a job's resources; runtime keys
+# travel in vqarobust.runtime.Runtime, which Snakemake leaves out of its params check.
+_SCHEDULER = "a scheduler hint (the job's resources), never read by the job's code"
+_BATCH = NoRerun(
+    "answers are the same in any batch (padding is masked; the batch halves on OOM)",
+    "tests/test_inference.py::test_classifier_answers_do_not_depend_on_batch_or_threads",
+)
+_SERVED = NoRerun(
+    "how the server is reached and how hard it is pushed; the answers come from the "
+    "served model and its seed",
+    "tests/test_served.py::test_a_served_model_asks_for_no_gpu_and_its_address_reruns_nothing",
+)
+_DOWNLOAD = NoRerun(
+    "whether missing files may be fetched; the files' identity is what is compared",
+    "tests/test_reruns.py::test_runtime_keys_reach_no_params",
+)
+RUNTIME: dict[str, NoRerun] = {
+    "study": NoRerun("the study's label: it only refuses a merge into the default config",
+                     "tests/test_workflow.py::test_a_shipped_study_is_never_merged_into_the_default"),
+    "storage.shard_mb": NoRerun(
+        "how images are cut into Parquet shards; the images and their order are the same",
+        "tests/test_materialize_images.py::test_corrupted_subset_does_not_depend_on_shard_layout",
+    ),
+    "threads.infer": _BATCH,
+    "models.*.batch_size": _BATCH,
+    "models.*.share_image_features": NoRerun(
+        "PNP-VQA encodes each image once for all its questions instead of once per question",
+        "tests/test_pnp_vqa.py::test_pipeline_answers_a_batch_seeded_per_item",
+    ),
+    "models.*.allow_download": _DOWNLOAD,
+    "text.sentence.*.allow_download": _DOWNLOAD,
+    "text.sentence.*.batch_size": NoRerun(
+        "rewrites are the same in any batch (padding is masked)",
+        "tests/test_sentence.py::test_sentence_rewrites_do_not_depend_on_the_batch",
+    ),
+    "basic_questions.allow_download": _DOWNLOAD,
+    "models.*.gpu_memory_gb": NoRerun("a planning hint of docs/paper.md",
+                                      "tests/test_reruns.py::test_runtime_keys_reach_no_params"),
+    "models.*.mem_mb": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
+    "models.*.runtime": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
+    "models.*.gpu_model": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
+    "models.*.base_url": _SERVED,
+    "models.*.api_key_env": _SERVED,
+    "models.*.max_concurrency": _SERVED,
+    "models.*.timeout_s": _SERVED,
+    "models.*.max_retries": _SERVED,
+}  # fmt: skip
+
+
+# Keys that reach only some jobs of a stage: an entry's own jobs (by the wildcard that
+# names it), and one split's preparation.
+_NAMED = {"models": "model", "features": "feature", "text.sentence": "sentence"}
+_SPLIT = {"dataset.split": "eval", "dataset.n_images": "eval", "dataset.manifest": "eval",
+          "dataset.train_split": "train", "dataset.train_n_images": "train"}  # fmt: skip
+
+
+def scope(path: str) -> dict[str, str]:
+    """The wildcard values of the jobs a concrete key (``models.vilt.dtype``) reaches
+    among its stages' jobs; a job without that wildcard is reached whole."""
+    out = {"split": _SPLIT[path]} if path in _SPLIT else {}
+    for prefix, wildcard in _NAMED.items():
+        rest = path.removeprefix(prefix + ".")
+        if rest != path and "." in rest:
+            out[wildcard] = rest.split(".", 1)[0]
+    return out
+
+
+def matches(pattern: str, key: str) -> bool:
+    """Whether ``pattern`` names ``key``: equal, or a prefix of it at a dot."""
+    p, k = pattern.split("."), key.split(".")
+    return k[: len(p)] == p
+
+
+class _Recorder:
+    """RunOptions that notes which of its fields are read."""
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        self.read.add(name)
+        return getattr(RunOptions(), name)
+
+
+def analysis_reads(name: str) -> tuple[str, ...]:
+    """The config keys analysis ``name`` reads: those of the run options its settings
+    and its ``active`` test read (:data:`vqarobust.analyses.base.OPTION_KEYS`)."""
+    analysis = ANALYSES[name]
+    recorder = _Recorder()
+    analysis.settings(recorder)  # type: ignore[arg-type]
+    analysis.active(recorder)  # type: ignore[arg-type]
+    return tuple(sorted({key for f in recorder.read for key in OPTION_KEYS[f]}))
+
+
+def stages() -> dict[str, Stage]:
+    """Every stage: the rules, one ``analyze:<name>`` per registered analysis, the
+    assembly of the DuckDB file and the report."""
+    out = dict(RULES)
+    for name, a in ANALYSES.items():
+        after = {s for g in a.inputs for s in INPUT_SOURCES[g]}
+        after |= {f"analyze:{r}" for r in a.requires}
+        out[f"analyze:{name}"] = Stage(analysis_reads(name), tuple(sorted(after)))
+    analyses = tuple(f"analyze:{n}" for n in ANALYSES)
+    out["load_duckdb"] = Stage(("seed",), ("prepare_dataset", "run_model", *analyses))
+    out["render_report"] = Stage((), ("load_duckdb",))
+    return out
+
+
+def runtime_entry(key: str) -> NoRerun | None:
+    """The runtime entry of ``key`` (or of a key above it), if any."""
+    return next((v for p, v in RUNTIME.items() if matches(p, key)), None)
+
+
+def readers(key: str, graph: Mapping[str, Stage] | None = None) -> list[str]:
+    """The stages whose params or file lists ``key`` is read into (none for a key of
+    the runtime channel)."""
+    if runtime_entry(key) is not None:
+        return []
+    graph = graph or stages()
+    return [name for name, s in graph.items() if any(matches(p, key) for p in s.reads)]
+
+
+def downstream(names: Iterable[str], graph: Mapping[str, Stage] | None = None) -> list[str]:
+    """``names`` and every stage that reads their outputs, transitively, in stage order."""
+    graph = graph or stages()
+    hit = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for name, s in graph.items():
+            if name not in hit and hit & set(s.after):
+                hit.add(name)
+                changed = True
+    return [n for n in graph if n in hit]
+
+
+def dependents(key: str, graph: Mapping[str, Stage] | None = None) -> list[str]:
+    """The stages that rerun when ``key`` changes (empty for a runtime key)."""
+    graph = graph or stages()
+    return downstream(readers(key, graph), graph)
+
+
+def schema_leaves(schema: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Every leaf key of the config schema, dotted; ``*`` stands for a name of a
+    mapping of named entries (models, feature sources)."""
+    leaves: list[str] = []
+    for name, node in schema.get("properties", {}).items():
+        key = f"{prefix}{name}"
+        extra = node.get("additionalProperties")
+        if "properties" in node:
+            leaves += schema_leaves(node, f"{key}.")
+        elif isinstance(extra, dict) and "properties" in extra:
+            leaves += schema_leaves(extra, f"{key}.*.")
+        else:
+            leaves.append(key)
+    return leaves
+
+
+def _compact(names: list[str]) -> str:
+    """Stage names for the docs, the analyses folded into one entry."""
+    if len(names) == len(stages()):
+        return "every job"
+    analyses = [n.split(":", 1)[1] for n in names if n.startswith("analyze:")]
+    rules = [n for n in names if not n.startswith("analyze:")]
+    if analyses:
+        left = [n for n in ANALYSES if n not in analyses]
+        label = ("every analysis" if not left else f"every analysis but {', '.join(left)}"
+                 if len(left) <= 3 else ", ".join(analyses))  # fmt: skip
+        at = next((i for i, n in enumerate(rules) if n == "load_duckdb"), len(rules))
+        rules.insert(at, f"analyze ({label})")
+    return ", ".join(rules)
+
+
+def matrix_rows(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, the stages that read it, every stage that reruns) for every schema leaf."""
+    graph = stages()
+    rows = []
+    for key in schema_leaves(schema):
+        entry = runtime_entry(key)
+        if entry is not None:
+            rows.append((key, "-", f"nothing: {entry.reason} (`{entry.test}`)"))
+        else:
+            rows.append((key, _compact(readers(key, graph)), _compact(dependents(key, graph))))
+    return rows
+
+
+MARKERS = ("<!-- invalidation matrix: start -->", "<!-- invalidation matrix: end -->")
+
+
+def matrix_markdown(schema: Mapping[str, Any]) -> str:
+    """The invalidation matrix as a Markdown table (docs/workflow.md)."""
+    lines = ["| Config key | Read by | Reruns when changed |", "|---|---|---|"]
+    lines += [f"| `{k}` | {r} | {v} |" for k, r, v in matrix_rows(schema)]
+    return "\n".join(lines) + "\n"
+
+
+def update_docs(path: str | Path, schema: Mapping[str, Any]) -> bool:
+    """Write the current matrix between the markers of ``path``; True if it changed."""
+    text = Path(path).read_text(encoding="utf-8")
+    start, end = (text.index(m) for m in MARKERS)
+    new = text[: start + len(MARKERS[0])] + "\n" + matrix_markdown(schema) + text[end:]
+    Path(path).write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":
+    # python -m vqarobust.reruns [docs/workflow.md]: print the matrix, or update the docs.
+    import sys
+
+    from vqarobust.config import load_schema
+
+    if len(sys.argv) > 1:
+        print("updated" if update_docs(sys.argv[1], load_schema()) else "current")
+    else:
+        print(matrix_markdown(load_schema()), end="")
