@@ -15,6 +15,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -191,18 +192,7 @@ def uncertainty_tables(
     keys = acc_sums.keys.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
     b.add("accuracy", acc_sums.keys, acc)
     if resamples:
-        for kind in ("question_type", "answer_type"):
-            names = questions.select(pl.col(kind).unique().sort()).with_row_index("code")
-            codes = questions.join(names, on=kind).select("question_id", "code")
-            typed = rows.with_columns(_lookup(codes, "code"))
-            sums = cluster_sums(typed, [*SUBSET, "code"], ["score"], n_clusters).where(
-                ~pl.col("modality").is_in(OWN_TABLES)
-            )
-            sums = sums.relabel(
-                sums.keys.join(names, on="code", how="left").drop("code").rename({kind: "key"})
-            )
-            b.intervals.extend(chunked_intervals(f"{kind}_accuracy", sums, "score", weights_,
-                                                 settings.level))  # fmt: skip
+        _typed_accuracy(b, rows, questions, n_clusters, weights_)
 
     models = sorted(keys["model"].unique().to_list())
     clean_rows = keys.filter(pl.col("modality") == CLEAN)
@@ -222,67 +212,124 @@ def uncertainty_tables(
 
     perturbed_by_modality: dict[str, np.ndarray] = {}
     mmi_all: dict[str, tuple[pl.DataFrame, np.ndarray]] = {}
+    base = _Base(acc, clean_labels, clean, clean_v, models)
     for modality in present:
         own = metric_rows.filter(pl.col("modality") == modality, pl.col("severity") > 0)
         own = own.join(fam, on="perturbation", how="left").with_columns(
             pl.col("family").fill_null("unknown")
         )
-        # Perturbed accuracy and MMI per model x scope x group: a mean over the severities
-        # of each perturbation, then over the perturbations of the group (the multimodal
-        # paper's "ave"); scope all_sets keeps the plain mean over every perturbed set.
-        for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None),
-                           ("all_sets", None)):  # fmt: skip
-            f = own.with_columns((pl.col(col) if col else pl.lit(scope)).alias("group"))
-            per = None if scope == "all_sets" else "perturbation"
-            labels, pert = _group_means(acc, f, ["model", "group"], per)
-            cl = _by_model(clean_labels, clean, labels["model"].to_list())
-            lab = labels.select("model", pl.lit(modality).alias("modality"),
-                                pl.col("group").alias("perturbation"),
-                                pl.lit(scope).alias("key"))  # fmt: skip
-            b.add("mmi", lab, _ratio_drop(cl, pert))
-            if scope == "all":
-                b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
-                mmi_all[modality] = (labels, pert)
-                # Comparisons and the fit across models need every model on this side.
-                if set(labels["model"]) == set(models):
-                    perturbed_by_modality[modality] = _by_model(labels, pert, models)
-            if scope == "corruption":
-                _effective(b, modality, labels, pert, clean_v, models, settings.level)
+        labels, pert = _perturbed(b, base, own, modality)
+        mmi_all[modality] = (labels, pert)
+        # Comparisons and the fit across models need every model on this side.
+        if set(labels["model"]) == set(models):
+            perturbed_by_modality[modality] = _by_model(labels, pert, models)
         _rscore(b, acc, own, clean, clean_labels, modality, rscore_tolerance, rscore_maximum)
         if modality in VRE_MODALITIES:
             _vre(b, acc, metric_rows, families, modality, w, models)
     for modality, pert in perturbed_by_modality.items():
         b.comparisons += _pairs(modality, "perturbed_accuracy", models, pert, settings.level)
         _effective_overall(b, modality, clean_v, pert, models, settings.level)
-    # Across modalities (MMI scope "modality"): each modality whole, and image + text.
+    _across_modalities(b, base, mmi_all, metric_rows, present)
+    _controls(b, base, keys, controls)
+    _context(b, rows, n_clusters, weights_)
+    return _tables(b, tests, resamples)
+
+
+@dataclass(frozen=True)
+class _Base:
+    """What every relative metric divides by: the accuracy matrix (row 0 the data, the
+    rest the resamples), each model's clean accuracy rows, and the run's models."""
+
+    acc: np.ndarray
+    clean_labels: pl.DataFrame
+    clean: np.ndarray
+    clean_v: np.ndarray
+    models: list[str]
+
+    def clean_of(self, labels: pl.DataFrame) -> np.ndarray:
+        """The clean accuracy of each row's model in ``labels``."""
+        return _by_model(self.clean_labels, self.clean, labels["model"].to_list())
+
+
+def _typed_accuracy(b: _Builder, rows: pl.DataFrame, questions: pl.DataFrame,
+                    n_clusters: int, weights: np.ndarray) -> None:  # fmt: skip
+    """Intervals of the accuracy by question type and by answer type."""
+    for kind in ("question_type", "answer_type"):
+        names = questions.select(pl.col(kind).unique().sort()).with_row_index("code")
+        codes = questions.join(names, on=kind).select("question_id", "code")
+        typed = rows.with_columns(_lookup(codes, "code"))
+        sums = cluster_sums(typed, [*SUBSET, "code"], ["score"], n_clusters).where(
+            ~pl.col("modality").is_in(OWN_TABLES)
+        )
+        sums = sums.relabel(
+            sums.keys.join(names, on="code", how="left").drop("code").rename({kind: "key"})
+        )
+        b.intervals.extend(chunked_intervals(f"{kind}_accuracy", sums, "score", weights,
+                                             b.level))  # fmt: skip
+
+
+def _perturbed(
+    b: _Builder, base: _Base, own: pl.DataFrame, modality: str
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """Perturbed accuracy and MMI of one modality per model x scope x group: a mean over
+    the severities of each perturbation, then over the perturbations of the group (the
+    multimodal paper's "ave"); scope all_sets keeps the plain mean over every perturbed
+    set. Returns the labels and values of scope all."""
+    out = None
+    for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None),
+                       ("all_sets", None)):  # fmt: skip
+        f = own.with_columns((pl.col(col) if col else pl.lit(scope)).alias("group"))
+        per = None if scope == "all_sets" else "perturbation"
+        labels, pert = _group_means(base.acc, f, ["model", "group"], per)
+        lab = labels.select("model", pl.lit(modality).alias("modality"),
+                            pl.col("group").alias("perturbation"),
+                            pl.lit(scope).alias("key"))  # fmt: skip
+        b.add("mmi", lab, _ratio_drop(base.clean_of(labels), pert))
+        if scope == "all":
+            b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
+            out = (labels, pert)
+        if scope == "corruption":
+            _effective(b, modality, labels, pert, base.clean_v, base.models, b.level)
+    assert out is not None
+    return out
+
+
+def _across_modalities(
+    b: _Builder,
+    base: _Base,
+    mmi_all: Mapping[str, tuple[pl.DataFrame, np.ndarray]],
+    metric_rows: pl.DataFrame,
+    present: Sequence[str],
+) -> None:
+    """MMI across modalities (scope "modality"): each modality whole, and image + text."""
     for modality, (labels, pert) in mmi_all.items():
-        cl = _by_model(clean_labels, clean, labels["model"].to_list())
         lab = labels.select("model", pl.lit("all").alias("modality"),
                             pl.lit(modality).alias("perturbation"),
                             pl.lit("modality").alias("key"))  # fmt: skip
-        b.add("mmi", lab, _ratio_drop(cl, pert))
+        b.add("mmi", lab, _ratio_drop(base.clean_of(labels), pert))
     if all(m in present for m in MMI_ALL):
         both = metric_rows.filter(pl.col("modality").is_in(list(MMI_ALL)), pl.col("severity") > 0)
         # Perturbation names are unique per modality; both sides' names are kept apart.
         both = both.with_columns(pl.concat_str("modality", "perturbation", separator="/")
                                  .alias("_perturbation"))  # fmt: skip
-        labels, pert = _group_means(acc, both, ["model"], "_perturbation")
-        cl = _by_model(clean_labels, clean, labels["model"].to_list())
+        labels, pert = _group_means(base.acc, both, ["model"], "_perturbation")
         lab = labels.select("model", pl.lit("all").alias("modality"), pl.lit("all")
                             .alias("perturbation"), pl.lit("modality").alias("key"))  # fmt: skip
-        b.add("mmi", lab, _ratio_drop(cl, pert))
+        b.add("mmi", lab, _ratio_drop(base.clean_of(labels), pert))
+
+
+def _controls(b: _Builder, base: _Base, keys: pl.DataFrame, controls: Sequence[str]) -> None:
+    """Each control's accuracy over the clean accuracy (the image-reliance ratio)."""
     for control in controls:
         ctl = keys.filter(pl.col("perturbation") == control)
         if ctl.height:
-            labels, ctl_acc = _group_means(acc, ctl, ["model"])
-            cl = _by_model(clean_labels, clean, labels["model"].to_list())
+            labels, ctl_acc = _group_means(base.acc, ctl, ["model"])
+            cl = base.clean_of(labels)
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(cl > 0, ctl_acc / np.where(cl > 0, cl, 1.0), np.nan)
             lab = labels.with_columns(pl.lit("image").alias("modality"),
                                       pl.lit(control).alias("perturbation"))  # fmt: skip
             b.add("image_reliance_ratio", lab, ratio)
-    _context(b, rows, n_clusters, weights_)
-    return _tables(b, tests, resamples)
 
 
 def _tables(b: _Builder, tests: pl.DataFrame, resamples: int) -> dict[str, pl.DataFrame]:

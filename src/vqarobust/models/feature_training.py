@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -123,37 +124,19 @@ def train_feature_model(
     torch.set_num_threads(max(1, threads))
     questions = store.read_questions(questions_path)
     bank = FeatureTable.read(features_path)
-    texts = questions.column("question").to_pylist()
-    targets = [most_common_answer(a) for a in questions.column("answers").to_pylist()]
-    labels = sorted(set(targets))
-    q_images = questions.column("image_id").to_pylist()
-    missing = sorted({i for i in q_images if i not in bank})
-    if missing:
-        raise ValueError(f"{features_path}: no features of {len(missing)} training images, "
-                         f"e.g. {missing[:5]}")  # fmt: skip
-    image_ids = sorted(set(q_images))
-    row_of = {img: i for i, img in enumerate(image_ids)}
-    feats, pos, mask = padded_features(bank, image_ids)
-    tokenizer = build_tokenizer(texts)
-    enc = tokenizer(texts, padding="longest", return_tensors="pt")
-    q_image = torch.tensor([row_of[i] for i in q_images])
-    label_ids = {a: i for i, a in enumerate(labels)}
-    y = torch.tensor([label_ids[a] for a in targets])
-    model = ARCHITECTURES.create(architecture, vocab_size=tokenizer.vocab_size, labels=labels,
-                                 visual_feat_dim=bank.dim, **arch_kwargs)  # fmt: skip
+    data = _feature_tensors(questions, bank, features_path)
+    feats, pos, mask, enc = data.feats, data.pos, data.mask, data.enc
+    q_image, y = data.q_image, data.y
+    model = ARCHITECTURES.create(architecture, vocab_size=data.tokenizer.vocab_size,
+                                 labels=data.labels, visual_feat_dim=bank.dim,
+                                 **arch_kwargs)  # fmt: skip
     model.train()
     # The clock includes planning SwapMix's swaps: part of what SwapMix training costs.
     t0 = time.perf_counter()
     augment = None
     if swapmix:
-        from vqarobust.materialize.feature_context import scenes_contexts
-
-        settings = {"p_object": 0.5, "p_class": 0.5, "k": 3, **swapmix}
-        classes = sorted({c for c in bank.classes if c is not None})
-        planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path),
-                                     settings["k"], seed, swap_mode, threshold)  # fmt: skip
-        augment = FeatureSwapMix(planner, scenes_contexts(questions, scene_seed, split), seed,
-                                 settings["p_object"], settings["p_class"])  # fmt: skip
+        augment = _feature_swapmix(bank, questions, swapmix, seed, swap_mode, threshold,
+                                   word_vectors_path, (scene_seed, split))  # fmt: skip
     qids = questions.column("question_id").to_pylist()
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     steps = max(1, int(round(epochs * len(y) / batch_size)))
@@ -197,8 +180,66 @@ def train_feature_model(
     model.eval()
     with store.atomic_path(out_dir) as tmp:
         model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / ANSWERS_FILE).write_text(json.dumps(labels))
+        data.tokenizer.save_pretrained(tmp)
+        (tmp / ANSWERS_FILE).write_text(json.dumps(data.labels))
         (tmp / "training.json").write_text(json.dumps(stats, indent=1))
     log.info("trained %s (%s): %s", name, architecture, stats)
     return stats
+
+
+@dataclass
+class _FeatureData:
+    """A training split as tensors: each image's padded object features, each question
+    with its image's row and its label."""
+
+    labels: list[str]
+    y: torch.Tensor
+    feats: torch.Tensor
+    pos: torch.Tensor
+    mask: torch.Tensor
+    enc: Any
+    q_image: torch.Tensor
+    tokenizer: Any
+
+
+def _feature_tensors(questions: Any, bank: FeatureTable, features_path: str) -> _FeatureData:
+    """The split's tensors and its word-level tokenizer; an image without features is an
+    error naming the table."""
+    texts = questions.column("question").to_pylist()
+    targets = [most_common_answer(a) for a in questions.column("answers").to_pylist()]
+    labels = sorted(set(targets))
+    q_images = questions.column("image_id").to_pylist()
+    missing = sorted({i for i in q_images if i not in bank})
+    if missing:
+        raise ValueError(f"{features_path}: no features of {len(missing)} training images, "
+                         f"e.g. {missing[:5]}")  # fmt: skip
+    image_ids = sorted(set(q_images))
+    row_of = {img: i for i, img in enumerate(image_ids)}
+    feats, pos, mask = padded_features(bank, image_ids)
+    tokenizer = build_tokenizer(texts)
+    enc = tokenizer(texts, padding="longest", return_tensors="pt")
+    q_image = torch.tensor([row_of[i] for i in q_images])
+    label_ids = {a: i for i, a in enumerate(labels)}
+    y = torch.tensor([label_ids[a] for a in targets])
+    return _FeatureData(labels, y, feats, pos, mask, enc, q_image, tokenizer)
+
+
+def _feature_swapmix(
+    bank: FeatureTable,
+    questions: Any,
+    swapmix: dict[str, Any],
+    seed: int,
+    swap_mode: str,
+    threshold: float,
+    word_vectors_path: str | None,
+    scenes: tuple[int, str],
+) -> FeatureSwapMix:
+    """Feature-level SwapMix over the split's scenes (``scenes``: seed and split)."""
+    from vqarobust.materialize.feature_context import scenes_contexts
+
+    settings = {"p_object": 0.5, "p_class": 0.5, "k": 3, **swapmix}
+    classes = sorted({c for c in bank.classes if c is not None})
+    planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path),
+                                 settings["k"], seed, swap_mode, threshold)  # fmt: skip
+    return FeatureSwapMix(planner, scenes_contexts(questions, *scenes), seed,
+                          settings["p_object"], settings["p_class"])  # fmt: skip
