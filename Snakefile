@@ -1,6 +1,7 @@
 # vqarobust: how robust are VQA models to image corruptions?
 # docs/workflow.md describes the rules; docs/paper.md the paper protocol and clusters.
-# Stages live in rules/*.smk; all logic lives in the vqarobust package (src/).
+# Stages live in rules/<stage>.smk, their input functions beside them in
+# rules/<stage>_inputs.smk; all logic lives in the vqarobust package (src/).
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -10,12 +11,19 @@ configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
+include: "rules/datasets_inputs.smk"
 include: "rules/datasets.smk"
+include: "rules/models_inputs.smk"
 include: "rules/models.smk"
+include: "rules/corrupt_inputs.smk"
 include: "rules/corrupt.smk"
+include: "rules/text_inputs.smk"
 include: "rules/text.smk"
+include: "rules/context_inputs.smk"
 include: "rules/context.smk"
+include: "rules/features_inputs.smk"
 include: "rules/features.smk"
+include: "rules/infer_inputs.smk"
 include: "rules/infer.smk"
 include: "rules/analyze_inputs.smk"
 include: "rules/analyze.smk"

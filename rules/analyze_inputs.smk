@@ -4,6 +4,81 @@ from vqarobust.analyses import registry as ANALYSIS_REGISTRY
 from vqarobust.analyses.base import RunOptions, code_digest, settings_params
 from vqarobust.metrics import softmax_weights
 
+
+def get_all_question_sets(wildcards):
+    return [path for name in [*TEXT, *SENTENCE, *RANKERS] for path in get_question_sets(name)]
+
+
+def get_outside_metrics(wildcards):
+    """Image perturbations kept out of the robustness metrics (docs/metrics.md)."""
+    keep = config["vre"]["include_grayscale"]
+    return [] if keep or "grayscale" not in CORRUPTIONS else ["grayscale"]
+
+
+# GQA may be read without its images (feature models only): then no image folder has
+# shards, and the report shows no image samples.
+HAS_IMAGES = config["dataset"]["adapter"] != "gqa" or bool(config["dataset"].get("images"))
+
+
+def get_image_subsets(wildcards):
+    """(perturbation, severity) of every image folder, for the report's sample grid."""
+    if not HAS_IMAGES:
+        return []
+    pairs = [("clean", 0)]
+    pairs += [(c, s) for c in CORRUPTIONS for s in corruption_severities(c)]
+    pairs += [(c, max_severity(c)) for c in CONTROLS]
+    return pairs
+
+
+def get_image_folders(wildcards):
+    return [
+        (
+            f"resources/datasets/{DATASET}/eval/images"
+            if p == "clean"
+            else f"results/{DATASET}/images/{p}/{s}"
+        )
+        for p, s in get_image_subsets(wildcards)
+    ]
+
+
+def get_families(wildcards):
+    families = {c: family(c) for c in [*CORRUPTIONS, *CONTROLS]}
+    families.update({p: text.level(p) for p in [*TEXT, *SENTENCE]})
+    families.update({r: text.ranking.ranker_family(r) for r in RANKERS})
+    return families
+
+
+def get_vqabq_input(wildcards):
+    v = BQ["vqabq"]
+    if not v["enabled"]:
+        return {}
+    return {"vqabq_rankings": f"results/{DATASET}/questions/rankings/{v['ranker']}.parquet"}
+
+
+def get_vqabq_params(wildcards):
+    """VQABQ's settings (thresholds only change the tables), or {} when it is off."""
+    v = BQ["vqabq"]
+    if not v["enabled"]:
+        return {}
+    return canonical({k: v[k] for k in ("ranker", "thresholds", "grid", "tune_share")})
+
+
+def get_context_input(wildcards):
+    """The swap tables (pixels: with the swapped images, for the report's flipped
+    examples; one per feature source that a feature model reads)."""
+    if not CONTEXT:
+        return {}
+    inputs = {
+        "feature_swaps": [
+            f"results/{DATASET}/context/features/{s}/swaps.parquet" for s in FEATURE_SOURCES
+        ]
+    }
+    if PIXEL_MODELS:
+        inputs["context_swaps"] = f"results/{DATASET}/context/swaps.parquet"
+        inputs["context_images"] = f"results/{DATASET}/context/images"
+    return inputs
+
+
 RUN_OPTIONS = RunOptions(
     metric=config["scoring"]["metric"],
     weights=softmax_weights(canonical(config["vre"]["preferences"])),

@@ -1,0 +1,82 @@
+# Input functions and params of rules/text.smk (question perturbations, rewrites, basic
+# questions and VQABQ's chain).
+
+
+def get_text_params(wildcards):
+    t = config["text"]
+    params = {"min_similarity": t["min_similarity"], "max_tries": t["max_tries"]}
+    if t["min_similarity"] is not None:
+        # Only a filter that runs can drop a question or use another encoder.
+        params |= {k: t[k] for k in ("on_low_similarity", "similarity_encoder")}
+    return canonical(params)
+
+
+def get_sentence_params(wildcards):
+    """What can change a rewrite: the models, prompts and generation length."""
+    settings = dict(config["text"]["sentence"][wildcards.sentence])
+    for key in SENTENCE_RUNTIME:
+        settings.pop(key, None)
+    return canonical(settings)
+
+
+# A rewriter's batch and whether it may download: they never change a rewrite.
+SENTENCE_RUNTIME = ("batch_size", "allow_download")
+
+
+def get_sentence_runtime(wildcards):
+    settings = config["text"]["sentence"][wildcards.sentence]
+    return Runtime({k: settings[k] for k in SENTENCE_RUNTIME if k in settings})
+
+
+def get_sentence_gpus(wildcards):
+    return 1 if config["text"]["sentence"][wildcards.sentence].get("device") == "cuda" else 0
+
+
+def get_encoder_params(wildcards):
+    """The sentence encoder's identity: what can change any embedding."""
+    return canonical(text.encoder.identity(BQ["encoder"]))
+
+
+def get_pool_input(wildcards):
+    """The pool tables (one per source, each encoded once)."""
+    return expand(
+        "results/{dataset}/questions/pool/{source}.parquet", dataset=DATASET, source=POOL_SOURCES
+    )
+
+
+def get_pool_source_input(wildcards):
+    spec = POOL_SOURCES[wildcards.source]
+    if spec["split"] is not None:
+        return {"questions": f"resources/datasets/{DATASET}/{spec['split']}/questions.parquet"}
+    inputs = {"questions": user_path(spec["questions"])}
+    if spec["annotations"]:
+        inputs["annotations"] = user_path(spec["annotations"])
+    return inputs
+
+
+def get_ranking_params(wildcards):
+    # Only the LASSO ranker reads its mode, alpha, lambda and pre-filter.
+    if text.ranking.ranker_name(wildcards.ranker) != "lasso":
+        return canonical({"k": BQ["k"]})
+    lasso = BQ["lasso"]
+    keys = {"k": BQ["k"], "lasso_mode": lasso["mode"]}
+    if lasso["mode"] == "paper":
+        keys["lasso_lambda"] = lasso["lambda"]
+    else:
+        keys |= {"lasso_alpha": BQ["lasso_alpha"], "prefilter": BQ["prefilter"]}
+    return canonical(keys)
+
+
+def get_chain_set(model):
+    return f"results/{DATASET}/questions/{CHAIN}/{model}/1.parquet"
+
+
+def get_chain_input(wildcards):
+    return {
+        "questions": f"resources/datasets/{DATASET}/eval/questions.parquet",
+        "rankings": f"results/{DATASET}/questions/rankings/{BQ['vqabq']['ranker']}.parquet",
+    }
+
+
+def get_chain_prompt(wildcards):
+    return config["models"][wildcards.model].get("chain_prompt", text.ranking.DEFAULT_CHAIN_PROMPT)
