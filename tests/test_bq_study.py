@@ -22,7 +22,7 @@ from vqarobust.report.html import ranker_sentence
 from vqarobust.text import pools
 from vqarobust.text import ranking as bq
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 STUDY = REPO / "config" / "basic-questions.yaml"
 
 

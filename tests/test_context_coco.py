@@ -155,6 +155,7 @@ def test_config_for_coco_context():
 
 
 @pytest.mark.workflow
+@pytest.mark.slow
 def test_coco_context_runs_through_the_workflow(mini, checkpoints, tmp_path):
     import duckdb
 

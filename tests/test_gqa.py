@@ -220,6 +220,7 @@ def test_config_checks_of_gqa(mini):
 
 
 @pytest.mark.workflow
+@pytest.mark.slow
 def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     """Released features in both layouts and perfect sight, a tiny random-init LXMERT on
     each (given as checkpoints: GQA models are not trained here), to DuckDB and the report."""

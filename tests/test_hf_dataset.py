@@ -157,6 +157,7 @@ def test_config_keys_of_the_hf_adapter():
 
 
 @pytest.mark.workflow
+@pytest.mark.slow
 def test_the_workflow_runs_on_both_layouts(sets, checkpoints, tmp_path):
     config = {
         "dataset": {"name": "hf-vqa", "adapter": "hf", "path": str(sets["broken"]),

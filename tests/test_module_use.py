@@ -39,6 +39,7 @@ def tiny() -> dict:
     return config
 
 
+@pytest.mark.slow
 def test_the_module_runs_end_to_end_under_its_prefix(tiny, tmp_path):
     proc = _run(tmp_path, tiny)
     out = proc.stdout + proc.stderr

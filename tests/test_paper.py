@@ -60,6 +60,7 @@ def paper_run(tmp_path_factory, checkpoints):
     return workdir, mini, broken
 
 
+@pytest.mark.slow
 def test_paper_config_end_to_end(paper_run):
     workdir, mini, broken = paper_run
     broken_id = int(re.search(r"(\d+)\.jpg$", broken.name).group(1))
@@ -107,6 +108,7 @@ def test_paper_config_end_to_end(paper_run):
     assert "Accuracy per answer type" in html
 
 
+@pytest.mark.slow
 def test_rerun_with_the_manifest_reproduces_the_subset(paper_run, tmp_path):
     workdir, mini, _ = paper_run
     manifest = workdir / "resources" / "datasets" / "vqav2-val-3000" / "eval" / "manifest.txt"

@@ -277,6 +277,7 @@ def test_config_checks_the_context_study():
 
 
 @pytest.mark.workflow
+@pytest.mark.slow
 def test_the_context_study_runs_end_to_end(tmp_path):
     import duckdb
     import yaml

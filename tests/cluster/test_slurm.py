@@ -21,7 +21,7 @@ import yaml
 
 from tests.conftest import REPO
 
-pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.slow]
 
 SCRIPT = REPO / "tests" / "cluster" / "local_slurm.sh"
 TABLES = ["accuracy", "answer_type_accuracy", "question_type_accuracy", "submetrics",
