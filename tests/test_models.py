@@ -312,3 +312,21 @@ def test_training_keys_of_another_architecture_are_refused():
     config["models"]["cnn-film"]["train"]["fusion"] = "early"
     with pytest.raises(ConfigError, match=r"models.cnn-film.train.fusion.*'early'"):
         validate_config(config)
+
+
+def test_an_entry_without_a_batch_size_gets_its_familys():
+    """One place for the default (vqarobust.models): 64, and 8 for the families that hold
+    far more per question (chat prompts, PNP-VQA's captions)."""
+    from vqarobust.config import validate_config
+    from vqarobust.models import DEFAULT_BATCH_SIZE, SMALL_BATCH_SIZE
+
+    cfg = {
+        "dataset": {"name": "d", "adapter": "easy-vqa"},
+        "corruptions": ["snow"],
+        "models": {"blip": {"family": "blip", "path_or_id": "x"},
+                   "chat": {"family": "image-text-to-text", "path_or_id": "y"},
+                   "pnp": {"from_repository": "pnp-vqa-large", "batch_size": 4}},
+    }  # fmt: skip
+    models = validate_config(cfg)["models"]
+    assert (DEFAULT_BATCH_SIZE, SMALL_BATCH_SIZE) == (64, 8)
+    assert [models[m]["batch_size"] for m in ("blip", "chat", "pnp")] == [64, 8, 4]

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from vqarobust.models import FEATURE_FAMILIES, GENERATIVE_FAMILIES
+from vqarobust.models import FEATURE_FAMILIES, GENERATIVE_FAMILIES, default_batch_size
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
@@ -255,7 +255,7 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
         resolved = resolve_spec(entry)
     except (KeyError, ModelUnavailableError) as exc:
         raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
-    resolved.setdefault("batch_size", 64)
+    resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
     served = resolved.get("family") == "openai-chat"
     # Trained reference models are small CPU models; checkpoints expect a GPU; a served
     # model's GPU is the server's, so its job needs none.

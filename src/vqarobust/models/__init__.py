@@ -14,6 +14,13 @@ from vqarobust.registry import Registry
 if TYPE_CHECKING:
     from vqarobust.models.base import VQAModel
 
+# Questions per forward pass unless the model entry says otherwise (config.yaml's
+# batch_size); the chat and PNP-VQA pipelines hold far more per question (long prompts,
+# many captions), so their families start at SMALL_BATCH_SIZE (the family's
+# ``batch_size`` tag, vqarobust.models.default_batch_size).
+DEFAULT_BATCH_SIZE = 64
+SMALL_BATCH_SIZE = 8
+
 FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
 
 
@@ -43,7 +50,7 @@ def _llava(**kwargs: Any) -> VQAModel:
     return LlavaVQA(**kwargs)
 
 
-@FAMILIES.register("image-text-to-text")
+@FAMILIES.register("image-text-to-text", batch_size=SMALL_BATCH_SIZE)
 def _image_text_to_text(**kwargs: Any) -> VQAModel:
     """Any AutoModelForImageTextToText chat checkpoint (Qwen2-VL, SmolVLM, Idefics3, ...)."""
     from vqarobust.models.chat import ChatVQA
@@ -51,7 +58,7 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
-@FAMILIES.register("pnp-vqa")
+@FAMILIES.register("pnp-vqa", batch_size=SMALL_BATCH_SIZE)
 def _pnp_vqa(**kwargs: Any) -> VQAModel:
     """PNP-VQA: BLIP ITM GradCAM -> BLIP question-guided captions -> UnifiedQA-v2 (FiD)."""
     from vqarobust.models.pnp_vqa import PnpVQA
@@ -113,6 +120,14 @@ def load_model(
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
+def default_batch_size(family: str | None) -> int:
+    """The batch size of a model entry that names none: its family's ``batch_size`` tag,
+    else :data:`vqarobust.models.base.DEFAULT_BATCH_SIZE`."""
+    if family in FAMILIES:
+        return int(FAMILIES.entry(family).tags.get("batch_size", DEFAULT_BATCH_SIZE))
+    return DEFAULT_BATCH_SIZE
+
+
 def exposes_attention(entry: Mapping[str, Any]) -> bool:
     """Whether a model entry's adapter exposes attention over the image (its family's
     ``attention`` tag; a classifier only with the ViLT architecture, the default of a
@@ -123,4 +138,13 @@ def exposes_attention(entry: Mapping[str, Any]) -> bool:
     return bool(tag)
 
 
-__all__ = ["FAMILIES", "FEATURE_FAMILIES", "GENERATIVE_FAMILIES", "exposes_attention", "load_model"]
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "FAMILIES",
+    "FEATURE_FAMILIES",
+    "GENERATIVE_FAMILIES",
+    "SMALL_BATCH_SIZE",
+    "default_batch_size",
+    "exposes_attention",
+    "load_model",
+]

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from vqarobust.models import DEFAULT_BATCH_SIZE
+
 log = logging.getLogger(__name__)
 
 
@@ -23,7 +25,7 @@ class VQAModel(ABC):
     score.
     """
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size

@@ -16,6 +16,7 @@ import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
 
+from vqarobust.models import SMALL_BATCH_SIZE
 from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
 from vqarobust.models.postprocess import short_answer
@@ -31,7 +32,7 @@ class ChatVQA(HFVQAModel):
     def __init__(
         self,
         path_or_id: str,
-        batch_size: int = 8,
+        batch_size: int = SMALL_BATCH_SIZE,
         max_new_tokens: int = 10,
         prompt: str = DEFAULT_PROMPT,
         **kwargs: Any,

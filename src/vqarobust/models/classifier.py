@@ -16,6 +16,7 @@ from PIL import Image
 from transformers import AutoModelForVisualQuestionAnswering
 
 import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model with Auto)
+from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.base import distinct_images
 from vqarobust.models.hf import HFVQAModel
 
@@ -25,7 +26,9 @@ class ClassifierVQA(HFVQAModel):
 
     model_class = AutoModelForVisualQuestionAnswering
 
-    def __init__(self, path_or_id: str, batch_size: int = 64, **kwargs: Any) -> None:
+    def __init__(
+        self, path_or_id: str, batch_size: int = DEFAULT_BATCH_SIZE, **kwargs: Any
+    ) -> None:
         super().__init__(path_or_id, batch_size=batch_size, **kwargs)
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         limit = getattr(self.model.config, "max_position_embeddings", None)

@@ -7,6 +7,7 @@ from typing import ClassVar
 import torch
 from transformers import AutoProcessor
 
+from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.base import VQAModel, torch_dtype
 from vqarobust.models.loading import resolve_weights
 
@@ -23,7 +24,7 @@ class HFVQAModel(VQAModel):
         self,
         path_or_id: str,
         name: str = "model",
-        batch_size: int = 32,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "cpu",
         dtype: str = "auto",
         allow_download: bool = False,

@@ -22,6 +22,7 @@ import torch
 from transformers import AutoTokenizer, LxmertForQuestionAnswering
 
 from vqarobust.features.table import RegionFeatures
+from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.hf import HFVQAModel
 
 ANSWERS_FILE = "answers.json"
@@ -82,7 +83,7 @@ class LxmertVQA(HFVQAModel):
         self,
         path_or_id: str,
         name: str = "model",
-        batch_size: int = 64,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "cpu",
         dtype: str = "auto",
         allow_download: bool = False,

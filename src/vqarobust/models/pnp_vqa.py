@@ -48,6 +48,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from vqarobust.models import SMALL_BATCH_SIZE
 from vqarobust.models.base import SharesImageFeatures, VQAModel, torch_dtype
 from vqarobust.models.loading import resolve_weights
 from vqarobust.models.postprocess import short_answer
@@ -227,7 +228,7 @@ class PnpVQA(SharesImageFeatures, VQAModel):
         caption_model: str,
         qa_model: str,
         name: str = "model",
-        batch_size: int = 8,
+        batch_size: int = SMALL_BATCH_SIZE,
         device: str = "cpu",
         dtype: str = "auto",
         allow_download: bool = False,

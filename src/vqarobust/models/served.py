@@ -35,6 +35,7 @@ import httpx
 import tenacity
 from PIL import Image
 
+from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.base import VQAModel
 from vqarobust.models.chat import DEFAULT_PROMPT
 from vqarobust.models.postprocess import short_answer
@@ -97,7 +98,7 @@ class OpenAIChatVQA(VQAModel):
         prompt: str = DEFAULT_PROMPT,
         max_new_tokens: int = 10,
         seed: int = 0,
-        batch_size: int = 64,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         name: str = "model",
         device: str = "cpu",
     ) -> None:
