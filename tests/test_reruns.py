@@ -398,3 +398,20 @@ def test_runtime_keys_reach_no_params():
 
     entry = {"family": "blip", "path_or_id": "x", "allow_download": True, "gpu_memory_gb": 3}
     assert answer_spec(entry) == answer_spec({"family": "blip", "path_or_id": "x"})
+
+
+def test_scope_and_matching_by_hand():
+    assert matrix.scope("models.vilt.train.epochs") == {"model": "vilt"}
+    assert matrix.scope("features.sight.kind") == {"feature": "sight"}
+    assert matrix.scope("text.sentence.formal.model") == {"sentence": "formal"}
+    assert matrix.scope("dataset.train_n_images") == {"split": "train"}
+    assert matrix.scope("corruptions") == {}
+    assert matrix.matches("vre.preferences", "vre.preferences.first_drop")
+    assert not matrix.matches("vre.pref", "vre.preferences.first_drop")
+    assert matrix.readers("models.*.batch_size") == []  # the runtime channel
+    # The issue's example: the context analysis at k', the assembly and the report.
+    assert matrix.dependents("context.reliance_k") == [
+        "analyze:context_at_k",
+        "load_duckdb",
+        "render_report",
+    ]
