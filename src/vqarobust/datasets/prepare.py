@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,7 +166,10 @@ def write_prepared(
             try:
                 fmt, width, height = store.image_info(data, verify=True)
             except Exception as exc:
-                reason = f"does not decode ({type(exc).__name__}: {exc})"
+                # PIL names the stream by its memory address: left out, so that the
+                # reason (a table row, a log line) is the same in every run.
+                message = re.sub(r" at 0x[0-9a-fA-F]+", "", str(exc))
+                reason = f"does not decode ({type(exc).__name__}: {message})"
                 bad.append({"image_id": image_id, "reason": reason})
                 continue
             yield {"image_id": image_id, "bytes": data, "format": fmt,
