@@ -18,7 +18,7 @@ from tests.study_run import run_study
 from tests.tiny_checkpoints import tiny_blip
 from vqarobust.datasets.miniature import write_mini_vqav2, write_question_pool
 from vqarobust.metrics.rscore import r_score
-from vqarobust.report.html import ranker_sentence
+from vqarobust.report.sections.questions import ranker_sentence
 from vqarobust.text import pools
 from vqarobust.text import ranking as bq
 

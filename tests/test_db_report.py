@@ -146,7 +146,7 @@ def test_answer_grid_from_sample_thumbnails(tmp_path, easy_vqa_eval):
 
 
 def test_answer_flips_are_counted_per_modality(database):
-    from vqarobust.report.html import answer_flips
+    from vqarobust.report.sections.failures import answer_flips
 
     db, _, n_questions = database
     with duckdb.connect(str(db), read_only=True) as con:
@@ -194,11 +194,11 @@ def test_question_types_by_perturbation_pool_severities_and_average_models(datab
 
 
 def test_the_report_shows_misprediction_shares_that_sum_to_one(database):
-    from vqarobust.report.html import _mispredictions
+    from vqarobust.report.sections.failures import mispredictions
 
     db, _, _ = database
     with duckdb.connect(str(db), read_only=True) as con:
-        kinds, examples = _mispredictions(con)
+        kinds, examples = mispredictions(con)
         counts = con.sql("SELECT model, modality, sum(n) AS n FROM mispredictions "
                          "GROUP BY ALL ORDER BY ALL").pl()  # fmt: skip
     shares = kinds.drop("model", "modality", "mispredictions")

@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from vqarobust.metrics.level_control import level_control, ranker_comparison
-from vqarobust.report.html import ranker_sentence
+from vqarobust.report.sections.questions import ranker_sentence
 
 
 def _acc(perturbation, model, values):

@@ -120,7 +120,7 @@ def test_examples_are_seeded_with_thumbnails_of_the_clean_and_the_seen_image(
     from vqarobust import store
     from vqarobust.materialize.images import corrupt_subset
     from vqarobust.metrics.mispredictions import N_EXAMPLES, misprediction_examples
-    from vqarobust.report.html import _examples_context
+    from vqarobust.report.sections.failures import examples_context
 
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow1", "snow", 1)
     questions = pl.from_arrow(store.read_questions(easy_vqa_eval["questions"]))
@@ -140,6 +140,6 @@ def test_examples_are_seeded_with_thumbnails_of_the_clean_and_the_seen_image(
     for png in (*first["clean_png"], *first["perturbed_png"]):
         assert max(Image.open(io.BytesIO(png)).size) <= 112
     assert (first["clean_png"] != first["perturbed_png"]).all()  # snow changed the image
-    shown = _examples_context(first)
+    shown = examples_context(first)
     assert [label for e in shown for label, _ in e["images"]] == ["clean", "seen"] * first.height
     assert base64.b64decode(shown[0]["images"][1][1]) == first["perturbed_png"][0]

@@ -1,6 +1,6 @@
 """The package works installed non-editably (as on a cluster node): the config schema,
-the model repository, the report's templates and captions travel as package data, and a
-failed job logs its traceback."""
+the model repository, the report's templates (each section's partial too) and captions
+travel as package data, and a failed job logs its traceback."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ cfg = load_config({paper!r})
 assert cfg["models"]["blip"]["path_or_id"] == "Salesforce/blip-vqa-base"
 assert "llava-1.5-13b" in read_repository()
 from vqarobust.report.html import caption, page_template
-assert page_template().blocks.keys() >= {{"summary", "context", "provenance"}}
+from vqarobust.report.sections import SECTIONS
+page = page_template()
+assert page.blocks.keys() >= {{"summary", "context", "provenance"}}
+for section in SECTIONS:
+    page.environment.get_template(section.template)
 assert caption("relative_drop")
 print("ok", vqarobust.__file__)
 """

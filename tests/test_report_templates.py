@@ -1,25 +1,72 @@
 """The report page is rendered from Jinja2 templates (package data): autoescaped, one
-block per section, and a section without data is left out."""
+block per registered section, each section a partial without SQL, every registered
+analysis shown by a section, and a section without data is left out."""
+
+import re
+from pathlib import Path
 
 import duckdb
 import jinja2
+import polars as pl
 import pytest
 
+import vqarobust.report
 from tests.test_db_report import database  # noqa: F401  (the fixture)
+from vqarobust.analyses.registry import ANALYSES
 from vqarobust.report import render_report
 from vqarobust.report.html import cells, page_template
+from vqarobust.report.sections import SECTIONS, Section
 
-SECTIONS = ["summary", "settings", "figures", "calibration", "attention", "uncertainty",
-            "questions", "context", "failures", "tables", "warnings", "provenance"]  # fmt: skip
+TEMPLATES = Path(vqarobust.report.__file__).parent / "templates"
 
 
-def test_one_block_per_section():
-    assert list(page_template().blocks) == SECTIONS
+def test_one_block_per_section_in_registry_order():
+    names = [s.name for s in SECTIONS]
+    assert names == ["summary", "settings", "figures", "calibration", "attention",
+                     "uncertainty", "questions", "context", "failures", "tables", "warnings",
+                     "provenance"]  # fmt: skip
+    assert list(page_template().blocks) == names
+    page = (TEMPLATES / "report.html.j2").read_text()
+    for s in SECTIONS:
+        assert f'{{% block {s.name} %}}{{% include "{s.template}" %}}{{% endblock %}}' in page
+        assert (TEMPLATES / s.template).is_file()
+    assert sorted(p.name for p in (TEMPLATES / "sections").iterdir()) == sorted(
+        f"{n}.html.j2" for n in names
+    )
+
+
+def test_no_sql_outside_the_sections_reads():
+    sql = re.compile(r"\b(SELECT|PIVOT|FROM)\b")
+    for path in TEMPLATES.rglob("*.j2"):
+        assert not sql.search(path.read_text()), path
+    # The page itself only loops over the sections.
+    assert not sql.search((TEMPLATES.parent / "html.py").read_text())
+
+
+def test_every_registered_analysis_is_shown_by_a_section():
+    shown = {name for s in SECTIONS for name in s.analyses}
+    assert shown <= set(ANALYSES), shown - set(ANALYSES)
+    assert set(ANALYSES) <= shown, set(ANALYSES) - shown
+
+
+def test_the_sections_make_exactly_the_declared_files(database, tmp_path):  # noqa: F811
+    import matplotlib.pyplot as plt
+
+    db, _, _ = database
+    extra = Section("extra", (), lambda data, run: None,
+                    figures=lambda data, run: {"surprise": plt.figure()})  # fmt: skip
+    with pytest.raises(RuntimeError, match=r"make figures \['surprise'\] that report.outputs"):
+        render_report(db, tmp_path / "a" / "index.html", sections=(*SECTIONS, extra))
+    twice = Section("twice", (), lambda data, run: None,
+                    tables=lambda data: {"accuracy": pl.DataFrame()})  # fmt: skip
+    with pytest.raises(RuntimeError, match=r"two report sections make the table \['accuracy'\]"):
+        render_report(db, tmp_path / "b" / "index.html", sections=(*SECTIONS, twice))
+    without = tuple(s for s in SECTIONS if s.name != "attention")
+    with pytest.raises(RuntimeError, match=r"and not \['attention_shift'\]"):
+        render_report(db, tmp_path / "c" / "index.html", sections=without)
 
 
 def test_cells_format_numbers_text_and_gaps():
-    import polars as pl
-
     df = pl.DataFrame({"m": ["a<b>", None], "x": [0.12345, None], "n": [3, 4], "ok": [True, False]})
     assert cells(df, 2) == [
         [("a<b>", "text"), ("0.12", "number"), ("3", "number"), ("True", "text")],

@@ -187,7 +187,7 @@ def test_results_and_report(workflow_run):
         assert heading in html
     # The ranker sentence is recomputed from the table beside it; without a ranker whose
     # accuracy moves with the level (these tiny models) the page says nothing of the kind.
-    from vqarobust.report.html import ranker_sentence
+    from vqarobust.report.sections.questions import ranker_sentence
 
     tables = workdir / "results" / "easy-vqa" / "report" / "tables"
     sentence = ranker_sentence(pl.read_csv(tables / "ranker_comparison.csv"))

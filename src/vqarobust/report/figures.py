@@ -195,7 +195,8 @@ def image_quality(
         left.plot(sev, mean, marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)
         if len(sev) > 2:
             left.fill_between(sev, mean - std, mean + std, color=colours[p], alpha=0.08, lw=0)
-        a = r.join(mean_acc, on=["perturbation", "severity"], how="inner")
+        # Sorted: a join keeps no row order, and overlapping markers are drawn in it.
+        a = r.join(mean_acc, on=["perturbation", "severity"], how="inner").sort("severity")
         right.scatter(a["ssim_mean"], a["accuracy"], s=8 + 8 * a["severity"].to_numpy(),
                       color=colours[p], alpha=0.85, edgecolors="none")  # fmt: skip
     left.set(xlabel="severity", ylabel="mean SSIM against the clean image", ylim=(0, 1.02))

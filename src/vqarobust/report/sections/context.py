@@ -1,0 +1,109 @@
+"""The "Visual context (SwapMix)" section: context reliance per model and swap kind,
+effective accuracy, the SwapMix paper's Table 1 and Table 2 layouts and findings, and the
+swaps that changed a correct answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import matplotlib.figure
+import polars as pl
+
+from vqarobust.metrics.context_paper import (
+    FINDING_SCHEMA,
+    finding_sentence,
+    paper_table1,
+    paper_table2,
+)
+from vqarobust.report import figures as fig
+from vqarobust.report.sections.base import Data, Run, Section
+from vqarobust.summary import table_names
+
+# The CSV files this section writes, each the frame of the same name.
+TABLES = ("context_reliance", "effective_accuracy", "context_examples", "context_table1",
+          "context_table2", "context_findings")  # fmt: skip
+
+RELIANCE = """SELECT c.*, i.low, i.high FROM context_reliance c
+    LEFT JOIN intervals i ON i.metric = 'context_reliance' AND i.model = c.model
+      AND i.perturbation = c.perturbation"""
+EFFECTIVE = """SELECT e.*, i.low, i.high FROM effective_accuracy e
+    LEFT JOIN intervals i ON i.metric = 'effective_accuracy' AND i.model = e.model
+      AND i.perturbation = e.perturbation"""
+
+
+def _paper(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, pl.DataFrame]:
+    """The paper's Table 1 and Table 2 layouts and the findings (docs/context.md)."""
+
+    def read(name: str) -> pl.DataFrame | None:
+        return con.sql(f"SELECT * FROM {name} ORDER BY ALL").pl() if name in tables else None
+
+    inputs, reliance_k, findings = (read(n) for n in ("model_inputs", "context_reliance_k",
+                                                       "context_findings"))  # fmt: skip
+    if inputs is None or "context_reliance" not in tables:
+        return {"context_table1": pl.DataFrame(), "context_table2": pl.DataFrame(),
+                "context_findings": pl.DataFrame(schema=FINDING_SCHEMA)}  # fmt: skip
+    reliance, effective = con.sql(RELIANCE).pl(), con.sql(EFFECTIVE).pl()
+    return {
+        "context_table1": paper_table1(inputs, reliance, effective),
+        "context_table2": paper_table2(inputs, reliance_k) if reliance_k is not None
+        else pl.DataFrame(),
+        "context_findings": findings if findings is not None
+        else pl.DataFrame(schema=FINDING_SCHEMA),
+    }  # fmt: skip
+
+
+def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
+    """SwapMix tables: reliance, effective accuracy and the flipped examples (with their
+    thumbnails as ``examples_png``; ``context_examples`` without them for the CSV)."""
+    del run
+    tables = table_names(con)
+    examples = (con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
+                if "context_examples" in tables else pl.DataFrame())  # fmt: skip
+    return {
+        "context_reliance": con.sql(f"{RELIANCE} ORDER BY ALL").pl(),
+        "effective_accuracy": con.sql(f"{EFFECTIVE} ORDER BY ALL").pl(),
+        "context_examples": examples.drop("clean_png", "swapped_png", strict=False),
+        "examples_png": examples,
+        **_paper(con, tables),
+    }
+
+
+def tables(data: Data) -> dict[str, pl.DataFrame]:
+    """The frames of :data:`TABLES`."""
+    return {name: data[name] for name in TABLES}
+
+
+def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
+    """Reliance and effective accuracy per model; the swaps that flipped an answer."""
+    del run
+    reliance, examples = data["context_reliance"], data["examples_png"]
+    return {
+        "context_reliance": fig.context_reliance(reliance, data["effective_accuracy"])
+        if reliance.height else fig.placeholder("No context swaps in this run."),
+        "context_flips": fig.context_flips(examples)
+        if examples.height else fig.placeholder("No swap changed a correct answer."),
+    }  # fmt: skip
+
+
+def context(data: Data, run: Run) -> dict[str, Any] | None:
+    """Reliance per swap kind, effective accuracy, the paper's layouts and findings in
+    words; None without context swaps."""
+    del run
+    reliance = data["context_reliance"]
+    if not reliance.height:
+        return None
+    effective = (
+        data["effective_accuracy"]
+        .filter(pl.col("perturbation") == "all")
+        .select("model", "n_questions", "n_swapped", "accuracy", "effective_accuracy")
+    )
+    findings = data["context_findings"]
+    return {"reliance": reliance.pivot(on="perturbation", index="model", values="reliance"),
+            "effective": effective, "examples": data["context_examples"],
+            "table1": data["context_table1"], "table2": data["context_table2"],
+            "findings": [finding_sentence(r) for r in findings.iter_rows(named=True)]}  # fmt: skip
+
+
+SECTION = Section("context", ("context", "context_at_k", "context_findings", "uncertainty"),
+                  context, read, figures, tables)  # fmt: skip

@@ -1,0 +1,123 @@
+"""The "Summary" section: the reading in words, the headline table with intervals, the
+blank-image caveat and the skipped images."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
+from vqarobust.report.sections.base import Data, Run, Section
+from vqarobust.summary import (
+    NO_IMAGE_SIDE,
+    Summary,
+    comparison_sentences,
+    headline_table,
+    reliance_sentence,
+    with_interval,
+)
+
+# The opening names this many of the strongest and weakest corruptions (at most half).
+N_NAMED = 3
+# Skipped images named in the warning; the CSV holds every one.
+N_SKIPPED_LISTED = 20
+
+
+def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
+    """The blank-image control per model and the skipped images."""
+    del run
+    return {
+        "reliance": con.sql(
+            "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
+            "WHERE control = 'blank'"
+        ).pl(),
+        "skipped": con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl(),
+    }
+
+
+def tables(data: Data) -> dict[str, pl.DataFrame]:
+    """``skipped_images.csv``."""
+    return {"skipped_images": data["skipped"]}
+
+
+def reading(s: Summary) -> str:
+    """A plain-language paragraph from the summary numbers; it calls one model more robust
+    than another only where the interval of their VRE difference excludes zero."""
+    if s.models.is_empty():
+        return NO_IMAGE_SIDE
+    best = s.models.row(0, named=True)
+    vre = with_interval(best["vre"], best["vre_low"], best["vre_high"])
+    accuracy = (f"accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average "
+                "over the corruptions at severities 1-5, a relative drop of "
+                f"{best['relative_drop']:.1%}")  # fmt: skip
+    if s.models.height < 2:
+        text = [f"{best['model']}: {accuracy}. With one model VRE weighs only the corruptions "
+                "against each other, so no model VRE is given (its unscaled sub-metrics are "
+                "in the summary and the tables)."]  # fmt: skip
+    else:
+        text = [f"{best['model']} has the lowest VRE ({vre}; {accuracy})."]
+    text += comparison_sentences(s)
+    caveat = reliance_sentence(s, IMAGE_RELIANCE_RATIO)
+    if caveat and not caveat.startswith("Every"):
+        text.append(caveat)
+    strong, weak = s.corruptions.row(0, named=True), s.corruptions.row(-1, named=True)
+    text.append(
+        f"The strongest corruption is {strong['corruption']} (VRE "
+        f"{with_interval(strong['vre'], strong['vre_low'], strong['vre_high'])}; severity-"
+        f"aggregated drop A_rel {strong['aggregated_drop']:.1%} over the models, severities "
+        f"0-5 as in the paper); the weakest is {weak['corruption']} (VRE "
+        f"{with_interval(weak['vre'], weak['vre_low'], weak['vre_high'])})."
+    )
+    return " ".join(text)
+
+
+def interval_note(s: Summary) -> str:
+    """What the brackets of every table are (or that there are none)."""
+    if not s.resamples:
+        return "No intervals: the run had uncertainty.resamples: 0."
+    unit = "images" if s.cluster == "image" else "questions"
+    return (
+        f"Brackets: {s.level:.0%} percentile intervals over {s.resamples:,} bootstrap "
+        f"resamples of the {unit} (the same resamples for every model and subset, so "
+        "differences are paired); rank shares: how often the model holds its rank."
+    )
+
+
+def context(data: Data, run: Run) -> dict[str, Any]:
+    """The page's opening: the reading, the headline table, image reliance, skips."""
+    summary, reliance, info = run.summary, data["reliance"], run.info
+    headline = headline_table(summary)
+    models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
+        "accuracy without the image (blank)")), on="model", how="left")  # fmt: skip
+    models = models.select(*headline.columns[:2], "accuracy without the image (blank)",
+                           *headline.columns[2:])  # fmt: skip
+    k = min(N_NAMED, max(1, summary.corruptions.height // 2))
+    n_skipped = int(info.get("dataset.n_skipped_images", "0"))
+    little = reliance.filter(pl.col("uses_image_little"))
+    listed = data["skipped"].head(N_SKIPPED_LISTED).iter_rows()
+    return {
+        "reading": reading(summary),
+        "image_side": not summary.models.is_empty(),
+        "models": models,
+        "interval_note": interval_note(summary),
+        "level": summary.level,
+        "strongest": ", ".join(summary.corruptions.head(k)["corruption"]),
+        "weakest": ", ".join(summary.corruptions.tail(k).reverse()["corruption"]),
+        "reliance": {
+            "little": ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
+                                for m, r in little.select("model", "ratio").iter_rows()),
+            "n_little": little.height, "any": reliance.height > 0,
+            "ratio": IMAGE_RELIANCE_RATIO,
+        },
+        "skipped": {
+            "n": n_skipped, "n_questions": info.get("dataset.n_skipped_questions", "?"),
+            "listed": ", ".join(f"{i} ({r})" for i, r in listed),
+            "more": n_skipped > N_SKIPPED_LISTED,
+        } if n_skipped else None,
+    }  # fmt: skip
+
+
+SECTION = Section("summary", ("scoring", "accuracy", "robustness", "uncertainty"), context,
+                  read, tables=tables)  # fmt: skip

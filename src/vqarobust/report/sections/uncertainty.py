@@ -1,0 +1,109 @@
+"""The "Uncertainty and significance" section: VRE intervals and rank stability, the
+differences between models, the paired drop tests and effective robustness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import matplotlib.figure
+import polars as pl
+
+from vqarobust.metrics.uncertainty import MIN_MODELS_FOR_FIT
+from vqarobust.report import figures as fig
+from vqarobust.report.sections.base import Data, Run, Section
+from vqarobust.report.sections.summary import interval_note
+
+# The CSV files this section writes, each the table of the same name.
+TABLES = ("intervals", "model_comparisons", "rank_stability", "drop_tests",
+          "effective_robustness")  # fmt: skip
+# Cells whose drop is not significant shown on the page (the CSV holds all).
+N_WEAK_SHOWN = 60
+
+
+def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
+    """Intervals, comparisons, rank shares, drop tests and effective robustness."""
+    del run
+    return {
+        "intervals": con.sql("SELECT * FROM intervals").pl(),
+        "model_comparisons": con.sql("SELECT * FROM model_comparisons ORDER BY ALL").pl(),
+        "rank_stability": con.sql("SELECT * FROM rank_stability ORDER BY ALL").pl(),
+        "drop_tests": con.sql("SELECT * FROM drop_tests ORDER BY ALL").pl(),
+        "effective_robustness": con.sql(
+            "SELECT * FROM effective_robustness ORDER BY modality, perturbation, model"
+        ).pl(),
+        "vre_bounds": con.sql(
+            """SELECT v.model, v.vre, i.low, i.high FROM vre_model v
+               LEFT JOIN intervals i ON i.metric = 'vre_model' AND i.model = v.model
+                 AND i.modality = v.modality
+               WHERE v.modality = 'image'"""
+        ).pl(),
+        "models": con.sql("SELECT DISTINCT model FROM predictions ORDER BY model").pl(),
+    }
+
+
+def tables(data: Data) -> dict[str, pl.DataFrame]:
+    """The five tables of :data:`TABLES`, as stored."""
+    return {name: data[name] for name in TABLES}
+
+
+def no_fit_reason(n_models: int) -> str:
+    """Why there is no effective robustness with ``n_models`` models."""
+    return (
+        f"No effective robustness: it fits perturbed against clean accuracy across the "
+        f"models, which needs at least {MIN_MODELS_FOR_FIT}; this run has {n_models}."
+    )
+
+
+def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
+    """VRE with intervals and rank shares; the effective-robustness fit."""
+    ranks = data["rank_stability"].filter(pl.col("modality") == "image")
+    fit = data["effective_robustness"].filter(pl.col("perturbation") == "all")
+    n_models = data["models"].height
+    return {
+        "vre_intervals": fig.vre_intervals(data["vre_bounds"], ranks, run.summary.level)
+        if data["vre_bounds"].height else fig.placeholder("No VRE in this run."),
+        "effective_robustness": fig.effective_robustness(fit) if fit.height
+        else fig.placeholder(no_fit_reason(n_models)),
+    }  # fmt: skip
+
+
+def _tests(tests: pl.DataFrame) -> dict[str, Any] | None:
+    """The drop tests' counts per modality and test, and the cells not significant."""
+    if not tests.height:
+        return None
+    counts = tests.group_by("modality", "test").agg(
+        pl.len().alias("cells"), pl.col("significant").sum().alias("significant drops"),
+        (~pl.col("significant")).sum().alias("not significant"),
+    ).sort("modality", "test")  # fmt: skip
+    weak = tests.filter(~pl.col("significant")).select(
+        "model", "modality", "perturbation", "severity", "n_worse", "n_better",
+        "mean_difference", "p_value", "p_adjusted")  # fmt: skip
+    adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(tests["adjust"][0], "")
+    return {"counts": counts, "weak": weak.head(N_WEAK_SHOWN), "n_weak": weak.height,
+            "adjust": adjust, "n_cells": tests.height}  # fmt: skip
+
+
+def context(data: Data, run: Run) -> dict[str, Any]:
+    """Model differences, rank shares, the drop tests' counts and non-significant cells,
+    effective robustness, and what the brackets are."""
+    comparisons = data["model_comparisons"]
+    ranks = data["rank_stability"]
+    eff = data["effective_robustness"].filter(pl.col("perturbation") == "all")
+    return {
+        "interval_note": interval_note(run.summary),
+        "level": run.summary.level,
+        "comparisons": comparisons.select(
+            "modality", "metric", "model_a", "model_b",
+            pl.col("difference").alias("difference a - b"), "low", "high", "se",
+            "distinguishable") if comparisons.height else None,
+        "ranks": ranks.with_columns(pl.format("rank {}", "rank").alias("rank"))
+        .pivot(on="rank", index=["modality", "model"], values="share") if ranks.height else None,
+        "effective": eff.drop("perturbation") if eff.height else None,
+        "no_fit_reason": no_fit_reason(data["models"].height),
+        "tests": _tests(data["drop_tests"]),
+    }  # fmt: skip
+
+
+SECTION = Section("uncertainty", ("uncertainty", "robustness"), context, read, figures,
+                  tables)  # fmt: skip
