@@ -18,6 +18,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.plans import plan
+from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 
 pytestmark = pytest.mark.workflow
@@ -403,6 +404,18 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
             "SELECT model, clean_accuracy, vre FROM vre_model WHERE modality = 'image'"
         ).fetchall()
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
+        # The blank-image caveat, recomputed: blank accuracy over clean accuracy.
+        ratios = con.execute(
+            """SELECT c.model, b.accuracy / c.accuracy FROM accuracy c JOIN accuracy b
+                 ON b.model = c.model AND b.perturbation = 'blank'
+               WHERE c.modality = 'clean' ORDER BY c.model"""
+        ).fetchall()
+    assert ratios  # the tiny config runs the blank control
+    little = [(m, r) for m, r in ratios if r >= IMAGE_RELIANCE_RATIO]
+    for model, ratio in little:
+        assert f"{model} keeps {ratio:.0%}" in out, out
+    if not little:
+        assert f"Every model loses more than {1 - IMAGE_RELIANCE_RATIO:.0%}" in out, out
     iv = r" \[[0-9.]+, [0-9.]+\]"  # every number carries its interval
     for model, clean, vre in rows:
         assert re.search(rf"^\| {model} \| {clean:.3f}{iv} \| [0-9.]+{iv} \| [0-9.]+{iv} \| "

@@ -301,78 +301,6 @@ def interval_columns(df: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(cols, strict=False)
 
 
-def comparison_sentences(s: Summary) -> list[str]:
-    """For every pair of models, "X is more robust than Y" when the interval of their VRE
-    difference excludes zero, else "X and Y are indistinguishable at 95%"; without
-    resamples, that no comparison was made."""
-    if s.models.height < 2:
-        return []
-    if s.comparisons is None or s.comparisons.is_empty():
-        return ["No interval was computed (uncertainty.resamples: 0), so no model is called "
-                "more robust than another."]  # fmt: skip
-    vre = dict(s.models.select("model", "vre").iter_rows())
-    out = []
-    for c in s.comparisons.sort("model_a", "model_b").iter_rows(named=True):
-        a, b = c["model_a"], c["model_b"]
-        if c["distinguishable"]:
-            better, worse = (a, b) if c["difference"] < 0 else (b, a)
-            d, lo, hi = (c["difference"], c["low"], c["high"]) if better == a else (
-                -c["difference"], -c["high"], -c["low"])  # fmt: skip
-            out.append(
-                f"{better} is more robust than {worse} (VRE {vre[better]:.3f} vs "
-                f"{vre[worse]:.3f}, difference {d:.3f} [{lo:.3f}, {hi:.3f}])."
-            )
-        else:
-            out.append(
-                f"{a} and {b} are indistinguishable at {s.level:.0%} (VRE difference "
-                f"{c['difference']:.3f} [{c['low']:.3f}, {c['high']:.3f}] includes zero)."
-            )
-    return out
-
-
-def context_sentences(s: Summary) -> list[str]:
-    """For every pair of models, which relies less on irrelevant context (all swaps),
-    only where the interval of the difference in reliance excludes zero."""
-    if s.context_comparisons is None or s.context_comparisons.is_empty():
-        return []
-    out = []
-    for c in s.context_comparisons.iter_rows(named=True):
-        a, b = c["model_a"], c["model_b"]
-        if c["distinguishable"]:
-            less, more = (a, b) if c["difference"] < 0 else (b, a)
-            d, lo, hi = (c["difference"], c["low"], c["high"]) if less == a else (
-                -c["difference"], -c["high"], -c["low"])  # fmt: skip
-            out.append(f"{less} relies less on context than {more} (difference in reliance "
-                       f"{with_interval(d, lo, hi)}).")  # fmt: skip
-        else:
-            d = with_interval(c["difference"], c["low"], c["high"])
-            out.append(f"{a} and {b} rely on context indistinguishably at {s.level:.0%} "
-                       f"(difference {d}).")  # fmt: skip
-    return out
-
-
-def reliance_sentence(s: Summary, threshold: float) -> str | None:
-    """The blank-image caveat: which models answer mostly without the image."""
-    if s.reliance is None or s.reliance.is_empty():
-        return None
-    little = s.reliance.filter(pl.col("uses_image_little"))
-    if little.is_empty():
-        return (f"Every model loses more than {1 - threshold:.0%} of its clean accuracy "
-                "without the image (blank control).")  # fmt: skip
-
-    def share(r: float, lo: float | None, hi: float | None) -> str:
-        return f"{r:.0%}" if lo is None or hi is None else f"{r:.0%} [{lo:.0%}, {hi:.0%}]"
-
-    rows = little.select("model", "ratio", "ratio_low", "ratio_high").iter_rows()
-    items = ", ".join(f"{m} keeps {share(r, lo, hi)}" for m, r, lo, hi in rows)
-    one = little.height == 1
-    return (
-        f"Image reliance: {items} of {'its' if one else 'their'} clean accuracy without the "
-        f"image (blank control; threshold {threshold:.0%}), so {'its' if one else 'their'} "
-        "low VRE means little use of the image, not robustness."
-    )
-
-
 def _named(df: pl.DataFrame) -> str:
     return ", ".join(f"{c} ({with_interval(v, lo, hi)})" for c, v, lo, hi in
                      df.select("corruption", "vre", "vre_low", "vre_high").iter_rows())  # fmt: skip
@@ -430,7 +358,12 @@ def notes(s: Summary) -> list[str]:
     """The sentences under the headline table: what the numbers are, which model is more
     robust than which (only where the data says so), the image-reliance caveat, the
     strongest and weakest corruptions, and what the run skipped."""
+    # The sentences live with the report sections that show their tables; imported here,
+    # as the sections import this module.
     from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
+    from vqarobust.report.sections.figures import weakest_types_sentence
+    from vqarobust.report.sections.summary import reliance_sentence
+    from vqarobust.report.sections.uncertainty import comparison_sentences
 
     if s.resamples:
         unit = "images" if s.cluster == "image" else "questions"
@@ -463,8 +396,8 @@ def notes(s: Summary) -> list[str]:
             "model's robustness; no VRE and no rank are given. Its unscaled sub-metrics per "
             "corruption are below."
         )
-    out += comparison_sentences(s)
-    caveat = reliance_sentence(s, IMAGE_RELIANCE_RATIO)
+    out += comparison_sentences(s.models, s.comparisons, s.level)
+    caveat = reliance_sentence(s.reliance, IMAGE_RELIANCE_RATIO)
     if caveat:
         out.append(caveat)
     k = min(N_NAMED, max(1, s.corruptions.height // 2))
@@ -472,13 +405,9 @@ def notes(s: Summary) -> list[str]:
         f"Strongest corruptions (highest VRE over the models): {_named(s.corruptions.head(k))}; "
         f"weakest: {_named(s.corruptions.tail(k).reverse())}."
     )
-    if s.weakest_types is not None and s.weakest_types.height:
-        items = "; ".join(f"{c}: {t} ({a:.3f})" for c, t, a in s.weakest_types.iter_rows())
-        out.append(
-            "Weakest question type per corruption (mean accuracy over the models, "
-            f"severities 1-5, point estimates; types with {MIN_TYPE_QUESTIONS} questions or "
-            f"more): {items}."
-        )
+    weakest = weakest_types_sentence(s.weakest_types, MIN_TYPE_QUESTIONS)
+    if weakest:
+        out.append(weakest)
     if s.skipped is not None and s.skipped.height:
         items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
         out.append(f"Skipped in this run: {items}.")
@@ -487,6 +416,8 @@ def notes(s: Summary) -> list[str]:
 
 def to_markdown(s: Summary, command: str) -> str:
     """The summary as a Markdown block (tables plus sentences); ``command`` made it."""
+    from vqarobust.report.sections.context import context_sentences  # see notes()
+
     lines = [f"<!-- generated by `{command}`; do not edit by hand -->"]
     if not s.models.is_empty():
         lines += [*markdown_table(headline_table(s)), ""]
@@ -514,7 +445,7 @@ def to_markdown(s: Summary, command: str) -> str:
             "answer changes when an object they do not depend on is swapped (lower = less "
             "reliant); effective accuracy = correct on the clean image and unchanged by every "
             "swap.",
-            *context_sentences(s),
+            *context_sentences(s.context_comparisons, s.level),
         ]
         if s.context_k is not None:
             from vqarobust.metrics.context_paper import finding_sentence

@@ -18,7 +18,7 @@ from vqarobust.metrics.context_paper import (
 )
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
-from vqarobust.summary import table_names
+from vqarobust.summary import table_names, with_interval
 
 # The CSV files this section writes, each the frame of the same name.
 TABLES = ("context_reliance", "effective_accuracy", "context_examples", "context_table1",
@@ -84,6 +84,29 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
         "context_flips": fig.context_flips(examples)
         if examples.height else fig.placeholder("No swap changed a correct answer."),
     }  # fmt: skip
+
+
+def context_sentences(comparisons: pl.DataFrame | None, level: float) -> list[str]:
+    """For every pair of models in ``comparisons`` (table ``model_comparisons``, context
+    modality, metric context_reliance, all swaps): which relies less on irrelevant
+    context where the interval of the difference excludes zero, else that the two are
+    indistinguishable at ``level``."""
+    if comparisons is None or comparisons.is_empty():
+        return []
+    out = []
+    for c in comparisons.iter_rows(named=True):
+        a, b = c["model_a"], c["model_b"]
+        if c["distinguishable"]:
+            less, more = (a, b) if c["difference"] < 0 else (b, a)
+            d, lo, hi = (c["difference"], c["low"], c["high"]) if less == a else (
+                -c["difference"], -c["high"], -c["low"])  # fmt: skip
+            out.append(f"{less} relies less on context than {more} (difference in reliance "
+                       f"{with_interval(d, lo, hi)}).")  # fmt: skip
+        else:
+            d = with_interval(c["difference"], c["low"], c["high"])
+            out.append(f"{a} and {b} rely on context indistinguishably at {level:.0%} "
+                       f"(difference {d}).")  # fmt: skip
+    return out
 
 
 def context(data: Data, run: Run) -> dict[str, Any] | None:

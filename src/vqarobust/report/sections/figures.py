@@ -106,6 +106,19 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     }  # fmt: skip
 
 
+def weakest_types_sentence(weakest: pl.DataFrame | None, min_questions: int) -> str | None:
+    """The weakest question type per image corruption: ``weakest`` holds (corruption,
+    question_type, accuracy), the type of lowest mean accuracy over the models in table
+    ``question_type_perturbation`` among types with ``min_questions`` questions or more."""
+    if weakest is None or not weakest.height:
+        return None
+    items = "; ".join(f"{c}: {t} ({a:.3f})" for c, t, a in weakest.iter_rows())
+    return (
+        "Weakest question type per corruption (mean accuracy over the models, severities "
+        f"1-5, point estimates; types with {min_questions} questions or more): {items}."
+    )
+
+
 def context(data: Data, run: Run) -> dict[str, Any]:
     """Whether the question type x corruption heatmap has data."""
     del run

@@ -10,14 +10,8 @@ import polars as pl
 
 from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
 from vqarobust.report.sections.base import Data, Run, Section
-from vqarobust.summary import (
-    NO_IMAGE_SIDE,
-    Summary,
-    comparison_sentences,
-    headline_table,
-    reliance_sentence,
-    with_interval,
-)
+from vqarobust.report.sections.uncertainty import comparison_sentences, interval_note
+from vqarobust.summary import NO_IMAGE_SIDE, Summary, headline_table, with_interval
 
 # The opening names this many of the strongest and weakest corruptions (at most half).
 N_NAMED = 3
@@ -42,6 +36,31 @@ def tables(data: Data) -> dict[str, pl.DataFrame]:
     return {"skipped_images": data["skipped"]}
 
 
+def reliance_sentence(reliance: pl.DataFrame | None, threshold: float) -> str | None:
+    """The blank-image caveat: which models answer mostly without the image. ``reliance``:
+    table ``image_reliance`` at the blank control (model, ratio, uses_image_little) with
+    the ratio's bounds (ratio_low, ratio_high); ``threshold`` the ratio from which a
+    model counts as using the image little."""
+    if reliance is None or reliance.is_empty():
+        return None
+    little = reliance.filter(pl.col("uses_image_little"))
+    if little.is_empty():
+        return (f"Every model loses more than {1 - threshold:.0%} of its clean accuracy "
+                "without the image (blank control).")  # fmt: skip
+
+    def share(r: float, lo: float | None, hi: float | None) -> str:
+        return f"{r:.0%}" if lo is None or hi is None else f"{r:.0%} [{lo:.0%}, {hi:.0%}]"
+
+    rows = little.select("model", "ratio", "ratio_low", "ratio_high").iter_rows()
+    items = ", ".join(f"{m} keeps {share(r, lo, hi)}" for m, r, lo, hi in rows)
+    one = little.height == 1
+    return (
+        f"Image reliance: {items} of {'its' if one else 'their'} clean accuracy without the "
+        f"image (blank control; threshold {threshold:.0%}), so {'its' if one else 'their'} "
+        "low VRE means little use of the image, not robustness."
+    )
+
+
 def reading(s: Summary) -> str:
     """A plain-language paragraph from the summary numbers; it calls one model more robust
     than another only where the interval of their VRE difference excludes zero."""
@@ -58,8 +77,8 @@ def reading(s: Summary) -> str:
                 "in the summary and the tables)."]  # fmt: skip
     else:
         text = [f"{best['model']} has the lowest VRE ({vre}; {accuracy})."]
-    text += comparison_sentences(s)
-    caveat = reliance_sentence(s, IMAGE_RELIANCE_RATIO)
+    text += comparison_sentences(s.models, s.comparisons, s.level)
+    caveat = reliance_sentence(s.reliance, IMAGE_RELIANCE_RATIO)
     if caveat and not caveat.startswith("Every"):
         text.append(caveat)
     strong, weak = s.corruptions.row(0, named=True), s.corruptions.row(-1, named=True)
@@ -71,18 +90,6 @@ def reading(s: Summary) -> str:
         f"{with_interval(weak['vre'], weak['vre_low'], weak['vre_high'])})."
     )
     return " ".join(text)
-
-
-def interval_note(s: Summary) -> str:
-    """What the brackets of every table are (or that there are none)."""
-    if not s.resamples:
-        return "No intervals: the run had uncertainty.resamples: 0."
-    unit = "images" if s.cluster == "image" else "questions"
-    return (
-        f"Brackets: {s.level:.0%} percentile intervals over {s.resamples:,} bootstrap "
-        f"resamples of the {unit} (the same resamples for every model and subset, so "
-        "differences are paired); rank shares: how often the model holds its rank."
-    )
 
 
 def context(data: Data, run: Run) -> dict[str, Any]:

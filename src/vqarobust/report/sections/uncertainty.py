@@ -12,7 +12,7 @@ import polars as pl
 from vqarobust.metrics.uncertainty import MIN_MODELS_FOR_FIT
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
-from vqarobust.report.sections.summary import interval_note
+from vqarobust.summary import Summary
 
 # The CSV files this section writes, each the table of the same name.
 TABLES = ("intervals", "model_comparisons", "rank_stability", "drop_tests",
@@ -47,6 +47,18 @@ def tables(data: Data) -> dict[str, pl.DataFrame]:
     return {name: data[name] for name in TABLES}
 
 
+def interval_note(s: Summary) -> str:
+    """What the brackets of every table are (or that there are none)."""
+    if not s.resamples:
+        return "No intervals: the run had uncertainty.resamples: 0."
+    unit = "images" if s.cluster == "image" else "questions"
+    return (
+        f"Brackets: {s.level:.0%} percentile intervals over {s.resamples:,} bootstrap "
+        f"resamples of the {unit} (the same resamples for every model and subset, so "
+        "differences are paired); rank shares: how often the model holds its rank."
+    )
+
+
 def no_fit_reason(n_models: int) -> str:
     """Why there is no effective robustness with ``n_models`` models."""
     return (
@@ -66,6 +78,38 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
         "effective_robustness": fig.effective_robustness(fit) if fit.height
         else fig.placeholder(no_fit_reason(n_models)),
     }  # fmt: skip
+
+
+def comparison_sentences(
+    models: pl.DataFrame, comparisons: pl.DataFrame | None, level: float
+) -> list[str]:
+    """For every pair of ``models`` (model, vre: table ``vre_model`` of the image side), "X
+    is more robust than Y" when the interval of their VRE difference (``comparisons``:
+    table ``model_comparisons``, image side, metric vre) excludes zero, else "X and Y are
+    indistinguishable at 95%"; without resamples, that no comparison was made."""
+    if models.height < 2:
+        return []
+    if comparisons is None or comparisons.is_empty():
+        return ["No interval was computed (uncertainty.resamples: 0), so no model is called "
+                "more robust than another."]  # fmt: skip
+    vre = dict(models.select("model", "vre").iter_rows())
+    out = []
+    for c in comparisons.sort("model_a", "model_b").iter_rows(named=True):
+        a, b = c["model_a"], c["model_b"]
+        if c["distinguishable"]:
+            better, worse = (a, b) if c["difference"] < 0 else (b, a)
+            d, lo, hi = (c["difference"], c["low"], c["high"]) if better == a else (
+                -c["difference"], -c["high"], -c["low"])  # fmt: skip
+            out.append(
+                f"{better} is more robust than {worse} (VRE {vre[better]:.3f} vs "
+                f"{vre[worse]:.3f}, difference {d:.3f} [{lo:.3f}, {hi:.3f}])."
+            )
+        else:
+            out.append(
+                f"{a} and {b} are indistinguishable at {level:.0%} (VRE difference "
+                f"{c['difference']:.3f} [{c['low']:.3f}, {c['high']:.3f}] includes zero)."
+            )
+    return out
 
 
 def _tests(tests: pl.DataFrame) -> dict[str, Any] | None:
