@@ -13,7 +13,7 @@ from vqarobust.db import build_database
 from vqarobust.metrics.coverage import MissingRowsError, check_coverage
 from vqarobust.metrics.mmi import mmi_table
 from vqarobust.metrics.robustness import RobustnessWarning, robustness_tables
-from vqarobust.metrics.rscore import rscore_table
+from vqarobust.metrics.rscore import rscore_tables
 
 
 def _table(cells):
@@ -36,7 +36,7 @@ FULL = {
 @pytest.mark.parametrize("metric", ["vre", "mmi", "rscore"])
 def test_a_model_without_a_corruption_is_an_error_naming_it(metric):
     table = _table(FULL)  # b has no snow rows at all: it would score a drop of 0 there
-    run = {"vre": robustness_tables, "mmi": mmi_table, "rscore": rscore_table}[metric]
+    run = {"vre": robustness_tables, "mmi": mmi_table, "rscore": rscore_tables}[metric]
     with pytest.raises(MissingRowsError, match=r"missing: b/snow \(severities \[1, 2, 3, 4, 5\]\)"):
         run(table)
 
@@ -46,7 +46,7 @@ def test_a_model_without_clean_rows_is_an_error(metric):
     table = _table({**FULL, ("b", "snow"): [0.7, 0.6, 0.5, 0.4, 0.3]}).filter(
         ~((pl.col("model") == "b") & (pl.col("corruption") == "clean"))
     )
-    run = {"vre": robustness_tables, "mmi": mmi_table, "rscore": rscore_table}[metric]
+    run = {"vre": robustness_tables, "mmi": mmi_table, "rscore": rscore_tables}[metric]
     with pytest.raises(MissingRowsError, match=r"models without clean rows: \['b'\]"):
         run(table)
 

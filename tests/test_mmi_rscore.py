@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vqarobust.metrics import RobustnessWarning, mmi_table, r_score, rscore_table
+from vqarobust.metrics import RobustnessWarning, mmi_table, r_score, rscore_tables
 
 ACC = pl.DataFrame(
     [("m", "clean", 0, 0.8)]
@@ -72,7 +72,7 @@ def test_r_score_hand_computed_and_bounds():
 
 
 def test_rscore_table_matches_scalar_and_records_parameters():
-    t = rscore_table(ACC, tolerance=0.1, maximum=30)
+    t, _ = rscore_tables(ACC, tolerance=0.1, maximum=30)
     assert set(t["tolerance"]) == {0.1} and set(t["maximum"]) == {30.0}
     for row in t.iter_rows(named=True):
         assert row["rscore"] == pytest.approx(r_score(0.8, row["acc_noisy"], 0.1, 30))

@@ -15,7 +15,7 @@ from vqarobust import store
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.datasets.miniature import write_question_pool
 from vqarobust.materialize.questions import build_pool, export_basic_questions
-from vqarobust.metrics.rscore import r_score, rscore_overall_table, rscore_table
+from vqarobust.metrics.rscore import r_score, rscore_tables
 from vqarobust.text import pools
 from vqarobust.text import ranking as bq
 
@@ -187,8 +187,7 @@ def test_rscore_overall_is_the_rscore_of_the_mean_deterioration():
         "model": ["m"] * 4, "corruption": ["clean", "bq", "bq", "bq"],
         "severity": [0, 1, 2, 3], "accuracy": [0.80, 0.78, 0.70, 0.60],
     })  # fmt: skip
-    per_level = rscore_table(acc, 0.05, 20)
-    overall = rscore_overall_table(per_level)
+    per_level, overall = rscore_tables(acc, 0.05, 20)
     row = overall.row(0, named=True)
     assert row["corruption"] == "bq" and row["levels"] == 3
     assert row["acc_di"] == pytest.approx(32 / 3)

@@ -10,7 +10,7 @@ from vqarobust.metrics.robustness import (
     softmax_weights,
     weight_sweep,
 )
-from vqarobust.metrics.rscore import r_score, rscore_table
+from vqarobust.metrics.rscore import r_score, rscore_tables
 from vqarobust.metrics.vqa_accuracy import (
     NORMALIZATIONS,
     exact_match,
@@ -33,7 +33,7 @@ __all__ = [
     "process_punctuation",
     "r_score",
     "robustness_tables",
-    "rscore_table",
+    "rscore_tables",
     "score_predictions",
     "softmax_weights",
     "vqa_accuracy",

@@ -12,16 +12,16 @@ point estimate, so each interval's ``estimate`` equals the number in the table b
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import sparse
 
 from vqarobust.metrics.context import context_flags
+from vqarobust.metrics.grouping import columns_of, group_means, with_rows
+from vqarobust.metrics.mmi import SCOPES, mmi_arrays, ratio_drop
 from vqarobust.metrics.modalities import MMI_ALL, SINGLE_LEVEL_FAMILIES, VRE_MODALITIES
 from vqarobust.metrics.robustness import (
     CLEAN,
@@ -30,7 +30,12 @@ from vqarobust.metrics.robustness import (
     softmax_weights,
     vre_arrays,
 )
-from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, check_bounds
+from vqarobust.metrics.rscore import (
+    DEFAULT_MAXIMUM,
+    DEFAULT_TOLERANCE,
+    check_bounds,
+    rscore_arrays,
+)
 from vqarobust.metrics.uncertainty import (
     INTERVAL_SCHEMA,
     MIN_MODELS_FOR_FIT,
@@ -76,31 +81,6 @@ EFFECTIVE_SCHEMA = {
 }
 
 
-def _group_means(
-    values: np.ndarray, frame: pl.DataFrame, by: Sequence[str], per: str | None = None
-) -> tuple[pl.DataFrame, np.ndarray]:
-    """Means of replicate ``values`` (replicates, rows) over the rows of ``frame`` (which
-    holds a ``row`` column into ``values``) per group ``by``: (labels, (R, G)).
-
-    Plain means over the rows; with ``per`` (a column, e.g. ``perturbation``) a mean per
-    value of ``per`` first and then over those values, so each weighs the same however
-    many rows (severities) it has."""
-    by = list(by)
-    labels = frame.select(by).unique().sort(by).with_row_index("_g")
-    f = frame.join(labels, on=by, how="left", nulls_equal=True)
-    if per is None:
-        f = f.with_columns(pl.len().over("_g").alias("_size"))
-    else:
-        f = f.with_columns(
-            (pl.len().over("_g", per) * pl.col(per).n_unique().over("_g")).alias("_size")
-        )
-    member = sparse.csr_matrix(
-        (1.0 / f["_size"].to_numpy(), (f["_g"].to_numpy(), f["row"].to_numpy())),
-        shape=(labels.height, values.shape[1]),
-    )
-    return labels.drop("_g"), np.asarray(member @ values.T).T
-
-
 def _lookup(table: pl.DataFrame, value: str) -> pl.Expr:
     """``question_id`` -> ``value`` of ``table`` as a new column."""
     return (
@@ -108,12 +88,6 @@ def _lookup(table: pl.DataFrame, value: str) -> pl.Expr:
         .replace_strict(table["question_id"], table[value], return_dtype=pl.Int64)
         .alias(value)
     )
-
-
-def _ratio_drop(clean: np.ndarray, perturbed: np.ndarray) -> np.ndarray:
-    """(clean - perturbed) / clean; 0 where clean is 0 (as :func:`mmi_table`)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(clean > 0, (clean - perturbed) / np.where(clean > 0, clean, 1.0), 0.0)
 
 
 def _pairs(
@@ -129,13 +103,6 @@ def _pairs(
                      "high": high, "se": float(s["se"]),
                      "distinguishable": bool(low > 0 or high < 0)})  # fmt: skip
     return rows
-
-
-def _by_model(labels: pl.DataFrame, values: np.ndarray, models: Sequence[str]) -> np.ndarray:
-    """Columns of ``values`` (labels with a ``model`` column) in the order of ``models``
-    (a model may repeat: one column per entry)."""
-    pos = {m: i for i, m in enumerate(labels["model"].to_list())}
-    return values[:, [pos[m] for m in models]]
 
 
 class _Builder:
@@ -200,30 +167,25 @@ def uncertainty_tables(
     if no_clean:
         raise ValueError(f"no clean predictions for models {no_clean}: every interval "
                          "of a model is relative to its clean accuracy")  # fmt: skip
-    clean_labels, clean = _group_means(acc, clean_rows, ["model"])
-    clean_v = _by_model(clean_labels, clean, models)
+    clean_labels, clean = group_means(acc, clean_rows, ["model"])
+    clean_v = columns_of(clean_labels, clean, models)
     b.comparisons += _pairs(CLEAN, "clean_accuracy", models, clean_v, settings.level)
     metric_rows = keys.filter(~pl.col("perturbation").is_in(list(controls)))
     present = sorted(set(metric_rows["modality"].to_list()) - {CLEAN})
-    fam = pl.DataFrame(
-        {"perturbation": list(families), "family": list(families.values())},
-        schema={"perturbation": pl.String, "family": pl.String},
-    )
 
     perturbed_by_modality: dict[str, np.ndarray] = {}
     mmi_all: dict[str, tuple[pl.DataFrame, np.ndarray]] = {}
     base = _Base(acc, clean_labels, clean, clean_v, models)
     for modality in present:
+        # The kernels' rows: the clean rows and this modality's perturbed ones.
         own = metric_rows.filter(pl.col("modality") == modality, pl.col("severity") > 0)
-        own = own.join(fam, on="perturbation", how="left").with_columns(
-            pl.col("family").fill_null("unknown")
-        )
-        labels, pert = _perturbed(b, base, own, modality)
+        rows_ = pl.concat([clean_rows, own]).rename({"perturbation": "corruption"})
+        labels, pert = _perturbed(b, base, rows_, modality, families)
         mmi_all[modality] = (labels, pert)
         # Comparisons and the fit across models need every model on this side.
         if set(labels["model"]) == set(models):
-            perturbed_by_modality[modality] = _by_model(labels, pert, models)
-        _rscore(b, acc, own, clean, clean_labels, modality, rscore_tolerance, rscore_maximum)
+            perturbed_by_modality[modality] = columns_of(labels, pert, models)
+        _rscore(b, acc, rows_, modality, rscore_tolerance, rscore_maximum)
         if modality in VRE_MODALITIES:
             _vre(b, acc, metric_rows, families, modality, w, models)
     for modality, pert in perturbed_by_modality.items():
@@ -248,7 +210,7 @@ class _Base:
 
     def clean_of(self, labels: pl.DataFrame) -> np.ndarray:
         """The clean accuracy of each row's model in ``labels``."""
-        return _by_model(self.clean_labels, self.clean, labels["model"].to_list())
+        return columns_of(self.clean_labels, self.clean, labels["model"].to_list())
 
 
 def _typed_accuracy(b: _Builder, rows: pl.DataFrame, questions: pl.DataFrame,
@@ -269,29 +231,25 @@ def _typed_accuracy(b: _Builder, rows: pl.DataFrame, questions: pl.DataFrame,
 
 
 def _perturbed(
-    b: _Builder, base: _Base, own: pl.DataFrame, modality: str
+    b: _Builder, base: _Base, rows: pl.DataFrame, modality: str, families: Mapping[str, str]
 ) -> tuple[pl.DataFrame, np.ndarray]:
-    """Perturbed accuracy and MMI of one modality per model x scope x group: a mean over
-    the severities of each perturbation, then over the perturbations of the group (the
-    multimodal paper's "ave"); scope all_sets keeps the plain mean over every perturbed
-    set. Returns the labels and values of scope all."""
-    out = None
-    for scope, col in (("corruption", "perturbation"), ("family", "family"), ("all", None),
-                       ("all_sets", None)):  # fmt: skip
-        f = own.with_columns((pl.col(col) if col else pl.lit(scope)).alias("group"))
-        per = None if scope == "all_sets" else "perturbation"
-        labels, pert = _group_means(base.acc, f, ["model", "group"], per)
+    """Perturbed accuracy and MMI of one modality per model x scope x group, by the MMI
+    kernel (:func:`vqarobust.metrics.mmi.mmi_arrays`): a mean over the severities of each
+    perturbation, then over the perturbations of the group (the multimodal paper's
+    "ave"); scope all_sets keeps the plain mean over every perturbed set. Returns the
+    labels and values of scope all."""
+    m = mmi_arrays(base.acc, rows, families)
+    for scope in SCOPES:
+        labels, pert = m.perturbed[scope]
         lab = labels.select("model", pl.lit(modality).alias("modality"),
                             pl.col("group").alias("perturbation"),
                             pl.lit(scope).alias("key"))  # fmt: skip
-        b.add("mmi", lab, _ratio_drop(base.clean_of(labels), pert))
+        b.add("mmi", lab, m.mmi(scope))
         if scope == "all":
             b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
-            out = (labels, pert)
         if scope == "corruption":
             _effective(b, modality, labels, pert, base.clean_v, base.models, b.level)
-    assert out is not None
-    return out
+    return m.perturbed["all"]
 
 
 def _across_modalities(
@@ -306,16 +264,23 @@ def _across_modalities(
         lab = labels.select("model", pl.lit("all").alias("modality"),
                             pl.lit(modality).alias("perturbation"),
                             pl.lit("modality").alias("key"))  # fmt: skip
-        b.add("mmi", lab, _ratio_drop(base.clean_of(labels), pert))
+        b.add("mmi", lab, ratio_drop(base.clean_of(labels), pert))
     if all(m in present for m in MMI_ALL):
-        both = metric_rows.filter(pl.col("modality").is_in(list(MMI_ALL)), pl.col("severity") > 0)
+        both = metric_rows.filter(
+            (pl.col("modality") == CLEAN)
+            | (pl.col("modality").is_in(list(MMI_ALL)) & (pl.col("severity") > 0))
+        )
         # Perturbation names are unique per modality; both sides' names are kept apart.
-        both = both.with_columns(pl.concat_str("modality", "perturbation", separator="/")
-                                 .alias("_perturbation"))  # fmt: skip
-        labels, pert = _group_means(base.acc, both, ["model"], "_perturbation")
+        both = both.with_columns(
+            pl.when(pl.col("modality") == CLEAN).then(pl.col("perturbation"))
+            .otherwise(pl.concat_str("modality", "perturbation", separator="/"))
+            .alias("corruption")
+        )  # fmt: skip
+        m = mmi_arrays(base.acc, both)
+        labels = m.perturbed["all"][0]
         lab = labels.select("model", pl.lit("all").alias("modality"), pl.lit("all")
                             .alias("perturbation"), pl.lit("modality").alias("key"))  # fmt: skip
-        b.add("mmi", lab, _ratio_drop(base.clean_of(labels), pert))
+        b.add("mmi", lab, m.mmi("all"))
 
 
 def _controls(b: _Builder, base: _Base, keys: pl.DataFrame, controls: Sequence[str]) -> None:
@@ -323,7 +288,7 @@ def _controls(b: _Builder, base: _Base, keys: pl.DataFrame, controls: Sequence[s
     for control in controls:
         ctl = keys.filter(pl.col("perturbation") == control)
         if ctl.height:
-            labels, ctl_acc = _group_means(base.acc, ctl, ["model"])
+            labels, ctl_acc = group_means(base.acc, ctl, ["model"])
             cl = base.clean_of(labels)
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(cl > 0, ctl_acc / np.where(cl > 0, cl, 1.0), np.nan)
@@ -398,35 +363,23 @@ def _vre(
 def _rscore(
     b: _Builder,
     acc: np.ndarray,
-    own: pl.DataFrame,
-    clean: np.ndarray,
-    clean_labels: pl.DataFrame,
+    rows: pl.DataFrame,
     modality: str,
     tolerance: float,
     maximum: float,
 ) -> None:
     """R_score per (model, perturbation, severity), per severity over all perturbations,
-    and its mean over the levels (the summary's per-ranker number)."""
-    per, per_v = _group_means(acc, own, ["model", "perturbation", "severity"])
-    overall, overall_v = _group_means(acc, own, ["model", "severity"])
-    labels = pl.concat([per, overall.with_columns(pl.lit("all").alias("perturbation"))
-                        .select(per.columns)])  # fmt: skip
-    noisy = np.hstack([per_v, overall_v])
-    order = clean_labels["model"].to_list()
-    cl = clean[:, [order.index(m) for m in labels["model"]]]
-    sm, st = math.sqrt(maximum), math.sqrt(tolerance)
-    score = np.clip((sm - np.sqrt(np.abs(cl - noisy) * 100)) / (sm - st), 0.0, 1.0)
-    lab = labels.with_columns(pl.lit(modality).alias("modality"))
-    b.add("rscore", lab, score)
-    framed = lab.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
-    mean_labels, mean = _group_means(score, framed, ["model", "modality", "perturbation"])
+    its mean over the levels (the summary's per-ranker number) and the R_score of the
+    mean deterioration, by the R_score kernel (:func:`vqarobust.metrics.rscore.rscore_arrays`)."""
+    r = rscore_arrays(acc, rows, tolerance, maximum)
+    lab = r.labels.rename({"corruption": "perturbation"}).with_columns(
+        pl.lit(modality).alias("modality")
+    )
+    b.add("rscore", lab, r.rscore)
+    mean_labels, mean = group_means(r.rscore, with_rows(lab), ["model", "modality", "perturbation"])
     b.add("rscore_mean", mean_labels, mean)
-    # One R_score per perturbation: of the mean deterioration over its levels.
-    per_labels = labels.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
-    per_labels = per_labels.filter(pl.col("perturbation") != "all")
-    di_labels, di = _group_means(np.abs(cl - noisy) * 100, per_labels, ["model", "perturbation"])
-    overall = np.clip((sm - np.sqrt(di)) / (sm - st), 0.0, 1.0)
-    b.add("rscore_overall", di_labels.with_columns(pl.lit(modality).alias("modality")), overall)
+    overall = r.overall_labels.drop("levels").rename({"corruption": "perturbation"})
+    b.add("rscore_overall", overall.with_columns(pl.lit(modality).alias("modality")), r.overall)
 
 
 def _effective(

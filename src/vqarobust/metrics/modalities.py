@@ -16,12 +16,7 @@ import polars as pl
 
 from vqarobust.metrics.mmi import families_frame, mmi_table
 from vqarobust.metrics.robustness import CLEAN, robustness_tables
-from vqarobust.metrics.rscore import (
-    DEFAULT_MAXIMUM,
-    DEFAULT_TOLERANCE,
-    rscore_overall_table,
-    rscore_table,
-)
+from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE, rscore_tables
 
 VRE_MODALITIES = ("image", "text")
 MMI_ALL = ("image", "text")
@@ -90,9 +85,9 @@ def modality_tables(
                 )
             )
         parts["mmi"].append(_back(mmi_table(table, families, on_missing), modality))
-        rscore = rscore_table(table, rscore_tolerance, rscore_maximum, on_missing)
+        rscore, overall = rscore_tables(table, rscore_tolerance, rscore_maximum, on_missing)
         parts["rscore"].append(_back(rscore, modality))
-        parts["rscore_overall"].append(_back(rscore_overall_table(rscore), modality))
+        parts["rscore_overall"].append(_back(overall, modality))
     # Across modalities: MMI of each modality as a whole, and of image and text together.
     whole = [
         df.filter(pl.col("scope") == "all").with_columns(

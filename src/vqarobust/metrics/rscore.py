@@ -5,19 +5,26 @@ R_score = clamp((sqrt(m) - sqrt(Acc_di)) / (sqrt(m) - sqrt(t)), 0, 1), with tole
 maximum m, 0 <= t < m <= 100 (defaults t = 0.05, m = 20). It is 1 when the drop is within
 tolerance and 0 at or beyond m. t and m are stored next to every value.
 
-One R_score per perturbation over all its levels (:func:`rscore_overall_table`): the
+One R_score per perturbation over all its levels (the second table of
+:func:`rscore_tables`): the
 R_score of the mean deterioration over the levels, the basic-question paper's single
 R_score per basic-question dataset (R_score1 on the general one, R_score2 on the yes/no
 one; docs/metrics.md says why the mean is taken before the score).
+
+Both tables are the kernel :func:`rscore_arrays` over the observed accuracies; the
+bootstrap (:mod:`vqarobust.metrics.intervals`) runs the same kernel over the resamples.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from vqarobust.metrics.coverage import check_coverage
+from vqarobust.metrics.grouping import columns_of, group_means, with_rows
 from vqarobust.metrics.robustness import CLEAN
 
 DEFAULT_TOLERANCE = 0.05
@@ -43,88 +50,86 @@ def r_score(
     return min(max(value, 0.0), 1.0)
 
 
-def rscore_table(
+@dataclass(frozen=True)
+class RScoreArrays:
+    """R_score in every replicate (row 0: the data). ``labels`` (model, corruption,
+    severity; corruption ``all``: the mean noisy accuracy over the perturbations at that
+    severity) index the columns of ``acc_clean``, ``acc_noisy``, ``acc_di`` and
+    ``rscore``; ``overall_labels`` (model, corruption, levels) those of
+    ``overall_clean``, ``overall_di`` (the mean deterioration over the levels) and
+    ``overall`` (its R_score)."""
+
+    labels: pl.DataFrame
+    acc_clean: np.ndarray
+    acc_noisy: np.ndarray
+    acc_di: np.ndarray
+    rscore: np.ndarray
+    overall_labels: pl.DataFrame
+    overall_clean: np.ndarray
+    overall_di: np.ndarray
+    overall: np.ndarray
+
+
+def _score(di: np.ndarray, tolerance: float, maximum: float) -> np.ndarray:
+    """R_score of deteriorations ``di`` in percentage points."""
+    sm, st = math.sqrt(maximum), math.sqrt(tolerance)
+    return np.clip((sm - np.sqrt(di)) / (sm - st), 0.0, 1.0)
+
+
+def rscore_arrays(
+    acc: np.ndarray, rows: pl.DataFrame, tolerance: float, maximum: float
+) -> RScoreArrays:
+    """The R_score kernel: ``acc`` (replicates, rows) holds accuracies of the rows of
+    ``rows`` (model, corruption, severity, row -> column of ``acc``); a model's clean
+    accuracy is the mean of its severity-0 rows, and models without one are left out."""
+    clean_labels, clean = group_means(acc, rows.filter(pl.col("severity") == 0), ["model"])
+    own = rows.filter(
+        (pl.col("severity") > 0) & (pl.col("corruption") != CLEAN),
+        pl.col("model").is_in(clean_labels["model"].implode()),
+    )
+    per, per_v = group_means(acc, own, ["model", "corruption", "severity"])
+    every, every_v = group_means(acc, own, ["model", "severity"])
+    labels = pl.concat([per, every.with_columns(pl.lit("all").alias("corruption"))
+                        .select(per.columns)])  # fmt: skip
+    noisy = np.hstack([per_v, every_v])
+    cl = columns_of(clean_labels, clean, labels["model"].to_list())
+    di = np.abs(cl - noisy) * 100
+    # One R_score per perturbation: of the mean deterioration over its levels.
+    levels = with_rows(labels).filter(pl.col("corruption") != "all")
+    overall_labels, overall_di = group_means(di, levels, ["model", "corruption"])
+    counts = levels.group_by("model", "corruption").agg(pl.len().cast(pl.Int64).alias("levels"))
+    overall_labels = overall_labels.join(counts, on=["model", "corruption"], how="left",
+                                         maintain_order="left")  # fmt: skip
+    overall_clean = columns_of(clean_labels, clean, overall_labels["model"].to_list())
+    return RScoreArrays(labels, cl, noisy, di, _score(di, tolerance, maximum), overall_labels,
+                        overall_clean, overall_di,
+                        _score(overall_di, tolerance, maximum))  # fmt: skip
+
+
+def rscore_tables(
     accuracy: pl.DataFrame,
     tolerance: float = DEFAULT_TOLERANCE,
     maximum: float = DEFAULT_MAXIMUM,
     on_missing: str = "error",
-) -> pl.DataFrame:
-    """R_score per model x perturbation x severity, and per model x severity over all
-    perturbations (group ``all``: mean noisy accuracy at that severity). Gaps are an
-    error unless ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`).
-    """
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The R_score point tables: :func:`rscore_arrays` over the observed accuracies of
+    ``accuracy`` (model, corruption, severity, accuracy).
+
+    First table: R_score per model x perturbation x severity, and per model x severity
+    over all perturbations (group ``all``: mean noisy accuracy at that severity). Second:
+    per model x perturbation, the mean deterioration over its levels (``acc_di``,
+    percentage points), their number, and the R_score of that mean. Gaps are an error
+    unless ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`)."""
     check_bounds(tolerance, maximum)
-    accuracy = check_coverage(accuracy, on_missing, "R_score")
-    clean = (
-        accuracy.filter(pl.col("severity") == 0)
-        .group_by("model")
-        .agg(pl.col("accuracy").mean().alias("acc_clean"))
-    )
-    pert = accuracy.filter((pl.col("severity") > 0) & (pl.col("corruption") != CLEAN))
-    overall = (
-        pert.group_by("model", "severity")
-        .agg(pl.col("accuracy").mean())
-        .with_columns(pl.lit("all").alias("corruption"))
-    )
-    rows = pl.concat(
-        [pert.select("model", "corruption", "severity", "accuracy"),
-         overall.select("model", "corruption", "severity", "accuracy")]
-    )  # fmt: skip
-    di = ((pl.col("acc_clean") - pl.col("acc_noisy")).abs() * 100).alias("acc_di")
-    sm, st = math.sqrt(maximum), math.sqrt(tolerance)
-    score = ((sm - pl.col("acc_di").sqrt()) / (sm - st)).clip(0.0, 1.0)
-    return (
-        rows.rename({"accuracy": "acc_noisy"})
-        .join(clean, on="model", how="inner")
-        .with_columns(di)
-        .with_columns(
-            score.alias("rscore"),
-            pl.lit(tolerance).alias("tolerance"),
-            pl.lit(maximum).alias("maximum"),
-        )
-        .select(
-            "model",
-            "corruption",
-            "severity",
-            "acc_clean",
-            "acc_noisy",
-            "acc_di",
-            "rscore",
-            "tolerance",
-            "maximum",
-        )  # fmt: skip
-        .sort("model", "corruption", "severity")
-    )
-
-
-def overall_score(mean_di: pl.Expr, tolerance: float, maximum: float) -> pl.Expr:
-    """R_score of a deterioration already in percentage points."""
-    sm, st = math.sqrt(maximum), math.sqrt(tolerance)
-    return ((sm - mean_di.sqrt()) / (sm - st)).clip(0.0, 1.0)
-
-
-def rscore_overall_table(rscore: pl.DataFrame) -> pl.DataFrame:
-    """Per model x perturbation of an :func:`rscore_table`: the mean deterioration over
-    its levels (``acc_di``, percentage points), their number, and the R_score of that
-    mean (``rscore``) with the table's t and m. The per-severity group ``all`` is left out."""
-    per = rscore.filter(pl.col("corruption") != "all")
-    if not per.height:
-        return pl.DataFrame(schema={"model": pl.String, "corruption": pl.String,
-                                    "levels": pl.Int64, "acc_clean": pl.Float64,
-                                    "acc_di": pl.Float64, "rscore": pl.Float64,
-                                    "tolerance": pl.Float64, "maximum": pl.Float64})  # fmt: skip
-    t, m = per["tolerance"][0], per["maximum"][0]
-    return (
-        per.group_by("model", "corruption")
-        .agg(
-            pl.len().cast(pl.Int64).alias("levels"),
-            pl.col("acc_clean").first(),
-            pl.col("acc_di").mean(),
-        )
-        .with_columns(
-            overall_score(pl.col("acc_di"), t, m).alias("rscore"),
-            pl.lit(t).alias("tolerance"),
-            pl.lit(m).alias("maximum"),
-        )
-        .sort("model", "corruption")
-    )
+    accuracy = with_rows(check_coverage(accuracy, on_missing, "R_score"))
+    r = rscore_arrays(accuracy["accuracy"].to_numpy()[None, :], accuracy, tolerance, maximum)
+    bounds = (pl.lit(tolerance).alias("tolerance"), pl.lit(maximum).alias("maximum"))
+    per_level = r.labels.with_columns(
+        pl.Series("acc_clean", r.acc_clean[0]), pl.Series("acc_noisy", r.acc_noisy[0]),
+        pl.Series("acc_di", r.acc_di[0]), pl.Series("rscore", r.rscore[0]), *bounds,
+    ).sort("model", "corruption", "severity")  # fmt: skip
+    overall = r.overall_labels.with_columns(
+        pl.Series("acc_clean", r.overall_clean[0], dtype=pl.Float64),
+        pl.Series("acc_di", r.overall_di[0]), pl.Series("rscore", r.overall[0]), *bounds,
+    ).sort("model", "corruption")  # fmt: skip
+    return per_level, overall
