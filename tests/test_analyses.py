@@ -4,12 +4,14 @@ name every table."""
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
+import vqarobust
 from tests.conftest import REPO
 from vqarobust.analyses import registry as analyses
 from vqarobust.analyses.base import RunOptions, code_digest, module_files, settings_params
@@ -96,6 +98,28 @@ def test_each_analysis_digest_covers_its_metric_code():
     files = {str(p) for p in module_files(analyses.get("uncertainty").module)}
     assert any(f.endswith("metrics/intervals.py") for f in files)
     assert not any(f.endswith("analyses/samples.py") for f in files)
+
+
+def test_editing_one_metric_reruns_only_the_analyses_that_use_it():
+    # The metrics package loads its robustness names lazily: MMI's module is in the
+    # digest of the analyses computing MMI only, not of every analysis.
+    using = {a.name for a in analyses.ANALYSES.values()
+             if any(p.name == "mmi.py" for p in module_files(a.module))}  # fmt: skip
+    # image_quality reuses the robustness analysis's settings and counted rows.
+    assert using == {"robustness", "uncertainty", "image_quality"}, using
+
+
+def test_package_code_imports_lazy_metric_names_from_their_modules():
+    # A name the metrics package loads lazily is invisible to the code digest when
+    # imported through the package; code inside src/ imports it from its module.
+    from vqarobust.metrics import LAZY
+
+    src = Path(vqarobust.__file__).parent
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "vqarobust.metrics":
+                lazy = {a.name for a in node.names} & set(LAZY)
+                assert not lazy, f"{path}: import {sorted(lazy)} from vqarobust.metrics.<module>"
 
 
 def test_snakemake_leaves_runtime_out_of_its_params_comparison():

@@ -14,9 +14,9 @@ import polars as pl
 
 from vqarobust.analyses.accuracy import controls_of, perturbation_accuracy
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
-from vqarobust.metrics import softmax_weights
 from vqarobust.metrics.coverage import check_coverage
 from vqarobust.metrics.modalities import modality_tables
+from vqarobust.metrics.robustness import softmax_weights
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
-from vqarobust.metrics import score_predictions
 from vqarobust.metrics.coverage import fidelity_drops
+from vqarobust.metrics.vqa_accuracy import score_predictions
 
 log = logging.getLogger(__name__)
 

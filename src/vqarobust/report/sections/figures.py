@@ -11,7 +11,7 @@ import matplotlib.figure
 import polars as pl
 
 from vqarobust.analyses.accuracy import ALL_MODELS
-from vqarobust.metrics import SUBMETRICS
+from vqarobust.metrics.robustness import SUBMETRICS
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import table_names
