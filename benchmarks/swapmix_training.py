@@ -18,6 +18,7 @@ import torch
 import yaml
 
 from vqarobust.models.feature_training import train_feature_model
+from vqarobust.models.recipe import Recipe
 
 
 def main() -> None:
@@ -39,9 +40,10 @@ def main() -> None:
         seconds = {}
         with tempfile.TemporaryDirectory() as tmp:
             for arm, swapmix in (("plain", None), ("swapmix", {"k": config["context"]["k"]})):
+                recipe = Recipe.of("lxmert", epochs=args.epochs, swapmix=swapmix,
+                                   swap_mode=mode, **train)  # fmt: skip
                 stats = train_feature_model(str(questions), str(features), Path(tmp) / arm,
-                                            epochs=args.epochs, swapmix=swapmix, swap_mode=mode,
-                                            **train)  # fmt: skip
+                                            recipe)  # fmt: skip
                 seconds[arm] = stats["seconds"]
                 swapped = stats["swapped_rows"]
         print(

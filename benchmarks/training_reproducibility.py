@@ -17,6 +17,7 @@ from pathlib import Path
 from safetensors.torch import load_file
 
 from vqarobust.datasets import prepare_dataset
+from vqarobust.models.recipe import Recipe
 from vqarobust.models.training import train_reference_model
 
 ARCHITECTURES = {
@@ -42,8 +43,8 @@ def main(workdir: str | None = None) -> None:
         runs = {}
         for tag, threads in (("1 thread", 1), ("1 thread again", 1), ("2 threads", 2)):
             out = root / f"{arch}-{tag.replace(' ', '-')}"
-            train_reference_model(str(root / "q.parquet"), str(root / "img"), out, arch,
-                                  epochs=1, batch_size=32, threads=threads, **kwargs)  # fmt: skip
+            recipe = Recipe.of(arch, epochs=1, batch_size=32, threads=threads, **kwargs)
+            train_reference_model(str(root / "q.parquet"), str(root / "img"), out, recipe)
             runs[tag] = weights(out)
         (h1, w1), (h2, _), (h3, w3) = runs.values()
         diff = max(float((w1[k] - w3[k]).abs().max()) for k in w1)

@@ -47,6 +47,7 @@ def easy_vqa_train(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def checkpoints(easy_vqa_train, tmp_path_factory):
     """Tiny ViLT, CNN+BoW and CNN+FiLM checkpoints trained for a few steps, in HF format."""
+    from vqarobust.models.recipe import Recipe
     from vqarobust.models.training import train_reference_model
 
     root = tmp_path_factory.mktemp("ckpt")
@@ -61,10 +62,7 @@ def checkpoints(easy_vqa_train, tmp_path_factory):
             str(easy_vqa_train["questions"]),
             str(easy_vqa_train["images"]),
             root / key,
-            arch,
-            epochs=0.5,
-            batch_size=32,
-            **kw,
+            Recipe.of(arch, epochs=0.5, batch_size=32, **kw),
         )
         assert stats["steps"] >= 1
         out[key] = root / key

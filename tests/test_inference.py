@@ -305,10 +305,11 @@ class Killed(VQAModel):
 
 
 def _train(data, out, epochs):
+    from vqarobust.models.recipe import Recipe
     from vqarobust.models.training import train_reference_model
 
-    train_reference_model(str(data["questions"]), str(data["images"]), out, "cnn-bow",
-                          epochs=epochs, batch_size=32, channels=[4, 8], hidden_dim=16)  # fmt: skip
+    recipe = Recipe.of("cnn-bow", epochs=epochs, batch_size=32, channels=[4, 8], hidden_dim=16)
+    train_reference_model(str(data["questions"]), str(data["images"]), out, recipe)
 
 
 def test_a_resumed_job_with_retrained_weights_equals_a_fresh_run(

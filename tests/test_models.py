@@ -11,6 +11,7 @@ from vqarobust.models import FAMILIES, load_model
 from vqarobust.models.architectures import ARCHITECTURES
 from vqarobust.models.base import VQAModel
 from vqarobust.models.loading import MissingWeightsError
+from vqarobust.models.recipe import Recipe
 from vqarobust.models.training import train_reference_model
 
 
@@ -52,8 +53,7 @@ def test_training_is_seeded(easy_vqa_train, tmp_path):
             str(easy_vqa_train["questions"]),
             str(easy_vqa_train["images"]),
             tmp_path / name,
-            "cnn-bow",
-            **kw,
+            Recipe.of("cnn-bow", **kw),
         )
     a = load_file(tmp_path / "a" / "model.safetensors")
     b = load_file(tmp_path / "b" / "model.safetensors")
@@ -218,7 +218,7 @@ def test_training_rejects_mixed_image_sizes(tmp_path):
     store.write_table(pa.Table.from_pylist(q, schema=store.QUESTION_SCHEMA), tmp_path / "q.parquet")
     with pytest.raises(ValueError, match="images of one size"):
         train_reference_model(str(tmp_path / "q.parquet"), str(tmp_path / "images"),
-                              tmp_path / "m", "cnn-bow")  # fmt: skip
+                              tmp_path / "m", Recipe.of("cnn-bow"))  # fmt: skip
     assert not (tmp_path / "m").exists()
 
 

@@ -1,21 +1,23 @@
 """Snakemake adapter: train a reference model and save it in Hugging Face format."""
 
 from vqarobust.logs import setup_logging
+from vqarobust.models.recipe import Recipe
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.train)
+settings.pop("word_vectors", None)  # named in params for reruns; the file is an input
+recipe = Recipe.from_params(settings)
 if hasattr(snakemake.input, "features"):
     # A region-feature model (LXMERT) trains on the split's feature table.
     from vqarobust.models.feature_training import train_feature_model
 
-    settings.pop("word_vectors", None)  # named in params for reruns; a file is an input
     train_feature_model(
         snakemake.input.questions,
         snakemake.input.features,
         snakemake.output[0],
+        recipe,
         name=snakemake.wildcards.model,
         word_vectors_path=snakemake.input.get("word_vectors"),
-        **settings,
     )
 else:
     from vqarobust.models.training import train_reference_model
@@ -24,6 +26,6 @@ else:
         snakemake.input.questions,
         snakemake.input.images,
         snakemake.output[0],
+        recipe,
         name=snakemake.wildcards.model,
-        **settings,
     )

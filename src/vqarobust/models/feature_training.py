@@ -22,12 +22,13 @@ import numpy as np
 import torch
 
 from vqarobust import store
-from vqarobust.context.feature_swaps import THRESHOLD, FeatureSwap, FeatureSwapPlanner
+from vqarobust.context.feature_swaps import FeatureSwap, FeatureSwapPlanner
 from vqarobust.features.table import FeatureTable
 from vqarobust.features.word_vectors import word_vectors
 from vqarobust.metrics.vqa_accuracy import most_common_answer
 from vqarobust.models.architectures import ARCHITECTURES
 from vqarobust.models.lxmert import ANSWERS_FILE
+from vqarobust.models.recipe import Recipe
 from vqarobust.models.vocab import build_tokenizer
 from vqarobust.seeding import item_rng
 
@@ -95,33 +96,24 @@ def train_feature_model(
     questions_path: str,
     features_path: str,
     out_dir: str | os.PathLike[str],
-    architecture: str = "lxmert",
-    epochs: float = 3.0,
-    batch_size: int = 64,
-    learning_rate: float = 1e-3,
-    weight_decay: float = 0.01,
-    seed: int = 0,
-    threads: int = 1,
+    recipe: Recipe,
     name: str | None = None,
-    swapmix: dict[str, Any] | None = None,
-    scene_seed: int = 0,
-    split: str = "train",
-    swap_mode: str = "donor",
     word_vectors_path: str | None = None,
-    threshold: float = THRESHOLD,
-    **arch_kwargs: Any,
 ) -> dict[str, float]:
-    """Train ``architecture`` on the questions of a split and its feature table; save
-    model, tokenizer and answer vocabulary (``answers.json``) to ``out_dir``.
+    """Train ``recipe.architecture`` (LXMERT) on the questions of a split and its feature
+    table; save model, tokenizer and answer vocabulary (``answers.json``) to ``out_dir``.
 
-    ``swapmix`` (``p_object``, ``p_class``, ``k``; scenes) trains with feature-level SwapMix
-    (``swap_mode``: donor rows, or perfect sight's label re-encoding; ``threshold``: the
-    class similarity threshold of the swaps, ``context.threshold``). Returns training
-    statistics (steps, seconds, training accuracy over the last 10% of steps, swapped
-    rows)."""
+    ``recipe.swapmix`` (``p_object``, ``p_class``, ``k``; scenes) trains with feature-level
+    SwapMix (``recipe.swap_mode``: donor rows, or perfect sight's label re-encoding, which
+    reads ``word_vectors_path``; ``recipe.threshold``: the class similarity threshold of
+    the swaps). Returns training statistics (steps, seconds, training accuracy over the
+    last 10% of steps, swapped rows)."""
+    architecture, seed, batch_size, epochs = (recipe.architecture, recipe.seed,
+                                              recipe.batch_size, recipe.epochs)  # fmt: skip
+    learning_rate = recipe.learning_rate
     name = name or architecture
     torch.manual_seed(seed)
-    torch.set_num_threads(max(1, threads))
+    torch.set_num_threads(max(1, recipe.threads))
     questions = store.read_questions(questions_path)
     bank = FeatureTable.read(features_path)
     data = _feature_tensors(questions, bank, features_path)
@@ -129,16 +121,18 @@ def train_feature_model(
     q_image, y = data.q_image, data.y
     model = ARCHITECTURES.create(architecture, vocab_size=data.tokenizer.vocab_size,
                                  labels=data.labels, visual_feat_dim=bank.dim,
-                                 **arch_kwargs)  # fmt: skip
+                                 **recipe.options)  # fmt: skip
     model.train()
     # The clock includes planning SwapMix's swaps: part of what SwapMix training costs.
     t0 = time.perf_counter()
     augment = None
-    if swapmix:
-        augment = _feature_swapmix(bank, questions, swapmix, seed, swap_mode, threshold,
-                                   word_vectors_path, (scene_seed, split))  # fmt: skip
+    if recipe.swapmix:
+        augment = _feature_swapmix(bank, questions, recipe.swapmix, seed, recipe.swap_mode,
+                                   recipe.threshold, word_vectors_path,
+                                   (recipe.scene_seed, recipe.split))  # fmt: skip
     qids = questions.column("question_id").to_pylist()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
+                                  weight_decay=recipe.weight_decay)  # fmt: skip
     steps = max(1, int(round(epochs * len(y) / batch_size)))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=learning_rate,
                                                     total_steps=steps, pct_start=0.1)  # fmt: skip

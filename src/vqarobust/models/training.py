@@ -24,6 +24,7 @@ from transformers.models.vilt import ViltImageProcessorPil
 from vqarobust import store
 from vqarobust.metrics.vqa_accuracy import most_common_answer
 from vqarobust.models.architectures import ARCHITECTURES
+from vqarobust.models.recipe import Recipe
 from vqarobust.models.vocab import build_tokenizer
 
 log = logging.getLogger(__name__)
@@ -42,53 +43,49 @@ def train_reference_model(
     questions_path: str,
     images_dir: str,
     out_dir: str | os.PathLike[str],
-    architecture: str,
-    epochs: float = 3.0,
-    batch_size: int = 64,
-    learning_rate: float = 1e-3,
-    weight_decay: float = 0.01,
-    seed: int = 0,
-    threads: int = 1,
+    recipe: Recipe,
     name: str | None = None,
-    swapmix: dict[str, Any] | None = None,
-    scene_seed: int = 0,
-    split: str = "train",
-    **arch_kwargs: Any,
 ) -> dict[str, float]:
-    """Train ``architecture`` on a prepared split; save model + processor to ``out_dir``.
+    """Train ``recipe.architecture`` on a prepared split; save model + processor to
+    ``out_dir``.
 
-    ``epochs`` may be fractional. Progress is logged about every 5% of the steps, as
-    ``<name> epoch e/E step s/S loss L`` (``name`` defaults to the architecture).
-    Returns training statistics (steps, seconds, final training accuracy over the last
-    10% of steps).
+    Progress is logged about every 5% of the steps, as ``<name> epoch e/E step s/S loss
+    L`` (``name`` defaults to the architecture). Returns training statistics (steps,
+    seconds, final training accuracy over the last 10% of steps).
 
-    ``swapmix`` (scenes datasets only: ``p_object``, ``p_class``, ``k``) trains with SwapMix
-    augmentation: in every step each context object of each question is swapped with
-    probability ``p_object``, by a class swap (one of its ``k`` nearest classes the
+    ``recipe.swapmix`` (scenes datasets only: ``p_object``, ``p_class``, ``k``) trains with
+    SwapMix augmentation: in every step each context object of each question is swapped
+    with probability ``p_object``, by a class swap (one of its ``k`` nearest classes the
     question does not mention) with probability ``p_class``, else by an attribute swap;
     the scene is re-rendered. Draws are seeded by (seed, step, question id). The scenes
-    are regenerated from ``scene_seed`` and ``split``.
+    are regenerated from ``recipe.scene_seed`` and ``recipe.split``.
     """
-    name = name or architecture
+    if not recipe.feature_settings_unset():
+        raise ValueError("swap_mode and threshold apply to models on region features only, "
+                         f"not to {recipe.architecture} on pixels")  # fmt: skip
+    name = name or recipe.architecture
+    seed, batch_size, epochs = recipe.seed, recipe.batch_size, recipe.epochs
     torch.manual_seed(seed)
-    torch.set_num_threads(max(1, threads))
+    torch.set_num_threads(max(1, recipe.threads))
     data = _tensors(*_load_split(questions_path, images_dir))
     model = ARCHITECTURES.create(
-        architecture,
+        recipe.architecture,
         vocab_size=data.tokenizer.vocab_size,
         labels=data.labels,
         image_size=data.image_size,
-        **arch_kwargs,
+        **recipe.options,
     )
     model.train()
     reuses_images = bool(getattr(model, "image_features_shared", False))
     augment = None
-    if swapmix:
+    if recipe.swapmix:
         from vqarobust.context.augment import SwapMixAugmenter
 
-        augment = SwapMixAugmenter(data.question_ids, data.image_ids, scene_seed, split, seed,
-                                   **swapmix)  # fmt: skip
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+        augment = SwapMixAugmenter(data.question_ids, data.image_ids, recipe.scene_seed,
+                                   recipe.split, seed, **recipe.swapmix)  # fmt: skip
+    learning_rate = recipe.learning_rate
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
+                                  weight_decay=recipe.weight_decay)  # fmt: skip
     # A late-fusion model takes whole images with all of their questions per step, so it
     # encodes each image once; other models take random questions (more varied batches,
     # and batch norm statistics over many images).
@@ -140,7 +137,7 @@ def train_reference_model(
         model.save_pretrained(tmp)
         data.processor.save_pretrained(tmp)
     stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1)}
-    log.info("trained %s (%s): %s", name, architecture, stats)
+    log.info("trained %s (%s): %s", name, recipe.architecture, stats)
     return stats
 
 
