@@ -1,11 +1,12 @@
 """Snakemake adapter: materialize the SwapMix context subsets of the eval split."""
 
 from vqarobust.logs import setup_logging
-from vqarobust.materialize.context import swap_context, swap_context_coco
+from vqarobust.materialize.context import SwapOutputs, swap_context, swap_context_coco
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True))
+out = SwapOutputs(snakemake.output.swaps, sets, snakemake.output.images)
 shard_bytes = snakemake.params.runtime["shard_bytes"]
 if hasattr(snakemake.input, "instances"):
     swap_context_coco(
@@ -13,18 +14,9 @@ if hasattr(snakemake.input, "instances"):
         snakemake.input.clean,
         snakemake.input.source,
         snakemake.input.instances,
-        snakemake.output.images,
-        snakemake.output.swaps,
-        sets,
+        out,
         shard_bytes=shard_bytes,
         **settings,
     )
 else:
-    swap_context(
-        snakemake.input.questions,
-        snakemake.output.images,
-        snakemake.output.swaps,
-        sets,
-        shard_bytes=shard_bytes,
-        **settings,
-    )
+    swap_context(snakemake.input.questions, out, shard_bytes=shard_bytes, **settings)

@@ -1,7 +1,8 @@
 """Snakemake adapter: the feature-level SwapMix swaps of one feature source."""
 
 from vqarobust.logs import setup_logging
-from vqarobust.materialize.feature_context import swap_features
+from vqarobust.materialize.context import SwapOutputs
+from vqarobust.materialize.feature_context import FeatureSwapSettings, swap_features
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
@@ -10,10 +11,9 @@ sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=Tru
 swap_features(
     snakemake.input.questions,
     snakemake.input.features,
-    snakemake.output.swaps,
-    sets,
+    SwapOutputs(snakemake.output.swaps, sets),
+    FeatureSwapSettings(**settings),
     word_vectors_path=snakemake.input.get("word_vectors"),
     gqa_questions=snakemake.input.get("gqa_questions"),
     scene_graphs=snakemake.input.get("scene_graphs"),
-    **settings,
 )

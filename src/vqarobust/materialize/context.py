@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -104,11 +105,27 @@ def plan_swaps(
     return rows, made
 
 
+@dataclass(frozen=True)
+class SwapOutputs:
+    """Where a swap job writes: the swap table, one question set per perturbation
+    (``sets``: perturbation -> path; QUESTION_SET_SCHEMA, every severity, only the
+    questions that have a swap of that severity) and, for swaps in pixels, the swapped
+    images."""
+
+    swaps: str | os.PathLike[str]
+    sets: Mapping[str, str | os.PathLike[str]]
+    images: str | os.PathLike[str] | None = None
+
+    def image_folder(self) -> str | os.PathLike[str]:
+        """The swapped images' folder (swaps in pixels write one)."""
+        if self.images is None:
+            raise ValueError("swaps in pixels write images: SwapOutputs.images is missing")
+        return self.images
+
+
 def swap_context(
     questions_path: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    swaps_out: str | os.PathLike[str],
-    sets_out: Mapping[str, str | os.PathLike[str]],
+    out: SwapOutputs,
     seed: int = 0,
     scene_seed: int = 0,
     split: str = "test",
@@ -116,11 +133,10 @@ def swap_context(
     encoder_path: str | None = None,
     shard_bytes: int = store.DEFAULT_SHARD_BYTES,
 ) -> dict[str, int]:
-    """Write the swapped images, the swap table and one question set per perturbation
-    (``sets_out``: perturbation -> path; QUESTION_SET_SCHEMA, every severity, only the
-    questions that have a swap of that severity). Returns counts."""
+    """Write the swapped images, the swap table and the question sets of ``out``.
+    Returns counts."""
     questions = store.read_questions(questions_path)
-    rows, made = plan_swaps(questions, seed, scene_seed, split, k, list(sets_out),
+    rows, made = plan_swaps(questions, seed, scene_seed, split, k, list(out.sets),
                             shape_neighbours(encoder_path))  # fmt: skip
 
     def images() -> Iterator[dict]:
@@ -131,25 +147,24 @@ def swap_context(
             yield {"image_id": vid, "bytes": scenes.png(scenes.render(sw.apply(objects))),
                    "format": "png", "width": scenes.SIDE, "height": scenes.SIDE}  # fmt: skip
 
-    n_images = store.write_image_shards(images(), images_out, shard_bytes)
-    return write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
+    n_images = store.write_image_shards(images(), out.image_folder(), shard_bytes)
+    return write_swap_outputs(questions, rows, n_images, out)
 
 
 def write_swap_outputs(
     questions: pa.Table,
     rows: list[dict],
     n_images: int,
-    swaps_out: str | os.PathLike[str],
-    sets_out: Mapping[str, str | os.PathLike[str]],
+    out: SwapOutputs,
     schema: pa.Schema = SWAP_SCHEMA,
 ) -> dict[str, int]:
     """The swap table (``schema``) and one question set per perturbation; returns counts."""
     table = pa.Table.from_pylist(rows, schema=schema)
-    store.write_table(table, swaps_out)
+    store.write_table(table, out.swaps)
     texts = dict(zip(questions.column("question_id").to_pylist(),
                      questions.column("question").to_pylist(), strict=True))  # fmt: skip
     counts = {"swapped_images": n_images, "swaps": table.num_rows}
-    for perturbation, path in sets_out.items():
+    for perturbation, path in out.sets.items():
         mine = [r for r in rows if r["perturbation"] == perturbation]
         qs = [texts[r["question_id"]] for r in mine]
         store.write_table(pa.table({
@@ -172,9 +187,7 @@ def swap_context_coco(
     clean_dir: str | os.PathLike[str],
     source_images: str | os.PathLike[str],
     instances_path: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    swaps_out: str | os.PathLike[str],
-    sets_out: Mapping[str, str | os.PathLike[str]],
+    out: SwapOutputs,
     seed: int = 0,
     k: int = 3,
     min_area: float = 1024.0,
@@ -208,7 +221,7 @@ def swap_context_coco(
         rng = item_rng(seed, "swapmix", q["question_id"])
         for sw in coco.coco_swaps(by_image[image_id], mentioned, neighbours, donors, k, rng,
                                   min_area):  # fmt: skip
-            if sw.perturbation not in sets_out:
+            if sw.perturbation not in out.sets:
                 continue
             vid = ids.get(image_id, (sw.target.id, sw.donor.id))
             made.setdefault(vid, sw)
@@ -228,10 +241,10 @@ def swap_context_coco(
                 sw = made[vid]
                 target = coco.decode(clean.read([sw.target.image_id])[sw.target.image_id])
                 donor = coco.decode(source.read(sw.donor.image_id))
-                out = np.asarray(coco.paste(target, sw.target.box, donor, sw.donor.box))
-                data = store.encode_image(out, image_format, jpeg_quality)
+                pasted = np.asarray(coco.paste(target, sw.target.box, donor, sw.donor.box))
+                data = store.encode_image(pasted, image_format, jpeg_quality)
                 yield {"image_id": vid, "bytes": data, "format": image_format,
-                       "width": out.shape[1], "height": out.shape[0]}  # fmt: skip
+                       "width": pasted.shape[1], "height": pasted.shape[0]}  # fmt: skip
 
-    n_images = store.write_image_shards(images(), images_out, shard_bytes)
-    return write_swap_outputs(questions, rows, n_images, swaps_out, sets_out)
+    n_images = store.write_image_shards(images(), out.image_folder(), shard_bytes)
+    return write_swap_outputs(questions, rows, n_images, out)

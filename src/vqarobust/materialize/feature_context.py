@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from vqarobust import store
 from vqarobust.context.feature_swaps import (
@@ -18,7 +19,7 @@ from vqarobust.context.feature_swaps import (
 from vqarobust.datasets import scenes
 from vqarobust.features.table import FeatureTable
 from vqarobust.features.word_vectors import word_vectors
-from vqarobust.materialize.context import VariantIds, write_swap_outputs
+from vqarobust.materialize.context import SwapOutputs, VariantIds, write_swap_outputs
 
 log = logging.getLogger(__name__)
 
@@ -120,29 +121,38 @@ def plan_feature_swaps(
     return rows
 
 
+@dataclass(frozen=True)
+class FeatureSwapSettings:
+    """What changes the feature swaps of one source: ``mode`` (donor rows, or perfect
+    sight's label re-encoding), the seed, ``k`` swaps per kind, the class similarity
+    ``threshold``, and where the questions' objects come from (``adapter``: scenes,
+    regenerated from ``scene_seed`` and ``split``, or gqa's scene graphs)."""
+
+    mode: str
+    seed: int = 0
+    k: int = 3
+    threshold: float = THRESHOLD
+    scene_seed: int = 0
+    split: str = "test"
+    adapter: str = "scenes"
+
+
 def swap_features(
     questions_path: str | os.PathLike[str],
     features_path: str | os.PathLike[str],
-    swaps_out: str | os.PathLike[str],
-    sets_out: Mapping[str, str | os.PathLike[str]],
-    mode: str,
-    seed: int = 0,
-    k: int = 3,
-    threshold: float = THRESHOLD,
+    out: SwapOutputs,
+    settings: FeatureSwapSettings,
     word_vectors_path: str | None = None,
-    scene_seed: int = 0,
-    split: str = "test",
-    adapter: str = "scenes",
     gqa_questions: str | os.PathLike[str] | None = None,
     scene_graphs: str | os.PathLike[str] | None = None,
 ) -> dict[str, int]:
-    """Write the feature swap table and one question set per perturbation (``sets_out``:
-    perturbation -> path) for a feature source of scenes or of GQA (``gqa_questions``
-    and ``scene_graphs``: the dataset's files, for the questions' relevant objects).
-    Returns counts."""
+    """Write the feature swap table and the question sets of ``out`` for a feature
+    source of scenes or of GQA (``gqa_questions`` and ``scene_graphs``: the dataset's
+    files, for the questions' relevant objects). Returns counts."""
+    s = settings
     questions = store.read_questions(questions_path)
     bank = FeatureTable.read(features_path)
-    if adapter == "gqa":
+    if s.adapter == "gqa":
         from vqarobust.datasets.gqa import questions_by_number, read_json
 
         if gqa_questions is None or scene_graphs is None:
@@ -151,9 +161,9 @@ def swap_features(
         graphs = read_json(scene_graphs, "GQA scene graphs")
         contexts = gqa_contexts(questions, entries, graphs, bank)
     else:
-        contexts = scenes_contexts(questions, scene_seed, split)
-    rows = plan_feature_swaps(contexts, bank, list(sets_out), k, seed, mode, word_vectors_path,
-                              threshold)  # fmt: skip
-    counts = write_swap_outputs(questions, rows, 0, swaps_out, sets_out, FEATURE_SWAP_SCHEMA)
-    log.info("feature swaps (%s): %s", mode, counts)
+        contexts = scenes_contexts(questions, s.scene_seed, s.split)
+    rows = plan_feature_swaps(contexts, bank, list(out.sets), s.k, s.seed, s.mode,
+                              word_vectors_path, s.threshold)  # fmt: skip
+    counts = write_swap_outputs(questions, rows, 0, out, FEATURE_SWAP_SCHEMA)
+    log.info("feature swaps (%s): %s", s.mode, counts)
     return counts
