@@ -89,7 +89,7 @@ def time_rankers(mqs: list[str], pool: bq.Candidates, encoder, names=RANKERS) ->
         mode = "paper" if name == "bq_lasso_paper" else "fast"
         ranker = "bq_lasso" if mode == "paper" else name
         t = time.perf_counter()
-        bq.rank_table(distinct, pool, [ranker], encode=encoder, lasso_mode=mode)
+        bq.rank_table(distinct, pool, [ranker], bq.RankSettings(lasso_mode=mode), encode=encoder)
         out[name] = (time.perf_counter() - t) / len(distinct)
     return out
 
@@ -98,8 +98,10 @@ def agreement(mqs: list[str], pool: bq.Candidates, encoder, k: int = 21) -> tupl
     """Mean overlap@k and mean Spearman correlation of the fast and the paper mode's top k."""
     from scipy import stats
 
-    fast = bq.rank_table(mqs, pool, ["bq_lasso"], k=k, encode=encoder)
-    paper = bq.rank_table(mqs, pool, ["bq_lasso"], k=k, encode=encoder, lasso_mode="paper")
+    fast = bq.rank_table(mqs, pool, ["bq_lasso"], bq.RankSettings(k), encode=encoder)
+    paper = bq.rank_table(
+        mqs, pool, ["bq_lasso"], bq.RankSettings(k, lasso_mode="paper"), encode=encoder
+    )
     overlaps, rhos = [], []
     for mq in dict.fromkeys(mqs):
         a = fast.filter(question=mq).sort("rank")["basic_question"].to_list()

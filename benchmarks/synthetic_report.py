@@ -31,7 +31,7 @@ from vqarobust.materialize.questions import (  # noqa: E402
 )
 from vqarobust.report import render_report  # noqa: E402
 from vqarobust.seeding import derive_seed, item_rng  # noqa: E402
-from vqarobust.text.ranking import ranker_name  # noqa: E402
+from vqarobust.text.ranking import RankSettings, ranker_name  # noqa: E402
 
 MODELS = ["vilt-b32-finetuned-vqa", "blip-vqa-capfilt-large", "llava-1.5-7b-hf",
           "llava-1.5-13b-hf", "vle-large-vqa-finetuned", "pnp-vqa-unifiedqa-v2-large"]  # fmt: skip
@@ -61,7 +61,7 @@ def main(out: str) -> None:
     for r in RANKERS:
         ranks = root / "questions" / "rankings" / f"{r}.parquet"
         rank_basic_questions(ds / "questions.parquet", [ds / "questions.parquet"], ranks, [r],
-                             k=21)  # fmt: skip
+                             RankSettings(21))  # fmt: skip
         paths = {lvl: root / "questions" / r / f"{lvl}.parquet" for lvl in range(1, 8)}
         basic_question_sets(ds / "questions.parquet", ranks, r, paths)
         sets += [("basic_question", lvl, r, path) for lvl, path in paths.items()]

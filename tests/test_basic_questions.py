@@ -38,7 +38,7 @@ def test_lasso_finds_the_known_best_matches_in_weight_order():
     vectors = _hand_made_pool()
     pool = [q for q in vectors if q != "main?"] + ["main?", "Main ?"]
     vectors["Main ?"] = vectors["main?"]
-    table = bq.rank_table(["main?"], pool, ["bq_lasso"], k=3, alpha=1e-6,
+    table = bq.rank_table(["main?"], pool, ["bq_lasso"], bq.RankSettings(3, alpha=1e-6),
                           encode=_designed_encoder(vectors))  # fmt: skip
     top = table.sort("rank")
     assert top["basic_question"].to_list() == ["candidate 3?", "candidate 7?", "candidate 1?"]
@@ -52,7 +52,7 @@ def test_lasso_finds_the_known_best_matches_in_weight_order():
 def test_lasso_fills_by_cosine_when_too_few_weights_are_nonzero():
     vectors = _hand_made_pool()
     pool = [q for q in vectors if q != "main?"]
-    table = bq.rank_table(["main?"], pool, ["bq_lasso"], k=6, alpha=1e-6,
+    table = bq.rank_table(["main?"], pool, ["bq_lasso"], bq.RankSettings(6, alpha=1e-6),
                           encode=_designed_encoder(vectors))  # fmt: skip
     assert table["source"].to_list() == ["lasso"] * 3 + ["cosine"] * 3
     # Lowered from 1e-6 four times before the fill.
@@ -65,7 +65,8 @@ def test_cosine_and_bleu_rank_by_their_own_similarity():
             "is the shape red?"]  # fmt: skip
     vectors = {q: np.eye(8)[i] for i, q in enumerate(pool)}
     vectors["what color is the circle?"] = np.eye(8)[0] * 0.9 + np.eye(8)[2] * 0.1
-    table = bq.rank_table(["what color is the circle?"], pool, ["bq_cosine", "bq_bleu"], k=3,
+    table = bq.rank_table(["what color is the circle?"], pool, ["bq_cosine", "bq_bleu"],
+                          bq.RankSettings(3),
                           encode=_designed_encoder(vectors))  # fmt: skip
     cosine = table.filter(ranker="bq_cosine").sort("rank")["basic_question"].to_list()
     assert cosine[:2] == ["what color is the shape?", "is there a circle?"]
@@ -109,9 +110,9 @@ def test_a_pool_smaller_than_k_is_an_error():
     with pytest.raises(ValueError, match="fewer than k=21"):
         bq.rank_table(["main?"], list(vectors), ["bq_cosine"], encode=_designed_encoder(vectors))
     with pytest.raises(ValueError, match="multiple of 3"):
-        bq.rank_table(["main?"], list(vectors), ["bq_cosine"], k=4)
+        bq.rank_table(["main?"], list(vectors), ["bq_cosine"], bq.RankSettings(4))
     with pytest.raises(KeyError, match="known:"):
-        bq.rank_table(["main?"], list(vectors), ["bq_random"], k=3)
+        bq.rank_table(["main?"], list(vectors), ["bq_random"], bq.RankSettings(3))
 
 
 def test_noise_levels_append_the_ranked_basic_questions(tmp_path):
@@ -130,7 +131,9 @@ def test_noise_levels_append_the_ranked_basic_questions(tmp_path):
     ranks = tmp_path / "rankings.parquet"
     pool_table = tmp_path / "pool-table.parquet"
     assert build_pool(pool, pool_table) == 10  # distinct questions
-    n = rank_basic_questions(qpath, [pool_table], ranks, ["bq_cosine", "bq_bleu"], k=6)
+    n = rank_basic_questions(
+        qpath, [pool_table], ranks, ["bq_cosine", "bq_bleu"], bq.RankSettings(6)
+    )
     assert n == 2 * 2 * 6
     out = {1: tmp_path / "1.parquet", 2: tmp_path / "2.parquet"}
     basic_question_sets(qpath, ranks, "bq_cosine", out)

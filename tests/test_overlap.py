@@ -101,7 +101,9 @@ def test_meteor_is_nltks_over_wordnet():
     assert ours == pytest.approx(theirs)
     # Synonyms count: "colour" matches "color" through WordNet, so the colour question
     # ranks above an unrelated one.
-    table = bq.rank_table([mq], pool, ["bq_meteor"], k=3, encode=lambda s: np.zeros((len(s), 4)))
+    table = bq.rank_table(
+        [mq], pool, ["bq_meteor"], bq.RankSettings(k=3), encode=lambda s: np.zeros((len(s), 4))
+    )
     assert table["basic_question"][0] in {"What color is the shirt?",
                                            "What colour is the jacket of the person?"}  # fmt: skip
     assert bq.needs("bq_meteor") == "wordnet" and bq.needs("ynbq_meteor") == "wordnet"
@@ -122,8 +124,8 @@ def test_lasso_paper_mode_is_sklearns_lasso_with_the_papers_lambda():
     mq = (mq / np.linalg.norm(mq)).astype(np.float32)
     lam = 1e-3
     idx = np.arange(n)
-    scores, source, alpha = bq.lasso_scores("main?", mq, pool, idx, lasso_mode="paper",
-                                            lasso_lambda=lam)  # fmt: skip
+    paper = bq.RankSettings(lasso_mode="paper", lasso_lambda=lam)
+    scores, source, alpha = bq.lasso_scores("main?", mq, pool, idx, paper)
     assert alpha == pytest.approx(lam / (2 * d))
     direct = Lasso(alpha=lam / (2 * d), fit_intercept=False, max_iter=200_000, tol=1e-12)
     weights = direct.fit(vectors.T.astype(np.float64), mq.astype(np.float64)).coef_
@@ -132,13 +134,13 @@ def test_lasso_paper_mode_is_sklearns_lasso_with_the_papers_lambda():
     assert set(np.flatnonzero(source == "lasso")) == set(np.flatnonzero(positive))
     # The negative weight is no basic question of LASSO's: cosine ranks it after.
     assert weights[20] < 0 and source[20] == "cosine"
-    table = bq.rank_table(["main?"], pool, ["bq_lasso"], k=3, lasso_mode="paper",
-                          lasso_lambda=lam, encode=lambda s: mq[None, :])  # fmt: skip
+    table = bq.rank_table(["main?"], pool, ["bq_lasso"], bq.RankSettings(3, lasso_mode="paper",
+                          lasso_lambda=lam), encode=lambda s: mq[None, :])  # fmt: skip
     order = np.argsort(-np.where(positive, weights, -np.inf))[:3]
     assert table["basic_question"].to_list() == [texts[i] for i in order]
     assert table["basic_question"][:2].to_list() == ["question 4?", "question 11?"]
     with pytest.raises(ValueError, match="lasso mode must be one of fast, paper"):
-        bq.lasso_scores("main?", mq, pool, idx, lasso_mode="exact")
+        bq.lasso_scores("main?", mq, pool, idx, bq.RankSettings(lasso_mode="exact"))
 
 
 def test_yes_no_rankers_rank_only_the_yes_no_pool():
@@ -146,7 +148,7 @@ def test_yes_no_rankers_rank_only_the_yes_no_pool():
         f"What color is car {i}?" for i in range(5)]  # fmt: skip
     pool = _pool(texts)
     pool.yes_no = np.array([True] * 5 + [False] * 5)
-    table = bq.rank_table(["Is there a dog?"], pool, ["bq_bleu", "ynbq_bleu"], k=3,
+    table = bq.rank_table(["Is there a dog?"], pool, ["bq_bleu", "ynbq_bleu"], bq.RankSettings(3),
                           encode=lambda s: np.zeros((len(s), 4)))  # fmt: skip
     yes_no = table.filter(ranker="ynbq_bleu")["basic_question"].to_list()
     assert len(yes_no) == 3 and all(q.startswith("Is there") for q in yes_no)
@@ -154,9 +156,10 @@ def test_yes_no_rankers_rank_only_the_yes_no_pool():
     assert bq.perturbation_name("bq_lasso", "yes_no") == "ynbq_lasso"
     assert bq.ranker_family("ynbq_lasso") == "yn_lasso" and bq.ranker_family("bq_lasso") == "lasso"
     with pytest.raises(ValueError, match="yes/no pool has 2 candidates"):
-        bq.rank_table(["Is there a dog?"], pool.subset(np.arange(10) >= 3), ["ynbq_bleu"], k=3,
+        bq.rank_table(["Is there a dog?"], pool.subset(np.arange(10) >= 3), ["ynbq_bleu"],
+                      bq.RankSettings(3),
                       encode=lambda s: np.zeros((len(s), 4)))  # fmt: skip
     unknown = _pool(texts)
     with pytest.raises(ValueError, match="needs to know which pool questions are yes/no"):
-        bq.rank_table(["Is there a dog?"], unknown, ["ynbq_bleu"], k=3,
+        bq.rank_table(["Is there a dog?"], unknown, ["ynbq_bleu"], bq.RankSettings(3),
                       encode=lambda s: np.zeros((len(s), 4)))  # fmt: skip

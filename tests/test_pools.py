@@ -160,7 +160,8 @@ def test_export_has_one_row_per_main_question_with_its_ranked_basic_questions(tm
     pool = [f"Is shape {i} red?" for i in range(8)]
     candidates = bq.make_pool(pool, _encode)
     candidates.yes_no = np.ones(len(pool), dtype=bool)
-    table = bq.rank_table(["Is it red?", "Is it blue?"], candidates, ["ynbq_bleu"], k=6,
+    table = bq.rank_table(["Is it red?", "Is it blue?"], candidates, ["ynbq_bleu"],
+                          bq.RankSettings(6),
                           encode=_encode)  # fmt: skip
     ranks = tmp_path / "r.parquet"
     store.write_table(table.to_arrow(), ranks)

@@ -2,6 +2,7 @@
 
 from vqarobust.logs import setup_logging
 from vqarobust.materialize.questions import rank_basic_questions
+from vqarobust.text.ranking import RankSettings
 
 setup_logging(snakemake.log[0])
 # Only LASSO's params carry its mode, alpha, lambda and the pre-filter.
@@ -13,6 +14,6 @@ rank_basic_questions(
     list(snakemake.input.pool),
     snakemake.output[0],
     rankers=[snakemake.wildcards.ranker],
+    settings=RankSettings(**settings),
     embeddings_path=snakemake.input.embeddings,
-    **settings,
 )

@@ -234,12 +234,8 @@ def rank_basic_questions(
     pool_paths: Sequence[str | os.PathLike[str]],
     out_path: str | os.PathLike[str],
     rankers: Sequence[str],
-    k: int = bq.DEFAULT_K,
-    alpha: float = bq.DEFAULT_ALPHA,
-    prefilter: int = bq.DEFAULT_PREFILTER,
+    settings: bq.RankSettings = bq.DEFAULT_RANKING,
     embeddings_path: str | os.PathLike[str] | None = None,
-    lasso_mode: str = "fast",
-    lasso_lambda: float = bq.PAPER_LAMBDA,
 ) -> int:
     """Rank basic questions for every distinct question of ``questions_path`` against the
     pool tables ``pool_paths`` (:func:`build_pool`) with each ranker; one Parquet table of
@@ -252,8 +248,7 @@ def rank_basic_questions(
     sizes = pools.pool_sizes(pool)
     log.info("pool: %d distinct questions, %d yes/no", sizes["general"], sizes["yes_no"])
     encode = embedding_lookup(embeddings_path) if embeddings_path else None
-    table = bq.rank_table(mqs, pool, rankers, k, alpha, prefilter, encode=encode,
-                          lasso_mode=lasso_mode, lasso_lambda=lasso_lambda)  # fmt: skip
+    table = bq.rank_table(mqs, pool, rankers, settings, encode=encode)
     store.write_table(table.to_arrow(), out_path)
     return table.height
 

@@ -155,6 +155,22 @@ def ranker_name(name: str) -> str:
 Scores = tuple[np.ndarray, np.ndarray | None, float]
 
 
+@dataclass(frozen=True)
+class RankSettings:
+    """How basic questions are ranked: ``k`` per main question; LASSO's ``alpha`` and the
+    ``prefilter`` cosine-nearest candidates of its fast mode, its ``lasso_mode`` (fast or
+    paper) and the paper mode's ``lasso_lambda``."""
+
+    k: int = DEFAULT_K
+    alpha: float = DEFAULT_ALPHA
+    prefilter: int = DEFAULT_PREFILTER
+    lasso_mode: str = "fast"
+    lasso_lambda: float = PAPER_LAMBDA
+
+
+DEFAULT_RANKING = RankSettings()
+
+
 @BQ_RANKERS.register("bq_cosine", ranker="cosine", **_GENERAL)
 def cosine_scores(
     mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
@@ -170,11 +186,7 @@ def lasso_scores(
     vec: np.ndarray,
     pool: Candidates,
     idx: np.ndarray,
-    k: int = DEFAULT_K,
-    alpha: float = DEFAULT_ALPHA,
-    prefilter: int = DEFAULT_PREFILTER,
-    lasso_mode: str = "fast",
-    lasso_lambda: float = PAPER_LAMBDA,
+    settings: RankSettings = DEFAULT_RANKING,
     **_: object,
 ) -> Scores:
     """LASSO weights: fast mode non-negative over the ``prefilter`` cosine-nearest
@@ -185,12 +197,13 @@ def lasso_scores(
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso
 
-    if lasso_mode == "paper":
-        return paper_lasso(vec, pool, idx, lasso_lambda)
-    if lasso_mode != "fast":
-        raise ValueError(f"lasso mode must be one of {', '.join(LASSO_MODES)}, got {lasso_mode!r}")
+    k, alpha, mode = settings.k, settings.alpha, settings.lasso_mode
+    if mode == "paper":
+        return paper_lasso(vec, pool, idx, settings.lasso_lambda)
+    if mode != "fast":
+        raise ValueError(f"lasso mode must be one of {', '.join(LASSO_MODES)}, got {mode!r}")
     cos = (pool.vectors @ vec)[idx]
-    near = np.argsort(-cos, kind="stable")[:prefilter]
+    near = np.argsort(-cos, kind="stable")[: settings.prefilter]
     a = pool.vectors[idx[near]].T.astype(np.float64)
     weights = np.zeros(len(near))
     for attempt in range(LASSO_RETRIES + 1):
@@ -399,16 +412,13 @@ def rank_table(
     questions: Sequence[str],
     pool: Sequence[str] | Candidates,
     rankers: Sequence[str] = ("bq_lasso",),
-    k: int = DEFAULT_K,
-    alpha: float = DEFAULT_ALPHA,
-    prefilter: int = DEFAULT_PREFILTER,
+    settings: RankSettings = DEFAULT_RANKING,
     encode: Callable[[list[str]], np.ndarray] | None = None,
-    lasso_mode: str = "fast",
-    lasso_lambda: float = PAPER_LAMBDA,
 ) -> pl.DataFrame:
-    """The top ``k`` basic questions of each distinct main question, per ranker
+    """The top ``settings.k`` basic questions of each distinct main question, per ranker
     (``RANKING_SCHEMA``); a ``ynbq_*`` ranker ranks only the pool's yes/no questions. A
     pool with fewer than ``k`` usable candidates is an error."""
+    k = settings.k
     _levels(k)
     for name in rankers:
         BQ_RANKERS.entry(name)
@@ -428,8 +438,6 @@ def rank_table(
     mq_vecs = encode(mqs) if mqs else np.zeros((0, pool.vectors.shape[1]), np.float32)
     rows: dict[str, list] = {c: [] for c in RANKING_SCHEMA}
     timings = dict.fromkeys(rankers, 0.0)
-    settings = {"k": k, "alpha": alpha, "prefilter": prefilter, "lasso_mode": lasso_mode,
-                "lasso_lambda": lasso_lambda}  # fmt: skip
     progress = Progress("basic-question ranking", len(mqs), "main questions", log)
     for mq, vec in zip(mqs, mq_vecs, strict=True):
         key = normalize_question(mq)
@@ -445,7 +453,8 @@ def rank_table(
                     "basic_questions.pool_files) or lower k"
                 )
             t = time.perf_counter()
-            scores, source, used_alpha = BQ_RANKERS.get(name)(mq, vec, candidates, idx, **settings)
+            scores, source, used_alpha = BQ_RANKERS.get(name)(mq, vec, candidates, idx,
+                                                              settings=settings)  # fmt: skip
             # A ranker's own scores come before fills; ties broken by pool order, so
             # rankings are deterministic.
             fill = (
@@ -508,7 +517,7 @@ def basic_questions(
     """For each question, its ``k`` basic questions from ``pool``, most similar first.
     ``ranker``: lasso, cosine or bleu."""
     name = ranker if ranker.startswith("bq_") else f"bq_{ranker}"
-    table = rank_table(questions, pool, [name], k=k, **settings)  # type: ignore[arg-type]
+    table = rank_table(questions, pool, [name], RankSettings(k=k, **settings))  # type: ignore[arg-type]
     by_mq = {
         row["question"]: row["basic_question"]
         for row in table.group_by("question", maintain_order=True)
