@@ -156,7 +156,7 @@ def uncertainty_tables(
         ~pl.col("modality").is_in(OWN_TABLES)
     )
     acc = acc_sums.means("score", weights_)
-    keys = acc_sums.keys.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    keys = with_rows(acc_sums.keys)
     b.add("accuracy", acc_sums.keys, acc)
     if resamples:
         _typed_accuracy(b, rows, questions, n_clusters, weights_)

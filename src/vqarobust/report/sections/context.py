@@ -32,8 +32,14 @@ EFFECTIVE = """SELECT e.*, i.low, i.high FROM effective_accuracy e
       AND i.perturbation = e.perturbation"""
 
 
-def _paper(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, pl.DataFrame]:
-    """The paper's Table 1 and Table 2 layouts and the findings (docs/context.md)."""
+def _paper(
+    con: duckdb.DuckDBPyConnection,
+    tables: set[str],
+    reliance: pl.DataFrame,
+    effective: pl.DataFrame,
+) -> dict[str, pl.DataFrame]:
+    """The paper's Table 1 and Table 2 layouts and the findings (docs/context.md), from
+    the reliance and effective accuracy with their bounds already read."""
 
     def read(name: str) -> pl.DataFrame | None:
         return con.sql(f"SELECT * FROM {name} ORDER BY ALL").pl() if name in tables else None
@@ -43,7 +49,6 @@ def _paper(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, pl.Dat
     if inputs is None or "context_reliance" not in tables:
         return {"context_table1": pl.DataFrame(), "context_table2": pl.DataFrame(),
                 "context_findings": pl.DataFrame(schema=FINDING_SCHEMA)}  # fmt: skip
-    reliance, effective = con.sql(RELIANCE).pl(), con.sql(EFFECTIVE).pl()
     return {
         "context_table1": paper_table1(inputs, reliance, effective),
         "context_table2": paper_table2(inputs, reliance_k) if reliance_k is not None
@@ -60,12 +65,14 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     tables = table_names(con)
     examples = (con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
                 if "context_examples" in tables else pl.DataFrame())  # fmt: skip
+    reliance = con.sql(f"{RELIANCE} ORDER BY ALL").pl()
+    effective = con.sql(f"{EFFECTIVE} ORDER BY ALL").pl()
     return {
-        "context_reliance": con.sql(f"{RELIANCE} ORDER BY ALL").pl(),
-        "effective_accuracy": con.sql(f"{EFFECTIVE} ORDER BY ALL").pl(),
+        "context_reliance": reliance,
+        "effective_accuracy": effective,
         "context_examples": examples.drop("clean_png", "swapped_png", strict=False),
         "examples_png": examples,
-        **_paper(con, tables),
+        **_paper(con, tables, reliance, effective),
     }
 
 
