@@ -22,10 +22,12 @@ sys.path.insert(0, str(REPO))
 JOB = """
 import resource, sys, time
 from vqarobust.inference import Subset, run_inference
+from vqarobust.models import ModelRef
 t = time.perf_counter()
-n = run_inference("tiny-blip", {{"family": "blip", "path_or_id": {model!r}, "device": "cpu"}},
+spec = {{"family": "blip", "path_or_id": {model!r}, "device": "cpu"}}
+n = run_inference(ModelRef("tiny-blip", spec, options={{"batch_size": 64}}),
                   {questions!r}, [Subset("clean", 0, {images!r})], {out!r}, device="cpu",
-                  chunk_size={chunk}, options={{"batch_size": 64}})
+                  chunk_size={chunk})
 print(n, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

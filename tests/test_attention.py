@@ -8,7 +8,7 @@ from tests.tiny_checkpoints import random_images, tiny_blip
 from vqarobust import store
 from vqarobust.attention import attention_maps, attention_questions
 from vqarobust.metrics.attention import attention_shift_table, attention_shifts, js_divergence
-from vqarobust.models import load_model
+from vqarobust.models import ModelRef, load_model
 
 
 def test_js_divergence_hand_computed():
@@ -114,8 +114,14 @@ def test_attention_maps_job_gives_zero_shift_on_identical_images(
     subsets = [("clean", 0, easy_vqa_eval["images"]), ("copy", 1, copy),
                ("gaussian_noise", 5, tmp_path / "noise")]  # fmt: skip
     out = tmp_path / "maps.parquet"
-    n = attention_maps(which, {"family": family, "path_or_id": str(path), "device": "cpu"},
-                       easy_vqa_eval["questions"], subsets, out, n=5, seed=0)  # fmt: skip
+    n = attention_maps(
+        ModelRef(which, {"family": family, "path_or_id": str(path), "device": "cpu"}),
+        easy_vqa_eval["questions"],
+        subsets,
+        out,
+        n=5,
+        seed=0,
+    )
     maps = pl.read_parquet(out)
     assert n == maps.height
     if which == "cnn-bow":  # no attention: an empty table, said in the log

@@ -23,6 +23,7 @@ from vqarobust.features.table import (
     write_features,
 )
 from vqarobust.features.word_vectors import read_glove, word_vectors
+from vqarobust.models import ModelRef
 
 
 def test_glove_file_streamed_multiword_means_and_missing_names(tmp_path, caplog):
@@ -213,7 +214,7 @@ def test_inference_over_a_feature_subset_and_its_swaps(tmp_path):
     subsets = [Subset("clean", 0, str(path), inputs="features"),
                Subset("swap_class", 1, str(path), "context", str(tmp_path / "set.parquet"),
                       "features", str(tmp_path / "s.parquet"))]  # fmt: skip
-    n = run_inference("lx", spec, tmp_path / "q.parquet", subsets, tmp_path / "p.parquet")
+    n = run_inference(ModelRef("lx", spec), tmp_path / "q.parquet", subsets, tmp_path / "p.parquet")
     predictions = pq.read_table(tmp_path / "p.parquet").to_pylist()
     assert n == 3 and [(p["modality"], p["question_id"]) for p in predictions] == [
         ("clean", 1),
@@ -225,8 +226,7 @@ def test_inference_over_a_feature_subset_and_its_swaps(tmp_path):
     assert fingerprint["subsets"][1]["swaps"] and "swaps" not in fingerprint["subsets"][0]
     with pytest.raises(ValueError, match="images or features"):
         run_inference(
-            "lx",
-            spec,
+            ModelRef("lx", spec),
             tmp_path / "q.parquet",
             [Subset("clean", 0, str(path), inputs="x")],
             tmp_path / "p2.parquet",

@@ -4,6 +4,7 @@ import pytest
 from vqarobust import store
 from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset
+from vqarobust.models import ModelRef
 from vqarobust.models.base import VQAModel
 
 
@@ -16,7 +17,7 @@ def test_one_job_answers_every_subset(checkpoints, easy_vqa_eval, tmp_path):
         Subset("snow", 1, str(tmp_path / "snow1")),
         Subset("snow", 2, str(tmp_path / "snow2")),
     ]
-    n = run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, device="cpu")
+    n = run_inference(ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, device="cpu")
     df = pl.read_parquet(out)
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     assert n == df.height == 2 * n_q
@@ -33,7 +34,7 @@ def test_missing_images_fail_without_output(checkpoints, easy_vqa_eval, tmp_path
     out = tmp_path / "pred.parquet"
     subsets = [Subset("clean", 0, str(tmp_path / "partial"))]
     with pytest.raises(ValueError, match="images asked about are missing"):
-        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, device="cpu")
+        run_inference(ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, device="cpu")
     assert not out.exists()
 
 
@@ -66,15 +67,27 @@ def test_a_restarted_job_resumes_from_finished_chunks(easy_vqa_eval, tmp_path):
 
     first = Counting(fail_after=5)  # 4-question batches, 8-question chunks: dies in chunk 3
     with pytest.raises(RuntimeError, match="killed"):
-        run_inference("m", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8,
-                      loader=lambda *a, **k: first)  # fmt: skip
+        run_inference(
+            ModelRef("m", spec, loader=lambda *a, **k: first),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     assert not out.exists()
     done = sorted(p.name for p in (tmp_path / "pred.parquet.partial").glob("*-*.parquet"))
     assert done == ["clean-0-00000.parquet", "clean-0-00008.parquet"]
 
     second = Counting()
-    n = run_inference("m", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8,
-                      loader=lambda *a, **k: second)  # fmt: skip
+    n = run_inference(
+        ModelRef("m", spec, loader=lambda *a, **k: second),
+        easy_vqa_eval["questions"],
+        subsets,
+        out,
+        "cpu",
+        chunk_size=8,
+    )
     assert n == 2 * n_q
     assert second.answered == 2 * n_q - 16  # the two finished chunks are not recomputed
     df = pl.read_parquet(out)
@@ -87,11 +100,23 @@ def test_partial_results_of_other_inputs_are_discarded(easy_vqa_eval, tmp_path):
     out = tmp_path / "pred.parquet"
     first = Counting(fail_after=2)
     with pytest.raises(RuntimeError):
-        run_inference("m", {"family": "a"}, easy_vqa_eval["questions"], subsets, out, "cpu",
-                      chunk_size=8, loader=lambda *a, **k: first)  # fmt: skip
+        run_inference(
+            ModelRef("m", {"family": "a"}, loader=lambda *a, **k: first),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     second = Counting()
-    run_inference("m", {"family": "b"}, easy_vqa_eval["questions"], subsets, out, "cpu",
-                  chunk_size=8, loader=lambda *a, **k: second)  # fmt: skip
+    run_inference(
+        ModelRef("m", {"family": "b"}, loader=lambda *a, **k: second),
+        easy_vqa_eval["questions"],
+        subsets,
+        out,
+        "cpu",
+        chunk_size=8,
+    )
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     assert second.answered == n_q  # a changed spec recomputes everything
 
@@ -119,9 +144,11 @@ def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
     code = (
         "from tests.test_inference import Slow\n"
         "from vqarobust.inference import Subset, run_inference\n"
-        f"run_inference('m', {{'family': 't'}}, {str(easy_vqa_eval['questions'])!r}, "
+        "from vqarobust.models import ModelRef\n"
+        "run_inference(ModelRef('m', {'family': 't'}, loader=lambda *a, **k: Slow()), "
+        f"{str(easy_vqa_eval['questions'])!r}, "
         f"[Subset('clean', 0, {str(easy_vqa_eval['images'])!r})], {str(out)!r}, 'cpu', "
-        "chunk_size=8, loader=lambda *a, **k: Slow())\n"
+        "chunk_size=8)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
     partial = tmp_path / "pred.parquet.partial"
@@ -135,8 +162,14 @@ def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
     kept = sum(pl.read_parquet(f).height for f in finished)
 
     model = Counting()
-    n = run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets, out, "cpu",
-                      chunk_size=8, loader=lambda *a, **k: model)  # fmt: skip
+    n = run_inference(
+        ModelRef("m", {"family": "t"}, loader=lambda *a, **k: model),
+        easy_vqa_eval["questions"],
+        subsets,
+        out,
+        "cpu",
+        chunk_size=8,
+    )
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     assert n == n_q and model.answered == n_q - kept  # finished chunks are not recomputed
     assert pl.read_parquet(out)["question_id"].n_unique() == n_q
@@ -149,8 +182,13 @@ def test_an_undecodable_image_is_named(easy_vqa_eval, tmp_path):
     subsets = [Subset("clean", 0, str(tmp_path / "broken"))]
     bad_id = rows[2]["image_id"]
     with pytest.raises(ValueError, match=f"image {bad_id} does not decode"):
-        run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets,
-                      tmp_path / "p.parquet", "cpu", loader=lambda *a, **k: Counting())  # fmt: skip
+        run_inference(
+            ModelRef("m", {"family": "t"}, loader=lambda *a, **k: Counting()),
+            easy_vqa_eval["questions"],
+            subsets,
+            tmp_path / "p.parquet",
+            "cpu",
+        )
 
 
 class ImagesSeen(VQAModel):
@@ -182,9 +220,14 @@ def test_a_chunk_decodes_only_its_own_images(easy_vqa_eval, tmp_path, monkeypatc
     model = ImagesSeen()
     questions = store.read_questions(easy_vqa_eval["questions"])
     out = tmp_path / "pred.parquet"
-    n = run_inference("m", {"family": "x"}, easy_vqa_eval["questions"],
-                      [Subset("clean", 0, str(easy_vqa_eval["images"]))], out, "cpu",
-                      chunk_size=8, loader=lambda *a, **k: model)  # fmt: skip
+    n = run_inference(
+        ModelRef("m", {"family": "x"}, loader=lambda *a, **k: model),
+        easy_vqa_eval["questions"],
+        [Subset("clean", 0, str(easy_vqa_eval["images"]))],
+        out,
+        "cpu",
+        chunk_size=8,
+    )
     assert n == questions.num_rows
     # Questions go in image order, so 8 questions span at most 2-3 of the 6 images
     # (about 9 questions each); never the whole subset at once.
@@ -230,8 +273,13 @@ def test_question_sets_are_asked_about_the_clean_images(easy_vqa_eval, tmp_path)
         for s, path in sets.items()
     ]
     out = tmp_path / "pred.parquet"
-    run_inference("echo", {"device": "cpu"}, easy_vqa_eval["questions"], subsets, out,
-                  device="cpu", loader=lambda *a, **k: Echo())  # fmt: skip
+    run_inference(
+        ModelRef("echo", {"device": "cpu"}, loader=lambda *a, **k: Echo()),
+        easy_vqa_eval["questions"],
+        subsets,
+        out,
+        device="cpu",
+    )
     df = pl.read_parquet(out)
     assert set(df["modality"]) == {"text"} and set(df["perturbation"]) == {"char_insert"}
     for s, path in sets.items():
@@ -251,8 +299,13 @@ def test_a_question_set_of_other_questions_is_refused(easy_vqa_eval, tmp_path):
     perturb_question_set(tmp_path / "fewer.parquet", {1: tmp_path / "s.parquet"}, "ocr")
     subsets = [Subset("ocr", 1, str(easy_vqa_eval["images"]), "text", str(tmp_path / "s.parquet"))]
     with pytest.raises(ValueError, match="question ids differ"):
-        run_inference("echo", {}, easy_vqa_eval["questions"], subsets, tmp_path / "p.parquet",
-                      device="cpu", loader=lambda *a, **k: Echo())  # fmt: skip
+        run_inference(
+            ModelRef("echo", {}, loader=lambda *a, **k: Echo()),
+            easy_vqa_eval["questions"],
+            subsets,
+            tmp_path / "p.parquet",
+            device="cpu",
+        )
     assert not (tmp_path / "p.parquet").exists()
 
 
@@ -326,16 +379,26 @@ def test_a_resumed_job_with_retrained_weights_equals_a_fresh_run(
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     out = tmp_path / "pred.parquet"
     with pytest.raises(RuntimeError, match="killed"):
-        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8,
-                      loader=lambda *a, **k: Killed(load_model(*a, **k), 3))  # fmt: skip
+        run_inference(
+            ModelRef("cnn", spec, loader=lambda *a, **k: Killed(load_model(*a, **k), 3)),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     assert len(list((tmp_path / "pred.parquet.partial").glob("clean-*.parquet"))) == 1
 
     _train(easy_vqa_train, weights, epochs=1.0)  # the config's epochs changed
     with caplog.at_level("WARNING"):
-        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8)
+        run_inference(
+            ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8
+        )
     assert "changed since they were computed: the weights (path_or_id)" in caplog.text
     fresh = tmp_path / "fresh.parquet"
-    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, fresh, "cpu", chunk_size=8)
+    run_inference(
+        ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, fresh, "cpu", chunk_size=8
+    )
     assert pl.read_parquet(out).equals(pl.read_parquet(fresh))
 
 
@@ -346,13 +409,25 @@ def test_a_regenerated_subset_at_the_same_path_is_recomputed(easy_vqa_eval, tmp_
     out = tmp_path / "pred.parquet"
     first = Counting(fail_after=2)
     with pytest.raises(RuntimeError):
-        run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets, out, "cpu",
-                      chunk_size=8, loader=lambda *a, **k: first)  # fmt: skip
+        run_inference(
+            ModelRef("m", {"family": "t"}, loader=lambda *a, **k: first),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow", "snow", 4)  # same path
     second = Counting()
     with caplog.at_level("WARNING"):
-        run_inference("m", {"family": "t"}, easy_vqa_eval["questions"], subsets, out, "cpu",
-                      chunk_size=8, loader=lambda *a, **k: second)  # fmt: skip
+        run_inference(
+            ModelRef("m", {"family": "t"}, loader=lambda *a, **k: second),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     assert second.answered == n_q  # nothing of the old images' chunks reused
     assert "the images of image/snow/1" in caplog.text
@@ -368,12 +443,24 @@ def test_unchanged_content_at_a_new_mtime_resumes(easy_vqa_eval, tmp_path):
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     out = tmp_path / "pred.parquet"
     with pytest.raises(RuntimeError):
-        run_inference("m", {"family": "t"}, questions, subsets, out, "cpu", chunk_size=8,
-                      loader=lambda *a, **k: Counting(fail_after=2))  # fmt: skip
+        run_inference(
+            ModelRef("m", {"family": "t"}, loader=lambda *a, **k: Counting(fail_after=2)),
+            questions,
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     os.utime(questions, (1, 1))
     second = Counting()
-    run_inference("m", {"family": "t"}, questions, subsets, out, "cpu", chunk_size=8,
-                  loader=lambda *a, **k: second)  # fmt: skip
+    run_inference(
+        ModelRef("m", {"family": "t"}, loader=lambda *a, **k: second),
+        questions,
+        subsets,
+        out,
+        "cpu",
+        chunk_size=8,
+    )
     n_q = store.read_questions(questions).num_rows
     assert second.answered == n_q - 8
 
@@ -388,7 +475,7 @@ def test_predictions_carry_their_input_fingerprint(checkpoints, easy_vqa_eval, t
     spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])}
     out = tmp_path / "pred.parquet"
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
-    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu")
+    run_inference(ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, "cpu")
     record = json.loads(pq.read_schema(out).metadata[b"vqarobust.inputs"])
     inputs = record["inputs"]
     assert inputs["questions"] == file_sha256(easy_vqa_eval["questions"])
@@ -401,9 +488,14 @@ def test_a_job_logs_its_progress_per_subset(easy_vqa_eval, tmp_path, caplog):
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
     with caplog.at_level("INFO", "vqarobust"):
-        run_inference("m", {"family": "test"}, easy_vqa_eval["questions"], subsets,
-                      tmp_path / "p.parquet", "cpu", chunk_size=8,
-                      loader=lambda *a, **k: Counting())  # fmt: skip
+        run_inference(
+            ModelRef("m", {"family": "test"}, loader=lambda *a, **k: Counting()),
+            easy_vqa_eval["questions"],
+            subsets,
+            tmp_path / "p.parquet",
+            "cpu",
+            chunk_size=8,
+        )
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("m clean/0: ")]
     assert 1 <= len(lines) <= 10
     assert lines[-1].startswith(f"m clean/0: 100% ({n_q:,}/{n_q:,} questions), ")
@@ -425,8 +517,13 @@ def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_
             out = tmp_path / f"{key}-{batch}.parquet"
             torch.set_num_threads(n_threads)
             try:
-                run_inference(key, spec, easy_vqa_eval["questions"], clean, out, device="cpu",
-                              options={"batch_size": batch})  # fmt: skip
+                run_inference(
+                    ModelRef(key, spec, options={"batch_size": batch}),
+                    easy_vqa_eval["questions"],
+                    clean,
+                    out,
+                    device="cpu",
+                )
             finally:
                 torch.set_num_threads(threads)
             runs.append(pl.read_parquet(out).sort("question_id"))

@@ -11,6 +11,7 @@ from vqarobust.db import build_database
 from vqarobust.digests import file_sha256, text_sha256, tree_sha256
 from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset
+from vqarobust.models import ModelRef
 from vqarobust.params import canonical
 from vqarobust.provenance import code_identity, diff, read, source_digests
 
@@ -30,7 +31,7 @@ def run(checkpoints, easy_vqa_eval, tmp_path_factory):
                 corrupt_subset(easy_vqa_eval["images"], root / f"snow{sev}", "snow", sev)
                 subsets.append(Subset("snow", sev, str(root / f"snow{sev}")))
         out = root / f"{name}.parquet"
-        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu")
+        run_inference(ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, "cpu")
         paths.append(out)
     db = root / "a.duckdb"
     build_database(db, easy_vqa_eval["questions"], paths, families={"snow": "weather"},
@@ -168,12 +169,22 @@ def test_a_resumed_job_records_the_parameter_count(checkpoints, easy_vqa_eval, t
 
     out = tmp_path / "p.parquet"
     with pytest.raises(RuntimeError, match="killed"):
-        run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu",
-                      chunk_size=8, loader=lambda *a, **k: dying(*a, **k))  # fmt: skip
+        run_inference(
+            ModelRef("cnn", spec, loader=lambda *a, **k: dying(*a, **k)),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            "cpu",
+            chunk_size=8,
+        )
     assert (tmp_path / "p.parquet.partial" / "parameters.json").exists()
-    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8)
+    run_inference(
+        ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8
+    )
     fresh = tmp_path / "fresh.parquet"
-    run_inference("cnn", spec, easy_vqa_eval["questions"], subsets, fresh, "cpu", chunk_size=8)
+    run_inference(
+        ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, fresh, "cpu", chunk_size=8
+    )
 
     def count(path):
         return json.loads(pq.read_schema(path).metadata[b"vqarobust.inputs"])["parameters"]

@@ -14,7 +14,7 @@ from tests.conftest import REPO
 from tests.tiny_checkpoints import tiny_llava
 from vqarobust import store
 from vqarobust.inference import Subset, run_inference
-from vqarobust.models import load_model
+from vqarobust.models import ModelRef, load_model
 from vqarobust.models.served import ServerError
 from vqarobust.params import answer_spec
 
@@ -124,15 +124,25 @@ def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp
     with ChatServer(answer, fail_after=20) as server:
         options = {"base_url": server.base_url, "batch_size": 8, "max_retries": 0}
         with pytest.raises(ServerError, match="HTTP 400"):
-            run_inference("served", spec, easy_vqa_eval["questions"], subsets, out,
-                          chunk_size=8, options=options)  # fmt: skip
+            run_inference(
+                ModelRef("served", spec, options=options),
+                easy_vqa_eval["questions"],
+                subsets,
+                out,
+                chunk_size=8,
+            )
     assert not out.exists()
     done = len(list((tmp_path / "pred.parquet.partial").glob("clean-0-*.parquet")))
     assert done >= 2
     with ChatServer(answer) as server:
         options = {"base_url": server.base_url, "batch_size": 8}
-        run_inference("served", spec, easy_vqa_eval["questions"], subsets, out, chunk_size=8,
-                      options=options)  # fmt: skip
+        run_inference(
+            ModelRef("served", spec, options=options),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            chunk_size=8,
+        )
     assert server.requests == n_q - 8 * done  # only the unfinished chunks
     assert pl.read_parquet(out).height == n_q
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,8 +24,7 @@ import pyarrow as pa
 from vqarobust import store
 from vqarobust.devices import lease_device
 from vqarobust.inference import decode_images
-from vqarobust.models import load_model
-from vqarobust.models.base import VQAModel
+from vqarobust.models import ModelRef
 from vqarobust.samples import sample_questions
 from vqarobust.seeding import derive_seed
 
@@ -53,31 +52,28 @@ def attention_questions(questions: pl.DataFrame, seed: int, n: int = DEFAULT_N) 
 
 
 def attention_maps(
-    model_name: str,
-    spec: dict[str, Any],
+    ref: ModelRef,
     questions_path: str | os.PathLike[str],
     subsets: Sequence[tuple[str, int, str | os.PathLike[str]]],
     out_path: str | os.PathLike[str],
     n: int = DEFAULT_N,
     seed: int = 0,
     device: str | None = None,
-    loader: Callable[..., VQAModel] = load_model,
-    options: dict[str, Any] | None = None,
 ) -> int:
-    """Write the attention maps of ``model_name`` for the chosen questions on every
+    """Write the attention maps of the model ``ref`` for the chosen questions on every
     (perturbation, severity, image folder) of ``subsets`` (the clean folder as
     ``("clean", 0, ...)``) to ``out_path`` (store.ATTENTION_SCHEMA, atomically). A model that
     exposes no attention gets an empty table and a log line saying so. Without
     ``device`` one is leased as the entry's ``device`` asks (a GPU job does not fall back
     to the CPU). Returns the number of maps."""
+    model_name = ref.name
     if device is None:
-        with lease_device(policy=spec.get("device", "auto"), who=f"model {model_name!r}") as d:
-            return attention_maps(model_name, spec, questions_path, subsets, out_path, n, seed,
-                                  d, loader, options)  # fmt: skip
+        with lease_device(policy=ref.spec.get("device", "auto"), who=f"model {model_name!r}") as d:
+            return attention_maps(ref, questions_path, subsets, out_path, n, seed, d)
     questions = pl.from_arrow(store.read_questions(questions_path))
     chosen = attention_questions(questions, seed, n)
     t0 = time.perf_counter()
-    model = loader({**spec, **(options or {})}, name=model_name, device=device)
+    model = ref.load(device)
     log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
     rows: list[dict[str, Any]] = []
     texts = chosen["question"].to_list()

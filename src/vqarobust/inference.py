@@ -21,7 +21,7 @@ from PIL import Image
 from vqarobust import store
 from vqarobust.devices import lease_device
 from vqarobust.digests import tree_sha256
-from vqarobust.models import load_model
+from vqarobust.models import ModelRef
 from vqarobust.models.base import VQAModel
 from vqarobust.models.identity import checkpoint_identity
 from vqarobust.progress import Progress
@@ -180,20 +180,17 @@ def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:
 
 
 def run_inference(
-    model_name: str,
-    spec: dict[str, Any],
+    ref: ModelRef,
     questions_path: str | os.PathLike[str],
     subsets: Sequence[Subset],
     out_path: str | os.PathLike[str],
     device: str | None = None,
     chunk_size: int = 1024,
-    loader: Callable[..., VQAModel] = load_model,
-    options: dict[str, Any] | None = None,
 ) -> int:
     """Load the model once, answer every question on every subset, write one Parquet file.
 
-    ``spec`` is what can change answers (it fingerprints resumed work); ``options``
-    (batch size, ...) only how the model runs. Questions are taken in chunks of
+    ``ref.spec`` is what can change answers (it fingerprints resumed work);
+    ``ref.options`` (batch size, ...) only how the model runs. Questions are taken in chunks of
     ``chunk_size``, in image order, and only the images of the current chunk are decoded,
     so memory stays flat however large the subset. Each finished chunk is kept in
     ``<out_path>.partial/``, so a killed job restarted with the same inputs only computes
@@ -208,11 +205,11 @@ def run_inference(
     :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
     than running on the CPU. Returns the number of predictions.
     """
+    model_name, spec = ref.name, dict(ref.spec)
     if device is None:
         policy = spec.get("device", "auto")
         with lease_device(policy=policy, who=f"model {model_name!r}") as leased:
-            return run_inference(model_name, spec, questions_path, subsets, out_path, leased,
-                                 chunk_size, loader, options)  # fmt: skip
+            return run_inference(ref, questions_path, subsets, out_path, leased, chunk_size)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     # Image order keeps a chunk's questions on few images (and few row groups).
@@ -254,7 +251,7 @@ def run_inference(
             )
         if model is None:
             t0 = time.perf_counter()
-            model = loader({**spec, **(options or {})}, name=model_name, device=device)
+            model = ref.load(device)
             log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
             # Kept with the chunks, so a job that resumes without loading still knows it.
             with store.atomic_path(partial / "parameters.json") as tmp:

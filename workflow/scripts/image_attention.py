@@ -4,6 +4,7 @@ import torch
 
 from vqarobust.attention import attention_maps
 from vqarobust.logs import setup_logging
+from vqarobust.models import ModelRef
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
@@ -12,16 +13,10 @@ trained = snakemake.input.get("model")  # input is a list with names: no `in` on
 if trained:
     # A checkpoint the workflow trained: where its job wrote it (a module's prefix moves it).
     spec["path_or_id"] = trained
-attention_maps(
-    snakemake.wildcards.model,
-    spec,
-    snakemake.input.questions,
-    [
-        (p, s, folder)
-        for (p, s), folder in zip(snakemake.params.subsets, snakemake.input.images, strict=True)
-    ],  # fmt: skip
-    snakemake.output[0],
-    n=snakemake.params.n,
-    seed=snakemake.params.seed,
-    options=dict(snakemake.params.runtime.values),
-)
+subsets = [
+    (p, s, folder)
+    for (p, s), folder in zip(snakemake.params.subsets, snakemake.input.images, strict=True)
+]
+model = ModelRef(snakemake.wildcards.model, spec, options=dict(snakemake.params.runtime.values))
+attention_maps(model, snakemake.input.questions, subsets, snakemake.output[0],
+               n=snakemake.params.n, seed=snakemake.params.seed)  # fmt: skip

@@ -4,6 +4,7 @@ import torch
 
 from vqarobust.inference import Subset, run_inference
 from vqarobust.logs import setup_logging
+from vqarobust.models import ModelRef
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
@@ -35,12 +36,6 @@ if trained:
     # A checkpoint folder: the one the workflow trained (a module's prefix moves it) or the
     # entry's own local folder (an input, so that weights replaced in place rerun the job).
     spec["path_or_id"] = trained
-run_inference(
-    snakemake.wildcards.model,
-    spec,
-    snakemake.input.questions,
-    subsets,
-    snakemake.output[0],
-    # Batch size and the like: the runtime channel, since they never change answers.
-    options=dict(snakemake.params.runtime.values),
-)
+# Batch size and the like: the runtime channel, since they never change answers.
+model = ModelRef(snakemake.wildcards.model, spec, options=dict(snakemake.params.runtime.values))
+run_inference(model, snakemake.input.questions, subsets, snakemake.output[0])

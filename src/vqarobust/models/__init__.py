@@ -7,6 +7,7 @@ names (config validation at workflow start) does not import torch or transformer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vqarobust.registry import Registry
@@ -120,6 +121,22 @@ def load_model(
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
+@dataclass(frozen=True)
+class ModelRef:
+    """One model entry as a job loads it: ``spec`` is what can change answers (it
+    fingerprints resumed work), ``options`` only how the model runs (batch size, ...), and
+    ``loader`` builds the adapter (:func:`load_model`; tests pass their own)."""
+
+    name: str
+    spec: Mapping[str, Any]
+    options: Mapping[str, Any] | None = None
+    loader: Callable[..., VQAModel] = load_model
+
+    def load(self, device: str) -> VQAModel:
+        """The adapter on ``device``, its entry merged with the runtime options."""
+        return self.loader({**self.spec, **(self.options or {})}, name=self.name, device=device)
+
+
 def default_batch_size(family: str | None) -> int:
     """The batch size of a model entry that names none: its family's ``batch_size`` tag,
     else :data:`vqarobust.models.base.DEFAULT_BATCH_SIZE`."""
@@ -143,6 +160,7 @@ __all__ = [
     "FAMILIES",
     "FEATURE_FAMILIES",
     "GENERATIVE_FAMILIES",
+    "ModelRef",
     "SMALL_BATCH_SIZE",
     "default_batch_size",
     "exposes_attention",
