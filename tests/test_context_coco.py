@@ -14,7 +14,7 @@ from vqarobust import store
 from vqarobust.context import coco
 from vqarobust.datasets import prepare_dataset
 from vqarobust.datasets.miniature import MINI_CATEGORIES, write_mini_vqav2
-from vqarobust.materialize.context import SwapOutputs, swap_context_coco
+from vqarobust.materialize.context import CocoSources, SwapOutputs, swap_context_coco
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +100,10 @@ def test_coco_swaps_materialize_seeded(mini, tmp_path):
 
     def run(out, seed=0):
         sets = {"swap_class": out / "c.parquet", "swap_attribute": out / "a.parquet"}
-        return swap_context_coco(
-            prepared / "q.parquet", prepared / "img", paths["images"], paths["instances"],
-            SwapOutputs(out / "swaps.parquet", sets, out / "images"), seed=seed, k=2)  # fmt: skip
+        sources = CocoSources(prepared / "img", paths["images"], paths["instances"])
+        return swap_context_coco(prepared / "q.parquet", sources,
+                                 SwapOutputs(out / "swaps.parquet", sets, out / "images"),
+                                 seed=seed, k=2)  # fmt: skip
 
     counts = run(tmp_path / "a")
     assert counts["swaps"] > 0 and counts["swap_class"] > 0 and counts["swap_attribute"] > 0

@@ -10,6 +10,7 @@ from vqarobust import store
 from vqarobust.corruptions.quality import ssim_psnr
 from vqarobust.materialize.images import corrupt_subset
 from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
+from vqarobust.store import ImageStorage
 
 
 def _image(seed: int, size: int = 32) -> np.ndarray:
@@ -109,7 +110,7 @@ def test_corrupted_shards_carry_the_quality_of_the_stored_image(easy_vqa_eval, t
     for name, severity, fmt in (("gaussian_noise", 3, "png"), ("jpeg_compression", 5, "png"),
                                 ("brightness", 2, "jpeg")):  # fmt: skip
         out = tmp_path / f"{name}-{fmt}"
-        corrupt_subset(easy_vqa_eval["images"], out, name, severity, image_format=fmt)
+        corrupt_subset(easy_vqa_eval["images"], out, name, severity, storage=ImageStorage(fmt))
         rows = list(store.iter_images(out))
         assert len(rows) == len(clean)
         for row in rows:

@@ -3,6 +3,7 @@ import pytest
 
 from vqarobust import store
 from vqarobust.materialize.images import corrupt_subset
+from vqarobust.store import ImageStorage
 
 
 def _by_id(directory):
@@ -13,7 +14,14 @@ def test_corrupted_subset_does_not_depend_on_shard_layout(easy_vqa_eval, tmp_pat
     one = tmp_path / "one"
     many = tmp_path / "many"
     corrupt_subset(easy_vqa_eval["images"], one, "shot_noise", 3, global_seed=7)
-    corrupt_subset(easy_vqa_eval["images"], many, "shot_noise", 3, global_seed=7, shard_bytes=1)
+    corrupt_subset(
+        easy_vqa_eval["images"],
+        many,
+        "shot_noise",
+        3,
+        global_seed=7,
+        storage=ImageStorage(shard_bytes=1),
+    )
     assert len(store.image_shards(one)) == 1 and len(store.image_shards(many)) == 6
     a, b = _by_id(one), _by_id(many)
     assert a.keys() == b.keys()
@@ -27,7 +35,7 @@ def test_corrupted_subset_does_not_depend_on_shard_layout(easy_vqa_eval, tmp_pat
 
 def test_jpeg_storage_and_seed_changes_output(easy_vqa_eval, tmp_path):
     corrupt_subset(
-        easy_vqa_eval["images"], tmp_path / "j", "gaussian_noise", 1, image_format="jpeg"
+        easy_vqa_eval["images"], tmp_path / "j", "gaussian_noise", 1, storage=ImageStorage("jpeg")
     )
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "s1", "gaussian_noise", 1, global_seed=1)
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "s2", "gaussian_noise", 1, global_seed=2)

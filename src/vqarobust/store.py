@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -168,6 +169,25 @@ def write_table(table: pa.Table, path: str | os.PathLike[str]) -> None:
     """Write one Parquet file atomically."""
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+@dataclass(frozen=True)
+class ImageStorage:
+    """How a job stores the images it makes: ``image_format`` (png, or jpeg at
+    ``jpeg_quality``; the config's ``storage`` keys) and the shard size, which changes
+    files and never an image."""
+
+    image_format: str = "png"
+    jpeg_quality: int = 95
+    shard_bytes: int = DEFAULT_SHARD_BYTES
+
+    def encode(self, array: np.ndarray) -> bytes:
+        """``array`` encoded as this storage's format."""
+        return encode_image(array, self.image_format, self.jpeg_quality)
+
+
+# Lossless PNG in shards of the default size.
+DEFAULT_STORAGE = ImageStorage()
 
 
 def encode_image(array: np.ndarray, fmt: str = "png", quality: int = 95) -> bytes:

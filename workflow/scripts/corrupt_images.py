@@ -1,5 +1,6 @@
 """Snakemake adapter: materialize one (corruption, severity) subset as image shards."""
 
+from vqarobust import store
 from vqarobust.logs import setup_logging
 from vqarobust.materialize.images import corrupt_subset
 
@@ -14,9 +15,10 @@ corrupt_subset(
     corruption=snakemake.wildcards.corruption,
     severity=int(snakemake.wildcards.severity),
     global_seed=snakemake.params.seed,
-    # Shard size is read from the config, not params: it changes files, not images.
-    shard_bytes=snakemake.params.runtime["shard_bytes"],
+    # Shard size travels through the runtime channel: it changes files, not images.
+    storage=store.ImageStorage(
+        shard_bytes=snakemake.params.runtime["shard_bytes"], **snakemake.params.encoding
+    ),
     threads=snakemake.threads,
     stylize=stylize,
-    **snakemake.params.encoding,
 )

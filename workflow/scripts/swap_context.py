@@ -1,7 +1,13 @@
 """Snakemake adapter: materialize the SwapMix context subsets of the eval split."""
 
+from vqarobust import store
 from vqarobust.logs import setup_logging
-from vqarobust.materialize.context import SwapOutputs, swap_context, swap_context_coco
+from vqarobust.materialize.context import (
+    CocoSources,
+    SwapOutputs,
+    swap_context,
+    swap_context_coco,
+)
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
@@ -9,14 +15,9 @@ sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=Tru
 out = SwapOutputs(snakemake.output.swaps, sets, snakemake.output.images)
 shard_bytes = snakemake.params.runtime["shard_bytes"]
 if hasattr(snakemake.input, "instances"):
-    swap_context_coco(
-        snakemake.input.questions,
-        snakemake.input.clean,
-        snakemake.input.source,
-        snakemake.input.instances,
-        out,
-        shard_bytes=shard_bytes,
-        **settings,
-    )
+    sources = CocoSources(snakemake.input.clean, snakemake.input.source, snakemake.input.instances)
+    storage = store.ImageStorage(settings.pop("image_format"), settings.pop("jpeg_quality"),
+                                 shard_bytes)  # fmt: skip
+    swap_context_coco(snakemake.input.questions, sources, out, storage=storage, **settings)
 else:
     swap_context(snakemake.input.questions, out, shard_bytes=shard_bytes, **settings)

@@ -182,30 +182,37 @@ def write_swap_outputs(
     return counts
 
 
+@dataclass(frozen=True)
+class CocoSources:
+    """What swaps on COCO images read: the prepared clean shards (``clean``, the target
+    images), the dataset's image folder or zip (``images``, the donors) and the COCO
+    instance annotations (``instances``)."""
+
+    clean: str | os.PathLike[str]
+    images: str | os.PathLike[str]
+    instances: str | os.PathLike[str]
+
+
 def swap_context_coco(
     questions_path: str | os.PathLike[str],
-    clean_dir: str | os.PathLike[str],
-    source_images: str | os.PathLike[str],
-    instances_path: str | os.PathLike[str],
+    sources: CocoSources,
     out: SwapOutputs,
     seed: int = 0,
     k: int = 3,
     min_area: float = 1024.0,
     encoder_path: str | None = None,
-    image_format: str = "png",
-    jpeg_quality: int = 95,
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+    storage: store.ImageStorage = store.DEFAULT_STORAGE,
 ) -> dict[str, int]:
     """The context subsets of a COCO-image dataset (VQAv2): swaps from the COCO instance
-    annotations (:mod:`vqarobust.context.coco`), pasted in image space. Target images come
-    from the prepared clean shards, donor images from the dataset's image folder or zip.
-    Writes the same outputs as :func:`swap_context`."""
+    annotations (:mod:`vqarobust.context.coco`), pasted in image space into the clean
+    targets from the donors of ``sources``, stored as ``storage`` says. Writes the same
+    outputs as :func:`swap_context`."""
     from vqarobust.context import coco
     from vqarobust.datasets.sources import open_images
     from vqarobust.text import encoder
 
     questions = store.read_questions(questions_path)
-    by_image, categories = coco.read_instances(instances_path)
+    by_image, categories = coco.read_instances(sources.instances)
     neighbours = class_neighbours(categories, encoder.encode(categories, encoder_path))
     donors = coco.donor_pool(by_image, min_area)
     rows: list[dict] = []
@@ -235,16 +242,16 @@ def swap_context_coco(
                     "swaps (e.g. %s)", len(no_instances), sorted(no_instances)[:5])  # fmt: skip
 
     def images() -> Iterator[dict]:
-        clean = store.ImageShards(clean_dir)
-        with open_images(source_images) as source:
+        clean = store.ImageShards(sources.clean)
+        with open_images(sources.images) as source:
             for vid in sorted(made):
                 sw = made[vid]
                 target = coco.decode(clean.read([sw.target.image_id])[sw.target.image_id])
                 donor = coco.decode(source.read(sw.donor.image_id))
                 pasted = np.asarray(coco.paste(target, sw.target.box, donor, sw.donor.box))
-                data = store.encode_image(pasted, image_format, jpeg_quality)
-                yield {"image_id": vid, "bytes": data, "format": image_format,
+                data = storage.encode(pasted)
+                yield {"image_id": vid, "bytes": data, "format": storage.image_format,
                        "width": pasted.shape[1], "height": pasted.shape[0]}  # fmt: skip
 
-    n_images = store.write_image_shards(images(), out.image_folder(), shard_bytes)
+    n_images = store.write_image_shards(images(), out.image_folder(), storage.shard_bytes)
     return write_swap_outputs(questions, rows, n_images, out)

@@ -24,16 +24,14 @@ def corrupt_subset(
     corruption: str,
     severity: int,
     global_seed: int = 0,
-    image_format: str = "png",
-    jpeg_quality: int = 95,
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
+    storage: store.ImageStorage = store.DEFAULT_STORAGE,
     threads: int | None = None,
     stylize: Mapping[str, Any] | None = None,
 ) -> int:
     """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
 
-    Images are stored as ``image_format`` (png, or jpeg at ``jpeg_quality``); the
-    jpeg_compression corruption stores its own JPEG bytes. The shard's ``format`` column
+    Images are stored as ``storage`` says (png, or jpeg at its quality; shards of its
+    size); the jpeg_compression corruption stores its own JPEG bytes. The shard's ``format`` column
     records the encoding of each image.
 
     Each image also gets its SSIM and PSNR against the clean image, on the image as
@@ -85,7 +83,7 @@ def corrupt_subset(
             else:
                 out = corrupt_item(image, corruption, severity, global_seed, row["image_id"],
                                    **context)  # fmt: skip
-                data, fmt = store.encode_image(out, image_format, jpeg_quality), image_format
+                data, fmt = storage.encode(out), storage.image_format
                 # PNG is lossless: the array is what a model will read; JPEG is not.
                 seen = out if fmt == "png" else store.decode_image(data)
             t = time.perf_counter()
@@ -102,7 +100,8 @@ def corrupt_subset(
                 "psnr": psnr,
             }
 
-    n = store.write_image_shards(rows(), out_dir, shard_bytes, store.CORRUPTED_IMAGE_SCHEMA)
+    n = store.write_image_shards(rows(), out_dir, storage.shard_bytes,
+                                 store.CORRUPTED_IMAGE_SCHEMA)  # fmt: skip
     total = time.perf_counter() - started
     log.info("%s severity %d: %d images -> %s in %.2f s, %.2f s of it quality scores",
              corruption, severity, n, out_dir, total, scoring[0])  # fmt: skip
