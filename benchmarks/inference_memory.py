@@ -34,7 +34,7 @@ print(n, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_ma
 
 def main(workdir: str | None = None) -> None:
     from tests.tiny_checkpoints import tiny_blip
-    from vqarobust.datasets import prepare_dataset
+    from vqarobust.datasets import PreparedOutputs, prepare_dataset
     from vqarobust.datasets.miniature import write_mini_vqav2
 
     root = Path(workdir or tempfile.mkdtemp(prefix="vqarobust-mem-"))
@@ -42,11 +42,18 @@ def main(workdir: str | None = None) -> None:
     mini = write_mini_vqav2(root / "vqav2", n_images=3000)
     prepared = root / "prepared"
     counts = prepare_dataset(
-        "vqav2", questions_out=prepared / "questions.parquet", images_out=prepared / "images",
-        manifest_out=prepared / "manifest.txt", info_out=prepared / "dataset.json",
-        questions=str(mini["questions"]), annotations=str(mini["annotations"]),
-        images=str(mini["images"]), n_images=3000,
-    )  # fmt: skip
+        "vqav2",
+        PreparedOutputs(
+            prepared / "questions.parquet",
+            prepared / "images",
+            prepared / "manifest.txt",
+            prepared / "dataset.json",
+        ),
+        questions=str(mini["questions"]),
+        annotations=str(mini["annotations"]),
+        images=str(mini["images"]),
+        n_images=3000,
+    )
     shard_mb = sum(p.stat().st_size for p in (prepared / "images").iterdir()) / 2**20
     print(f"prepared {counts['images']} images, {counts['questions']} questions "
           f"({shard_mb:.0f} MB of JPEG shards) in {time.perf_counter() - t:.0f}s")  # fmt: skip

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from vqarobust.datasets import prepare_dataset
+from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.inference import Subset, predict_subset
 from vqarobust.metrics import score_predictions
 from vqarobust.models import load_model
@@ -26,9 +26,13 @@ from vqarobust.store import read_questions
 def main(models_dir: str = "resources/models/easy-vqa") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         q_path, img_dir = Path(tmp) / "q.parquet", Path(tmp) / "images"
-        prepare_dataset("easy-vqa", questions_out=q_path, images_out=img_dir, split="test",
-                        manifest_out=Path(tmp) / "manifest.txt",
-                        info_out=Path(tmp) / "dataset.json")  # fmt: skip
+        prepare_dataset(
+            "easy-vqa",
+            PreparedOutputs(
+                q_path, img_dir, Path(tmp) / "manifest.txt", Path(tmp) / "dataset.json"
+            ),
+            split="test",
+        )
         questions = read_questions(q_path)
         q_df = pl.from_arrow(questions)
         print(f"easy-VQA test split: {questions.num_rows} questions")

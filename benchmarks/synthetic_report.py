@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vqarobust import store, text  # noqa: E402
 from vqarobust.corruptions import family, names  # noqa: E402
-from vqarobust.datasets import prepare_dataset  # noqa: E402
+from vqarobust.datasets import PreparedOutputs, prepare_dataset  # noqa: E402
 from vqarobust.db import build_database  # noqa: E402
 from vqarobust.materialize.images import corrupt_subset  # noqa: E402
 from vqarobust.materialize.questions import (  # noqa: E402
@@ -41,9 +41,15 @@ RANKERS = ["bq_lasso", "bq_cosine", "bq_bleu"]
 def main(out: str) -> None:
     root = Path(out)
     ds = root / "dataset"
-    prepare_dataset("easy-vqa", questions_out=ds / "questions.parquet",
-                    images_out=ds / "images", manifest_out=ds / "manifest.txt",
-                    info_out=ds / "dataset.json", split="test", n_images=12, seed=0)  # fmt: skip
+    prepare_dataset(
+        "easy-vqa",
+        PreparedOutputs(
+            ds / "questions.parquet", ds / "images", ds / "manifest.txt", ds / "dataset.json"
+        ),
+        split="test",
+        n_images=12,
+        seed=0,
+    )
     questions = pl.from_arrow(store.read_questions(ds / "questions.parquet"))
     corruptions = names(benchmark=True)
     subsets = [("clean", 0, "clean", ds / "images")]

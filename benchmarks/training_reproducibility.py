@@ -16,7 +16,7 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
-from vqarobust.datasets import prepare_dataset
+from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.models.recipe import Recipe
 from vqarobust.models.training import train_reference_model
 
@@ -36,9 +36,13 @@ def weights(path: Path) -> tuple[str, dict]:
 
 def main(workdir: str | None = None) -> None:
     root = Path(workdir or tempfile.mkdtemp(prefix="vqarobust-repro-"))
-    prepare_dataset("easy-vqa", questions_out=root / "q.parquet", images_out=root / "img",
-                    manifest_out=root / "m.txt", info_out=root / "i.json", split="train",
-                    n_images=400, seed=0)  # fmt: skip
+    prepare_dataset(
+        "easy-vqa",
+        PreparedOutputs(root / "q.parquet", root / "img", root / "m.txt", root / "i.json"),
+        split="train",
+        n_images=400,
+        seed=0,
+    )
     for arch, kwargs in ARCHITECTURES.items():
         runs = {}
         for tag, threads in (("1 thread", 1), ("1 thread again", 1), ("2 threads", 2)):

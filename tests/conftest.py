@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _prepare(root: Path, split: str, n_images: int) -> dict[str, Path]:
-    from vqarobust.datasets import prepare_dataset
+    from vqarobust.datasets import PreparedOutputs, prepare_dataset
 
     out = {
         "questions": root / "questions.parquet",
@@ -21,10 +21,7 @@ def _prepare(root: Path, split: str, n_images: int) -> dict[str, Path]:
     }
     prepare_dataset(
         "easy-vqa",
-        questions_out=out["questions"],
-        images_out=out["images"],
-        manifest_out=out["manifest"],
-        info_out=out["info"],
+        PreparedOutputs(out["questions"], out["images"], out["manifest"], out["info"]),
         split=split,
         n_images=n_images,
         seed=0,

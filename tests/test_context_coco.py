@@ -12,7 +12,7 @@ from PIL import Image
 
 from vqarobust import store
 from vqarobust.context import coco
-from vqarobust.datasets import prepare_dataset
+from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.datasets.miniature import MINI_CATEGORIES, write_mini_vqav2
 from vqarobust.materialize.context import CocoSources, SwapOutputs, swap_context_coco
 
@@ -22,10 +22,16 @@ def mini(tmp_path_factory):
     root = tmp_path_factory.mktemp("coco")
     paths = write_mini_vqav2(root / "vqav2", n_images=12, instances=True)
     prepared = root / "prepared"
-    prepare_dataset("vqav2", questions_out=prepared / "q.parquet", images_out=prepared / "img",
-                    manifest_out=prepared / "m.txt", info_out=prepared / "i.json", n_images=None,
-                    questions=str(paths["questions"]), annotations=str(paths["annotations"]),
-                    images=str(paths["images"]))  # fmt: skip
+    prepare_dataset(
+        "vqav2",
+        PreparedOutputs(
+            prepared / "q.parquet", prepared / "img", prepared / "m.txt", prepared / "i.json"
+        ),
+        n_images=None,
+        questions=str(paths["questions"]),
+        annotations=str(paths["annotations"]),
+        images=str(paths["images"]),
+    )
     return paths, prepared
 
 

@@ -54,14 +54,17 @@ def test_the_adapter_reads_the_official_layout(mini, tmp_path):
 
 def test_prepared_with_and_without_images(mini, tmp_path):
     from vqarobust import store
-    from vqarobust.datasets import prepare_dataset
+    from vqarobust.datasets import PreparedOutputs, prepare_dataset
 
     def prepare(name, **source):
         out = tmp_path / name
-        counts = prepare_dataset("gqa", questions_out=out / "q.parquet", images_out=out / "img",
-                                 manifest_out=out / "m.txt", info_out=out / "d.json",
-                                 questions=str(mini.questions),
-                                 scene_graphs=str(mini.scene_graphs), **source)  # fmt: skip
+        counts = prepare_dataset(
+            "gqa",
+            PreparedOutputs(out / "q.parquet", out / "img", out / "m.txt", out / "d.json"),
+            questions=str(mini.questions),
+            scene_graphs=str(mini.scene_graphs),
+            **source,
+        )
         return counts, out
 
     counts, out = prepare("with", images=str(mini.images))

@@ -19,7 +19,7 @@ from tests.hf_data import SPLIT, vqav2_rows, write_parquet, write_saved
 from tests.hf_data import features as hf_features
 from vqarobust import store
 from vqarobust.config import ConfigError, validate_config
-from vqarobust.datasets import dataset_job, prepare_dataset
+from vqarobust.datasets import PreparedOutputs, dataset_job, prepare_dataset
 from vqarobust.datasets.hf import column_map, load_split, open_hf
 from vqarobust.datasets.miniature import image_name, write_mini_vqav2
 from vqarobust.datasets.prepare import BadImagesError, read_manifest
@@ -28,8 +28,9 @@ pytest.importorskip("datasets")
 
 
 def outputs(root):
-    return {"questions_out": root / "q.parquet", "images_out": root / "images",
-            "manifest_out": root / "manifest.txt", "info_out": root / "dataset.json"}  # fmt: skip
+    out = PreparedOutputs(root / "q.parquet", root / "images", root / "manifest.txt",
+                          root / "dataset.json")  # fmt: skip
+    return {"out": out}
 
 
 @pytest.fixture(scope="module")

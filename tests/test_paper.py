@@ -112,17 +112,15 @@ def test_paper_config_end_to_end(paper_run):
 def test_rerun_with_the_manifest_reproduces_the_subset(paper_run, tmp_path):
     workdir, mini, _ = paper_run
     manifest = workdir / "resources" / "datasets" / "vqav2-val-3000" / "eval" / "manifest.txt"
-    from vqarobust.datasets import prepare_dataset
+    from vqarobust.datasets import PreparedOutputs, prepare_dataset
 
-    names = {"questions_out": "q.parquet", "images_out": "img", "manifest_out": "m.txt",
-             "info_out": "i.json"}  # fmt: skip
-    out = {k: tmp_path / n for k, n in names.items()}
-    prepare_dataset("vqav2", questions=str(mini["questions"]), annotations=str(mini["annotations"]),
-                    images=str(mini["images"]), manifest=str(manifest), **out)  # fmt: skip
-    assert (
-        out["manifest_out"].read_text().split("\n")[-10:] == manifest.read_text().split("\n")[-10:]
-    )
-    a = pl.read_parquet(out["questions_out"])
+    out = PreparedOutputs(tmp_path / "q.parquet", tmp_path / "img", tmp_path / "m.txt",
+                          tmp_path / "i.json")  # fmt: skip
+    prepare_dataset("vqav2", out, questions=str(mini["questions"]),
+                    annotations=str(mini["annotations"]), images=str(mini["images"]),
+                    manifest=str(manifest))  # fmt: skip
+    assert out.manifest.read_text().split("\n")[-10:] == manifest.read_text().split("\n")[-10:]
+    a = pl.read_parquet(out.questions)
     b = pl.read_parquet(manifest.parent / "questions.parquet")
     assert a.equals(b)
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from vqarobust import store
-from vqarobust.datasets import prepare_dataset
+from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.datasets.jsonl import read_jsonl
 from vqarobust.datasets.miniature import image_name, write_mini_vqav2
 from vqarobust.datasets.prepare import BadImagesError, read_manifest
@@ -19,8 +19,9 @@ from vqarobust.datasets.vqav2 import read_vqav2
 
 
 def outputs(root):
-    return {"questions_out": root / "q.parquet", "images_out": root / "images",
-            "manifest_out": root / "manifest.txt", "info_out": root / "dataset.json"}  # fmt: skip
+    out = PreparedOutputs(root / "q.parquet", root / "images", root / "manifest.txt",
+                          root / "dataset.json")  # fmt: skip
+    return {"out": out}
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vqarobust import store
 from vqarobust.datasets.easy_vqa import read_easy_vqa
 from vqarobust.datasets.gqa import open_gqa
 from vqarobust.datasets.hf import open_hf
 from vqarobust.datasets.jsonl import open_jsonl
-from vqarobust.datasets.prepare import Dataset, write_prepared
+from vqarobust.datasets.prepare import Dataset, PreparedOutputs, write_prepared
 from vqarobust.datasets.question_types import answer_type, question_type
 from vqarobust.datasets.scenes import read_scenes
 from vqarobust.datasets.vqav2 import open_vqav2
@@ -42,6 +41,7 @@ SOURCE_KEYS = ("questions", "annotations", "images", "path", "scene_graphs")
 
 __all__ = [
     "ADAPTERS",
+    "PreparedOutputs",
     "SOURCE_KEYS",
     "answer_type",
     "dataset_job",
@@ -52,20 +52,16 @@ __all__ = [
 
 def prepare_dataset(
     adapter: str,
+    out: PreparedOutputs,
     *,
-    questions_out: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    manifest_out: str | os.PathLike[str],
-    info_out: str | os.PathLike[str],
     n_images: int | None = None,
     seed: int = 0,
     manifest: str | None = None,
     on_bad_image: str = "fail",
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
     **source: Any,
 ) -> dict[str, Any]:
     """Open a dataset with the named adapter (``source``: its keys, e.g. ``split`` or
-    ``questions``/``annotations``/``images``) and write the prepared outputs.
+    ``questions``/``annotations``/``images``) and write the prepared outputs to ``out``.
 
     ``n_images`` None takes every image. Returns counts of what was written.
     """
@@ -78,15 +74,11 @@ def prepare_dataset(
         return write_prepared(
             dataset.questions,
             dataset.images,
-            questions_out=questions_out,
-            images_out=images_out,
-            manifest_out=manifest_out,
-            info_out=info_out,
+            out,
             n_images=n_images,
             seed=seed,
             manifest=manifest,
             on_bad_image=on_bad_image,
-            shard_bytes=shard_bytes,
             describe=describe,
         )
 

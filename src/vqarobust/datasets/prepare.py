@@ -126,19 +126,28 @@ def check_questions(questions: pl.DataFrame, source: str) -> pl.DataFrame:
     return questions.select(store.QUESTION_SCHEMA.names)
 
 
+@dataclass(frozen=True)
+class PreparedOutputs:
+    """Where a prepared split goes: its questions (QUESTION_SCHEMA), image shards (of
+    ``shard_bytes``, a size that changes files and never an image), manifest and
+    ``dataset.json``."""
+
+    questions: str | os.PathLike[str]
+    images: str | os.PathLike[str]
+    manifest: str | os.PathLike[str]
+    info: str | os.PathLike[str]
+    shard_bytes: int = store.DEFAULT_SHARD_BYTES
+
+
 def write_prepared(
     questions: pl.DataFrame,
     images: ImageSource,
+    out: PreparedOutputs,
     *,
-    questions_out: str | os.PathLike[str],
-    images_out: str | os.PathLike[str],
-    manifest_out: str | os.PathLike[str],
-    info_out: str | os.PathLike[str],
     n_images: int | None,
     seed: int,
     manifest: str | None = None,
     on_bad_image: str = "fail",
-    shard_bytes: int = store.DEFAULT_SHARD_BYTES,
     describe: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
     """Choose, check and write a dataset (see the module docstring); returns counts.
@@ -176,8 +185,8 @@ def write_prepared(
                    "width": width, "height": height}  # fmt: skip
 
     # The shards land in a temporary folder that is renamed only if the policy allows.
-    with store.atomic_path(images_out) as tmp_images:
-        n_written = store.write_image_shards(rows(), tmp_images, shard_bytes)
+    with store.atomic_path(out.images) as tmp_images:
+        n_written = store.write_image_shards(rows(), tmp_images, out.shard_bytes)
         if bad:
             first = ", ".join(f"{b['image_id']} ({b['reason']})" for b in bad[:5])
             message = f"{len(bad)} of {len(chosen)} chosen images are missing or broken: {first}"
@@ -195,9 +204,9 @@ def write_prepared(
     kept_ids = [i for i in chosen if i not in bad_ids]
     kept = questions.filter(pl.col("image_id").is_in(kept_ids)).sort("image_id", "question_id")
     n_dropped = questions.filter(pl.col("image_id").is_in(list(bad_ids))).height
-    store.write_table(kept.to_arrow().cast(store.QUESTION_SCHEMA), questions_out)
+    store.write_table(kept.to_arrow().cast(store.QUESTION_SCHEMA), out.questions)
     header = {**describe, "seed": seed, "n_images": len(kept_ids)}
-    write_manifest(manifest_out, kept_ids, {"vqarobust manifest": "image ids, one per line",
+    write_manifest(out.manifest, kept_ids, {"vqarobust manifest": "image ids, one per line",
                                             **header})  # fmt: skip
     info = {
         **describe,
@@ -212,7 +221,7 @@ def write_prepared(
         "n_skipped_questions": n_dropped,
         "skipped_images": bad[:LISTED_BAD_IMAGES],
     }
-    with store.atomic_path(info_out) as tmp:
+    with store.atomic_path(out.info) as tmp:
         tmp.write_text(json.dumps(info, indent=1, default=str), encoding="utf-8")
     log.info("%s: %d images, %d questions (%d images skipped)", source, len(kept_ids),
              kept.height, len(bad))  # fmt: skip
