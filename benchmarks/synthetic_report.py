@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vqarobust import store, text  # noqa: E402
 from vqarobust.corruptions import family, names  # noqa: E402
 from vqarobust.datasets import PreparedOutputs, prepare_dataset  # noqa: E402
-from vqarobust.db import build_database  # noqa: E402
+from vqarobust.db import DatabaseInputs, build_database  # noqa: E402
 from vqarobust.materialize.images import corrupt_subset  # noqa: E402
 from vqarobust.materialize.questions import (  # noqa: E402
     basic_question_sets,
@@ -90,9 +90,16 @@ def main(out: str) -> None:
     families |= {p: text.level(p) for p in text.names(available=True)}
     families |= {r: ranker_name(r) for r in RANKERS}
     db = root / "robustness.duckdb"
-    build_database(db, ds / "questions.parquet", [pred_path], families=families,
-                   question_set_paths=[str(p) for *_, p in sets],
-                   image_subsets=[(p, s, str(d)) for _, s, p, d in subsets])  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(
+            ds / "questions.parquet",
+            [pred_path],
+            question_set_paths=[str(p) for *_, p in sets],
+            image_subsets=[(p, s, str(d)) for _, s, p, d in subsets],
+        ),
+        families=families,
+    )
     render_report(db, root / "report" / "index.html")
     print(f"{root / 'report' / 'index.html'}: {len(MODELS)} models, {len(subsets)} "
           f"image subsets, {len(sets)} question sets")  # fmt: skip

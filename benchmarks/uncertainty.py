@@ -96,7 +96,7 @@ def bench_bootstrap(resamples: int) -> None:
 def bench_load_duckdb(resamples: int, out: Path) -> None:
     """Write the synthetic run's files into ``out`` (unless they are there: then only
     build_database runs in this process, so its peak memory is its own)."""
-    from vqarobust.db import build_database
+    from vqarobust.db import DatabaseInputs, build_database
 
     families = synthetic_families()
     paths = sorted((out / "predictions").glob("*/*.parquet"))
@@ -104,8 +104,12 @@ def bench_load_duckdb(resamples: int, out: Path) -> None:
         paths = write_run(out)
     print(f"{len(paths)} prediction files; peak so far {_peak_gb():.2f} GB")
     start = time.perf_counter()
-    counts = build_database(out / "robustness.duckdb", out / "questions.parquet", paths,
-                            families=families, uncertainty={"resamples": resamples})  # fmt: skip
+    counts = build_database(
+        out / "robustness.duckdb",
+        DatabaseInputs(out / "questions.parquet", paths),
+        families=families,
+        uncertainty={"resamples": resamples},
+    )
     seconds = time.perf_counter() - start
     print(f"build_database ({counts['predictions']:,} predictions, {resamples} resamples): "
           f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB")  # fmt: skip

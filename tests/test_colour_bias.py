@@ -86,7 +86,7 @@ def test_without_grayscale_predictions_the_tables_are_empty():
 
 def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):
     from tests.test_db_report import _write_predictions
-    from vqarobust.db import build_database
+    from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.materialize.images import corrupt_subset
     from vqarobust.report import render_report
 
@@ -103,8 +103,12 @@ def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):
     for include in (False, True):
         db = tmp_path / f"{include}.duckdb"
         outside = [] if include else ["grayscale"]
-        build_database(db, easy_vqa_eval["questions"], paths, families=families,
-                       image_subsets=subsets, outside_metrics=outside)  # fmt: skip
+        build_database(
+            db,
+            DatabaseInputs(easy_vqa_eval["questions"], paths, image_subsets=subsets),
+            families=families,
+            outside_metrics=outside,
+        )
         with duckdb.connect(str(db), read_only=True) as con:
 
             def names(sql, con=con):

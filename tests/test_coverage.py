@@ -9,7 +9,7 @@ import pytest
 
 from tests.test_db_report import _write_predictions
 from vqarobust import store
-from vqarobust.db import build_database
+from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.metrics.coverage import MissingRowsError, check_coverage
 from vqarobust.metrics.mmi import mmi_table
 from vqarobust.metrics.robustness import RobustnessWarning, robustness_tables
@@ -88,10 +88,16 @@ def test_the_database_refuses_gaps_or_records_the_drop(tmp_path, easy_vqa_eval):
                                     lambda s: 0.9 - 0.05 * s))  # fmt: skip
     db = tmp_path / "r.duckdb"
     with pytest.raises(MissingRowsError, match="b/snow"):
-        build_database(db, easy_vqa_eval["questions"], paths, uncertainty={"resamples": 10})
+        build_database(
+            db, DatabaseInputs(easy_vqa_eval["questions"], paths), uncertainty={"resamples": 10}
+        )
     assert not db.exists()
-    build_database(db, easy_vqa_eval["questions"], paths, uncertainty={"resamples": 10},
-                   on_missing="drop")  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths),
+        uncertainty={"resamples": 10},
+        on_missing="drop",
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         warned = json.loads(con.execute("SELECT value FROM run_info WHERE key = 'warnings'")
                             .fetchone()[0])  # fmt: skip

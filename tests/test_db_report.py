@@ -3,7 +3,7 @@ import polars as pl
 import pytest
 
 from vqarobust import store
-from vqarobust.db import build_database
+from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.report import render_report
 
 TABLES = {
@@ -52,7 +52,9 @@ def database(tmp_path, easy_vqa_eval):
             )
     db = tmp_path / "robustness.duckdb"
     counts = build_database(
-        db, easy_vqa_eval["questions"], paths, families={"snow": "weather", "blur": "blur"}
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths),
+        families={"snow": "weather", "blur": "blur"},
     )
     return db, counts, len(questions)
 
@@ -81,7 +83,7 @@ def test_duplicate_predictions_are_rejected(tmp_path, easy_vqa_eval):
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     p = _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 1.0)
     with pytest.raises(ValueError, match="duplicated predictions"):
-        build_database(tmp_path / "x.duckdb", easy_vqa_eval["questions"], [p, p])
+        build_database(tmp_path / "x.duckdb", DatabaseInputs(easy_vqa_eval["questions"], [p, p]))
     assert not (tmp_path / "x.duckdb").exists()
 
 
@@ -125,8 +127,11 @@ def test_answer_grid_from_sample_thumbnails(tmp_path, easy_vqa_eval):
         corrupt_subset(easy_vqa_eval["images"], tmp_path / f"snow{s}", "snow", s)
         subsets.append(("snow", s, str(tmp_path / f"snow{s}")))
     db = tmp_path / "r.duckdb"
-    build_database(db, easy_vqa_eval["questions"], paths, families={"snow": "weather"},
-                   image_subsets=subsets)  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths, image_subsets=subsets),
+        families={"snow": "weather"},
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         thumbs = con.sql("SELECT * FROM sample_images").pl()
     assert thumbs.height == 3 * 3  # sample questions x (clean + 2 severities)

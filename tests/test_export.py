@@ -6,7 +6,7 @@ import pytest
 from tests.test_db_report import _write_predictions
 from vqarobust import store
 from vqarobust.cli import main
-from vqarobust.db import build_database
+from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.export import export_records, sample_records
 from vqarobust.materialize.questions import perturb_question_set
 from vqarobust.metrics.vqa_accuracy import normalize_answer
@@ -26,8 +26,11 @@ def db(easy_vqa_eval, tmp_path_factory):
                   _write_predictions(tmp, questions, model, "keyboard", [1], lambda s: 0.5,
                                      modality="text")]  # fmt: skip
     path = tmp / "r.duckdb"
-    build_database(path, easy_vqa_eval["questions"], paths, question_set_paths=[sets[1]],
-                   families={"snow": "weather", "keyboard": "char"})  # fmt: skip
+    build_database(
+        path,
+        DatabaseInputs(easy_vqa_eval["questions"], paths, question_set_paths=[sets[1]]),
+        families={"snow": "weather", "keyboard": "char"},
+    )
     return path, len(questions), pl.read_parquet(sets[1])
 
 

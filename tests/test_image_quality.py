@@ -143,7 +143,7 @@ def test_database_and_report_carry_the_calibration(easy_vqa_eval, tmp_path):
     from scipy.stats import spearmanr
 
     from tests.test_db_report import _write_predictions
-    from vqarobust.db import build_database
+    from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.report import render_report
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
@@ -156,8 +156,11 @@ def test_database_and_report_carry_the_calibration(easy_vqa_eval, tmp_path):
             corrupt_subset(easy_vqa_eval["images"], tmp_path / f"{name}{s}", name, s)
             subsets.append((name, s, str(tmp_path / f"{name}{s}")))
     db = tmp_path / "r.duckdb"
-    build_database(db, easy_vqa_eval["questions"], paths, image_subsets=subsets,
-                   families={"gaussian_noise": "noise", "contrast": "digital"})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths, image_subsets=subsets),
+        families={"gaussian_noise": "noise", "contrast": "digital"},
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         per_image = con.sql("SELECT * FROM image_quality_images").pl()
         table = con.sql("SELECT * FROM image_quality ORDER BY ALL").pl()

@@ -128,7 +128,7 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
 
     from tests.test_db_report import _write_predictions
     from vqarobust import store
-    from vqarobust.db import build_database
+    from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.report import render_report
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
@@ -140,8 +140,11 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
              _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5,
                                 modality="text")]  # fmt: skip
     db = tmp_path / "r.duckdb"
-    build_database(db, easy_vqa_eval["questions"], paths, question_set_paths=[dropped_set],
-                   families={"char_delete": "char", "snow": "weather"})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths, question_set_paths=[dropped_set]),
+        families={"char_delete": "char", "snow": "weather"},
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         drops = con.execute("SELECT * FROM fidelity_drops").fetchall()
         asked = dict(con.execute("SELECT modality, max(n) FROM accuracy GROUP BY ALL").fetchall())

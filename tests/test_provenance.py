@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import REPO
 from vqarobust.cli import main
-from vqarobust.db import build_database
+from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.digests import file_sha256, text_sha256, tree_sha256
 from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset
@@ -34,9 +34,14 @@ def run(checkpoints, easy_vqa_eval, tmp_path_factory):
         run_inference(ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, "cpu")
         paths.append(out)
     db = root / "a.duckdb"
-    build_database(db, easy_vqa_eval["questions"], paths, families={"snow": "weather"},
-                   dataset_info_path=easy_vqa_eval["info"], config=CONFIG, seed=0,
-                   uncertainty={"resamples": 20})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths, dataset_info_path=easy_vqa_eval["info"]),
+        families={"snow": "weather"},
+        config=CONFIG,
+        seed=0,
+        uncertainty={"resamples": 20},
+    )
     return {"db": db, "paths": paths, "root": root}
 
 
@@ -93,9 +98,16 @@ def test_diff_of_a_copy_is_empty_and_of_another_seed_names_inputs_and_tables(
     assert "tables: all the same" in capsys.readouterr().out
 
     other = run["root"] / "b.duckdb"
-    build_database(other, easy_vqa_eval["questions"], run["paths"], families={"snow": "weather"},
-                   dataset_info_path=easy_vqa_eval["info"], config={**CONFIG, "seed": 7},
-                   seed=7, uncertainty={"resamples": 20, "seed": 7})  # fmt: skip
+    build_database(
+        other,
+        DatabaseInputs(
+            easy_vqa_eval["questions"], run["paths"], dataset_info_path=easy_vqa_eval["info"]
+        ),
+        families={"snow": "weather"},
+        config={**CONFIG, "seed": 7},
+        seed=7,
+        uncertainty={"resamples": 20, "seed": 7},
+    )
     result = diff(run["db"], other)
     assert set(result["inputs"]) == {"config_sha256", "seed"}
     assert result["inputs"]["seed"] == ("0", "7")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from vqarobust.db import build_database
+from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.metrics.simulation import (
     SimulatedModel,
     simulate_questions,
@@ -33,8 +33,12 @@ def _database(folder, models: dict[str, SimulatedModel], seed: int, resamples: i
     scored.drop("score").write_parquet(folder / "p.parquet")
     families = {"gaussian_noise": "noise", "defocus_blur": "blur", "snow": "weather"}
     db = folder / "r.duckdb"
-    build_database(db, folder / "q.parquet", [folder / "p.parquet"], families=families,
-                   uncertainty={"resamples": resamples})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(folder / "q.parquet", [folder / "p.parquet"]),
+        families=families,
+        uncertainty={"resamples": resamples},
+    )
     return db
 
 

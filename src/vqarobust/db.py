@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vqarobust.analyses.base import RunOptions
@@ -20,26 +21,49 @@ from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 from vqarobust.metrics.uncertainty import Settings
 
 
+@dataclass(frozen=True)
+class DatabaseInputs:
+    """The files the analyses read: the prepared questions, the models' predictions,
+    ``dataset_info_path`` (the prepared ``dataset.json``), the perturbed
+    ``question_set_paths``, ``image_subsets`` as (perturbation, severity, folder), the
+    ``attention_paths`` maps, ``context`` (keys ``swaps``, ``images``, ``clean``,
+    ``feature_swaps``: source -> swap table) and the VQABQ ranker's ``vqabq_rankings``."""
+
+    questions_path: str | os.PathLike[str]
+    prediction_paths: Sequence[str | os.PathLike[str]]
+    dataset_info_path: str | os.PathLike[str] | None = None
+    question_set_paths: Sequence[str | os.PathLike[str]] = ()
+    image_subsets: Sequence[tuple[str, int, str | os.PathLike[str]]] = ()
+    attention_paths: Sequence[str | os.PathLike[str]] = ()
+    context: Mapping[str, Any] | None = None
+    vqabq_rankings: str | os.PathLike[str] | None = None
+
+    def files(self) -> dict[str, list[str]]:
+        """The files by the input names of :func:`vqarobust.analyses.runner.run_all`."""
+        context = dict(self.context or {})
+        return {
+            "questions": [str(self.questions_path)],
+            "info": [str(self.dataset_info_path)] if self.dataset_info_path else [],
+            "predictions": [str(p) for p in self.prediction_paths],
+            "question_sets": [str(p) for p in self.question_set_paths],
+            "images": [str(f) for _, _, f in self.image_subsets],
+            "attention": [str(p) for p in self.attention_paths],
+            "context_swaps": [str(context["swaps"])] if context.get("swaps") else [],
+            "context_images": [str(context["images"])] if context.get("images") else [],
+            "clean_images": [str(context["clean"])] if context.get("clean") else [],
+            "feature_swaps": [str(p) for p in (context.get("feature_swaps") or {}).values()],
+            "vqabq_rankings": [str(self.vqabq_rankings)] if self.vqabq_rankings else [],
+        }
+
+
 def build_database(
     db_path: str | os.PathLike[str],
-    questions_path: str | os.PathLike[str],
-    prediction_paths: Sequence[str | os.PathLike[str]],
-    *,
-    dataset_info_path: str | os.PathLike[str] | None = None,
-    question_set_paths: Sequence[str | os.PathLike[str]] = (),
-    image_subsets: Sequence[tuple[str, int, str | os.PathLike[str]]] = (),
-    attention_paths: Sequence[str | os.PathLike[str]] = (),
-    context: Mapping[str, Any] | None = None,
-    vqabq_rankings: str | os.PathLike[str] | None = None,
+    inputs: DatabaseInputs,
     config: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> dict[str, int]:
-    """Run every analysis on these files and write ``db_path``; returns row counts.
+    """Run every analysis on the ``inputs`` files and write ``db_path``; returns row counts.
 
-    Files: ``dataset_info_path`` (the prepared ``dataset.json``), the perturbed
-    ``question_set_paths``, ``image_subsets`` as (perturbation, severity, folder), the
-    ``attention_paths`` maps, ``context`` (keys ``swaps``, ``images``, ``clean``,
-    ``feature_swaps``: source -> swap table) and the VQABQ ranker's ``vqabq_rankings``.
     ``settings`` are :class:`~vqarobust.analyses.base.RunOptions` fields (``metric``,
     ``weights``, ``families``, ``seed``, ``outside``, ``on_missing``, ``vqabq``, ...;
     ``uncertainty`` may be a :class:`~vqarobust.metrics.uncertainty.Settings`,
@@ -60,22 +84,10 @@ def build_database(
         ks = context_settings.get("reliance_k") or context_settings.get("k")
         if ks is not None:
             settings.setdefault("reliance_k", list(ks) if isinstance(ks, list) else [ks])
-    context = dict(context or {})
-    options = RunOptions(rscore=rscore, image_subsets=[(p, int(s)) for p, s, _ in image_subsets],
+    context = dict(inputs.context or {})
+    options = RunOptions(rscore=rscore,
+                         image_subsets=[(p, int(s)) for p, s, _ in inputs.image_subsets],
                          context=["swaps"] if context else [],
                          feature_sources=list(context.get("feature_swaps") or {}),
                          **settings)  # fmt: skip
-    files = {
-        "questions": [str(questions_path)],
-        "info": [str(dataset_info_path)] if dataset_info_path else [],
-        "predictions": [str(p) for p in prediction_paths],
-        "question_sets": [str(p) for p in question_set_paths],
-        "images": [str(f) for _, _, f in image_subsets],
-        "attention": [str(p) for p in attention_paths],
-        "context_swaps": [str(context["swaps"])] if context.get("swaps") else [],
-        "context_images": [str(context["images"])] if context.get("images") else [],
-        "clean_images": [str(context["clean"])] if context.get("clean") else [],
-        "feature_swaps": [str(p) for p in (context.get("feature_swaps") or {}).values()],
-        "vqabq_rankings": [str(vqabq_rankings)] if vqabq_rankings else [],
-    }
-    return run_all(db_path, options, files, config)
+    return run_all(db_path, options, inputs.files(), config)
