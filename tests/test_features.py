@@ -110,8 +110,8 @@ def test_the_reader_makes_each_swapped_set_from_its_source(tmp_path):
 
 def test_detector_crops_train_and_extract(tmp_path):
     from vqarobust.datasets import scenes
-    from vqarobust.features.detector import WINDOW, crops, train_detector
-    from vqarobust.features.extract import extract_features
+    from vqarobust.features.detector import WINDOW, DetectorRecipe, crops, train_detector
+    from vqarobust.features.extract import FeatureInputs, extract_features
 
     image = np.zeros((128, 128, 3), np.uint8)
     image[60:70, 20:30] = 255
@@ -122,12 +122,16 @@ def test_detector_crops_train_and_extract(tmp_path):
     rows = [{"image_id": i, "bytes": scenes.png(scenes.render(scenes.scene(0, "train", i))),
              "format": "png", "width": 128, "height": 128} for i in range(6)]  # fmt: skip
     store.write_image_shards(iter(rows), tmp_path / "images")
-    stats = train_detector(str(tmp_path / "images"), tmp_path / "det", split="train", dim=8,
-                           epochs=2, batch_size=8)  # fmt: skip
+    recipe = DetectorRecipe(dim=8, epochs=2, batch_size=8)
+    stats = train_detector(str(tmp_path / "images"), tmp_path / "det", recipe, split="train")
     assert stats["objects"] == sum(len(scenes.scene(0, "train", i)) for i in range(6))
     assert json.loads((tmp_path / "det" / "detector.json").read_text())["dim"] == 8
-    n = extract_features(tmp_path / "f.parquet", "detector", images=str(tmp_path / "images"),
-                         detector=str(tmp_path / "det"), split="train")  # fmt: skip
+    n = extract_features(
+        tmp_path / "f.parquet",
+        "detector",
+        FeatureInputs(images=str(tmp_path / "images"), detector=str(tmp_path / "det")),
+        split="train",
+    )
     bank = FeatureTable.read(tmp_path / "f.parquet")
     assert (
         n == stats["objects"]
@@ -137,8 +141,12 @@ def test_detector_crops_train_and_extract(tmp_path):
     first = scenes.scene(0, "train", 0)
     assert [c for c, _, _ in bank.labels(0)] == [o.shape for o in first]
     # Deterministic: the same weights give the same rows.
-    extract_features(tmp_path / "g.parquet", "detector", images=str(tmp_path / "images"),
-                     detector=str(tmp_path / "det"), split="train")  # fmt: skip
+    extract_features(
+        tmp_path / "g.parquet",
+        "detector",
+        FeatureInputs(images=str(tmp_path / "images"), detector=str(tmp_path / "det")),
+        split="train",
+    )
     np.testing.assert_array_equal(FeatureTable.read(tmp_path / "g.parquet").matrix, bank.matrix)
 
 

@@ -78,20 +78,21 @@ def test_prepared_with_and_without_images(mini, tmp_path):
 
 
 def test_released_features_are_matched_to_the_scene_graphs(mini, tmp_path):
-    from vqarobust.features.extract import extract_features
+    from vqarobust.features.extract import FeatureInputs, extract_features
     from vqarobust.features.table import FeatureTable, read_info
     from vqarobust.store import write_table
 
     questions = tmp_path / "q.parquet"
     write_table(read_gqa(mini.questions, mini.scene_graphs).to_arrow(), questions)
-    kw = {"questions": str(questions), "scene_graphs": str(mini.scene_graphs), "adapter": "gqa"}
-    extract_features(
-        tmp_path / "h5.parquet",
-        "gqa_h5",
-        released={"info": str(mini.info), "folder": str(mini.h5_folder)},
-        **kw,
-    )
-    extract_features(tmp_path / "tsv.parquet", "obj36", released={"path": str(mini.tsv)}, **kw)
+
+    def inputs(released):
+        return FeatureInputs(questions=str(questions), scene_graphs=str(mini.scene_graphs),
+                             released=released)  # fmt: skip
+
+    h5_files = {"info": str(mini.info), "folder": str(mini.h5_folder)}
+    extract_features(tmp_path / "h5.parquet", "gqa_h5", inputs(h5_files), adapter="gqa")
+    extract_features(tmp_path / "tsv.parquet", "obj36", inputs({"path": str(mini.tsv)}),
+                     adapter="gqa")  # fmt: skip
     h5 = FeatureTable.read(tmp_path / "h5.parquet")
     tsv = FeatureTable.read(tmp_path / "tsv.parquet")
     # The same detections in both layouts: the same table, rows in the detector's order
@@ -117,23 +118,29 @@ def test_released_features_are_matched_to_the_scene_graphs(mini, tmp_path):
     with pytest.raises(KeyError, match="lack 1 of the 6 images"):
         tsv_lines = mini.tsv.read_text().splitlines(keepends=True)
         (tmp_path / "short.tsv").write_text("".join(tsv_lines[1:]))
-        extract_features(
-            tmp_path / "x.parquet", "obj36", released={"path": str(tmp_path / "short.tsv")}, **kw
-        )
+        short = inputs({"path": str(tmp_path / "short.tsv")})
+        extract_features(tmp_path / "x.parquet", "obj36", short, adapter="gqa")
 
 
 def test_the_context_is_the_matched_objects_the_reasoning_does_not_select(mini, tmp_path):
     from vqarobust.datasets.gqa import questions_by_number, read_json
-    from vqarobust.features.extract import extract_features
+    from vqarobust.features.extract import FeatureInputs, extract_features
     from vqarobust.features.table import FeatureTable
     from vqarobust.materialize.feature_context import gqa_contexts
     from vqarobust.store import read_questions, write_table
 
     path = tmp_path / "q.parquet"
     write_table(read_gqa(mini.questions, mini.scene_graphs).to_arrow(), path)
-    extract_features(tmp_path / "f.parquet", "obj36", questions=str(path),
-                     scene_graphs=str(mini.scene_graphs), adapter="gqa",
-                     released={"path": str(mini.tsv)})  # fmt: skip
+    extract_features(
+        tmp_path / "f.parquet",
+        "obj36",
+        FeatureInputs(
+            questions=str(path),
+            scene_graphs=str(mini.scene_graphs),
+            released={"path": str(mini.tsv)},
+        ),
+        adapter="gqa",
+    )
     bank = FeatureTable.read(tmp_path / "f.parquet")
     entries = questions_by_number(read_json(mini.questions, "q"))
     graphs = read_json(mini.scene_graphs, "g")

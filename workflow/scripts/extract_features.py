@@ -1,17 +1,16 @@
 """Snakemake adapter: the feature table of one split or one corrupted image folder."""
 
-from vqarobust.features.extract import extract_features
+from vqarobust.features.extract import FeatureInputs, extract_features
 from vqarobust.logs import setup_logging
 
 setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 settings.pop("word_vectors", None)  # named in params for reruns; the file is an input
-extract_features(
-    snakemake.output[0],
+inputs = FeatureInputs(
     images=snakemake.input.get("images"),
     detector=snakemake.input.get("detector"),
     questions=snakemake.input.get("questions"),
-    word_vectors_path=snakemake.input.get("word_vectors"),
+    word_vectors=snakemake.input.get("word_vectors"),
     scene_graphs=snakemake.input.get("scene_graphs"),
     # A released source's files (GQA): gqa_h5's info and folder, obj36's TSV.
     released={
@@ -19,6 +18,5 @@ extract_features(
         for key, name in (("info", "info"), ("folder", "folder"), ("path", "tsv"))
         if snakemake.input.get(name)
     },
-    threads=snakemake.threads,
-    **settings,
 )
+extract_features(snakemake.output[0], inputs=inputs, threads=snakemake.threads, **settings)

@@ -1,8 +1,9 @@
 """Snakemake adapter: train the detector-like object encoder of a scenes feature source."""
 
-from vqarobust.features.detector import train_detector
+from vqarobust.features.detector import DetectorRecipe, train_detector
 from vqarobust.logs import setup_logging
 
 setup_logging(snakemake.log[0])
-train_detector(snakemake.input.images, snakemake.output[0],
-               **snakemake.params.settings)  # fmt: skip
+settings = dict(snakemake.params.settings)
+recipe = DetectorRecipe.take(settings)
+train_detector(snakemake.input.images, snakemake.output[0], recipe, **settings)

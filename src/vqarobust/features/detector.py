@@ -14,6 +14,8 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import torch
@@ -94,22 +96,42 @@ def _object_crops(images_dir: str, scene_seed: int, split: str) -> tuple[list[di
     return rows, out
 
 
+@dataclass(frozen=True)
+class DetectorRecipe:
+    """How the object encoder is trained: embedding ``dim``, ``epochs`` over the
+    objects, ``batch_size``, AdamW's ``learning_rate`` and the ``seed`` of the weights
+    and of the batches (a feature source's keys, docs/configuration.md)."""
+
+    dim: int = 64
+    epochs: float = 3.0
+    batch_size: int = 128
+    learning_rate: float = 2e-3
+    seed: int = 0
+
+    @classmethod
+    def take(cls, settings: dict[str, Any]) -> DetectorRecipe:
+        """The recipe's keys popped from ``settings`` (a job's params)."""
+        return cls(**{f.name: settings.pop(f.name) for f in fields(cls) if f.name in settings})
+
+
+DEFAULT_RECIPE = DetectorRecipe()
+
+
 def train_detector(
     images_dir: str,
     out_dir: str | os.PathLike[str],
+    recipe: DetectorRecipe = DEFAULT_RECIPE,
     scene_seed: int = 0,
     split: str = "train",
-    dim: int = 64,
-    epochs: float = 3.0,
-    batch_size: int = 128,
-    learning_rate: float = 2e-3,
-    seed: int = 0,
     threads: int = 1,
 ) -> dict[str, float]:
-    """Train the object encoder on every object of a scenes split's prepared images;
-    save its weights (safetensors) and settings to ``out_dir``. Returns statistics,
-    including the accuracy of each head on the last tenth of the steps."""
+    """Train the object encoder on every object of a scenes split's prepared images as
+    ``recipe`` says; save its weights (safetensors) and settings to ``out_dir``. Returns
+    statistics, including the accuracy of each head on the last tenth of the steps."""
     from safetensors.torch import save_file
+
+    dim, epochs, batch_size = recipe.dim, recipe.epochs, recipe.batch_size
+    learning_rate, seed = recipe.learning_rate, recipe.seed
 
     torch.manual_seed(seed)
     torch.set_num_threads(max(1, threads))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from vqarobust import store
@@ -58,33 +59,49 @@ def extract_gqa_features(
     return counts["detections"]
 
 
+@dataclass(frozen=True)
+class FeatureInputs:
+    """The files a feature table is made from, each only where its kind reads it: the
+    split's ``images`` and the trained ``detector`` (detector features), the split's
+    ``questions`` (perfect sight, and every GQA kind), the ``word_vectors`` (perfect
+    sight), GQA's ``scene_graphs`` and a released source's files (``released``: gqa_h5's
+    ``info`` and ``folder``, obj36's ``path``)."""
+
+    images: str | None = None
+    detector: str | None = None
+    questions: str | None = None
+    word_vectors: str | None = None
+    scene_graphs: str | None = None
+    released: Mapping[str, Any] | None = None
+
+
+NO_INPUTS = FeatureInputs()
+
+
 def extract_features(
     out_path: str | os.PathLike[str],
     kind: str,
-    images: str | None = None,
-    detector: str | None = None,
-    questions: str | None = None,
-    word_vectors_path: str | None = None,
+    inputs: FeatureInputs = NO_INPUTS,
     scene_seed: int = 0,
     split: str = "test",
     threads: int = 1,
     adapter: str = "scenes",
-    scene_graphs: str | None = None,
-    released: Mapping[str, Any] | None = None,
 ) -> int:
     """Write the feature table: on scenes, ``detector`` encodes the objects' crops of
-    ``images`` and ``perfect_sight`` encodes the scene-graph labels of the images
-    ``questions`` asks about; on GQA see :func:`extract_gqa_features`. Returns the number
-    of rows."""
+    the ``inputs`` images and ``perfect_sight`` encodes the scene-graph labels of the
+    images its questions ask about; on GQA see :func:`extract_gqa_features`. Returns the
+    number of rows."""
+    questions, word_vectors_path = inputs.questions, inputs.word_vectors
     if adapter == "gqa":
-        return extract_gqa_features(out_path, kind, questions, scene_graphs, released,
-                                    word_vectors_path)  # fmt: skip
+        return extract_gqa_features(out_path, kind, questions, inputs.scene_graphs,
+                                    inputs.released, word_vectors_path)  # fmt: skip
     if kind == "detector":
         from vqarobust.features.detector import extract_detector_features
 
-        if images is None or detector is None:
+        if inputs.images is None or inputs.detector is None:
             raise ValueError("detector features need the images and the trained detector")
-        return extract_detector_features(images, detector, out_path, scene_seed, split, threads)
+        return extract_detector_features(inputs.images, inputs.detector, out_path, scene_seed,
+                                         split, threads)  # fmt: skip
     if kind == "perfect_sight":
         from vqarobust.features import scenes as scene_features
         from vqarobust.features.perfect_sight import perfect_sight_table
