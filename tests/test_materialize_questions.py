@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from vqarobust import store, text
-from vqarobust.materialize.questions import fidelity_filter, perturb_question_set
+from vqarobust.materialize.questions import Fidelity, fidelity_filter, perturb_question_set
 
 
 def test_question_sets_are_written_per_severity(easy_vqa_eval, tmp_path):
@@ -73,7 +73,7 @@ def test_fidelity_filter_resamples_until_similar_enough():
 def test_fidelity_filter_with_minilm_records_tries_and_similarity(easy_vqa_eval, tmp_path):
     out = {5: tmp_path / "5.parquet"}
     perturb_question_set(easy_vqa_eval["questions"], out, "char_delete", 0,
-                         min_similarity=0.9, max_tries=3)  # fmt: skip
+                         Fidelity(min_similarity=0.9, max_tries=3))  # fmt: skip
     got = pl.read_parquet(out[5])
     assert got["tries"].null_count() == 0 and got["tries"].is_between(1, 3).all()
     passed = got.filter(pl.col("tries") < 3)
@@ -100,8 +100,8 @@ def dropped_set(easy_vqa_eval, tmp_path_factory):
     """char_delete at severity 3 with a MiniLM threshold near its median similarity, so
     some questions pass and some are dropped."""
     out = {3: tmp_path_factory.mktemp("drop") / "3.parquet"}
-    perturb_question_set(easy_vqa_eval["questions"], out, "char_delete", 0, min_similarity=0.75,
-                         max_tries=2, on_low_similarity="drop")  # fmt: skip
+    perturb_question_set(easy_vqa_eval["questions"], out, "char_delete", 0,
+                         Fidelity(0.75, max_tries=2, on_low_similarity="drop"))  # fmt: skip
     return out[3]
 
 
@@ -189,8 +189,8 @@ def test_any_sentence_transformers_encoder_drives_the_filter(easy_vqa_eval, tmp_
 
     encoder = _tiny_sentence_encoder(tmp_path)
     out = {3: tmp_path / "3.parquet"}
-    perturb_question_set(easy_vqa_eval["questions"], out, "keyboard", 0, min_similarity=0.5,
-                         max_tries=2, similarity_encoder=str(encoder))  # fmt: skip
+    perturb_question_set(easy_vqa_eval["questions"], out, "keyboard", 0,
+                         Fidelity(0.5, max_tries=2, similarity_encoder=str(encoder)))  # fmt: skip
     got = pl.read_parquet(out[3])
     a = encode(got["original"].to_list(), path=str(encoder))
     b = encode(got["perturbed"].to_list(), path=str(encoder))

@@ -1,7 +1,7 @@
 """Snakemake adapter: write one text perturbation's question set per severity."""
 
 from vqarobust.logs import setup_logging
-from vqarobust.materialize.questions import perturb_question_set
+from vqarobust.materialize.questions import Fidelity, perturb_question_set
 
 setup_logging(snakemake.log[0])
 perturb_question_set(
@@ -9,5 +9,5 @@ perturb_question_set(
     dict(zip(snakemake.params.severities, snakemake.output, strict=True)),
     snakemake.wildcards.perturbation,
     global_seed=snakemake.params.seed,
-    **snakemake.params.fidelity,
+    fidelity=Fidelity.from_params(snakemake.params.fidelity),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -105,29 +106,44 @@ def fidelity_filter(
     return best, best_sim, tries
 
 
+@dataclass(frozen=True)
+class Fidelity:
+    """The fidelity filter (config ``text``): resample a perturbed question whose
+    similarity to the original is under ``min_similarity``, up to ``max_tries`` draws;
+    ``on_low_similarity="drop"`` then leaves out one still under it. Similarity is the
+    cosine of the embeddings of the sentence-transformers encoder
+    ``similarity_encoder`` (a folder or a Hub id in the local cache; None: the shipped
+    MiniLM)."""
+
+    min_similarity: float
+    max_tries: int = 5
+    on_low_similarity: str = "keep_best"
+    similarity_encoder: str | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Fidelity | None:
+        """The filter a job's params ask for; None where ``min_similarity`` is null."""
+        return None if params.get("min_similarity") is None else cls(**params)
+
+
 def perturb_question_set(
     questions_path: str | os.PathLike[str],
     out_paths: Mapping[int, str | os.PathLike[str]],
     perturbation: str,
     global_seed: int = 0,
-    min_similarity: float | None = None,
-    max_tries: int = 5,
+    fidelity: Fidelity | None = None,
     encode: Callable[[list[str]], np.ndarray] | None = None,
-    on_low_similarity: str = "keep_best",
-    similarity_encoder: str | None = None,
 ) -> int:
     """Write the questions perturbed by ``perturbation`` at each severity of ``out_paths``
     (severity -> Parquet path). Each question's seed derives from (global seed, question
-    id, perturbation, severity). With ``min_similarity`` the fidelity filter resamples
-    (up to ``max_tries`` draws; similarity and tries are recorded) and, with
-    ``on_low_similarity="drop"``, leaves out (null ``perturbed``) a question still under
-    it. Similarity is the cosine of ``encode``'s embeddings, by default those of the
-    sentence-transformers encoder ``similarity_encoder`` (a folder or a Hub id in the
-    local cache; None: the shipped MiniLM). Returns the number of questions per set."""
+    id, perturbation, severity). With a ``fidelity`` filter a question is resampled
+    (similarity and tries are recorded) and, with ``on_low_similarity="drop"``, left out
+    (null ``perturbed``) when still under it. ``encode`` replaces the filter's encoder
+    (tests). Returns the number of questions per set."""
     frame = _question_frame(questions_path)
     ids, originals = frame["question_id"].to_list(), frame["question"].to_list()
     for severity, path in sorted(out_paths.items()):
-        if min_similarity is None:
+        if fidelity is None:
             out = [text.perturb_item(q, perturbation, severity, global_seed, i)
                    for q, i in zip(originals, ids, strict=True)]  # fmt: skip
             _write_set(frame, out, perturbation, severity, path)
@@ -137,16 +153,16 @@ def perturb_question_set(
 
                 from vqarobust.text.encoder import encode as encode_with
 
-                encode = partial(encode_with, path=similarity_encoder)
+                encode = partial(encode_with, path=fidelity.similarity_encoder)
             out, sim, tries = fidelity_filter(
                 originals,
                 lambda i, attempt, s=severity: text.perturb_item(
                     originals[i], perturbation, s, global_seed, ids[i], attempt
                 ),
-                min_similarity,
-                max_tries,
+                fidelity.min_similarity,
+                fidelity.max_tries,
                 encode,
-                on_low_similarity,
+                fidelity.on_low_similarity,
             )
             _write_set(frame, out, perturbation, severity, path, sim.tolist(), tries.tolist())
         changed = sum(b is not None and a != b for a, b in zip(originals, out, strict=True))
