@@ -132,13 +132,13 @@ def write_run(out: Path) -> list[Path]:
 
 
 def bench_coverage(n_sets: int) -> None:
-    from vqarobust.metrics.simulation import interval_coverage, interval_width
+    from vqarobust.metrics.simulation import SimulatedStudy, interval_coverage, interval_width
 
     for cluster in ("image", "question"):
-        acc, drop = interval_coverage(n_sets, cluster=cluster, concentration=4.0)
+        acc, drop = interval_coverage(n_sets, cluster, SimulatedStudy(concentration=4.0))
         print(f"correlated questions, {cluster} bootstrap: coverage of accuracy {acc:.3f}, "
               f"of relative drop {drop:.3f} ({n_sets} datasets)")  # fmt: skip
-    acc, drop = interval_coverage(n_sets, cluster="image", concentration=None)
+    acc, drop = interval_coverage(n_sets, "image", SimulatedStudy(concentration=None))
     print(f"independent questions, image bootstrap: coverage of accuracy {acc:.3f}, "
           f"of relative drop {drop:.3f}")  # fmt: skip
     for label, conc in (("correlated (concentration 2)", 2.0), ("independent", None)):

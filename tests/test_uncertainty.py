@@ -13,6 +13,7 @@ from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.simulation import (
     SimulatedModel,
+    SimulatedStudy,
     interval_coverage,
     interval_width,
     simulate_questions,
@@ -252,7 +253,7 @@ def test_off_switch_and_bad_settings(run):
 def test_cluster_intervals_cover_the_truth():
     """Questions correlated within an image: the image bootstrap's 95% intervals of
     accuracy and relative drop cover the true values in 93-97% of 500 datasets."""
-    acc, drop = interval_coverage(500, cluster="image", concentration=4.0)
+    acc, drop = interval_coverage(500, cluster="image", study=SimulatedStudy(concentration=4.0))
     assert 0.93 <= acc <= 0.97, acc
     assert 0.93 <= drop <= 0.97, drop
 

@@ -102,20 +102,33 @@ def simulate_scored(
     return pl.concat(frames)
 
 
+@dataclass(frozen=True)
+class SimulatedStudy:
+    """One simulated dataset's shape and truth: ``n_images`` images of
+    ``questions_per_image`` questions each, one model of true clean ``accuracy`` that
+    loses the share ``drop`` of its right answers under one perturbation, its per-image
+    accuracy Beta-distributed with ``concentration`` (None: independent questions)."""
+
+    n_images: int = 300
+    questions_per_image: int = 5
+    accuracy: float = 0.7
+    drop: float = 0.2
+    concentration: float | None = 4.0
+
+
+DEFAULT_STUDY = SimulatedStudy()
+
+
 def interval_coverage(
     n_sets: int,
     cluster: str = "image",
-    concentration: float | None = 4.0,
-    n_images: int = 300,
-    questions_per_image: int = 5,
+    study: SimulatedStudy = DEFAULT_STUDY,
     resamples: int = 999,
-    accuracy: float = 0.7,
-    drop: float = 0.2,
     level: float = 0.95,
 ) -> tuple[float, float]:
-    """Share of ``n_sets`` simulated datasets whose intervals of clean accuracy and of the
-    relative drop under one perturbation cover the true values, with the run's bootstrap
-    (:mod:`vqarobust.metrics.uncertainty`) resampling ``cluster``."""
+    """Share of ``n_sets`` simulated datasets of ``study`` whose intervals of clean
+    accuracy and of the relative drop under one perturbation cover the true values, with
+    the run's bootstrap (:mod:`vqarobust.metrics.uncertainty`) resampling ``cluster``."""
     from vqarobust.metrics.uncertainty import (
         cluster_index,
         cluster_sums,
@@ -124,10 +137,12 @@ def interval_coverage(
     )
 
     hits_acc = hits_drop = 0
+    accuracy, drop = study.accuracy, study.drop
     model = SimulatedModel(accuracy, {("image", "noise", 1): drop})
     for k in range(n_sets):
-        q = simulate_questions(n_images, questions_per_image, seed=1000 + k)
-        scored = simulate_scored(q, {"m": model}, seed=1000 + k, concentration=concentration)
+        q = simulate_questions(study.n_images, study.questions_per_image, seed=1000 + k)
+        scored = simulate_scored(q, {"m": model}, seed=1000 + k,
+                                 concentration=study.concentration)  # fmt: skip
         mapping, n = cluster_index(q, cluster)
         rows = scored.join(mapping, on="question_id")
         sums = cluster_sums(rows, ["modality"], ["score"], n)  # keys sorted: clean, image
