@@ -261,11 +261,12 @@ def write_tiny(name: str, folder: Path) -> dict:
     from transformers import ViltProcessor
     from transformers.models.vilt import ViltImageProcessorPil
 
-    from vqarobust.models.architectures import build_vilt
+    from vqarobust.models.architectures import build_architecture
 
     tok = _tokenizer()
-    model = build_vilt(len(tok), ["yes", "no", "2", "red"], image_size=64, hidden_size=32,
-                       num_hidden_layers=1, num_attention_heads=2)  # fmt: skip
+    size = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
+    model = build_architecture("vilt", size, vocab_size=len(tok), labels=["yes", "no", "2", "red"],
+                               image_size=64)  # fmt: skip
     model.save_pretrained(folder)
     ViltProcessor(ViltImageProcessorPil(size={"shortest_edge": 64}), tok).save_pretrained(folder)
     return {"family": "vqa-classifier", "path_or_id": str(folder)}

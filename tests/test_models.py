@@ -8,7 +8,7 @@ from PIL import Image
 
 from vqarobust import store
 from vqarobust.models import FAMILIES, load_model
-from vqarobust.models.architectures import ARCHITECTURES
+from vqarobust.models.architectures import ARCHITECTURES, build_architecture
 from vqarobust.models.base import VQAModel
 from vqarobust.models.loading import MissingWeightsError
 from vqarobust.models.recipe import Recipe
@@ -226,8 +226,9 @@ def _cnn(fusion: str, **kw):
     import torch
 
     torch.manual_seed(0)
-    model = ARCHITECTURES.create("cnn-bow", vocab_size=12, labels=["a", "b", "c"], image_size=32,
-                                 channels=[4, 8], hidden_dim=16, fusion=fusion, **kw)  # fmt: skip
+    options = {"channels": [4, 8], "hidden_dim": 16, "fusion": fusion, **kw}
+    model = build_architecture("cnn-bow", options, vocab_size=12, labels=["a", "b", "c"],
+                               image_size=32)  # fmt: skip
     return model.eval()
 
 

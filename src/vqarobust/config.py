@@ -327,12 +327,11 @@ TRAINING_KEYS = {"architecture", "epochs", "batch_size", "learning_rate", "weigh
 
 def architecture_keys(architecture: str) -> set[str]:
     """The hyper-parameters an architecture's builder takes (besides what training sets)."""
-    import inspect
+    import dataclasses
 
-    from vqarobust.models.architectures import ARCHITECTURES
+    from vqarobust.models.architectures import options_of
 
-    params = inspect.signature(ARCHITECTURES.get(architecture)).parameters.values()
-    return {p.name for p in params if p.kind is p.KEYWORD_ONLY or p.default is not p.empty}
+    return {f.name for f in dataclasses.fields(options_of(architecture))}
 
 
 # Keys only a served model (family openai-chat) reads, and keys it cannot use.

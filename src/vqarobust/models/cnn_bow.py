@@ -31,7 +31,9 @@ class CnnBowConfig(PretrainedConfig):
 
     model_type = "vqarobust-cnn-bow"
 
-    def __init__(
+    # A transformers config is rebuilt from its saved keys through this constructor, one
+    # keyword per key: like a dataclass's, its parameters are its fields.
+    def __init__(  # noqa: PLR0913
         self,
         vocab_size: int = 128,
         channels: list[int] | None = None,

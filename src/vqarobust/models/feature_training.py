@@ -26,7 +26,7 @@ from vqarobust.context.feature_swaps import FeatureSwap, FeatureSwapPlanner
 from vqarobust.features.table import FeatureTable
 from vqarobust.features.word_vectors import word_vectors
 from vqarobust.metrics.vqa_accuracy import most_common_answer
-from vqarobust.models.architectures import ARCHITECTURES
+from vqarobust.models.architectures import build_architecture
 from vqarobust.models.lxmert import ANSWERS_FILE
 from vqarobust.models.recipe import Recipe
 from vqarobust.models.vocab import build_tokenizer
@@ -119,9 +119,8 @@ def train_feature_model(
     data = _feature_tensors(questions, bank, features_path)
     feats, pos, mask, enc = data.feats, data.pos, data.mask, data.enc
     q_image, y = data.q_image, data.y
-    model = ARCHITECTURES.create(architecture, vocab_size=data.tokenizer.vocab_size,
-                                 labels=data.labels, visual_feat_dim=bank.dim,
-                                 **recipe.options)  # fmt: skip
+    model = build_architecture(architecture, recipe.options, vocab_size=data.tokenizer.vocab_size,
+                               labels=data.labels, visual_feat_dim=bank.dim)  # fmt: skip
     model.train()
     # The clock includes planning SwapMix's swaps: part of what SwapMix training costs.
     t0 = time.perf_counter()

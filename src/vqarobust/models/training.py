@@ -23,7 +23,7 @@ from transformers.models.vilt import ViltImageProcessorPil
 
 from vqarobust import store
 from vqarobust.metrics.vqa_accuracy import most_common_answer
-from vqarobust.models.architectures import ARCHITECTURES
+from vqarobust.models.architectures import build_architecture
 from vqarobust.models.recipe import Recipe
 from vqarobust.models.vocab import build_tokenizer
 
@@ -68,12 +68,12 @@ def train_reference_model(
     torch.manual_seed(seed)
     torch.set_num_threads(max(1, recipe.threads))
     data = _tensors(*_load_split(questions_path, images_dir))
-    model = ARCHITECTURES.create(
+    model = build_architecture(
         recipe.architecture,
+        recipe.options,
         vocab_size=data.tokenizer.vocab_size,
         labels=data.labels,
         image_size=data.image_size,
-        **recipe.options,
     )
     model.train()
     reuses_images = bool(getattr(model, "image_features_shared", False))
