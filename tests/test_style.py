@@ -31,3 +31,17 @@ def test_snakefmt():
         cwd=REPO, capture_output=True, text=True,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_shape_thresholds_hold():
+    """The shape rules stay on at the thresholds docs/architecture.md states: loosening
+    one is a change to the docs, not a quiet edit of pyproject.toml."""
+    import tomllib
+
+    lint = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    assert {"C901", "PLR0912", "PLR0913", "PLR0915"} <= set(lint["select"])
+    assert lint["pylint"] == {"max-branches": 15, "max-statements": 60, "max-args": 8}
+    assert lint["mccabe"]["max-complexity"] == 15
+    noqa = subprocess.run(["git", "grep", "-n", "noqa: PLR0913", "--", "src", "workflow"],
+                          cwd=REPO, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    assert [line.split(":")[0] for line in noqa] == ["src/vqarobust/models/cnn_bow.py"], noqa

@@ -6,7 +6,20 @@ that names the model and how to fetch it, instead of hanging on an unreachable H
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Loading:
+    """How an adapter places its checkpoints: the entry's ``name`` (in messages), the
+    ``device`` and ``dtype``, and whether weights missing from the local cache may be
+    downloaded (``allow_download``)."""
+
+    name: str = "model"
+    device: str = "cpu"
+    dtype: str = "auto"
+    allow_download: bool = False
 
 
 class MissingWeightsError(FileNotFoundError):

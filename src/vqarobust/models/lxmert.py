@@ -22,7 +22,6 @@ import torch
 from transformers import AutoTokenizer, LxmertForQuestionAnswering
 
 from vqarobust.features.table import RegionFeatures
-from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.hf import HFVQAModel
 
 ANSWERS_FILE = "answers.json"
@@ -82,21 +81,18 @@ class LxmertVQA(HFVQAModel):
     def __init__(
         self,
         path_or_id: str,
-        name: str = "model",
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        device: str = "cpu",
-        dtype: str = "auto",
-        allow_download: bool = False,
-        revision: str | None = None,
         answers: str | None = None,
         max_length: int = 20,
-        trust_remote_code: bool = False,
+        **options: Any,
     ) -> None:
-        if trust_remote_code:
+        """``answers`` names the answer vocabulary's file, ``max_length`` the question's
+        token limit; ``options`` are :class:`HFVQAModel`'s (name, batch size, device,
+        dtype, downloads, revision)."""
+        if options.get("trust_remote_code"):
+            name = options.get("name", "model")
             raise ValueError(f"model {name!r}: LXMERT loads weights only (trust_remote_code)")
         self.answers_file, self.max_length = answers, max_length
-        super().__init__(path_or_id, name, batch_size, device, dtype, allow_download,
-                         revision=revision)  # fmt: skip
+        super().__init__(path_or_id, **options)
 
     def load(self, local: str, trust_remote_code: bool) -> None:
         """The tokenizer (LXMERT has no processor), the model and its answers."""

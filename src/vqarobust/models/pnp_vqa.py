@@ -50,7 +50,7 @@ from PIL import Image
 
 from vqarobust.models import SMALL_BATCH_SIZE
 from vqarobust.models.base import SharesImageFeatures, VQAModel, torch_dtype
-from vqarobust.models.loading import resolve_weights
+from vqarobust.models.loading import Loading, resolve_weights
 from vqarobust.models.postprocess import short_answer
 
 log = logging.getLogger(__name__)
@@ -227,16 +227,15 @@ class PnpVQA(SharesImageFeatures, VQAModel):
         itm_model: str,
         caption_model: str,
         qa_model: str,
-        name: str = "model",
-        batch_size: int = SMALL_BATCH_SIZE,
-        device: str = "cpu",
-        dtype: str = "auto",
-        allow_download: bool = False,
-        trust_remote_code: bool = False,
         pnp: dict[str, Any] | None = None,
         seed: int = 0,
         share_image_features: bool = True,
+        batch_size: int = SMALL_BATCH_SIZE,
+        trust_remote_code: bool = False,
+        **loading: Any,
     ) -> None:
+        """``loading``: a :class:`~vqarobust.models.loading.Loading`'s fields (name,
+        device, dtype, allow_download)."""
         from transformers import (
             AutoProcessor,
             AutoTokenizer,
@@ -246,6 +245,8 @@ class PnpVQA(SharesImageFeatures, VQAModel):
         )
 
         super().__init__(batch_size)
+        placed = Loading(**loading)
+        name, device = placed.name, placed.device
         if trust_remote_code:
             raise ValueError(f"model {name!r}: family pnp-vqa runs no remote code")
         unknown = sorted(set(pnp or {}) - set(DEFAULTS))
@@ -256,8 +257,8 @@ class PnpVQA(SharesImageFeatures, VQAModel):
         self.name, self.seed = name, seed
         self.settings = {**DEFAULTS, **(pnp or {})}
         self.device = torch.device(device)
-        self.dtype = torch_dtype(dtype, self.device)
-        paths = {k: resolve_weights(f"{name} ({k})", v, allow_download)
+        self.dtype = torch_dtype(placed.dtype, self.device)
+        paths = {k: resolve_weights(f"{name} ({k})", v, placed.allow_download)
                  for k, v in (("itm_model", itm_model), ("caption_model", caption_model),
                               ("qa_model", qa_model))}  # fmt: skip
         self.itm_processor = AutoProcessor.from_pretrained(paths["itm_model"])

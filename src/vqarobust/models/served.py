@@ -29,6 +29,7 @@ import random
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -84,6 +85,18 @@ def retry_after_seconds(value: str | None, now: dt.datetime | None = None) -> fl
     return max(0.0, (when - now).total_seconds())
 
 
+@dataclass(frozen=True)
+class Transport:
+    """How requests reach the server: the environment variable holding the API key
+    (``api_key_env``; None sends none), concurrent requests, the timeout of one request
+    and the retries of a failed one (backoff with jitter, ``Retry-After`` honoured)."""
+
+    api_key_env: str | None = None
+    max_concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 3
+
+
 class OpenAIChatVQA(VQAModel):
     """A VQA model behind ``{base_url}/chat/completions``."""
 
@@ -91,37 +104,38 @@ class OpenAIChatVQA(VQAModel):
         self,
         base_url: str,
         model: str,
-        api_key_env: str | None = None,
-        max_concurrency: int = 8,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
         prompt: str = DEFAULT_PROMPT,
         max_new_tokens: int = 10,
         seed: int = 0,
         batch_size: int = DEFAULT_BATCH_SIZE,
         name: str = "model",
         device: str = "cpu",
+        **transport: Any,
     ) -> None:
+        """``transport``: a :class:`Transport`'s fields (API key variable, concurrency,
+        timeout, retries). ``device`` is the job's and unused: the server holds the model."""
         super().__init__(batch_size=batch_size)
+        link = Transport(**transport)
         if "{question}" not in prompt:
             raise ValueError(f"model {name!r}: prompt must contain '{{question}}', got {prompt!r}")
-        if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0:
+        if link.max_concurrency < 1 or link.max_retries < 0 or link.timeout_s <= 0:
             raise ValueError(
                 f"model {name!r}: need max_concurrency >= 1, max_retries >= 0, timeout_s > 0"
             )
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model, self.prompt, self.name = model, prompt, name
         self.max_concurrency, self.timeout_s, self.max_retries = (
-            max_concurrency, timeout_s, max_retries,
+            link.max_concurrency, link.timeout_s, link.max_retries,
         )  # fmt: skip
+        max_concurrency, timeout_s = link.max_concurrency, link.timeout_s
         self.max_new_tokens, self.seed = max_new_tokens, seed
         self._headers = {"Content-Type": "application/json"}
-        if api_key_env is not None:
-            key = os.environ.get(api_key_env)
+        if link.api_key_env is not None:
+            key = os.environ.get(link.api_key_env)
             if not key:
                 raise ValueError(
-                    f"model {name!r}: the environment variable {api_key_env} (api_key_env) "
-                    "is not set"
+                    f"model {name!r}: the environment variable {link.api_key_env} "
+                    "(api_key_env) is not set"
                 )
             self._headers["Authorization"] = f"Bearer {key}"
         self._lock = threading.Lock()
