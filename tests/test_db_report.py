@@ -166,11 +166,11 @@ def test_answer_flips_are_counted_per_modality(database):
 
 
 def test_question_types_by_perturbation_pool_severities_and_average_models(database, monkeypatch):
-    import vqarobust.summary as summary_module
+    from vqarobust.report.sections import figures
     from vqarobust.summary import summarize
 
     # The tiny set has few questions per type: let every type with 5 or more count.
-    monkeypatch.setattr(summary_module, "MIN_TYPE_QUESTIONS", 5)
+    monkeypatch.setattr(figures, "MIN_TYPE_QUESTIONS", 5)
     MIN_TYPE_QUESTIONS = 5
     db, _, _ = database
     with duckdb.connect(str(db), read_only=True) as con:

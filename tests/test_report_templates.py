@@ -112,3 +112,25 @@ def test_a_page_of_ones_own_extends_the_template(database, tmp_path):  # noqa: F
     mine.write_text('{% extends "report.html.j2" %}{% block summary %}{{ nope }}{% endblock %}')
     with pytest.raises(jinja2.UndefinedError, match="nope"):  # no silent gap
         render_report(db, tmp_path / "r" / "index.html", template=mine)
+
+
+def test_each_summary_field_is_read_by_one_section(database):  # noqa: F811
+    """`vqarobust summary` is the sections' `summary` readers put together: every field of
+    Summary comes from exactly one section, and the readers give no other key."""
+    import dataclasses
+
+    from vqarobust.summary import Summary
+
+    db, _, n_questions = database
+    owners: dict[str, list[str]] = {}
+    with duckdb.connect(str(db), read_only=True) as con:
+        for section in SECTIONS:
+            for key in section.summary(con):
+                owners.setdefault(key, []).append(section.name)
+    assert set(owners) == {f.name for f in dataclasses.fields(Summary)}
+    assert {k: v for k, v in owners.items() if len(v) > 1} == {}
+    assert owners["models"] == ["summary"] and owners["weakest_types"] == ["figures"]
+    assert owners["context_k"] == ["context"] and owners["rscore"] == ["questions"]
+    with duckdb.connect(str(db), read_only=True) as con:
+        n = SECTIONS[0].summary(con)["n_questions"]
+    assert n == n_questions

@@ -7,7 +7,6 @@ numbers a reader sees are the numbers the code produced.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -17,8 +16,6 @@ import polars as pl
 
 # How many of the strongest and weakest corruptions the summary names.
 N_NAMED = 4
-# A question type is named weakest for a corruption only with this many questions.
-MIN_TYPE_QUESTIONS = 20
 
 
 @dataclass(frozen=True)
@@ -51,7 +48,7 @@ class Summary:
     # scaled over one model says nothing about it; None with two models or more.
     unscaled: pl.DataFrame | None = None
     # corruption, question_type, accuracy: the weakest type per image corruption (mean over
-    # the models, severities 1..), types with MIN_TYPE_QUESTIONS questions or more
+    # the models, severities 1..), types with figures.MIN_TYPE_QUESTIONS questions or more
     weakest_types: pl.DataFrame | None = None
     # The SwapMix paper's Table 2 layout (reliance per swap kind at each k) and its
     # findings (perfect sight vs detector, SwapMix vs plain); None in older databases.
@@ -59,172 +56,31 @@ class Summary:
     context_findings: pl.DataFrame | None = None
 
 
+def summarize(db_path: str | os.PathLike[str]) -> Summary:
+    """Read the headline numbers of a results database: each report section reads the
+    :class:`Summary` fields its tables give (its ``summary``,
+    :mod:`vqarobust.report.sections`)."""
+    from vqarobust.report.sections import SECTIONS
+
+    fields: dict[str, object] = {}
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        for section in SECTIONS:
+            fields.update(section.summary(con))
+    return Summary(**fields)  # type: ignore[arg-type]
+
+
 def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The tables of a results database (older databases lack the newer ones)."""
     return {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
 
 
-def _bounds(alias: str, metric: str, where: str) -> str:
+def bounds(alias: str, metric: str, where: str) -> str:
+    """A LEFT JOIN of table ``intervals`` as ``alias``: the bounds of ``metric`` where
+    ``where`` holds (null bounds where the run computed none)."""
     return (f"LEFT JOIN intervals {alias} ON {alias}.metric = '{metric}' AND {where}")  # fmt: skip
 
 
-def summarize(db_path: str | os.PathLike[str]) -> Summary:
-    """Read the headline numbers of a results database."""
-    with duckdb.connect(str(db_path), read_only=True) as con:
-        models = con.sql(
-            f"""WITH m AS (
-                   SELECT v.model, v.clean_accuracy AS clean, c.corrupted,
-                          CASE WHEN v.clean_accuracy > 0
-                               THEN (v.clean_accuracy - c.corrupted) / v.clean_accuracy
-                               ELSE 0 END AS relative_drop,
-                          v.vre, rank() OVER (ORDER BY v.vre) AS rank
-                   FROM vre_model v JOIN (
-                       SELECT model, avg(accuracy) AS corrupted FROM (
-                           SELECT model, perturbation, avg(accuracy) AS accuracy FROM accuracy
-                           WHERE severity > 0 AND modality = 'image' AND perturbation IN (
-                               SELECT perturbation FROM vre_corruption WHERE modality = 'image')
-                           GROUP BY model, perturbation)
-                       GROUP BY model) c USING (model)
-                   WHERE v.modality = 'image')
-               SELECT m.*, s.share AS rank_share,
-                      a.low AS clean_low, a.high AS clean_high,
-                      p.low AS corrupted_low, p.high AS corrupted_high,
-                      d.low AS relative_drop_low, d.high AS relative_drop_high,
-                      r.low AS vre_low, r.high AS vre_high
-               FROM m
-               {_bounds("a", "accuracy", "a.model = m.model AND a.modality = 'clean'")}
-               {_bounds("p", "perturbed_accuracy", "p.model = m.model AND p.modality = 'image'")}
-               {_bounds("d", "mmi", "d.model = m.model AND d.modality = 'image' AND d.key = 'all'")}
-               {_bounds("r", "vre_model", "r.model = m.model AND r.modality = 'image'")}
-               LEFT JOIN rank_stability s
-                 ON s.modality = 'image' AND s.model = m.model AND s.rank = m.rank
-               ORDER BY m.vre, m.model"""
-        ).pl()
-        corruptions = con.sql(
-            f"""SELECT c.perturbation AS corruption, c.vre, r.low AS vre_low, r.high AS vre_high,
-                      c.relative_drop AS aggregated_drop
-               FROM vre_corruption c
-               {_bounds("r", "vre_perturbation",
-                        "r.modality = 'image' AND r.perturbation = c.perturbation")}
-               WHERE c.modality = 'image' ORDER BY c.vre DESC, corruption"""
-        ).pl()  # fmt: skip
-        n_images, n_questions = con.execute(
-            "SELECT count(DISTINCT image_id), count(*) FROM questions"
-        ).fetchone()
-        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
-        questions = _question_side(con)
-        context = _context_side(con)
-        rscore = con.execute("SELECT any_value(tolerance), any_value(maximum) FROM rscore")
-        t, m = rscore.fetchall()[0]
-        comparisons = con.sql(
-            "SELECT * FROM model_comparisons WHERE modality = 'image' AND metric = 'vre'"
-        ).pl()
-        reliance = con.sql(
-            f"""SELECT r.model, r.ratio, i.low AS ratio_low, i.high AS ratio_high,
-                       r.uses_image_little
-                FROM image_reliance r
-                {_bounds("i", "image_reliance_ratio",
-                         "i.model = r.model AND i.perturbation = r.control")}
-                WHERE r.control = 'blank' ORDER BY r.model"""
-        ).pl()  # fmt: skip
-        skipped = con.sql("SELECT * FROM skipped_perturbations ORDER BY perturbation").pl()
-        context_pairs = con.sql(
-            "SELECT * FROM model_comparisons WHERE modality = 'context' "
-            "AND metric = 'context_reliance' ORDER BY model_a, model_b"
-        ).pl()
-        unscaled = _unscaled(con) if models.height == 1 else None
-        weakest = _weakest_types(con)
-        context_k, findings = _context_paper(con)
-    unc = json.loads(info.get("uncertainty", "{}"))
-    return Summary(models, corruptions, n_images, n_questions, info["metric"], questions, (t, m),
-                   context, comparisons, float(unc.get("level", 0.95)),
-                   str(unc.get("cluster", "image")), int(unc.get("resamples", 0)), reliance,
-                   skipped, context_pairs, unscaled, weakest, context_k, findings)  # fmt: skip
-
-
-def _weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
-    """Per image corruption of the VRE tables, the question type with the lowest mean
-    accuracy over the models (ties: the first type alphabetically)."""
-    from vqarobust.analyses.accuracy import ALL_MODELS
-
-    if "question_type_perturbation" not in table_names(con):
-        return None
-    return con.sql(
-        f"""SELECT corruption, question_type, accuracy FROM (
-                SELECT q.perturbation AS corruption, q.question_type, q.accuracy,
-                       row_number() OVER (PARTITION BY q.perturbation
-                                          ORDER BY q.accuracy, q.question_type) AS k
-                FROM question_type_perturbation q
-                WHERE q.model = '{ALL_MODELS}' AND q.modality = 'image'
-                  AND q.perturbation IN (
-                      SELECT perturbation FROM vre_corruption WHERE modality = 'image')
-                  AND q.question_type IN (
-                      SELECT question_type FROM questions GROUP BY ALL
-                      HAVING count(*) >= {MIN_TYPE_QUESTIONS}))
-            WHERE k = 1 ORDER BY corruption"""
-    ).pl()
-
-
-def _unscaled(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The five sub-metrics, unscaled, per image corruption (one model), with bounds."""
-    from vqarobust.metrics.robustness import METRIC_NAMES
-
-    cols = ", ".join(METRIC_NAMES)
-    long = con.sql(
-        f"""WITH s AS (UNPIVOT (SELECT perturbation, {cols} FROM submetrics
-                                WHERE modality = 'image')
-                       ON {cols} INTO NAME col VALUE v)
-            SELECT s.perturbation AS model, s.col, 0 AS k, s.v, i.low, i.high
-            FROM s LEFT JOIN intervals i
-              ON i.metric = s.col AND i.modality = 'image' AND i.perturbation = s.perturbation"""
-    ).pl()
-    wide = _wide(long).rename({"model": "corruption"})
-    order = [c for name in METRIC_NAMES for c in (name, f"{name}_low", f"{name}_high")]
-    return wide.select("corruption", *order)
-
-
-def _context_paper(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, ...]:
-    """The Table 2 layout and the findings of the SwapMix paper (docs/context.md)."""
-    from vqarobust.metrics.context_paper import paper_table2
-
-    tables = table_names(con)
-    if "context_reliance_k" not in tables or "model_inputs" not in tables:
-        return None, None
-    table2 = paper_table2(con.sql("SELECT * FROM model_inputs").pl(),
-                          con.sql("SELECT * FROM context_reliance_k").pl())  # fmt: skip
-    findings = (con.sql("SELECT * FROM context_findings ORDER BY ALL").pl()
-                if "context_findings" in tables else None)  # fmt: skip
-    return (table2 if table2.height else None), findings
-
-
-def _context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
-    """Per model: clean accuracy, context reliance per swap kind and effective accuracy
-    (all swaps), each with its bounds; None when the run has no context swaps."""
-    if not con.execute("SELECT count(*) FROM context_reliance").fetchall()[0][0]:
-        return None
-    long = con.sql(
-        f"""SELECT e.model, 'clean accuracy' AS col, 0 AS k, e.accuracy AS v,
-                   a.low, a.high
-            FROM effective_accuracy e
-            {_bounds("a", "accuracy", "a.model = e.model AND a.modality = 'clean'")}
-            WHERE e.perturbation = 'all'
-            UNION ALL
-            SELECT c.model, 'reliance ' || replace(c.perturbation, 'swap_', ''),
-                   CASE WHEN c.perturbation = 'all' THEN 1 ELSE 2 END, c.reliance, i.low, i.high
-            FROM context_reliance c
-            {_bounds("i", "context_reliance",
-                     "i.model = c.model AND i.perturbation = c.perturbation")}
-            UNION ALL
-            SELECT e.model, 'effective accuracy', 3, e.effective_accuracy, i.low, i.high
-            FROM effective_accuracy e
-            {_bounds("i", "effective_accuracy",
-                     "i.model = e.model AND i.perturbation = e.perturbation")}
-            WHERE e.perturbation = 'all'"""
-    ).pl()  # fmt: skip
-    return _wide(long)
-
-
-def _wide(long: pl.DataFrame) -> pl.DataFrame:
+def wide(long: pl.DataFrame) -> pl.DataFrame:
     """(model, col, k, v, low, high) rows -> one row per model, columns ordered by (k, col),
     each ``col`` with ``col_low`` and ``col_high`` beside it."""
     order = long.select("col", "k").unique().sort("k", "col")["col"].to_list()
@@ -236,40 +92,6 @@ def _wide(long: pl.DataFrame) -> pl.DataFrame:
         )  # fmt: skip
         out = out.join(part, on="model", how="left")
     return out
-
-
-def _question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
-    """Per model: VRE over text perturbations, MMI per modality and the mean R_score over
-    the basic-question levels of each ranker, with bounds; None without a question side."""
-    has = con.execute(
-        "SELECT count(*) FROM accuracy WHERE modality IN ('text', 'basic_question')"
-    ).fetchall()[0][0]
-    if not has:
-        return None
-    group = 'm."group"'
-    mmi_order = f"CASE {group} WHEN 'image' THEN 1 WHEN 'text' THEN 2 WHEN 'all' THEN 3 ELSE 4 END"
-    mmi_bounds = _bounds("i", "mmi", "i.model = m.model AND i.modality = 'all' AND "
-                         f"i.key = 'modality' AND i.perturbation = {group}")  # fmt: skip
-    long = con.sql(
-        f"""SELECT v.model, 'text VRE' AS col, 0 AS k, v.vre AS v, i.low, i.high
-            FROM vre_model v
-            {_bounds("i", "vre_model", "i.model = v.model AND i.modality = 'text'")}
-            WHERE v.modality = 'text'
-            UNION ALL
-            SELECT m.model, 'MMI ' || replace(m."group", '_', ' '), {mmi_order}, m.mmi,
-                   i.low, i.high
-            FROM mmi m
-            {mmi_bounds}
-            WHERE m.scope = 'modality'
-            UNION ALL
-            SELECT r.model, 'R_score ' || r.perturbation, 5, r.r, i.low, i.high
-            FROM (SELECT model, perturbation, avg(rscore) AS r FROM rscore
-                  WHERE modality = 'basic_question' AND perturbation <> 'all'
-                  GROUP BY ALL) r
-            {_bounds("i", "rscore_mean", "i.model = r.model AND i.modality = 'basic_question' "
-                     "AND i.perturbation = r.perturbation")}"""
-    ).pl()  # fmt: skip
-    return _wide(long)
 
 
 def with_interval(value: float | None, low: float | None, high: float | None) -> str:
@@ -361,7 +183,7 @@ def notes(s: Summary) -> list[str]:
     # The sentences live with the report sections that show their tables; imported here,
     # as the sections import this module.
     from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
-    from vqarobust.report.sections.figures import weakest_types_sentence
+    from vqarobust.report.sections import figures
     from vqarobust.report.sections.summary import reliance_sentence
     from vqarobust.report.sections.uncertainty import comparison_sentences
 
@@ -405,7 +227,7 @@ def notes(s: Summary) -> list[str]:
         f"Strongest corruptions (highest VRE over the models): {_named(s.corruptions.head(k))}; "
         f"weakest: {_named(s.corruptions.tail(k).reverse())}."
     )
-    weakest = weakest_types_sentence(s.weakest_types, MIN_TYPE_QUESTIONS)
+    weakest = figures.weakest_types_sentence(s.weakest_types, figures.MIN_TYPE_QUESTIONS)
     if weakest:
         out.append(weakest)
     if s.skipped is not None and s.skipped.height:

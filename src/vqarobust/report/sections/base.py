@@ -60,6 +60,11 @@ def _no_data(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     return {}
 
 
+def _no_summary(con: duckdb.DuckDBPyConnection) -> Data:
+    del con
+    return {}
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of the report page.
@@ -70,7 +75,9 @@ class Section:
     (None leaves the section out of the page); ``figures`` draws the figures it declares
     in :data:`vqarobust.report.outputs.FIGURES` (drawn, as placeholders, even when the
     section is left out: the workflow declares every file); ``tables`` gives the frames
-    written as ``tables/<name>.csv``."""
+    written as ``tables/<name>.csv``; ``summary`` reads the
+    :class:`~vqarobust.summary.Summary` fields its tables give (``vqarobust summary`` and
+    the page's opening)."""
 
     name: str
     analyses: tuple[str, ...]
@@ -78,6 +85,7 @@ class Section:
     read: Callable[[duckdb.DuckDBPyConnection, Run], Data] = _no_data
     figures: Callable[[Data, Run], dict[str, matplotlib.figure.Figure]] = _no_figures
     tables: Callable[[Data], dict[str, pl.DataFrame]] = _no_tables
+    summary: Callable[[duckdb.DuckDBPyConnection], Data] = _no_summary
 
     @property
     def template(self) -> str:

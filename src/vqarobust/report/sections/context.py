@@ -18,7 +18,7 @@ from vqarobust.metrics.context_paper import (
 )
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
-from vqarobust.summary import table_names, with_interval
+from vqarobust.summary import bounds, table_names, wide, with_interval
 
 # The CSV files this section writes, each the frame of the same name.
 TABLES = ("context_reliance", "effective_accuracy", "context_examples", "context_table1",
@@ -135,5 +135,62 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
             "findings": [finding_sentence(r) for r in findings.iter_rows(named=True)]}  # fmt: skip
 
 
+def context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """Per model: clean accuracy, context reliance per swap kind and effective accuracy
+    (all swaps), each with its bounds; None when the run has no context swaps."""
+    if not con.execute("SELECT count(*) FROM context_reliance").fetchall()[0][0]:
+        return None
+    long = con.sql(
+        f"""SELECT e.model, 'clean accuracy' AS col, 0 AS k, e.accuracy AS v,
+                   a.low, a.high
+            FROM effective_accuracy e
+            {bounds("a", "accuracy", "a.model = e.model AND a.modality = 'clean'")}
+            WHERE e.perturbation = 'all'
+            UNION ALL
+            SELECT c.model, 'reliance ' || replace(c.perturbation, 'swap_', ''),
+                   CASE WHEN c.perturbation = 'all' THEN 1 ELSE 2 END, c.reliance, i.low, i.high
+            FROM context_reliance c
+            {bounds("i", "context_reliance",
+                     "i.model = c.model AND i.perturbation = c.perturbation")}
+            UNION ALL
+            SELECT e.model, 'effective accuracy', 3, e.effective_accuracy, i.low, i.high
+            FROM effective_accuracy e
+            {bounds("i", "effective_accuracy",
+                     "i.model = e.model AND i.perturbation = e.perturbation")}
+            WHERE e.perturbation = 'all'"""
+    ).pl()  # fmt: skip
+    return wide(long)
+
+
+def context_paper(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, ...]:
+    """The Table 2 layout and the findings of the SwapMix paper (docs/context.md)."""
+    from vqarobust.metrics.context_paper import paper_table2
+
+    tables = table_names(con)
+    if "context_reliance_k" not in tables or "model_inputs" not in tables:
+        return None, None
+    table2 = paper_table2(con.sql("SELECT * FROM model_inputs").pl(),
+                          con.sql("SELECT * FROM context_reliance_k").pl())  # fmt: skip
+    findings = (con.sql("SELECT * FROM context_findings ORDER BY ALL").pl()
+                if "context_findings" in tables else None)  # fmt: skip
+    return (table2 if table2.height else None), findings
+
+
+def summary(con: duckdb.DuckDBPyConnection) -> Data:
+    """Context reliance per model and swap kind, its model comparisons, and the SwapMix
+    paper's Table 2 layout and findings."""
+    context_pairs = con.sql(
+        "SELECT * FROM model_comparisons WHERE modality = 'context' "
+        "AND metric = 'context_reliance' ORDER BY model_a, model_b"
+    ).pl()
+    table2, findings = context_paper(con)
+    return {
+        "context": context_side(con),
+        "context_comparisons": context_pairs,
+        "context_k": table2,
+        "context_findings": findings,
+    }
+
+
 SECTION = Section("context", ("context", "context_at_k", "context_findings", "uncertainty"),
-                  context, read, figures, tables)  # fmt: skip
+                  context, read, figures, tables, summary)  # fmt: skip

@@ -18,6 +18,8 @@ from vqarobust.summary import table_names
 
 # The question-type figure and heatmap show the most frequent types.
 TOP_QUESTION_TYPES = 15
+# A question type is named weakest for a corruption only with this many questions.
+MIN_TYPE_QUESTIONS = 20
 
 
 def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
@@ -125,5 +127,31 @@ def context(data: Data, run: Run) -> dict[str, Any]:
     return {"question_type_grid": data["type_grid"].height > 0}
 
 
+def weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """Per image corruption of the VRE tables, the question type with the lowest mean
+    accuracy over the models (ties: the first type alphabetically)."""
+    if "question_type_perturbation" not in table_names(con):
+        return None
+    return con.sql(
+        f"""SELECT corruption, question_type, accuracy FROM (
+                SELECT q.perturbation AS corruption, q.question_type, q.accuracy,
+                       row_number() OVER (PARTITION BY q.perturbation
+                                          ORDER BY q.accuracy, q.question_type) AS k
+                FROM question_type_perturbation q
+                WHERE q.model = '{ALL_MODELS}' AND q.modality = 'image'
+                  AND q.perturbation IN (
+                      SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                  AND q.question_type IN (
+                      SELECT question_type FROM questions GROUP BY ALL
+                      HAVING count(*) >= {MIN_TYPE_QUESTIONS}))
+            WHERE k = 1 ORDER BY corruption"""
+    ).pl()
+
+
+def summary(con: duckdb.DuckDBPyConnection) -> Data:
+    """The weakest question type per image corruption."""
+    return {"weakest_types": weakest_types(con)}
+
+
 SECTION = Section("figures", ("accuracy", "robustness", "uncertainty"), context, read,
-                  figures, tables)  # fmt: skip
+                  figures, tables, summary)  # fmt: skip

@@ -14,7 +14,7 @@ from vqarobust import text as text_perturbations
 from vqarobust.metrics.level_control import level_control, ranker_comparison
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
-from vqarobust.summary import table_names
+from vqarobust.summary import bounds, table_names, wide
 from vqarobust.text import ranking as bq
 
 # Severities / levels whose perturbed questions the example table shows.
@@ -254,5 +254,45 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
+def question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """Per model: VRE over text perturbations, MMI per modality and the mean R_score over
+    the basic-question levels of each ranker, with bounds; None without a question side."""
+    has = con.execute(
+        "SELECT count(*) FROM accuracy WHERE modality IN ('text', 'basic_question')"
+    ).fetchall()[0][0]
+    if not has:
+        return None
+    group = 'm."group"'
+    mmi_order = f"CASE {group} WHEN 'image' THEN 1 WHEN 'text' THEN 2 WHEN 'all' THEN 3 ELSE 4 END"
+    mmi_bounds = bounds("i", "mmi", "i.model = m.model AND i.modality = 'all' AND "
+                         f"i.key = 'modality' AND i.perturbation = {group}")  # fmt: skip
+    long = con.sql(
+        f"""SELECT v.model, 'text VRE' AS col, 0 AS k, v.vre AS v, i.low, i.high
+            FROM vre_model v
+            {bounds("i", "vre_model", "i.model = v.model AND i.modality = 'text'")}
+            WHERE v.modality = 'text'
+            UNION ALL
+            SELECT m.model, 'MMI ' || replace(m."group", '_', ' '), {mmi_order}, m.mmi,
+                   i.low, i.high
+            FROM mmi m
+            {mmi_bounds}
+            WHERE m.scope = 'modality'
+            UNION ALL
+            SELECT r.model, 'R_score ' || r.perturbation, 5, r.r, i.low, i.high
+            FROM (SELECT model, perturbation, avg(rscore) AS r FROM rscore
+                  WHERE modality = 'basic_question' AND perturbation <> 'all'
+                  GROUP BY ALL) r
+            {bounds("i", "rscore_mean", "i.model = r.model AND i.modality = 'basic_question' "
+                     "AND i.perturbation = r.perturbation")}"""
+    ).pl()  # fmt: skip
+    return wide(long)
+
+
+def summary(con: duckdb.DuckDBPyConnection) -> Data:
+    """The question side per model and R_score's tolerance and maximum."""
+    t, m = con.execute("SELECT any_value(tolerance), any_value(maximum) FROM rscore").fetchall()[0]
+    return {"questions": question_side(con), "rscore": (t, m)}
+
+
 SECTION = Section("questions", ("scoring", "accuracy", "robustness", "uncertainty", "vqabq"),
-                  context, read, figures, tables)  # fmt: skip
+                  context, read, figures, tables, summary)  # fmt: skip

@@ -11,7 +11,14 @@ import polars as pl
 from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.report.sections.uncertainty import comparison_sentences, interval_note
-from vqarobust.summary import NO_IMAGE_SIDE, Summary, headline_table, with_interval
+from vqarobust.summary import (
+    NO_IMAGE_SIDE,
+    Summary,
+    bounds,
+    headline_table,
+    wide,
+    with_interval,
+)
 
 # The opening names this many of the strongest and weakest corruptions (at most half).
 N_NAMED = 3
@@ -29,6 +36,83 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
         ).pl(),
         "skipped": con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl(),
     }
+
+
+def summary(con: duckdb.DuckDBPyConnection) -> Data:
+    """The headline :class:`~vqarobust.summary.Summary` fields: per model clean and mean
+    corrupted accuracy, relative drop, VRE and the stability of its rank; per corruption
+    VRE and aggregated drop (strongest first); the dataset's size and metric; the
+    blank-image control; with one model its unscaled sub-metrics."""
+    models = con.sql(
+        f"""WITH m AS (
+               SELECT v.model, v.clean_accuracy AS clean, c.corrupted,
+                      CASE WHEN v.clean_accuracy > 0
+                           THEN (v.clean_accuracy - c.corrupted) / v.clean_accuracy
+                           ELSE 0 END AS relative_drop,
+                      v.vre, rank() OVER (ORDER BY v.vre) AS rank
+               FROM vre_model v JOIN (
+                   SELECT model, avg(accuracy) AS corrupted FROM (
+                       SELECT model, perturbation, avg(accuracy) AS accuracy FROM accuracy
+                       WHERE severity > 0 AND modality = 'image' AND perturbation IN (
+                           SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                       GROUP BY model, perturbation)
+                   GROUP BY model) c USING (model)
+               WHERE v.modality = 'image')
+           SELECT m.*, s.share AS rank_share,
+                  a.low AS clean_low, a.high AS clean_high,
+                  p.low AS corrupted_low, p.high AS corrupted_high,
+                  d.low AS relative_drop_low, d.high AS relative_drop_high,
+                  r.low AS vre_low, r.high AS vre_high
+           FROM m
+           {bounds("a", "accuracy", "a.model = m.model AND a.modality = 'clean'")}
+           {bounds("p", "perturbed_accuracy", "p.model = m.model AND p.modality = 'image'")}
+           {bounds("d", "mmi", "d.model = m.model AND d.modality = 'image' AND d.key = 'all'")}
+           {bounds("r", "vre_model", "r.model = m.model AND r.modality = 'image'")}
+           LEFT JOIN rank_stability s
+             ON s.modality = 'image' AND s.model = m.model AND s.rank = m.rank
+           ORDER BY m.vre, m.model"""
+    ).pl()
+    corruptions = con.sql(
+        f"""SELECT c.perturbation AS corruption, c.vre, r.low AS vre_low, r.high AS vre_high,
+                  c.relative_drop AS aggregated_drop
+           FROM vre_corruption c
+           {bounds("r", "vre_perturbation",
+                    "r.modality = 'image' AND r.perturbation = c.perturbation")}
+           WHERE c.modality = 'image' ORDER BY c.vre DESC, corruption"""
+    ).pl()  # fmt: skip
+    n_images, n_questions = con.execute(
+        "SELECT count(DISTINCT image_id), count(*) FROM questions"
+    ).fetchall()[0]
+    metric = con.execute("SELECT value FROM run_info WHERE key = 'metric'").fetchall()[0][0]
+    reliance = con.sql(
+        f"""SELECT r.model, r.ratio, i.low AS ratio_low, i.high AS ratio_high,
+                   r.uses_image_little
+            FROM image_reliance r
+            {bounds("i", "image_reliance_ratio",
+                     "i.model = r.model AND i.perturbation = r.control")}
+            WHERE r.control = 'blank' ORDER BY r.model"""
+    ).pl()  # fmt: skip
+    return {"models": models, "corruptions": corruptions, "n_images": n_images,
+            "n_questions": n_questions, "metric": metric, "reliance": reliance,
+            "unscaled": unscaled_submetrics(con) if models.height == 1 else None}  # fmt: skip
+
+
+def unscaled_submetrics(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The five sub-metrics, unscaled, per image corruption (one model), with bounds."""
+    from vqarobust.metrics.robustness import METRIC_NAMES
+
+    cols = ", ".join(METRIC_NAMES)
+    long = con.sql(
+        f"""WITH s AS (UNPIVOT (SELECT perturbation, {cols} FROM submetrics
+                                WHERE modality = 'image')
+                       ON {cols} INTO NAME col VALUE v)
+            SELECT s.perturbation AS model, s.col, 0 AS k, s.v, i.low, i.high
+            FROM s LEFT JOIN intervals i
+              ON i.metric = s.col AND i.modality = 'image' AND i.perturbation = s.perturbation"""
+    ).pl()
+    per_corruption = wide(long).rename({"model": "corruption"})
+    order = [c for name in METRIC_NAMES for c in (name, f"{name}_low", f"{name}_high")]
+    return per_corruption.select("corruption", *order)
 
 
 def tables(data: Data) -> dict[str, pl.DataFrame]:
@@ -127,4 +211,4 @@ def context(data: Data, run: Run) -> dict[str, Any]:
 
 
 SECTION = Section("summary", ("scoring", "accuracy", "robustness", "uncertainty"), context,
-                  read, tables=tables)  # fmt: skip
+                  read, tables=tables, summary=summary)  # fmt: skip

@@ -3,6 +3,7 @@ differences between models, the paired drop tests and effective robustness."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import duckdb
@@ -149,5 +150,18 @@ def context(data: Data, run: Run) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def summary(con: duckdb.DuckDBPyConnection) -> Data:
+    """The intervals' settings (coverage, resampling unit, resamples; from ``run_info``)
+    and the model comparisons of image-side VRE."""
+    info = con.execute("SELECT value FROM run_info WHERE key = 'uncertainty'").fetchall()
+    unc = json.loads(info[0][0]) if info else {}
+    comparisons = con.sql(
+        "SELECT * FROM model_comparisons WHERE modality = 'image' AND metric = 'vre'"
+    ).pl()
+    return {"comparisons": comparisons, "level": float(unc.get("level", 0.95)),
+            "cluster": str(unc.get("cluster", "image")),
+            "resamples": int(unc.get("resamples", 0))}  # fmt: skip
+
+
 SECTION = Section("uncertainty", ("uncertainty", "robustness"), context, read, figures,
-                  tables)  # fmt: skip
+                  tables, summary)  # fmt: skip

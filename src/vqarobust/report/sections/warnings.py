@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import duckdb
+
 from vqarobust.report.sections.base import Data, Run, Section
 
 
@@ -14,4 +16,10 @@ def context(data: Data, run: Run) -> list[str]:
     return json.loads(run.info.get("warnings", "[]"))
 
 
-SECTION = Section("warnings", (), context)
+def summary(con: duckdb.DuckDBPyConnection) -> Data:
+    """The perturbations the run skipped, with the reason."""
+    skipped = con.sql("SELECT * FROM skipped_perturbations ORDER BY perturbation").pl()
+    return {"skipped": skipped}
+
+
+SECTION = Section("warnings", (), context, summary=summary)
