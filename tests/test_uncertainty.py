@@ -331,3 +331,32 @@ def test_a_model_missing_one_side_gets_no_comparison_there(run):
     c = t["model_comparisons"].filter(pl.col("metric") == "perturbed_accuracy")
     assert set(c["modality"]) == {"image", "basic_question"}
     assert t["effective_robustness"].filter(pl.col("modality") == "text").is_empty()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 5000), min_size=1, max_size=300))
+def test_dense_codes_are_numpys_unique(codes):
+    from vqarobust.metrics.uncertainty import _dense
+
+    code = np.asarray(codes, dtype=np.int64)
+    inverse, distinct = _dense(code)
+    expect_distinct, expect_inverse = np.unique(code, return_inverse=True)
+    assert distinct.tolist() == expect_distinct.tolist()
+    assert inverse.tolist() == expect_inverse.tolist()
+
+
+def test_encoding_by_hand_and_refined_by_one_more_key():
+    from vqarobust.metrics.uncertainty import encode_keys
+
+    rows = pl.DataFrame({"model": ["b", "a", "b", "a"], "severity": [1, 0, 1, 1]})
+    enc = encode_keys(rows, ["model", "severity"])
+    assert enc.labels.rows() == [("a", 0), ("a", 1), ("b", 1)]
+    assert enc.inverse.tolist() == [2, 0, 2, 1]
+    # One more key: the type of each row, coded into the sorted names.
+    names = pl.DataFrame({"kind": ["x", "y"]})
+    finer = enc.refine(np.array([1, 0, 0, 0]), names)
+    assert finer.labels.rows() == [("a", 0, "x"), ("a", 1, "x"), ("b", 1, "x"), ("b", 1, "y")]
+    assert finer.inverse.tolist() == [3, 0, 2, 1]
+    with pytest.raises(ValueError, match="row 0 of the replicate weights"):
+        cluster_sums(rows.with_columns(pl.lit(0).alias("cluster"), pl.lit(1.0).alias("v")),
+                     enc, ["v"], 1).means("v", np.array([[2.0]]))  # fmt: skip

@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.plans import plan
-from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
+from vqarobust.metrics.image_reliance import IMAGE_RELIANCE_RATIO
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 
 pytestmark = pytest.mark.workflow

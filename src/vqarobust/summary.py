@@ -182,7 +182,7 @@ def notes(s: Summary) -> list[str]:
     strongest and weakest corruptions, and what the run skipped."""
     # The sentences live with the report sections that show their tables; imported here,
     # as the sections import this module.
-    from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
+    from vqarobust.metrics.image_reliance import IMAGE_RELIANCE_RATIO
     from vqarobust.report.sections import figures
     from vqarobust.report.sections.summary import reliance_sentence
     from vqarobust.report.sections.uncertainty import comparison_sentences

@@ -11,15 +11,14 @@ import polars as pl
 
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
 from vqarobust.corruptions.controls import CONTROL
+from vqarobust.metrics.accuracy import accuracy_tables
+from vqarobust.metrics.image_reliance import image_reliance
 from vqarobust.perturbations import OWN_TABLES
 
 # The "model" of the mean over models in question_type_perturbation (no model name can
 # start with a parenthesis: the config schema's pattern).
 ALL_MODELS = "(mean)"
 NOT_PERTURBATIONS = OWN_TABLES
-# A model whose accuracy without the image (blank control) reaches this share of its clean
-# accuracy uses the image little; the report says so next to its robustness numbers.
-IMAGE_RELIANCE_RATIO = 0.8
 
 
 @dataclass(frozen=True)
@@ -36,31 +35,6 @@ class Settings:
 def controls_of(families: dict[str, str] | object) -> list[str]:
     """The perturbations of class ``control``, sorted."""
     return sorted(c for c, f in dict(families or {}).items() if f == CONTROL)  # type: ignore[arg-type]
-
-
-def image_reliance(accuracy: pl.DataFrame, controls: Sequence[str]) -> pl.DataFrame:
-    """Per model and control: clean accuracy, accuracy on the control (without the
-    image), their ratio and whether the model ``uses_image_little`` (ratio at least
-    ``IMAGE_RELIANCE_RATIO``)."""
-    clean = accuracy.filter(pl.col("severity") == 0).select(
-        "model", pl.col("accuracy").alias("clean_accuracy")
-    )
-    blank = accuracy.filter(pl.col("perturbation").is_in(list(controls))).select(
-        "model",
-        pl.col("perturbation").alias("control"),
-        pl.col("accuracy").alias("control_accuracy"),
-    )
-    ratio = pl.when(pl.col("clean_accuracy") > 0).then(
-        pl.col("control_accuracy") / pl.col("clean_accuracy")
-    )
-    return (
-        clean.join(blank, on="model")
-        .with_columns(ratio.alias("ratio"))
-        .with_columns(
-            (pl.col("ratio") >= IMAGE_RELIANCE_RATIO).fill_null(False).alias("uses_image_little")
-        )
-        .sort("model", "control")
-    )
 
 
 def perturbation_accuracy(accuracy: pl.DataFrame) -> pl.DataFrame:
@@ -85,23 +59,13 @@ _QUESTION_TYPE_PERTURBATION = f"""
 
 
 def run(inputs: Inputs, settings: Settings) -> Result:
-    """Accuracy tables from the scored predictions (DuckDB: the SQL is the definition)."""
+    """Accuracy tables from the scored predictions, by the accuracy kernel
+    (:mod:`vqarobust.metrics.accuracy`, the one the bootstrap calls); Table A.2's pooling
+    in DuckDB (the SQL is the definition)."""
+    computed = accuracy_tables(inputs.table("predictions"), inputs.table("_questions"))
+    tables = {name: Table(frame) for name, frame in computed.items()}
+    accuracy = tables["accuracy"].frame
     with duckdb.connect() as con:
-        con.register("predictions", inputs.table("predictions").to_arrow())
-        con.register("questions", inputs.table("_questions").to_arrow())
-        accuracy = con.sql(
-            """SELECT model, modality, perturbation, severity, count(*) AS n,
-                      avg(score) AS accuracy, count(*) FILTER (truncated) AS truncated
-               FROM predictions GROUP BY ALL ORDER BY ALL"""
-        ).pl()
-        tables = {"accuracy": Table(accuracy)}
-        for kind in ("question_type", "answer_type"):
-            tables[f"{kind}_accuracy"] = Table(con.sql(
-                f"""SELECT p.model, p.modality, p.perturbation, p.severity, q.{kind},
-                           count(*) AS n, avg(p.score) AS accuracy
-                    FROM predictions p JOIN questions q USING (question_id)
-                    GROUP BY ALL ORDER BY ALL"""
-            ).pl())  # fmt: skip
         con.register("question_type_accuracy", tables["question_type_accuracy"].frame.to_arrow())
         tables["question_type_perturbation"] = Table(con.sql(_QUESTION_TYPE_PERTURBATION).pl())
     reliance = image_reliance(perturbation_accuracy(accuracy), settings.controls)

@@ -20,7 +20,10 @@ credit (VQAv2's several accepted answers), so effective = correct - changed.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+
+from vqarobust.metrics.uncertainty import OBSERVED, ClusterSums, cluster_sums, observed_sums
 
 CORRECT = 1.0  # full VQA credit
 RELIANCE_SCHEMA = {"model": pl.String, "perturbation": pl.String, "n_correct": pl.Int64,
@@ -66,34 +69,58 @@ def context_flags(scored: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def context_sums(flags: pl.DataFrame, n_clusters: int | None = None) -> ClusterSums:
+    """Per (model, perturbation) sums of the :func:`context_flags` questions: ``num``
+    (correct and changed), ``den`` (correct), ``eff`` (effective), ``swapped`` (has swaps)
+    and ``score``; per cluster when ``flags`` carries a ``cluster`` column of
+    ``n_clusters``, else the observed sums alone."""
+    flags = flags.with_columns(
+        pl.col("counts_for_reliance").cast(pl.Float64).alias("den"),
+        (pl.col("counts_for_reliance") & pl.col("changed")).cast(pl.Float64).alias("num"),
+        pl.col("effective").cast(pl.Float64).alias("eff"),
+        pl.col("n_swaps").is_not_null().cast(pl.Float64).alias("swapped"),
+    )
+    keys, values = ["model", "perturbation"], ["num", "den", "eff", "swapped", "score"]
+    # The scores are added up in question order, whatever order the joins left.
+    flags = flags.sort("model", "perturbation", "question_id")
+    if n_clusters is None:
+        return observed_sums(flags, keys, values)
+    return cluster_sums(flags, keys, values, n_clusters)
+
+
+def context_arrays(sums: ClusterSums, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel of both context statistics: reliance (changed / correct, NaN without a
+    correct question) and effective accuracy (effective / all) per key of ``sums`` in
+    every replicate of ``weights`` (row 0: the data as observed)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reliance = sums.totals("num", weights) / sums.totals("den", weights)
+    return reliance, sums.means("eff", weights)
+
+
 def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """``context_reliance`` and ``effective_accuracy`` from scored predictions (columns
-    model, modality, perturbation, question_id, answer, score); empty without context
-    predictions."""
+    model, modality, perturbation, question_id, answer, score): :func:`context_arrays` at
+    the observed data. Empty without context predictions; a model with no correct clean
+    answer has no reliance row."""
     if scored.filter(pl.col("modality") == "context").is_empty():
         return {"context_reliance": pl.DataFrame(schema=RELIANCE_SCHEMA),
                 "effective_accuracy": pl.DataFrame(schema=EFFECTIVE_SCHEMA)}  # fmt: skip
-    grid = context_flags(scored)
-    reliance = (
-        grid.filter(pl.col("counts_for_reliance"))
-        .group_by("model", "perturbation")
-        .agg(pl.len().alias("n_correct"), pl.col("changed").sum().alias("n_changed"))
-        .with_columns((pl.col("n_changed") / pl.col("n_correct")).alias("reliance"))
-    )
-    effective = (
-        grid.group_by("model", "perturbation")
-        .agg(
-            pl.len().alias("n_questions"),
-            pl.col("n_swaps").is_not_null().sum().alias("n_swapped"),
-            pl.col("score").mean().alias("accuracy"),
-            pl.col("effective").sum().alias("n_effective"),
-        )
-        .with_columns((pl.col("n_effective") / pl.col("n_questions")).alias("effective_accuracy"))
-    )
+    sums = context_sums(context_flags(scored))
+    reliance, effective = (a[0] for a in context_arrays(sums, OBSERVED))
+
+    def total(col: str) -> pl.Series:
+        return pl.Series(sums.totals(col, OBSERVED)[0]).cast(pl.Int64)
+
+    table = sums.keys.with_columns(
+        n_correct=total("den"), n_changed=total("num"), reliance=pl.Series(reliance),
+        n_questions=pl.Series(sums.n).cast(pl.Int64), n_swapped=total("swapped"),
+        accuracy=pl.Series(sums.means("score", OBSERVED)[0]), n_effective=total("eff"),
+        effective_accuracy=pl.Series(effective),
+    )  # fmt: skip
     return {
-        "context_reliance": reliance.cast(RELIANCE_SCHEMA).select(list(RELIANCE_SCHEMA))
-        .sort("model", "perturbation"),
-        "effective_accuracy": effective.cast(EFFECTIVE_SCHEMA).select(list(EFFECTIVE_SCHEMA))
+        "context_reliance": table.filter(pl.col("n_correct") > 0).cast(RELIANCE_SCHEMA)
+        .select(list(RELIANCE_SCHEMA)).sort("model", "perturbation"),
+        "effective_accuracy": table.cast(EFFECTIVE_SCHEMA).select(list(EFFECTIVE_SCHEMA))
         .sort("model", "perturbation"),
     }  # fmt: skip
 

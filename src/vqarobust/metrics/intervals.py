@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from vqarobust.metrics.context import context_flags
+from vqarobust.metrics.accuracy import SUBSET, TYPES, typed_sums
+from vqarobust.metrics.context import context_arrays, context_flags, context_sums
 from vqarobust.metrics.grouping import columns_of, group_means, with_rows
+from vqarobust.metrics.image_reliance import reliance_ratio
 from vqarobust.metrics.mmi import SCOPES, mmi_arrays, ratio_drop
 from vqarobust.metrics.modalities import MMI_ALL, SINGLE_LEVEL_FAMILIES, VRE_MODALITIES
 from vqarobust.metrics.robustness import (
@@ -39,12 +41,14 @@ from vqarobust.metrics.rscore import (
 from vqarobust.metrics.uncertainty import (
     INTERVAL_SCHEMA,
     MIN_MODELS_FOR_FIT,
+    Encoding,
     Settings,
     chunked_intervals,
     cluster_index,
     cluster_sums,
     drop_tests,
     effective_robustness,
+    encode_keys,
     interval_frame,
     rank_shares,
     replicate_weights,
@@ -52,7 +56,6 @@ from vqarobust.metrics.uncertainty import (
 )
 from vqarobust.perturbations import OWN_TABLES
 
-SUBSET = ["model", "modality", "perturbation", "severity"]
 COMPARISON_SCHEMA = {
     "modality": pl.String,
     "metric": pl.String,
@@ -152,14 +155,15 @@ def uncertainty_tables(
     rows = scored.with_columns(_lookup(mapping, "cluster"))
     b = _Builder(settings.level)
 
-    acc_sums = cluster_sums(rows, SUBSET, ["score"], n_clusters).where(
+    subsets = encode_keys(rows, SUBSET)  # shared by the accuracy per subset and per type
+    acc_sums = cluster_sums(rows, subsets, ["score"], n_clusters).where(
         ~pl.col("modality").is_in(OWN_TABLES)
     )
     acc = acc_sums.means("score", weights_)
     keys = with_rows(acc_sums.keys)
     b.add("accuracy", acc_sums.keys, acc)
     if resamples:
-        _typed_accuracy(b, rows, questions, n_clusters, weights_)
+        _typed_accuracy(b, rows, questions, subsets, n_clusters, weights_)
 
     models = sorted(keys["model"].unique().to_list())
     clean_rows = keys.filter(pl.col("modality") == CLEAN)
@@ -214,18 +218,14 @@ class _Base:
 
 
 def _typed_accuracy(b: _Builder, rows: pl.DataFrame, questions: pl.DataFrame,
-                    n_clusters: int, weights: np.ndarray) -> None:  # fmt: skip
-    """Intervals of the accuracy by question type and by answer type."""
-    for kind in ("question_type", "answer_type"):
-        names = questions.select(pl.col(kind).unique().sort()).with_row_index("code")
-        codes = questions.join(names, on=kind).select("question_id", "code")
-        typed = rows.with_columns(_lookup(codes, "code"))
-        sums = cluster_sums(typed, [*SUBSET, "code"], ["score"], n_clusters).where(
+                    subsets: Encoding, n_clusters: int, weights: np.ndarray) -> None:  # fmt: skip
+    """Intervals of the accuracy by question type and by answer type (the kernel of
+    :mod:`vqarobust.metrics.accuracy`)."""
+    for kind in TYPES:
+        sums = typed_sums(rows, questions, kind, n_clusters, subsets).where(
             ~pl.col("modality").is_in(OWN_TABLES)
         )
-        sums = sums.relabel(
-            sums.keys.join(names, on="code", how="left").drop("code").rename({kind: "key"})
-        )
+        sums = sums.relabel(sums.keys.rename({kind: "key"}))
         b.intervals.extend(chunked_intervals(f"{kind}_accuracy", sums, "score", weights,
                                              b.level))  # fmt: skip
 
@@ -289,12 +289,9 @@ def _controls(b: _Builder, base: _Base, keys: pl.DataFrame, controls: Sequence[s
         ctl = keys.filter(pl.col("perturbation") == control)
         if ctl.height:
             labels, ctl_acc = group_means(base.acc, ctl, ["model"])
-            cl = base.clean_of(labels)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ratio = np.where(cl > 0, ctl_acc / np.where(cl > 0, cl, 1.0), np.nan)
             lab = labels.with_columns(pl.lit("image").alias("modality"),
                                       pl.lit(control).alias("perturbation"))  # fmt: skip
-            b.add("image_reliance_ratio", lab, ratio)
+            b.add("image_reliance_ratio", lab, reliance_ratio(ctl_acc, base.clean_of(labels)))
 
 
 def _tables(b: _Builder, tests: pl.DataFrame, resamples: int) -> dict[str, pl.DataFrame]:
@@ -447,24 +444,17 @@ def _effective_table(intervals: pl.DataFrame, b: _Builder) -> pl.DataFrame:
 
 
 def _context(b: _Builder, rows: pl.DataFrame, n_clusters: int, weights: np.ndarray) -> None:
-    """Context reliance and effective accuracy (SwapMix) per model and perturbation."""
+    """Context reliance and effective accuracy (SwapMix) per model and perturbation, by
+    the kernel of :func:`vqarobust.metrics.context.context_arrays`."""
     if rows.filter(pl.col("modality") == "context").is_empty():
         return
     flags = context_flags(rows.drop("cluster")).join(
         rows.filter(pl.col("modality") == "clean").select("model", "question_id", "cluster"),
         on=["model", "question_id"],
     )
-    flags = flags.with_columns(
-        pl.col("counts_for_reliance").cast(pl.Float64).alias("den"),
-        (pl.col("counts_for_reliance") & pl.col("changed").fill_null(False))
-        .cast(pl.Float64).alias("num"),
-        pl.col("effective").cast(pl.Float64).alias("eff"),
-    )  # fmt: skip
-    sums = cluster_sums(flags, ["model", "perturbation"], ["num", "den", "eff"], n_clusters)
+    sums = context_sums(flags, n_clusters)
     labels = sums.keys.with_columns(pl.lit("context").alias("modality"))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reliance = sums.totals("num", weights) / sums.totals("den", weights)
-    effective = sums.means("eff", weights)
+    reliance, effective = context_arrays(sums, weights)
     b.add("context_reliance", labels, reliance)
     b.add("effective_accuracy", labels, effective)
     # Pairs of models over all swaps (e.g. a model and its SwapMix-trained twin).

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from vqarobust import store
+from vqarobust.metrics.accuracy import accuracy_by
 from vqarobust.metrics.mmi import mmi_table
 from vqarobust.metrics.robustness import CLEAN, RobustnessWarning, robustness_tables
 
@@ -31,8 +32,10 @@ def read_accuracy_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     """Read and validate a long accuracy table; clean rows get corruption ``clean``."""
     df = read_table(path)
     if is_per_question(df):
-        df = df.group_by("model", "corruption", "severity").agg(
-            pl.col("score").cast(pl.Float64).mean().alias("accuracy")
+        # The accuracy kernel of the workflow's tables and intervals, on validated rows.
+        scored, _ = per_question_rows(df, str(path), cluster="question")
+        df = accuracy_by(scored, ["model", "perturbation", "severity"]).rename(
+            {"perturbation": "corruption"}
         )
     return validate_accuracy_table(df, str(path))
 

@@ -112,42 +112,102 @@ def replicate_weights(n_clusters: int, resamples: int, seed: int) -> np.ndarray:
 @dataclass(frozen=True)
 class ClusterSums:
     """Per-cluster sums of value columns for each distinct key: ``sums[col]`` and
-    ``count`` are sparse (rows x clusters) matrices, ``keys`` the row labels."""
+    ``count`` are sparse (rows x clusters) matrices, ``keys`` the row labels;
+    ``observed[col]`` and ``n`` are the plain sums and counts per key, added up question by
+    question in the rows' order, whatever the clusters.
+
+    This is the kernel of every mean of per-question values (accuracy per subset and per
+    type, context reliance, effective accuracy): :meth:`means` and :meth:`totals` give
+    replicate 0 (the data as observed) from ``observed``, so the number a table reports
+    does not depend on how questions are grouped into clusters (``uncertainty.cluster``),
+    and the resamples from the cluster matrices."""
 
     keys: pl.DataFrame
     sums: dict[str, sparse.csr_matrix]
     count: sparse.csr_matrix
+    observed: dict[str, np.ndarray]
+    n: np.ndarray
 
     def means(self, col: str, weights: np.ndarray, rows: slice | None = None) -> np.ndarray:
-        """Weighted mean of ``col`` per key in every replicate: (replicates, rows)."""
+        """Weighted mean of ``col`` per key in every replicate: (replicates, rows); row 0
+        of ``weights`` is the data as observed (all ones, :func:`replicate_weights`)."""
         rows = rows or slice(None)
-        num = np.asarray(self.sums[col][rows] @ weights.T)
-        den = np.asarray(self.count[rows] @ weights.T)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (num / den).T
+            return self._replicates(self.observed[col][rows] / self.n[rows], self.sums[col][rows],
+                                    weights, self.count[rows])  # fmt: skip
 
     def where(self, predicate: pl.Expr) -> ClusterSums:
         """Only the keys for which ``predicate`` holds."""
         keep = self.keys.with_row_index("_i").filter(predicate)["_i"].to_numpy()
         return ClusterSums(self.keys[keep], {k: m[keep] for k, m in self.sums.items()},
-                           self.count[keep])  # fmt: skip
+                           self.count[keep], {k: v[keep] for k, v in self.observed.items()},
+                           self.n[keep])  # fmt: skip
 
     def relabel(self, keys: pl.DataFrame) -> ClusterSums:
         """The same sums under new row labels (same order and length)."""
         if keys.height != self.keys.height:
             raise ValueError("relabel needs one label per row")
-        return ClusterSums(keys, self.sums, self.count)
+        return ClusterSums(keys, self.sums, self.count, self.observed, self.n)
 
     def totals(self, col: str | None, weights: np.ndarray) -> np.ndarray:
-        """Weighted sum of ``col`` (``None``: of the row count) per key: (replicates, rows)."""
-        m = self.count if col is None else self.sums[col]
-        return np.asarray(m @ weights.T).T
+        """Weighted sum of ``col`` (``None``: of the row count) per key: (replicates, rows);
+        row 0 of ``weights`` is the data as observed."""
+        if col is None:
+            return self._replicates(self.n.astype(np.float64), self.count, weights)
+        return self._replicates(self.observed[col], self.sums[col], weights)
+
+    @staticmethod
+    def _replicates(observed: np.ndarray, sums: sparse.csr_matrix, weights: np.ndarray,
+                    count: sparse.csr_matrix | None = None) -> np.ndarray:  # fmt: skip
+        """``observed`` as row 0, then ``sums`` (over ``count``) under each resample."""
+        if weights.ndim != 2 or not (weights[0] == 1).all():
+            raise ValueError("row 0 of the replicate weights must be all ones (the data)")
+        rest = np.asarray(sums @ weights[1:].T).T
+        if count is not None:
+            rest = rest / np.asarray(count @ weights[1:].T).T
+        return np.vstack([observed[None, :], rest])
 
 
-def encode_keys(rows: pl.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, pl.DataFrame]:
-    """Per row, the index of its distinct ``keys`` combination, and those combinations
-    (sorted by key). Each key column is mapped to integer codes by a lookup of its few
-    distinct values, so no copy or group-by of the big table is made."""
+# Replicate weights of the data alone: a table's point estimate is its kernel at these.
+OBSERVED = np.ones((1, 1))
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Rows of a table coded by their distinct key combinations: ``inverse[i]`` is the
+    row of ``labels`` (the combinations, sorted by key) that table row ``i`` holds."""
+
+    inverse: np.ndarray
+    labels: pl.DataFrame
+
+    def refine(self, codes: np.ndarray, names: pl.DataFrame) -> Encoding:
+        """The encoding by these keys and one more: ``codes`` (per table row) index the
+        rows of ``names``, which sort after the keys already here."""
+        inverse, distinct = _dense(self.inverse * names.height + codes)
+        return Encoding(inverse, pl.concat([self.labels[distinct // names.height],
+                                            names[distinct % names.height]],
+                                           how="horizontal"))  # fmt: skip
+
+
+# Codes up to this many per row are counted in an array (no sort); beyond, np.unique.
+DENSE_CODES_PER_ROW = 4
+
+
+def _dense(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(code, return_inverse=True)`` for non-negative codes, without a sort of
+    the rows where the codes are few (a table's distinct keys usually are)."""
+    if code.size == 0 or code.max() >= DENSE_CODES_PER_ROW * code.size + 1024:
+        return np.unique(code, return_inverse=True)[::-1]
+    distinct = np.flatnonzero(np.bincount(code))
+    lookup = np.zeros(distinct[-1] + 1, dtype=np.int64)
+    lookup[distinct] = np.arange(distinct.size)
+    return lookup[code], distinct
+
+
+def encode_keys(rows: pl.DataFrame, keys: Sequence[str]) -> Encoding:
+    """The :class:`Encoding` of ``rows`` by ``keys``. Each key column is mapped to integer
+    codes by a lookup of its few distinct values, so no copy or group-by of the big table
+    is made."""
     keys = list(keys)
     code = np.zeros(rows.height, dtype=np.int64)
     uniques = {}
@@ -159,31 +219,58 @@ def encode_keys(rows: pl.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, pl
         uniques[k] = u
         idx = col.replace_strict(u, pl.int_range(u.len(), eager=True), return_dtype=pl.Int64)
         code = code * u.len() + idx.to_numpy()
-    distinct, inverse = np.unique(code, return_inverse=True)
+    inverse, distinct = _dense(code)
     labels = {}
     rest = distinct
     for k in reversed(keys):
         n = uniques[k].len()
         labels[k] = uniques[k].gather(rest % n)
         rest = rest // n
-    return inverse, pl.DataFrame([labels[k] for k in keys])
+    return Encoding(inverse, pl.DataFrame([labels[k] for k in keys]))
+
+
+def _coded(rows: pl.DataFrame, keys: Sequence[str] | Encoding) -> Encoding:
+    return keys if isinstance(keys, Encoding) else encode_keys(rows, keys)
 
 
 def cluster_sums(
-    rows: pl.DataFrame, keys: Sequence[str], values: Sequence[str], n_clusters: int
+    rows: pl.DataFrame, keys: Sequence[str] | Encoding, values: Sequence[str], n_clusters: int
 ) -> ClusterSums:
     """Sum ``values`` per (``keys``, ``cluster``) of per-question ``rows`` (which carry a
-    ``cluster`` column); keys sorted. The sums are sparse matrices built straight from
-    the rows (duplicate cells are added up), never a group-by over the big table."""
-    row, labels = encode_keys(rows, keys)
+    ``cluster`` column); keys sorted (``keys`` may be the rows' :class:`Encoding`
+    already). The sums are sparse matrices built straight from the rows (duplicate cells
+    are added up), never a group-by over the big table."""
+    coded = _coded(rows, keys)
+    row, labels = coded.inverse, coded.labels
     col = rows.get_column("cluster").to_numpy()
     shape = (labels.height, n_clusters)
 
     def matrix(data: np.ndarray) -> sparse.csr_matrix:
         return sparse.csr_matrix((data, (row, col)), shape=shape)
 
-    sums = {v: matrix(rows.get_column(v).cast(pl.Float64).to_numpy()) for v in values}
-    return ClusterSums(labels, sums, matrix(np.ones(rows.height)))
+    data = {v: rows.get_column(v).cast(pl.Float64).to_numpy() for v in values}
+    observed = {v: np.bincount(row, d, labels.height) for v, d in data.items()}
+    return ClusterSums(labels, {v: matrix(d) for v, d in data.items()},
+                       matrix(np.ones(rows.height)), observed,
+                       np.bincount(row, minlength=labels.height))  # fmt: skip
+
+
+def observed_sums(
+    rows: pl.DataFrame, keys: Sequence[str] | Encoding, values: Sequence[str]
+) -> ClusterSums:
+    """:func:`cluster_sums` with one cluster that holds every question (``rows`` need no
+    ``cluster`` column): what a point table needs, with :data:`OBSERVED` as the weights."""
+    coded = _coded(rows, keys)
+    row, labels = coded.inverse, coded.labels
+    observed = {v: np.bincount(row, rows.get_column(v).cast(pl.Float64).to_numpy(),
+                               labels.height) for v in values}  # fmt: skip
+    n = np.bincount(row, minlength=labels.height)
+
+    def column(data: np.ndarray) -> sparse.csr_matrix:
+        return sparse.csr_matrix(data.astype(np.float64)[:, None])
+
+    return ClusterSums(labels, {v: column(o) for v, o in observed.items()}, column(n),
+                       observed, n)  # fmt: skip
 
 
 def summarize(values: np.ndarray, level: float) -> dict[str, np.ndarray]:
@@ -406,6 +493,7 @@ def rank_shares(values: np.ndarray) -> np.ndarray:
 __all__ = [
     "ADJUSTMENTS",
     "CLUSTERS",
+    "OBSERVED",
     "ClusterSums",
     "INTERVAL_SCHEMA",
     "Settings",
@@ -413,7 +501,9 @@ __all__ = [
     "chunked_intervals",
     "cluster_index",
     "cluster_sums",
+    "observed_sums",
     "drop_tests",
+    "Encoding",
     "encode_keys",
     "effective_robustness",
     "interval_frame",

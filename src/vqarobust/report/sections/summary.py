@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from vqarobust.analyses.accuracy import IMAGE_RELIANCE_RATIO
+from vqarobust.metrics.image_reliance import IMAGE_RELIANCE_RATIO
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.report.sections.uncertainty import comparison_sentences, interval_note
 from vqarobust.summary import (
