@@ -5,9 +5,9 @@
     .venv/bin/python benchmarks/uncertainty.py coverage [--sets 500]
 
 Synthetic scored predictions at the paper protocol's size (docs/paper.md): 3,000 images,
-16,500 questions (3 to 8 per image), 6 models, and 148 subsets per model: clean, the 14
+16,473 questions (3 to 8 per image), 6 models, and 148 subsets per model: clean, the 14
 benchmark corruptions x 5 severities, the blank control, 11 text perturbations x 5 and
-3 basic-question rankers x 7 levels (14.7 million predictions). ``bootstrap`` times
+3 basic-question rankers x 7 levels (14.6 million predictions). ``bootstrap`` times
 :func:`vqarobust.metrics.intervals.uncertainty_tables` on them (goal: under 60 s and 4 GB
 on the 2-core machine); ``load_duckdb`` writes them as prediction files and times
 :func:`vqarobust.db.build_database`, scoring included (goal: under 5 min and 8 GB). Peak

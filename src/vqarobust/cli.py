@@ -159,9 +159,38 @@ def _images_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# What a missing or unreadable results file is told to do (every command that reads one).
+MAKES_DATABASE = ("the workflow writes it as results/<dataset>/robustness.duckdb: run "
+                  "`snakemake` (docs/workflow.md)")  # fmt: skip
+
+
+def database_error(path: str, command: str) -> str | None:
+    """One line saying why ``path`` is not a results database that ``vqarobust command``
+    can read, naming the command that makes one; None when it is one."""
+    import duckdb
+
+    from vqarobust.summary import table_names
+
+    if not Path(path).is_file():
+        return f"vqarobust {command}: no results database {path}; {MAKES_DATABASE}"
+    try:
+        with duckdb.connect(path, read_only=True) as con:
+            tables = table_names(con)
+    except duckdb.Error as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"vqarobust {command}: {path} is not a DuckDB file ({reason}); {MAKES_DATABASE}"
+    if "accuracy" not in tables:
+        return (f"vqarobust {command}: {path} is a DuckDB file but not a results database "
+                f"(no table accuracy); {MAKES_DATABASE}")  # fmt: skip
+    return None
+
+
 def _summary(args: argparse.Namespace) -> int:
     from vqarobust.summary import summarize, to_markdown, to_text
 
+    if error := database_error(args.database, "summary"):
+        print(error, file=sys.stderr)
+        return 2
     summary = summarize(args.database)
     if args.markdown:
         command = f"vqarobust summary {args.database} --markdown"
@@ -205,6 +234,9 @@ def duckdb_errors() -> type[Exception]:
 def _export(args: argparse.Namespace) -> int:
     from vqarobust.export import export_records, sample_records
 
+    if error := database_error(args.database, "export"):
+        print(error, file=sys.stderr)
+        return 2
     try:
         records = sample_records(args.database, args.model or (), args.perturbation or ())
     except (ValueError, duckdb_errors()) as exc:
@@ -219,6 +251,9 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.template and not Path(args.template).is_file():
         print(f"vqarobust report: no template file {args.template}", file=sys.stderr)
+        return 2
+    if error := database_error(args.database, "report"):
+        print(error, file=sys.stderr)
         return 2
     print(render_report(args.database, args.out, args.template))
     return 0
