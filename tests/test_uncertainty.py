@@ -360,3 +360,13 @@ def test_encoding_by_hand_and_refined_by_one_more_key():
     with pytest.raises(ValueError, match="row 0 of the replicate weights"):
         cluster_sums(rows.with_columns(pl.lit(0).alias("cluster"), pl.lit(1.0).alias("v")),
                      enc, ["v"], 1).means("v", np.array([[2.0]]))  # fmt: skip
+
+
+def test_observed_weights_give_the_data_whatever_the_clusters():
+    from vqarobust.metrics.uncertainty import OBSERVED
+
+    rows = pl.DataFrame({"model": "m", "question_id": [3, 1, 2], "cluster": [0, 1, 1],
+                         "score": [0.6, 0.3, 1.0]})  # fmt: skip
+    sums = cluster_sums(rows, ["model"], ["score"], 2)
+    assert sums.means("score", OBSERVED).tolist() == [[(0.3 + 1.0 + 0.6) / 3]]
+    assert sums.totals("score", OBSERVED).tolist() == [[0.3 + 1.0 + 0.6]]

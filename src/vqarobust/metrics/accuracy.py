@@ -76,7 +76,9 @@ def accuracy_tables(scored: pl.DataFrame, questions: pl.DataFrame) -> dict[str, 
     ``truncated``) and ``question_type_accuracy`` and ``answer_type_accuracy`` (per subset
     and type: ``n``, ``accuracy``), from scored per-question predictions."""
     subsets = encode_keys(scored, SUBSET)
-    sums = observed_sums(scored, subsets, ["score", "truncated"])
+    # An unknown truncation (null) counts as not truncated, as SQL's FILTER counted it.
+    flags = scored.with_columns(pl.col("truncated").fill_null(False))
+    sums = observed_sums(flags, subsets, ["score", "truncated"])
     truncated = pl.Series("truncated", sums.totals("truncated", OBSERVED)[0]).cast(pl.Int64)
     tables = {"accuracy": _table(sums, truncated)}
     for kind in TYPES:

@@ -81,8 +81,6 @@ def context_sums(flags: pl.DataFrame, n_clusters: int | None = None) -> ClusterS
         pl.col("n_swaps").is_not_null().cast(pl.Float64).alias("swapped"),
     )
     keys, values = ["model", "perturbation"], ["num", "den", "eff", "swapped", "score"]
-    # The scores are added up in question order, whatever order the joins left.
-    flags = flags.sort("model", "perturbation", "question_id")
     if n_clusters is None:
         return observed_sums(flags, keys, values)
     return cluster_sums(flags, keys, values, n_clusters)

@@ -9,7 +9,9 @@ subset: differences between models or perturbations are therefore paired.
 Everything is a matrix product: per-cluster sums of scores and counts per (model,
 subset) times the weight matrix give every subset's accuracy in every resample, and
 each metric is then computed from those accuracies by the same vectorized code as its
-point estimate (row 0 of every replicate array is the observed data: all weights 1).
+point estimate. Row 0 of every replicate array is the observed data (all weights 1),
+added up question by question in question-id order rather than through the clusters, so
+it is the tables' number bit for bit whatever the clusters or the rows' order.
 """
 
 from __future__ import annotations
@@ -162,6 +164,8 @@ class ClusterSums:
         """``observed`` as row 0, then ``sums`` (over ``count``) under each resample."""
         if weights.ndim != 2 or not (weights[0] == 1).all():
             raise ValueError("row 0 of the replicate weights must be all ones (the data)")
+        if weights.shape[0] == 1:  # the data alone (OBSERVED), whatever the clusters
+            return observed[None, :]
         rest = np.asarray(sums @ weights[1:].T).T
         if count is not None:
             rest = rest / np.asarray(count @ weights[1:].T).T
@@ -179,6 +183,7 @@ class Encoding:
 
     inverse: np.ndarray
     labels: pl.DataFrame
+    order: np.ndarray | None = None  # the rows by question id (None: as they come)
 
     def refine(self, codes: np.ndarray, names: pl.DataFrame) -> Encoding:
         """The encoding by these keys and one more: ``codes`` (per table row) index the
@@ -186,7 +191,14 @@ class Encoding:
         inverse, distinct = _dense(self.inverse * names.height + codes)
         return Encoding(inverse, pl.concat([self.labels[distinct // names.height],
                                             names[distinct % names.height]],
-                                           how="horizontal"))  # fmt: skip
+                                           how="horizontal"), self.order)  # fmt: skip
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Per label, the sum of ``values`` (one per table row), added up in question-id
+        order: the same bits whatever order the table's rows come in."""
+        if self.order is None:
+            return np.bincount(self.inverse, values, self.labels.height)
+        return np.bincount(self.inverse[self.order], values[self.order], self.labels.height)
 
 
 # Codes up to this many per row are counted in an array (no sort); beyond, np.unique.
@@ -226,7 +238,11 @@ def encode_keys(rows: pl.DataFrame, keys: Sequence[str]) -> Encoding:
         n = uniques[k].len()
         labels[k] = uniques[k].gather(rest % n)
         rest = rest // n
-    return Encoding(inverse, pl.DataFrame([labels[k] for k in keys]))
+    # The sums of a table must not depend on how its rows were read (image order for one
+    # analysis, question order for another): they are added up by question id.
+    order = (np.argsort(rows.get_column("question_id").to_numpy(), kind="stable")
+             if "question_id" in rows.columns else None)  # fmt: skip
+    return Encoding(inverse, pl.DataFrame([labels[k] for k in keys]), order)
 
 
 def _coded(rows: pl.DataFrame, keys: Sequence[str] | Encoding) -> Encoding:
@@ -249,7 +265,7 @@ def cluster_sums(
         return sparse.csr_matrix((data, (row, col)), shape=shape)
 
     data = {v: rows.get_column(v).cast(pl.Float64).to_numpy() for v in values}
-    observed = {v: np.bincount(row, d, labels.height) for v, d in data.items()}
+    observed = {v: coded.sums(d) for v, d in data.items()}
     return ClusterSums(labels, {v: matrix(d) for v, d in data.items()},
                        matrix(np.ones(rows.height)), observed,
                        np.bincount(row, minlength=labels.height))  # fmt: skip
@@ -262,8 +278,7 @@ def observed_sums(
     ``cluster`` column): what a point table needs, with :data:`OBSERVED` as the weights."""
     coded = _coded(rows, keys)
     row, labels = coded.inverse, coded.labels
-    observed = {v: np.bincount(row, rows.get_column(v).cast(pl.Float64).to_numpy(),
-                               labels.height) for v in values}  # fmt: skip
+    observed = {v: coded.sums(rows.get_column(v).cast(pl.Float64).to_numpy()) for v in values}
     n = np.bincount(row, minlength=labels.height)
 
     def column(data: np.ndarray) -> sparse.csr_matrix:
