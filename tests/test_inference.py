@@ -76,8 +76,8 @@ def test_a_restarted_job_resumes_from_finished_chunks(easy_vqa_eval, tmp_path):
             chunk_size=8,
         )
     assert not out.exists()
-    done = sorted(p.name for p in (tmp_path / "pred.parquet.partial").glob("*-*.parquet"))
-    assert done == ["clean-0-00000.parquet", "clean-0-00008.parquet"]
+    done = sorted(p.name[-15:] for p in (tmp_path / "pred.parquet.chunks").glob("*.parquet"))
+    assert done == ["0000000.parquet", "0000008.parquet"]  # the first two chunks of clean
 
     second = Counting()
     n = run_inference(
@@ -92,7 +92,11 @@ def test_a_restarted_job_resumes_from_finished_chunks(easy_vqa_eval, tmp_path):
     assert second.answered == 2 * n_q - 16  # the two finished chunks are not recomputed
     df = pl.read_parquet(out)
     assert df.height == 2 * n_q and df["question_id"].n_unique() == n_q
-    assert not (tmp_path / "pred.parquet.partial").exists()
+    # The chunks stay, for a rerun with other subsets: the output's rows, once.
+    kept = pl.concat(
+        [pl.read_parquet(f) for f in (tmp_path / "pred.parquet.chunks").glob("*.parquet")]
+    )
+    assert kept.sort(["severity", "question_id"]).equals(df.sort(["severity", "question_id"]))
 
 
 def test_partial_results_of_other_inputs_are_discarded(easy_vqa_eval, tmp_path):
@@ -151,13 +155,13 @@ def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
         "chunk_size=8)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
-    partial = tmp_path / "pred.parquet.partial"
+    partial = tmp_path / "pred.parquet.chunks"
     deadline = time.monotonic() + 60
-    while len(list(partial.glob("clean-*.parquet"))) < 2 and time.monotonic() < deadline:
+    while len(list(partial.glob("*.parquet"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    finished = list(partial.glob("clean-*.parquet"))
+    finished = list(partial.glob("*.parquet"))
     assert len(finished) >= 2 and not out.exists()
     kept = sum(pl.read_parquet(f).height for f in finished)
 
@@ -387,7 +391,7 @@ def test_a_resumed_job_with_retrained_weights_equals_a_fresh_run(
             "cpu",
             chunk_size=8,
         )
-    assert len(list((tmp_path / "pred.parquet.partial").glob("clean-*.parquet"))) == 1
+    assert len(list((tmp_path / "pred.parquet.chunks").glob("*.parquet"))) == 1
 
     _train(easy_vqa_train, weights, epochs=1.0)  # the config's epochs changed
     with caplog.at_level("WARNING"):

@@ -58,6 +58,7 @@ def test_run_info_holds_code_config_data_weights_and_times(run, checkpoints, eas
     model = json.loads(info["model.cnn"])
     assert model["checkpoint"]["path_or_id"]["sha256"] == tree_sha256(checkpoints["cnn-bow"])
     assert model["train_sha256"] == text_sha256(json.dumps({"epochs": 1}))
+    assert model["precision"] == {"device": "cpu", "dtype": "float32"}  # resolved, not "auto"
     assert "conflict" not in model
     assert info["started"] <= info["finished"]
     assert info["prediction_files"] == "2"
@@ -189,7 +190,7 @@ def test_a_resumed_job_records_the_parameter_count(checkpoints, easy_vqa_eval, t
             "cpu",
             chunk_size=8,
         )
-    assert (tmp_path / "p.parquet.partial" / "parameters.json").exists()
+    assert len(list((tmp_path / "p.parquet.chunks").glob("parameters-*.json"))) == 1
     run_inference(
         ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, "cpu", chunk_size=8
     )

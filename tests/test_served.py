@@ -132,7 +132,7 @@ def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp
                 chunk_size=8,
             )
     assert not out.exists()
-    done = len(list((tmp_path / "pred.parquet.partial").glob("clean-0-*.parquet")))
+    done = len(list((tmp_path / "pred.parquet.chunks").glob("*.parquet")))
     assert done >= 2
     with ChatServer(answer) as server:
         options = {"base_url": server.base_url, "batch_size": 8}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,11 +19,19 @@ from PIL import Image
 
 from vqarobust import store
 from vqarobust.devices import lease_device
-from vqarobust.digests import tree_sha256
+from vqarobust.digests import text_sha256
 from vqarobust.models import ModelRef
 from vqarobust.models.base import VQAModel
-from vqarobust.models.identity import checkpoint_identity
 from vqarobust.progress import Progress
+from vqarobust.resume import (
+    KEY_LENGTH,
+    ChunkStore,
+    Digests,
+    SubsetInputs,
+    job_fingerprint,
+    subset_fingerprint,
+    subset_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -189,26 +196,23 @@ def run_inference(
 ) -> int:
     """Load the model once, answer every question on every subset, write one Parquet file.
 
-    ``ref.spec`` is what can change answers (it fingerprints resumed work);
+    ``ref.spec`` is what can change answers (it fingerprints finished work);
     ``ref.options`` (batch size, ...) only how the model runs. Questions are taken in chunks of
     ``chunk_size``, in image order, and only the images of the current chunk are decoded,
     so memory stays flat however large the subset. Each finished chunk is kept in
-    ``<out_path>.partial/``, so a killed job restarted with the same inputs only computes
-    what is missing, but only when the *content* of everything the answers depend on is
-    unchanged (:func:`input_fingerprint`); otherwise the chunks are discarded and the log
-    names what changed. The fingerprint is stored in the output's Parquet metadata
+    ``<out_path>.chunks/`` under its subset's key, the digest of everything the subset's
+    answers depend on (:mod:`vqarobust.resume`): a killed job, or a job rerun with a
+    severity added, computes only the chunks it has not got. The model is loaded only when
+    a chunk is missing. The job's fingerprint is stored in the output's Parquet metadata
     (key ``vqarobust.inputs``), with the job's times and the model's parameter count.
-    The chunks are merged into ``out_path`` (atomically) and the partial folder is
-    removed at the end.
 
     Without ``device``, the job leases one as the entry's ``device`` asks (see
     :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
     than running on the CPU. Returns the number of predictions.
     """
-    model_name, spec = ref.name, dict(ref.spec)
     if device is None:
-        policy = spec.get("device", "auto")
-        with lease_device(policy=policy, who=f"model {model_name!r}") as leased:
+        policy = ref.spec.get("device", "auto")
+        with lease_device(policy=policy, who=f"model {ref.name!r}") as leased:
             return run_inference(ref, questions_path, subsets, out_path, leased, chunk_size)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -217,67 +221,105 @@ def run_inference(
         [("image_id", "ascending"), ("question_id", "ascending")]
     )
     started = time.time()
-    fingerprint = input_fingerprint(model_name, spec, questions_path, subsets, chunk_size)
-    partial = _partial_dir(out_path, fingerprint)
-    model: VQAModel | None = None
-    chunk_files = []
-    # One reader per folder (a context job's severities share one feature table and one
-    # swap table: read them once).
+    digest = Digests()
+    job = job_fingerprint(ref.name, ref.spec, digest(questions_path), device, chunk_size)
+    parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
+    keys = [subset_key(job, part) for part in parts]
+    chunks = ChunkStore(out_path)
+    chunks.open({k: {"job": job, "subset": part} for k, part in zip(keys, parts, strict=True)})
+    job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
+    loader = _Loader(ref, device, job["precision"], chunks.parameters(job_key))
     readers: dict[tuple, Any] = {}
-    for subset in subsets:
-        asked_questions = subset_questions(questions, subset)
-        starts = range(0, asked_questions.num_rows, chunk_size)
-        files = [
-            partial / f"{subset.perturbation}-{subset.severity}-{k:05d}.parquet" for k in starts
-        ]
-        chunk_files += files
-        todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
-        if len(todo) < len(files):
-            done = len(files) - len(todo)
-            log.info("%s %s/%d: resuming, %d of %d chunks already done", model_name,
-                     subset.perturbation, subset.severity, done, len(files))  # fmt: skip
-        if not todo:
-            continue
-        key = (subset.inputs, subset.images_dir, subset.swaps_path)
-        if key not in readers:
-            readers[key] = open_inputs(subset)
-        shards = readers[key]
-        asked = set(asked_questions.column("image_id").to_pylist())
-        missing = sorted(i for i in asked if i not in shards)
-        if missing:
-            raise ValueError(
-                f"{subset.images_dir}: {len(missing)} images asked about are missing, "
-                f"e.g. {missing[:10]}"
-            )
-        if model is None:
-            t0 = time.perf_counter()
-            model = ref.load(device)
-            log.info("loaded %s on %s in %.1fs", model_name, device, time.perf_counter() - t0)
-            # Kept with the chunks, so a job that resumes without loading still knows it.
-            with store.atomic_path(partial / "parameters.json") as tmp:
-                tmp.write_text(json.dumps(model.parameter_count()))
-        n = sum(min(chunk_size, asked_questions.num_rows - k) for k, _ in todo)
-        progress = Progress(f"{model_name} {subset.perturbation}/{subset.severity}", n,
-                            "questions", log)  # fmt: skip
-        for start, path in todo:
-            chunk = asked_questions.slice(start, chunk_size)
-            images = shards.read(chunk.column("image_id").unique().to_pylist())
-            answered = predict_subset(model, chunk, subset, model_name, images, progress.advance)
-            store.write_table(answered, path)
-    tables = [pq.read_table(f) for f in chunk_files]
-    table = pa.concat_tables(tables).cast(store.PREDICTION_SCHEMA) if tables else (
-        store.PREDICTION_SCHEMA.empty_table())  # fmt: skip
-    # The fingerprint travels with the predictions: provenance reads it from there.
-    counted = partial / "parameters.json"
+    files = []
+    for subset, key in zip(subsets, keys, strict=True):
+        files += _answer_subset(subset, subset_questions(questions, subset), chunks.chunk,
+                                key, loader, readers, chunk_size)  # fmt: skip
+    counted = chunks.parameters(job_key)
     parameters = json.loads(counted.read_text()) if counted.exists() else None
-    record = {"inputs": fingerprint, "started": started, "finished": time.time(),
-              "parameters": parameters}  # fmt: skip
-    table = table.replace_schema_metadata(
+    record = {"inputs": {**job, "subsets": parts}, "started": started,
+              "finished": time.time(), "parameters": parameters}  # fmt: skip
+    table = chunks.merge(files).replace_schema_metadata(
         {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
     )
     store.write_table(table, out_path)
-    shutil.rmtree(partial)
+    chunks.prune(keys, job_key)
     return table.num_rows
+
+
+def _inputs(subset: Subset) -> SubsetInputs:
+    return SubsetInputs(f"{subset.modality}/{subset.perturbation}/{subset.severity}",
+                        subset.images_dir, subset.questions_path, subset.swaps_path)  # fmt: skip
+
+
+@dataclass
+class _Loader:
+    """The job's model, loaded at the first chunk that needs it, checked to compute in the
+    precision its fingerprint names; its parameter count kept beside the chunks."""
+
+    ref: ModelRef
+    device: str
+    precision: dict[str, str]
+    counted: Path
+    model: VQAModel | None = None
+
+    def __call__(self) -> VQAModel:
+        if self.model is None:
+            t0 = time.perf_counter()
+            self.model = self.ref.load(self.device)
+            log.info("loaded %s on %s (%s) in %.1fs", self.ref.name, self.device,
+                     self.precision["dtype"], time.perf_counter() - t0)  # fmt: skip
+            dtype = getattr(self.model, "dtype", None)
+            if dtype is not None and str(dtype).removeprefix("torch.") != self.precision["dtype"]:
+                raise RuntimeError(
+                    f"model {self.ref.name!r} loaded in {dtype}, but its answers are "
+                    f"fingerprinted as {self.precision['dtype']}"
+                )
+            with store.atomic_path(self.counted) as tmp:
+                tmp.write_text(json.dumps(self.model.parameter_count()))
+        return self.model
+
+
+def _answer_subset(
+    subset: Subset,
+    asked: pa.Table,
+    chunk_file: Callable[[str, int], Path],
+    key: str,
+    loader: _Loader,
+    readers: dict[tuple, Any],
+    chunk_size: int,
+) -> list[Path]:
+    """Answer the chunks of one subset that are not finished yet; every chunk's file.
+
+    ``readers`` holds one image reader per folder (a context job's severities share one
+    feature table and one swap table: read them once)."""
+    name = f"{loader.ref.name} {subset.perturbation}/{subset.severity}"
+    starts = range(0, asked.num_rows, chunk_size)
+    files = [chunk_file(key, k) for k in starts]
+    todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
+    if len(todo) < len(files):
+        log.info("%s: reusing %d of %d finished chunks", name, len(files) - len(todo), len(files))
+    if not todo:
+        return files
+    reader_key = (subset.inputs, subset.images_dir, subset.swaps_path)
+    if reader_key not in readers:
+        readers[reader_key] = open_inputs(subset)
+    shards = readers[reader_key]
+    wanted = set(asked.column("image_id").to_pylist())
+    missing = sorted(i for i in wanted if i not in shards)
+    if missing:
+        raise ValueError(
+            f"{subset.images_dir}: {len(missing)} images asked about are missing, "
+            f"e.g. {missing[:10]}"
+        )
+    model = loader()
+    n = sum(min(chunk_size, asked.num_rows - k) for k, _ in todo)
+    progress = Progress(name, n, "questions", log)
+    for start, path in todo:
+        chunk = asked.slice(start, chunk_size)
+        images = shards.read(chunk.column("image_id").unique().to_pylist())
+        answered = predict_subset(model, chunk, subset, loader.ref.name, images, progress.advance)
+        store.write_table(answered, path)
+    return files
 
 
 def input_fingerprint(
@@ -286,84 +328,11 @@ def input_fingerprint(
     questions_path: str | os.PathLike[str],
     subsets: Sequence[Subset],
     chunk_size: int,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """What a job's answers depend on, by content: the answer-relevant spec, the weights
-    (:func:`~vqarobust.models.identity.checkpoint_identity`), the questions file's SHA-256
-    and, per subset, the SHA-256 of its image shards and of its question set.
-
-    Each file is read once per job (a folder shared by several subsets is hashed once).
-    """
-    digests: dict[str, str] = {}
-
-    def digest(path: str | os.PathLike[str] | None) -> str | None:
-        if path is None:
-            return None
-        key = str(path)
-        if key not in digests:
-            digests[key] = tree_sha256(key)
-        return digests[key]
-
-    return {
-        "model": model_name,
-        "spec": spec,
-        "checkpoint": checkpoint_identity(spec),
-        "questions": digest(questions_path),
-        "subsets": [
-            {
-                "subset": f"{s.modality}/{s.perturbation}/{s.severity}",
-                "images": digest(s.images_dir),
-                "question_set": digest(s.questions_path),
-                **({"swaps": digest(s.swaps_path)} if s.swaps_path else {}),
-            }
-            for s in subsets
-        ],
-        "chunk_size": chunk_size,
-    }
-
-
-def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Readable names of what differs between two fingerprints (empty when none does)."""
-    changed = []
-    for key in ("model", "spec", "questions", "chunk_size"):
-        if old.get(key) != new.get(key):
-            changed.append({"questions": "the questions file"}.get(key, f"the model {key}"))
-    old_ck, new_ck = old.get("checkpoint", {}), new.get("checkpoint", {})
-    for key in sorted(set(old_ck) | set(new_ck)):
-        if old_ck.get(key) != new_ck.get(key):
-            changed.append(f"the weights ({key})")
-    old_subsets = {s["subset"]: s for s in old.get("subsets", [])}
-    new_subsets = {s["subset"]: s for s in new.get("subsets", [])}
-    if list(old_subsets) != list(new_subsets):
-        changed.append("the list of subsets")
-    for name, sub in new_subsets.items():
-        before = old_subsets.get(name)
-        if before is None:
-            continue
-        for part, label in (("images", "images"), ("question_set", "question set"),
-                            ("swaps", "feature swaps")):  # fmt: skip
-            if before.get(part) != sub.get(part):
-                changed.append(f"the {label} of {name}")
-    return changed
-
-
-def _partial_dir(out_path: str | os.PathLike[str], fingerprint: dict[str, Any]) -> Path:
-    """The folder of finished chunks; emptied, saying why, when it belongs to other inputs."""
-    partial = Path(f"{out_path}.partial")
-    text = json.dumps(fingerprint, sort_keys=True, default=str)
-    meta = partial / "inputs.json"
-    if partial.exists():
-        try:
-            old = json.loads(meta.read_text()) if meta.exists() else None
-        except json.JSONDecodeError:
-            old = None
-        if old != json.loads(text):
-            why = "no readable inputs.json" if old is None else ", ".join(
-                changed_inputs(old, fingerprint)) or "their inputs differ"  # fmt: skip
-            log.warning("discarding partial results in %s: changed since they were computed: "
-                        "%s", partial, why)  # fmt: skip
-            shutil.rmtree(partial)
-    partial.mkdir(parents=True, exist_ok=True)
-    if not meta.exists():
-        with store.atomic_path(meta) as tmp:
-            tmp.write_text(text)
-    return partial
+    """What a job's answers depend on, by content, as its output's metadata records it:
+    :func:`~vqarobust.resume.job_fingerprint` with each subset's
+    :func:`~vqarobust.resume.subset_fingerprint` under ``subsets``."""
+    digest = Digests()
+    job = job_fingerprint(model_name, spec, digest(questions_path), device, chunk_size)
+    return {**job, "subsets": [subset_fingerprint(_inputs(s), digest) for s in subsets]}

@@ -122,10 +122,16 @@ def collect(
     models: dict[str, dict[str, Any]] = {}
     for record in records:
         inputs = record["inputs"]
-        entry = models.setdefault(inputs["model"], {"checkpoint": inputs["checkpoint"]})
+        precision = inputs.get("precision", "not recorded")
+        entry = models.setdefault(
+            inputs["model"], {"checkpoint": inputs["checkpoint"], "precision": precision}
+        )
         if entry["checkpoint"] != inputs["checkpoint"]:
             # Two jobs of one model saw different weights: the tables mix two models.
             entry["conflict"] = "prediction files of this model were made with other weights"
+        elif entry["precision"] != precision:
+            entry["conflict"] = ("prediction files of this model were computed on other "
+                                 "devices or in other dtypes")  # fmt: skip
     for name, entry in models.items():
         train = ((config or {}).get("models") or {}).get(name, {}).get("train")
         if train:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -170,6 +170,19 @@ def torch_dtype(name: str, device: Any) -> Any:
     if name not in table:
         raise ValueError(f"unknown dtype {name!r}; use auto, {', '.join(table)}")
     return table[name]
+
+
+def resolved_precision(spec: Mapping[str, Any], device: str) -> dict[str, str]:
+    """The device type and dtype a model entry answers in on ``device``, as fingerprints and
+    provenance record them: ``{"device": "cpu", "dtype": "float32"}`` for ``dtype: auto``
+    on the CPU, ``cuda``/``bfloat16`` on a GPU. A served model computes elsewhere, in
+    what precision it does not say."""
+    if spec.get("family") == "openai-chat":
+        return {"device": "served", "dtype": "unknown (served)"}
+    import torch
+
+    dtype = torch_dtype(spec.get("dtype") or "auto", device)
+    return {"device": torch.device(device).type, "dtype": str(dtype).removeprefix("torch.")}
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
