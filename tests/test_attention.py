@@ -184,3 +184,25 @@ def test_the_answer_grid_draws_the_attention_over_each_image():
     # The heatmap is the map at its own peak, upsampled over the image's extent.
     heat = next(ax for ax in over.axes if ax.images).images[1]
     assert heat.get_array().max() == pytest.approx(1.0) and heat.get_extent()[1] == 15.5
+
+
+def test_vilt_depends_on_the_item_alone_not_on_the_random_state(checkpoints):
+    """ViLT draws its patches from a generator seeded by the image: the maps and the answers
+    are bit-identical whatever the process drew before, the global generator is left as it
+    was (a resumed job equals an uninterrupted one), and an image's answer does not depend
+    on the padding that a larger image in its batch gives it."""
+    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
+                        "device": "cpu"})  # fmt: skip
+    images = [*random_images(1, (64, 96)), *random_images(1, (96, 64))]
+    questions = ["what color is the shape?", "is there a circle?"]
+    runs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        torch.rand(7)
+        state = torch.get_rng_state()
+        runs.append((model.image_attention(images, questions), model.answer(images, questions)))
+        assert torch.equal(torch.get_rng_state(), state)  # nothing drawn from it
+    (maps_a, answers_a), (maps_b, answers_b) = runs
+    assert all(np.array_equal(a, b) for a, b in zip(maps_a, maps_b, strict=True))
+    assert answers_a == answers_b
+    assert model.answer(images[:1], questions[:1]) == answers_a[:1]

@@ -571,3 +571,54 @@ def test_a_shipped_study_is_never_merged_into_the_default(study):
         ok = subprocess.run([*cmd, "--replace-workflow-config"], capture_output=True,
                             text=True, cwd=REPO, timeout=120)  # fmt: skip
         assert ok.returncode == 0 and "swap_context" in ok.stdout, ok.stderr[-2000:]
+
+
+def _kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
+    """SIGKILL the whole process group of ``proc`` once ``ready()`` holds; False when the
+    run ended first."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if ready():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.02)
+    proc.wait()
+    return False
+
+
+@pytest.mark.slow
+def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run, tmp_path):
+    """The fault campaign: a copy of the finished run loses its predictions and attention
+    maps (finished chunks too) and everything after them, is rerun and SIGKILLed as a whole process group twice during
+    inference, unlocked and rerun to the end; every DuckDB table then equals the
+    uninterrupted run's, row for row (ViLT's patch choice is seeded per image)."""
+    from vqarobust.provenance import diff
+
+    source, _ = workflow_run
+    workdir = tmp_path / "wf"
+    shutil.copytree(source, workdir, symlinks=True)
+    results = workdir / "results" / "easy-vqa"
+    for folder in ("predictions", "attention", "tables", "report"):
+        shutil.rmtree(results / folder)
+    (results / "robustness.duckdb").unlink()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--cores", "2", "--rerun-incomplete"]  # fmt: skip
+
+    def chunks() -> int:
+        return len(list((results / "predictions").glob("*/*.chunks/*.parquet")))
+
+    killed = 0
+    for at_least in (1, 6):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        killed += _kill_when(proc, lambda n=at_least: chunks() >= n)
+        snakemake(workdir, "--unlock")
+    assert killed == 2, "the run finished before it could be killed"
+    snakemake(workdir, "--rerun-incomplete")
+    result = diff(source / "results" / "easy-vqa" / "robustness.duckdb",
+                  results / "robustness.duckdb")  # fmt: skip
+    assert result["tables"] == {} and not result["only_in_a"] and not result["only_in_b"]

@@ -6,6 +6,7 @@ and answers with the argmax over ``config.id2label``.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -60,15 +61,58 @@ class ClassifierVQA(HFVQAModel):
             verbose=self.max_text_length is not None,
         )
         inputs = {k: v.to(self.device) for k, v in text.items()}
-        if self._reuses_images:
-            inputs["image_index"] = index.to(self.device)
-        for key, value in pixels.items():
-            if not self._reuses_images:
-                value = value[index]
-            value = value.to(self.device)
-            inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
+        if self._is_vilt:
+            embeds, masks = self._patch_embeddings(pixels)
+            inputs["image_embeds"], inputs["pixel_mask"] = embeds[index], masks[index]
+        else:
+            if self._reuses_images:
+                inputs["image_index"] = index.to(self.device)
+            for key, value in pixels.items():
+                if not self._reuses_images:
+                    value = value[index]
+                value = value.to(self.device)
+                inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
         logits = self.model(**inputs).logits
         return [self.id2label[i] for i in logits.argmax(-1).tolist()]
+
+    @property
+    def _is_vilt(self) -> bool:
+        return getattr(self.model.config, "model_type", None) == "vilt"
+
+    def _visual_embed(self, pixel_values: torch.Tensor, pixel_mask: torch.Tensor) -> tuple:
+        """ViLT's patch embedding of one image, with its patch choice seeded by the image.
+
+        ViLT draws which patches it keeps (and in which order) from torch's global random
+        generator, so the same image would be embedded after whatever the process drew
+        before (a resumed job after other work, another batch). Drawn here from a generator
+        seeded by the image's pixels, it depends on the image alone."""
+        # The image's own pixels, not the padding its batch gave it.
+        valid = pixel_mask[0].bool()
+        height, width = int(valid.any(1).sum()), int(valid.any(0).sum())
+        own = pixel_values[0, :, :height, :width].contiguous().float().numpy()
+        seed = int.from_bytes(hashlib.sha256(own.tobytes()).digest()[:8])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return self.model.vilt.embeddings.visual_embed(
+                pixel_values.to(self.device, self.model.dtype),
+                pixel_mask.to(self.device),
+                max_image_length=self.model.config.max_image_length,
+            )
+
+    def _patch_embeddings(self, pixels: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each distinct image's patch embedding (:meth:`_visual_embed`), padded to the
+        longest with masked zero rows: the batch's ``image_embeds`` and their mask."""
+        values, mask = pixels["pixel_values"], pixels["pixel_mask"]
+        rows = [self._visual_embed(values[i : i + 1], mask[i : i + 1])
+                for i in range(values.shape[0])]  # fmt: skip
+        width = max(embeds.shape[1] for embeds, _, _ in rows)
+        embeds = torch.zeros(len(rows), width, rows[0][0].shape[2], dtype=rows[0][0].dtype,
+                             device=self.device)  # fmt: skip
+        masks = torch.zeros(len(rows), width, dtype=rows[0][1].dtype, device=self.device)
+        for i, (row, mask, _) in enumerate(rows):
+            embeds[i, : row.shape[1]] = row[0]
+            masks[i, : mask.shape[1]] = mask[0]
+        return embeds, masks
 
     @torch.inference_mode()
     def image_attention(
@@ -77,11 +121,11 @@ class ClassifierVQA(HFVQAModel):
         """ViLT: the last layer's attention of the pooled [CLS] position (the answer
         classifier's input) over the image patches, mean over heads, on the patch grid;
         None for other classifiers (the CNN+BoW reference model has no attention)."""
-        if getattr(self.model.config, "model_type", None) != "vilt":
+        if not self._is_vilt:
             return None
         vilt = self.model.vilt
         out = []
-        # One request at a time: ViLT samples the patches of a padded batch at random.
+        # One request at a time: the map is of one image's own patches.
         for image, question in zip(images, questions, strict=True):
             pixels = self.processor.image_processor([image], return_tensors="pt")
             text = self.processor.tokenizer(
@@ -89,10 +133,8 @@ class ClassifierVQA(HFVQAModel):
             )
             text = {k: v.to(self.device) for k, v in text.items()}
             # The patch embedding keeps each patch's grid position; ViLT shuffles them.
-            embeds, masks, (where, (rows, cols)) = vilt.embeddings.visual_embed(
-                pixels["pixel_values"].to(self.device, self.model.dtype),
-                pixels["pixel_mask"].to(self.device),
-                max_image_length=self.model.config.max_image_length,
+            embeds, masks, (where, (rows, cols)) = self._visual_embed(
+                pixels["pixel_values"], pixels["pixel_mask"]
             )
             result = vilt(**text, image_embeds=embeds, pixel_mask=masks, output_attentions=True)
             # Text tokens first, then the image's own [CLS], then its patches.
