@@ -593,9 +593,10 @@ def _kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
 @pytest.mark.slow
 def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run, tmp_path):
     """The fault campaign: a copy of the finished run loses its predictions and attention
-    maps (finished chunks too) and everything after them, is rerun and SIGKILLed as a whole process group twice during
-    inference, unlocked and rerun to the end; every DuckDB table then equals the
-    uninterrupted run's, row for row (ViLT's patch choice is seeded per image)."""
+    maps (finished chunks too) and everything after them, is rerun and SIGKILLed as a whole
+    process group twice during inference, unlocked and rerun to the end; every DuckDB table
+    then equals the uninterrupted run's, row for row (ViLT's patch choice is seeded per
+    image)."""
     from vqarobust.provenance import diff
 
     source, _ = workflow_run
