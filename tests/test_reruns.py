@@ -230,6 +230,8 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "uncertainty.cluster": ("tiny", put("uncertainty.cluster", "question")),
     "uncertainty.seed": ("tiny", put("uncertainty.seed", 1)),
     "uncertainty.adjust": ("tiny", put("uncertainty.adjust", "bh")),
+    "uncertainty.effective_reference": ("tiny", put("uncertainty.effective_reference",
+                                                    ["cnn-bow", "vilt-tiny"])),
     "diagnostics.attention.n": ("tiny", put("diagnostics.attention.n", 3)),
     "threads.train": ("scenes", put("threads.train", 2)),
     "threads.infer": ("tiny", put("threads.infer", 2)),
@@ -387,7 +389,7 @@ def test_the_docs_show_the_current_matrix(schema):
     text = (REPO / "docs" / "workflow.md").read_text()
     assert matrix.matrix_markdown(schema) in text, (
         "docs/workflow.md's invalidation matrix is stale: regenerate it with "
-        "`python -m vqarobust.reruns`"
+        "`python -m vqarobust.reruns docs/workflow.md`"
     )
 
 

@@ -221,14 +221,54 @@ def test_effective_robustness_by_hand():
     clean = np.array([[0.5, 0.7310585786300049, 0.8807970779778823]])  # logit 0, 1, 2
     pert = 1 / (1 + np.exp(-np.array([[-1.0, 0.0, 1.0]])))  # logit = x - 1 exactly
     fit = effective_robustness(clean, pert)
-    assert fit["slope"][0] == pytest.approx(1.0)
-    assert fit["intercept"][0] == pytest.approx(-1.0)
-    assert np.allclose(fit["residual"], 0.0, atol=1e-12)
-    # Lift the middle model: positive residual for it, the others below the new line.
+    assert fit["slope"][0] == pytest.approx([1.0] * 3)
+    assert fit["intercept"][0] == pytest.approx([-1.0] * 3)
+    assert np.allclose(fit["residual"], 0.0, atol=1e-12) and fit["fitted"].all()
+    # Lift the middle model by 0.1: out of sample its expected value comes from the line of
+    # the other two, still logit = x - 1, so its residual is exactly the lift (in sample the
+    # line would move towards it and take part of it). The others' lines now pass through
+    # the lifted point, above them: both negative, and the residuals do not sum to zero.
     pert2 = pert.copy()
     pert2[0, 1] += 0.1
     res = effective_robustness(clean, pert2)["residual"][0]
-    assert res[1] > 0 and res[0] < 0 and res[2] < 0
+    assert res[1] == pytest.approx(0.1, abs=1e-12)
+    assert res[0] < 0 and res[2] < 0 and abs(res.sum()) > 1e-3
+    # A reference set of the outer two: the middle model is measured against their line;
+    # each of them would rest on one model alone, so it gets no fit.
+    ref = effective_robustness(clean, pert2, np.array([True, False, True]))
+    assert ref["fitted"].tolist() == [False, True, False]
+    assert ref["residual"][0, 1] == pytest.approx(0.1, abs=1e-12)
+    assert np.isnan(ref["residual"][0, [0, 2]]).all()
+
+
+def test_effective_robustness_table_fits_out_of_sample_or_says_why(run):
+    q, scored, _ = run
+    t = uncertainty_tables(scored, q, Settings(resamples=20), families=FAMILIES,
+                           controls=["blank"])  # fmt: skip
+    eff = t["effective_robustness"].filter(pl.col("perturbation") == "all",
+                                           pl.col("modality") == "image")  # fmt: skip
+    models = sorted(eff["model"])
+    for r in eff.iter_rows(named=True):
+        others = [m for m in models if m != r["model"]]
+        assert r["fitted_on"] == ", ".join(others) and r["note"] is None
+        assert r["low"] <= r["effective_robustness"] <= r["high"]
+    two = scored.filter(pl.col("model") != models[0])
+    t2 = uncertainty_tables(two, q, Settings(resamples=20), families=FAMILIES,
+                            controls=["blank"])  # fmt: skip
+    e2 = t2["effective_robustness"].filter(pl.col("perturbation") == "all")
+    assert e2.height and e2["predicted"].is_null().all() and e2["low"].is_null().all()
+    assert e2["note"].str.starts_with("no fit: the line would rest on 1 model").all()
+    # A reference set: the third model measured against the line of the two named ones.
+    t3 = uncertainty_tables(scored, q, Settings(resamples=20, effective_reference=models[:2]),
+                            families=FAMILIES, controls=["blank"])  # fmt: skip
+    e3 = t3["effective_robustness"].filter(pl.col("perturbation") == "all",
+                                           pl.col("modality") == "image")  # fmt: skip
+    third = e3.filter(pl.col("model") == models[2]).row(0, named=True)
+    assert third["fitted_on"] == ", ".join(models[:2]) and third["effective_robustness"] is not None
+    assert e3.filter(pl.col("model") != models[2])["note"].is_not_null().all()
+    with pytest.raises(ValueError, match="effective_reference names models the run has not"):
+        uncertainty_tables(scored, q, Settings(resamples=0, effective_reference=("nope",)),
+                           families=FAMILIES, controls=["blank"])  # fmt: skip
 
 
 def test_rank_shares_by_hand():

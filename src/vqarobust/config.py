@@ -197,6 +197,10 @@ def validate_config(
         config["models"][name] = entry = _resolve_model(name, entry)
         _check_model(name, entry, config)
     _check_pixels(config)
+    unknown = [m for m in config["uncertainty"]["effective_reference"] if m not in config["models"]]
+    if unknown:
+        raise ConfigError(f"config error at uncertainty.effective_reference: {unknown} are not "
+                          f"models of this config; models: {sorted(config['models'])}")  # fmt: skip
     if not config["corruptions"] and not config["text"]["perturbations"]:
         raise ConfigError(
             "config error at corruptions: the VRE suite needs image corruptions or text "

@@ -40,7 +40,7 @@ from vqarobust.metrics.rscore import (
 )
 from vqarobust.metrics.uncertainty import (
     INTERVAL_SCHEMA,
-    MIN_MODELS_FOR_FIT,
+    MIN_FIT_POINTS,
     Encoding,
     Settings,
     adjust_p,
@@ -87,6 +87,8 @@ EFFECTIVE_SCHEMA = {
     "se": pl.Float64,
     "intercept": pl.Float64,
     "slope": pl.Float64,
+    "fitted_on": pl.String,
+    "note": pl.String,
 }
 
 
@@ -143,8 +145,9 @@ def adjust_comparisons(rows: Sequence[Mapping], level: float, adjust: str) -> pl
 class _Builder:
     """Collects interval rows and comparisons while the metrics are computed."""
 
-    def __init__(self, level: float, adjust: str = "holm") -> None:
-        self.level, self.adjust = level, adjust
+    def __init__(self, level: float, adjust: str = "holm",
+                 reference: Sequence[str] = ()) -> None:  # fmt: skip
+        self.level, self.adjust, self.reference = level, adjust, tuple(reference)
         self.intervals: list[pl.DataFrame] = []
         self.comparisons: list[dict] = []
         self.ranks: list[dict] = []
@@ -185,7 +188,7 @@ def uncertainty_tables(
         raise ValueError(f"{unknown.height} predictions have no question row")
     # New columns only (a lookup, not a join): the big table's buffers stay shared.
     rows = scored.with_columns(_lookup(mapping, "cluster"))
-    b = _Builder(settings.level, settings.adjust)
+    b = _Builder(settings.level, settings.adjust, settings.effective_reference)
 
     subsets = encode_keys(rows, SUBSET)  # shared by the accuracy per subset and per type
     acc_sums = cluster_sums(rows, subsets, ["score"], n_clusters).where(
@@ -421,8 +424,6 @@ def _effective(
     level: float,
 ) -> None:
     """Effective robustness per perturbation of a modality (models with every one)."""
-    if len(models) < MIN_MODELS_FOR_FIT:
-        return
     for (p,), part in labels.with_row_index("i").group_by(["group"], maintain_order=True):
         if part.height != len(models):
             continue
@@ -439,25 +440,40 @@ def _effective_overall(
     level: float,
     perturbation: str = "all",
 ) -> None:
-    if len(models) < MIN_MODELS_FOR_FIT:
+    """Each model's effective robustness out of sample (:func:`effective_robustness`, on
+    ``b.reference`` or leave-one-model-out); a model its fit cannot cover gets a row that
+    says why (``note``), on the ``all`` scope only."""
+    unknown = sorted(set(b.reference) - set(models))
+    if unknown:
+        raise ValueError(f"uncertainty.effective_reference names models the run has not: "
+                         f"{unknown}; the run's models: {list(models)}")  # fmt: skip
+    mask = np.array([m in b.reference for m in models]) if b.reference else None
+    fit = effective_robustness(clean_v, pert, mask)
+    fitted = fit["fitted"]
+    if not fitted.any() and perturbation != "all":
         return
-    fit = effective_robustness(clean_v, pert)
+    on = list(models) if mask is None else [m for m, r in zip(models, mask, strict=True) if r]
     lab = pl.DataFrame({"model": list(models), "modality": modality, "perturbation": perturbation})
-    b.add("effective_robustness", lab, fit["residual"])
-    b.effective_fit.append(
-        pl.DataFrame(
-            {
-                "model": list(models),
-                "modality": modality,
-                "perturbation": perturbation,
-                "clean_accuracy": clean_v[0],
-                "perturbed_accuracy": pert[0],
-                "predicted": fit["predicted"][0],
-                "intercept": float(fit["intercept"][0]),
-                "slope": float(fit["slope"][0]),
-            }
-        )  # fmt: skip
-    )
+    if fitted.any():
+        b.add("effective_robustness", lab.filter(pl.Series(fitted)), fit["residual"][:, fitted])
+    rows = []
+    for j, model in enumerate(models):
+        others = [m for m in on if m != model]
+        rows.append({
+            "model": model, "modality": modality, "perturbation": perturbation,
+            "clean_accuracy": clean_v[0, j], "perturbed_accuracy": pert[0, j],
+            "predicted": fit["predicted"][0, j] if fitted[j] else None,
+            "intercept": fit["intercept"][0, j] if fitted[j] else None,
+            "slope": fit["slope"][0, j] if fitted[j] else None,
+            "fitted_on": ", ".join(others) if fitted[j] else None,
+            "note": None if fitted[j] else (
+                f"no fit: the line would rest on {len(others)} model"
+                f"{'' if len(others) == 1 else 's'} ({', '.join(others) or 'none'}); "
+                f"it needs {MIN_FIT_POINTS} besides the model it predicts"),
+        })  # fmt: skip
+    b.effective_fit.append(pl.DataFrame(rows, schema={k: v for k, v in EFFECTIVE_SCHEMA.items()
+                                                      if k not in ("effective_robustness", "low",
+                                                                   "high", "se")}))  # fmt: skip
 
 
 def _effective_table(intervals: pl.DataFrame, b: _Builder) -> pl.DataFrame:

@@ -56,8 +56,11 @@ class Settings:
     cluster: str = "image"
     seed: int = 0
     adjust: str = "holm"
+    # Models the effective-robustness line is fitted on; empty: leave-one-model-out over all.
+    effective_reference: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "effective_reference", tuple(self.effective_reference))
         if self.resamples < 0:
             raise ValueError(f"uncertainty.resamples must be >= 0, got {self.resamples}")
         if not 0 < self.level < 1:
@@ -489,7 +492,9 @@ def drop_tests(
 # --- effective robustness -------------------------------------------------------------------
 
 LOGIT_EPS = 1e-4  # accuracies are clipped to [eps, 1 - eps] before the logit
-MIN_MODELS_FOR_FIT = 3
+# A line needs two models besides the one it predicts (out of sample), so three in a run.
+MIN_FIT_POINTS = 2
+MIN_MODELS_FOR_FIT = MIN_FIT_POINTS + 1
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -509,15 +514,35 @@ def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ym[..., 0] - slope * xm[..., 0], slope
 
 
-def effective_robustness(clean: np.ndarray, perturbed: np.ndarray) -> dict[str, np.ndarray]:
-    """Taori et al. (2020): fit logit(perturbed) = a + b logit(clean) across the models
-    (last axis) and return each model's residual in accuracy units,
-    ``perturbed - sigmoid(a + b logit(clean))``, with the fit (``predicted``, ``intercept``,
-    ``slope``). Leading axes (replicates) are fitted separately."""
+def effective_robustness(
+    clean: np.ndarray, perturbed: np.ndarray, reference: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Taori et al. (2020), out of sample: each model's expected perturbed accuracy from the
+    line logit(perturbed) = a + b logit(clean) fitted on the *other* models of
+    ``reference`` (a boolean mask over the models, the last axis; default every model:
+    leave-one-model-out), and its residual in accuracy units, ``perturbed - sigmoid(a + b
+    logit(clean))``. An in-sample fit would make the residuals sum to zero, so some model
+    would always look effectively robust; out of sample none need.
+
+    Returns ``predicted``, ``residual``, ``intercept`` and ``slope`` per model (NaN where
+    the model's fit has fewer than :data:`MIN_FIT_POINTS` models) and ``fitted``, the
+    models with a fit. Leading axes (replicates) are fitted separately."""
+    n = clean.shape[-1]
+    reference = np.ones(n, bool) if reference is None else np.asarray(reference, bool)
     x, y = _logit(clean), _logit(perturbed)
-    a, b = linear_fit(x, y)
-    predicted = 1 / (1 + np.exp(-(a[..., None] + b[..., None] * x)))
-    return {"predicted": predicted, "residual": perturbed - predicted, "intercept": a, "slope": b}
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    a, b = np.full(shape, np.nan), np.full(shape, np.nan)
+    fitted = np.zeros(n, bool)
+    for j in range(n):
+        on = reference.copy()
+        on[j] = False
+        if on.sum() < MIN_FIT_POINTS:
+            continue
+        fitted[j] = True
+        a[..., j], b[..., j] = linear_fit(x[..., on], y[..., on])
+    predicted = 1 / (1 + np.exp(-(a + b * x)))
+    return {"predicted": predicted, "residual": perturbed - predicted, "intercept": a,
+            "slope": b, "fitted": fitted}  # fmt: skip
 
 
 def rank_shares(values: np.ndarray) -> np.ndarray:

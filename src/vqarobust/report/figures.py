@@ -398,9 +398,10 @@ def vre_intervals(vre: pl.DataFrame, ranks: pl.DataFrame, level: float) -> Figur
 
 
 def effective_robustness(fit: pl.DataFrame) -> Figure:
-    """Perturbed vs clean accuracy per model on logit axes, one panel per modality, with
-    the linear fit across the models; each point is labelled with its effective
-    robustness (the vertical distance to the line, in accuracy) and its interval."""
+    """Perturbed vs clean accuracy per model on logit axes, one panel per modality; each
+    model's expected value (hollow, from the line fitted on the other models) joined to its
+    measured one, labelled with its effective robustness (the vertical distance, in
+    accuracy) and its interval. A model without a fit is drawn without an expected value."""
     modalities = [m for m in MODALITY_COLOURS if m in set(fit["modality"])]
     fig, axes = plt.subplots(1, len(modalities), figsize=(1.5 + 3.6 * len(modalities), 3.4),
                              squeeze=False)  # fmt: skip
@@ -413,12 +414,14 @@ def effective_robustness(fit: pl.DataFrame) -> Figure:
     for ax, modality in zip(axes[0], modalities, strict=True):
         rows = fit.filter(pl.col("modality") == modality).sort("model")
         x, y = logit(rows["clean_accuracy"]), logit(rows["perturbed_accuracy"])
-        a, b = rows["intercept"][0], rows["slope"][0]
+        expected = logit(rows["predicted"].fill_null(np.nan).to_numpy())
         span = np.linspace(x.min() - 0.3, x.max() + 0.3, 20)
-        if np.isfinite(b):
-            ax.plot(span, a + b * span, color="#555555", lw=1, ls="--", label="fit")
-        for xi, yi, r in zip(x, y, rows.iter_rows(named=True), strict=True):
+        for xi, yi, ei, r in zip(x, y, expected, rows.iter_rows(named=True), strict=True):
             ax.scatter(xi, yi, color=colours[r["model"]], s=28, zorder=3, label=r["model"])
+            if np.isfinite(ei):
+                ax.scatter(xi, ei, facecolors="none", edgecolors=colours[r["model"]], s=28,
+                           zorder=3)  # fmt: skip
+                ax.plot([xi, xi], [ei, yi], color=colours[r["model"]], lw=1, ls="--")
             er = r["effective_robustness"]
             text = "" if er is None else f"{er:+.3f}"
             if r["low"] is not None:
@@ -428,8 +431,8 @@ def effective_robustness(fit: pl.DataFrame) -> Figure:
                           0.98, 0.99])  # fmt: skip
         ax.set_xlim(span.min(), span.max())
         ylo, yhi = (
-            min(y.min(), (a + b * span).min()) - 0.2,
-            max(y.max(), (a + b * span).max()) + 0.2,
+            np.nanmin(np.r_[y, expected]) - 0.2,
+            np.nanmax(np.r_[y, expected]) + 0.2,
         )
         ax.set_ylim(ylo, yhi)
         xt = ticks[(logit(ticks) >= span.min()) & (logit(ticks) <= span.max())]

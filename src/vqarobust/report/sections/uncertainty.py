@@ -10,7 +10,12 @@ import duckdb
 import matplotlib.figure
 import polars as pl
 
-from vqarobust.metrics.uncertainty import ADJUSTMENT_NAMES, MIN_MODELS_FOR_FIT, family_note
+from vqarobust.metrics.uncertainty import (
+    ADJUSTMENT_NAMES,
+    MIN_FIT_POINTS,
+    MIN_MODELS_FOR_FIT,
+    family_note,
+)
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import Summary
@@ -63,15 +68,18 @@ def interval_note(s: Summary) -> str:
 def no_fit_reason(n_models: int) -> str:
     """Why there is no effective robustness with ``n_models`` models."""
     return (
-        f"No effective robustness: it fits perturbed against clean accuracy across the "
-        f"models, which needs at least {MIN_MODELS_FOR_FIT}; this run has {n_models}."
+        f"No effective robustness: each model's expected accuracy comes from a line fitted "
+        f"on the other models, which needs at least {MIN_MODELS_FOR_FIT} models (or an "
+        f"uncertainty.effective_reference of {MIN_FIT_POINTS}); this run has {n_models}."
     )
 
 
 def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     """VRE with intervals and rank shares; the effective-robustness fit."""
     ranks = data["rank_stability"].filter(pl.col("modality") == "image")
-    fit = data["effective_robustness"].filter(pl.col("perturbation") == "all")
+    fit = data["effective_robustness"].filter(
+        pl.col("perturbation") == "all", pl.col("predicted").is_not_null().any().over("modality")
+    )
     n_models = data["models"].height
     return {
         "vre_intervals": fig.vre_intervals(data["vre_bounds"], ranks, run.summary.level)
@@ -138,6 +146,8 @@ def context(data: Data, run: Run) -> dict[str, Any]:
     comparisons = data["model_comparisons"]
     ranks = data["rank_stability"]
     eff = data["effective_robustness"].filter(pl.col("perturbation") == "all")
+    if eff.height and eff["predicted"].is_null().all():
+        eff = eff.clear()  # no model has a fit: the reason stands alone, no table of notes
     return {
         "interval_note": interval_note(run.summary),
         "level": run.summary.level,
