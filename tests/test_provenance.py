@@ -1,6 +1,8 @@
 import json
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -13,7 +15,7 @@ from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset
 from vqarobust.models import ModelRef
 from vqarobust.params import canonical
-from vqarobust.provenance import code_identity, diff, read, source_digests
+from vqarobust.provenance import code_identity, diff, package_identity, read, source_digests
 
 CONFIG = {"seed": 0, "models": {"cnn": {"family": "vqa-classifier", "train": {"epochs": 1}}}}
 
@@ -49,7 +51,11 @@ def test_run_info_holds_code_config_data_weights_and_times(run, checkpoints, eas
     info = read(run["db"])
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
-    assert info["git_commit"] == head and info["git_dirty"] in ("true", "false")
+    # build_database is the library's: no workflow checkout; the package is this editable one.
+    assert info["git_commit"] == "null" and info["workflow_dir"] == "null"
+    package = json.loads(info["package"])
+    assert package["editable"] and package["location"] == str(REPO / "src" / "vqarobust")
+    assert package["git_commit"] == head and package["sha256"] == package_identity()["sha256"]
     assert info["version"] == "0.1.0"
     assert info["config_sha256"] == text_sha256(json.dumps(canonical(CONFIG), sort_keys=True))
     assert info["seed"] == "0"
@@ -86,6 +92,84 @@ def test_dataset_sources_are_hashed_when_the_split_is_prepared(tmp_path):
 
 def test_outside_a_checkout_there_is_no_commit(tmp_path):
     assert code_identity(tmp_path) == {"git_commit": None, "git_dirty": None}
+
+
+def _git(folder, *args):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, env=env)
+
+
+def test_an_untracked_module_makes_the_checkout_dirty_an_ignored_file_does_not(tmp_path):
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "one")
+    (tmp_path / "run.log").write_text("ignored\n")
+    assert code_identity(tmp_path)["git_dirty"] is False
+    (tmp_path / "new_module.py").write_text("y = 2\n")  # not added
+    assert code_identity(tmp_path)["git_dirty"] is True
+
+
+def test_a_workflow_run_records_its_checkout_and_a_folder_that_is_none(run, easy_vqa_eval,
+                                                                        tmp_path):  # fmt: skip
+    from vqarobust.provenance import collect
+
+    files = {"questions": easy_vqa_eval["questions"]}
+    here = collect(config=None, prediction_paths=run["paths"], dataset_files=files,
+                   dataset_info={}, seed=0, workflow_dir=REPO)  # fmt: skip
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert here["provenance.git_commit"] == head
+    assert here["provenance.workflow_dir"] == str(REPO)
+    elsewhere = collect(config=None, prediction_paths=run["paths"], dataset_files=files,
+                        dataset_info={}, seed=0, workflow_dir=tmp_path)  # fmt: skip
+    assert elsewhere["provenance.git_commit"] == "null"
+    assert elsewhere["provenance.git_dirty"] == "null"
+
+
+@pytest.mark.slow
+def test_a_wheel_in_a_venv_inside_a_checkout_is_named_by_its_files(tmp_path):
+    """Installed from a wheel into a venv that lies inside a git checkout, the package is
+    not that checkout's code: it has no commit, is not editable, and its digest covers
+    the files the distribution installed, so one edited after the install shows."""
+    import sys
+    import sysconfig
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    _git(checkout, "init", "-q")
+    (checkout / "README").write_text("x\n")
+    _git(checkout, "add", ".")
+    _git(checkout, "commit", "-qm", "one")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "-w", str(tmp_path / "dist"), str(REPO)],
+                   check=True, capture_output=True)  # fmt: skip
+    venv = checkout / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    wheel = next((tmp_path / "dist").glob("vqarobust-*.whl"))
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([str(python), "-c", purelib], check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site,
+                    str(wheel)], check=True, capture_output=True)  # fmt: skip
+    # The dependencies come from this environment, after the venv's own site-packages.
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+    code = ("import json; from vqarobust.provenance import package_identity; "
+            "print(json.dumps(package_identity()))")  # fmt: skip
+
+    def identity():
+        out = subprocess.run([str(python), "-c", code], cwd=checkout, env=env, check=True,
+                             capture_output=True, text=True).stdout  # fmt: skip
+        return json.loads(out)
+
+    first = identity()
+    assert first["editable"] is False and first["location"].startswith(site)
+    assert "git_commit" not in first and first["files"] > 100
+    (Path(first["location"]) / "store.py").write_text("# edited after the install\n")
+    assert identity()["sha256"] != first["sha256"]
 
 
 def test_diff_of_a_copy_is_empty_and_of_another_seed_names_inputs_and_tables(

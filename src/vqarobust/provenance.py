@@ -40,8 +40,10 @@ def package_version(package: str) -> str:
 
 
 def code_identity(source: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The git commit and dirty flag of the checkout ``source`` (default: this package's
-    folder) lies in, or ``None`` for both when it is no checkout (an installed wheel)."""
+    """The git commit of the checkout ``source`` (default: this package's folder) lies in,
+    and whether it differs from that commit: tracked changes or untracked files (a new
+    module not yet added counts; ignored files do not). ``None`` for both outside a
+    checkout."""
     where = Path(source) if source is not None else Path(__file__).resolve().parent
 
     def git(*args: str) -> str | None:
@@ -55,8 +57,59 @@ def code_identity(source: str | os.PathLike[str] | None = None) -> dict[str, Any
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return {"git_commit": None, "git_dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=normal")
     return {"git_commit": commit, "git_dirty": bool(status)}
+
+
+def package_identity(name: str = "vqarobust") -> dict[str, Any]:
+    """What code of package ``name`` ran: ``editable`` (its distribution's
+    ``direct_url.json``), ``location`` (the folder it is imported from), ``sha256`` over
+    its files (relative path and content) and, for an editable install, the commit and
+    dirty state of the checkout its source lies in.
+
+    Installed from a wheel, the files are the distribution's own list (its ``RECORD``),
+    read as they are now; editable, the list names no source file, so the digest covers
+    the imported folder's files (``__pycache__`` left out). Either way a module changed
+    or added after the install changes the digest."""
+    from importlib import import_module
+
+    folder = Path(import_module(name).__file__).resolve().parent
+    dist, editable = _distribution(name, folder)
+    if dist is not None and not editable and dist.files:
+        files = sorted(
+            (f.as_posix(), Path(dist.locate_file(f)))
+            for f in dist.files
+            if f.parts and f.parts[0] == name and f.suffix != ".pyc"
+        )
+    else:
+        files = sorted((p.relative_to(folder.parent).as_posix(), p) for p in folder.rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts)  # fmt: skip
+    digest = text_sha256("".join(f"{rel}\0{file_sha256(path)}\n" for rel, path in files))
+    out: dict[str, Any] = {"editable": editable, "location": str(folder), "sha256": digest,
+                           "files": len(files)}  # fmt: skip
+    if editable:
+        out.update(code_identity(folder))
+    return out
+
+
+def _distribution(name: str, folder: Path) -> tuple[Any, bool | None]:
+    """The installed distribution of ``name`` that the code in ``folder`` comes from, and
+    whether it is editable; ``(None, None)`` when none is. Several can be on the path (a
+    venv's own and one reached through ``PYTHONPATH``): the one whose files hold the
+    imported ``__init__.py``, else an editable one whose source folder holds it."""
+    from importlib.metadata import distributions
+
+    found = list(distributions(name=name))
+    for dist in found:
+        init = next((f for f in dist.files or [] if f.as_posix() == f"{name}/__init__.py"), None)
+        if init is not None and Path(dist.locate_file(init)).resolve() == folder / "__init__.py":
+            return dist, False
+    for dist in found:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        source = Path(direct.get("url", "").removeprefix("file://")).resolve()
+        if direct.get("dir_info", {}).get("editable") and folder.is_relative_to(source):
+            return dist, True
+    return None, None
 
 
 def source_digests(sources: Mapping[str, Any]) -> dict[str, dict[str, str]]:
@@ -96,6 +149,7 @@ def collect(
     dataset_files: Mapping[str, str | os.PathLike[str]],
     dataset_info: Mapping[str, Any],
     seed: int,
+    workflow_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, str]:
     """The ``provenance.*`` run_info keys (values as strings, JSON where structured).
 
@@ -105,7 +159,12 @@ def collect(
     checkpoint identity its predictions carry and, for a model the workflow trained, the
     SHA-256 of its ``train`` settings.
     """
-    info: dict[str, Any] = {"version": package_version("vqarobust"), **code_identity()}
+    info: dict[str, Any] = {"version": package_version("vqarobust")}
+    # The workflow's own checkout (rules, scripts, configs), then the package that ran.
+    info.update(code_identity(workflow_dir) if workflow_dir is not None
+                else {"git_commit": None, "git_dirty": None})  # fmt: skip
+    info["workflow_dir"] = str(workflow_dir) if workflow_dir is not None else None
+    info["package"] = package_identity()
     info["python"] = platform.python_version()
     for package in PACKAGES[1:]:
         info[f"version.{package}"] = package_version(package)

@@ -1,5 +1,7 @@
 """Snakemake adapter: assemble the analyses' tables into the DuckDB results file."""
 
+from pathlib import Path
+
 from vqarobust.analyses.assemble import assemble_database
 from vqarobust.logs import setup_logging
 
@@ -11,4 +13,6 @@ assemble_database(
     list(snakemake.input.predictions),
     snakemake.params.seed,
     snakemake.params.runtime["config"],
+    # The workflow's checkout, for provenance (Snakemake sets __file__ to the script's path).
+    workflow_dir=Path(__file__).resolve().parents[2],
 )

@@ -57,13 +57,15 @@ def assemble_database(
     prediction_paths: Sequence[str | os.PathLike[str]],
     seed: int,
     config: Mapping[str, Any] | None,
+    workflow_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, int]:
     """Write ``db_path`` atomically from the analyses' table ``folders`` (in registry
     order: their warnings keep that order); returns the row count of each table.
 
     ``dataset_files`` are ``questions`` and ``info`` (the prepared ``dataset.json``; its
     counts become ``dataset.*`` keys); ``config`` is only hashed into ``provenance.*``
-    (:func:`vqarobust.provenance.collect`)."""
+    (:func:`vqarobust.provenance.collect`), which also records the commit and state of
+    ``workflow_dir``, the workflow's checkout."""
     manifests = [read_manifest(f) for f in folders]
     info_path = dataset_files.get("info")
     dataset_info = json.loads(Path(info_path).read_text(encoding="utf-8")) if info_path else {}
@@ -74,7 +76,7 @@ def assemble_database(
         files["manifest"] = manifest
     info.update(collect_provenance(config=config, prediction_paths=prediction_paths,
                                    dataset_files=files, dataset_info=dataset_info,
-                                   seed=seed))  # fmt: skip
+                                   seed=seed, workflow_dir=workflow_dir))  # fmt: skip
     counts: dict[str, int] = {}
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
         for name, path in _tables(folders).items():
