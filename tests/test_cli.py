@@ -85,6 +85,19 @@ def test_summary_markdown(tmp_path, capsys):
     assert "good is more robust than bad (VRE 0.000 vs 0.600" in out
     assert "4 images, 4 questions, score `vqa_accuracy`" in out
     assert "Strongest corruptions (highest VRE over the models): snow (" in out
+    # --check (what .ci/run does with docs/results/default-run.md): the block as made
+    # passes; one number edited by hand fails with a diff naming both lines.
+    committed = tmp_path / "block.md"
+    committed.write_text(out)
+    assert main(["summary", str(tmp_path / "r.duckdb"), "--check", str(committed)]) == 0
+    committed.write_text(out.replace("| good | 1.000 [1.000, 1.000] | 0.875", "| good | "
+                                     "1.000 [1.000, 1.000] | 0.876"))  # fmt: skip
+    capsys.readouterr()
+    assert main(["summary", str(tmp_path / "r.duckdb"), "--check", str(committed)]) == 1
+    err = capsys.readouterr().err
+    assert "block.md is not what this run produces" in err
+    assert "\n-| good | 1.000 [1.000, 1.000] | 0.876" in err
+    assert "\n+| good | 1.000 [1.000, 1.000] | 0.875" in err
 
 
 def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):

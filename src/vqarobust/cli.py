@@ -192,6 +192,20 @@ def _summary(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
         return 2
     summary = summarize(args.database)
+    if args.check:
+        # CI's check of the documented numbers: the committed block against this run.
+        import difflib
+
+        command = f"vqarobust summary {args.database} --markdown"
+        made = to_markdown(summary, command).splitlines(keepends=True)
+        committed = Path(args.check).read_text(encoding="utf-8").splitlines(keepends=True)
+        diff = list(difflib.unified_diff(committed, made, args.check, "this run"))
+        if diff:
+            print(f"{args.check} is not what this run produces:", file=sys.stderr)
+            sys.stderr.writelines(diff)
+            return 1
+        print(f"{args.check}: every line is what this run produces")
+        return 0
     if args.markdown:
         command = f"vqarobust summary {args.database} --markdown"
         print(to_markdown(summary, command), end="")
@@ -259,6 +273,38 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoints_freeze(args: argparse.Namespace) -> int:
+    from vqarobust.config import ConfigError, load_config
+    from vqarobust.models.checkpoints import freeze
+
+    try:
+        config = load_config(args.config)
+        names = args.models or [m for m, e in config["models"].items() if "train" in e]
+        models_dir = Path("resources/models") / config["dataset"]["name"]
+        database = args.database or f"results/{config['dataset']['name']}/robustness.duckdb"
+        manifest = freeze(models_dir, names, args.out, config, args.config, database)
+    except (ConfigError, ValueError, FileNotFoundError) as exc:
+        print(f"vqarobust checkpoints freeze: {exc}", file=sys.stderr)
+        return 2
+    for name, model in manifest["models"].items():
+        acc = model["accuracy"]
+        print(f"{name}: {len(model['files'])} files, clean {acc['clean']:.3f}, blank "
+              f"{acc['blank']:.3f} ({acc['blank_ratio']:.0%} of clean) -> "
+              f"{args.out}/{name}")  # fmt: skip
+    return 0
+
+
+def _checkpoints_verify(args: argparse.Namespace) -> int:
+    from vqarobust.models.checkpoints import verify
+
+    problems = verify(args.folder)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not problems:
+        print(f"{args.folder}: every file matches its manifest")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``vqarobust`` command."""
     parser = argparse.ArgumentParser(
@@ -268,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_config_and_metrics(sub)
     _add_image_commands(sub)
     _add_run_commands(sub)
+    _add_checkpoint_commands(sub)
     args = parser.parse_args(argv)
     setup_logging()
     return args.func(args)
@@ -346,6 +393,8 @@ def _add_run_commands(sub: Any) -> None:
     p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
     p.add_argument("database")
     p.add_argument("--markdown", action="store_true", help="the README's Markdown block")
+    p.add_argument("--check", metavar="FILE", help="compare FILE with this run's Markdown "
+                   "block; exit 1 with a diff when a line differs")  # fmt: skip
     p.set_defaults(func=_summary)
     p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
     p.add_argument("database")
@@ -373,6 +422,24 @@ def _add_run_commands(sub: Any) -> None:
         '"report.html.j2" and replace its blocks (docs/report.md)',
     )
     p.set_defaults(func=_report)
+
+
+def _add_checkpoint_commands(sub: Any) -> None:
+    """The commands ``checkpoints freeze`` and ``checkpoints verify``."""
+    p = sub.add_parser("checkpoints", help="the reference checkpoints the default study ships")
+    commands = p.add_subparsers(dest="checkpoints_command", required=True)
+    p = commands.add_parser("freeze", help="copy a study's trained models beside a manifest "
+                            "of digests, recipe, commit and accuracy")  # fmt: skip
+    p.add_argument("--config", default="config/reference-models.yaml",
+                   help="the study config that trained them")  # fmt: skip
+    p.add_argument("--database", help="its results (default results/<dataset>/robustness.duckdb)")
+    p.add_argument("--out", default="checkpoints/easy-vqa", help="folder to write")
+    p.add_argument("--models", nargs="+", help="only these models (default: every trained one)")
+    p.set_defaults(func=_checkpoints_freeze)
+    p = commands.add_parser("verify", help="compare a checkpoint folder with its manifest "
+                            "(exit 1 when a file differs)")  # fmt: skip
+    p.add_argument("folder", nargs="?", default="checkpoints/easy-vqa")
+    p.set_defaults(func=_checkpoints_verify)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from PIL import Image
 from vqarobust import store
 from vqarobust.devices import lease_device
 from vqarobust.digests import text_sha256
+from vqarobust.environment import machine
 from vqarobust.models import ModelRef
 from vqarobust.models.base import VQAModel
 from vqarobust.progress import Progress
@@ -237,7 +238,7 @@ def run_inference(
     counted = chunks.parameters(job_key)
     parameters = json.loads(counted.read_text()) if counted.exists() else None
     record = {"inputs": {**job, "subsets": parts}, "started": started,
-              "finished": time.time(), "parameters": parameters}  # fmt: skip
+              "finished": time.time(), "parameters": parameters, "machine": machine()}  # fmt: skip
     table = chunks.merge(files).replace_schema_metadata(
         {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
     )

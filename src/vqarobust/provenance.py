@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from vqarobust import store
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256
+from vqarobust.environment import lock_record, machine
 from vqarobust.params import canonical
 
 PREFIX = "provenance."
@@ -166,6 +167,10 @@ def collect(
     info["workflow_dir"] = str(workflow_dir) if workflow_dir is not None else None
     info["package"] = package_identity()
     info["python"] = platform.python_version()
+    # The versions against the checkout's lock, and the machine that assembled the tables
+    # (each model's inference machines are under its model key).
+    info["lock"] = lock_record(workflow_dir)
+    info["machine"] = machine()
     for package in PACKAGES[1:]:
         info[f"version.{package}"] = package_version(package)
     resolved = json.dumps(canonical(dict(config)), sort_keys=True) if config else None
@@ -183,8 +188,14 @@ def collect(
         inputs = record["inputs"]
         precision = inputs.get("precision", "not recorded")
         entry = models.setdefault(
-            inputs["model"], {"checkpoint": inputs["checkpoint"], "precision": precision}
+            inputs["model"],
+            {"checkpoint": inputs["checkpoint"], "precision": precision, "machines": []},
         )
+        # The machine of the job that merged the file (chunks it resumed may come from
+        # another; their key holds the device and dtype, not the CPU).
+        ran_on = record.get("machine", "not recorded")
+        if ran_on not in entry["machines"]:
+            entry["machines"].append(ran_on)
         if entry["checkpoint"] != inputs["checkpoint"]:
             # Two jobs of one model saw different weights: the tables mix two models.
             entry["conflict"] = "prediction files of this model were made with other weights"

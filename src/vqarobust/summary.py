@@ -54,6 +54,8 @@ class Summary:
     # findings (perfect sight vs detector, SwapMix vs plain); None in older databases.
     context_k: pl.DataFrame | None = None
     context_findings: pl.DataFrame | None = None
+    # The warning when the run's package versions differ from the checkout's lock.
+    environment: str | None = None
 
 
 def summarize(db_path: str | os.PathLike[str]) -> Summary:
@@ -201,7 +203,7 @@ def notes(s: Summary) -> list[str]:
         if s.skipped is not None and s.skipped.height:
             items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
             out.append(f"Skipped in this run: {items}.")
-        return out
+        return out + ([s.environment] if s.environment else [])
     out = [
         f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} Mean "
         "corrupted accuracy = mean over the corruptions of each one's mean over severities "
@@ -233,7 +235,7 @@ def notes(s: Summary) -> list[str]:
     if s.skipped is not None and s.skipped.height:
         items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
         out.append(f"Skipped in this run: {items}.")
-    return out
+    return out + ([s.environment] if s.environment else [])
 
 
 def to_markdown(s: Summary, command: str) -> str:

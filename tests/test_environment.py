@@ -1,0 +1,98 @@
+"""The pinned lock (envs/constraints.txt) and what provenance records of the machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from vqarobust.environment import (
+    LOCK_FILE,
+    lock_differences,
+    lock_record,
+    lock_sentence,
+    machine,
+    read_lock,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found = [Requirement(r) for r in project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        found += [Requirement(r) for r in extra]
+    return found
+
+
+def test_the_lock_pins_every_requirement_within_pyprojects_ranges() -> None:
+    lock = read_lock(ROOT / LOCK_FILE)
+    outside = []
+    for req in _requirements():
+        name = canonicalize_name(req.name)
+        if name not in lock:
+            outside.append(f"{req.name}: not in the lock")
+        elif not req.specifier.contains(lock[name], prereleases=True):
+            outside.append(f"{req.name}: locked {lock[name]}, pyproject asks {req.specifier}")
+    assert outside == []
+
+
+def test_read_lock_normalises_names_and_names_a_bad_line(tmp_path: Path) -> None:
+    good = tmp_path / "c.txt"
+    good.write_text("# header\n\nPyYAML==6.0.2\nimagecorruptions_imaug==1.1.5  # fork\n")
+    assert read_lock(good) == {"pyyaml": "6.0.2", "imagecorruptions-imaug": "1.1.5"}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("numpy==2.4.6\ntorch>=2\n")
+    with pytest.raises(ValueError, match=r"bad.txt:2: not a name==version pin: 'torch>=2'"):
+        read_lock(bad)
+
+
+def test_lock_differences_count_changed_and_missing_pins_only() -> None:
+    lock = {"numpy": "2.4.6", "torch": "2.13.0+cpu", "polars": "2.1.0"}
+    installed = {"numpy": "2.4.6", "torch": "2.14.1", "extra-package": "1.0"}
+    assert lock_differences(lock, installed) == {
+        "polars": {"locked": "2.1.0", "installed": None},
+        "torch": {"locked": "2.13.0+cpu", "installed": "2.14.1"},
+    }
+    record = {"file": LOCK_FILE, "pins": 3, "differences": lock_differences(lock, installed)}
+    assert lock_sentence(record) == (
+        "Warning: 2 of the 3 packages pinned in envs/constraints.txt ran at other versions: "
+        "polars not installed (locked 2.1.0), torch 2.14.1 (locked 2.13.0+cpu); numbers may "
+        "differ from those the lock produced (`vqarobust provenance` lists them)."
+    )
+    assert lock_sentence({**record, "differences": {}}) is None
+    assert lock_sentence(None) is None
+
+
+def test_lock_record_reads_the_checkouts_lock_or_says_there_is_none(tmp_path: Path) -> None:
+    assert lock_record(tmp_path) == {"file": None}
+    assert lock_record(None) == {"file": None}
+    (tmp_path / "envs").mkdir()
+    (tmp_path / LOCK_FILE).write_text("no-such-package-anywhere==1.0\n")
+    assert lock_record(tmp_path) == {
+        "file": LOCK_FILE,
+        "pins": 1,
+        "differences": {"no-such-package-anywhere": {"locked": "1.0", "installed": None}},
+    }
+
+
+def test_machine_records_the_kernel_level_and_threads_the_process_runs_with() -> None:
+    code = "import json, torch; from vqarobust.environment import machine; " \
+        "torch.set_num_threads(1); print(json.dumps(machine()))"  # fmt: skip
+    env = {"ATEN_CPU_CAPABILITY": "default", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    forced = json.loads(done.stdout)
+    assert forced["cpu_capability"] == "DEFAULT"
+    assert forced["torch_threads"] == 1
+    assert forced["variables"] == {"ATEN_CPU_CAPABILITY": "default"}
+    here = machine()
+    assert here["cpu"] == forced["cpu"] and here["cpu"]
+    assert here["cores"] >= 1
