@@ -326,7 +326,7 @@ def _check_training(name: str, train: Mapping[str, Any], adapter: str) -> None:
 
 # Keys of models.<name>.train that every architecture's training reads.
 TRAINING_KEYS = {"architecture", "epochs", "batch_size", "learning_rate", "weight_decay", "seed",
-                 "swapmix"}  # fmt: skip
+                 "swapmix", "pretrain"}  # fmt: skip
 
 
 def architecture_keys(architecture: str) -> set[str]:

@@ -26,7 +26,9 @@ class Recipe:
     ``split``. ``swap_mode`` (donor rows, or perfect sight's label re-encoding) and
     ``threshold`` (the class similarity of the swaps, ``context.threshold``) concern
     models on region features only. ``threads``: training's sums, so its weights, depend
-    on the thread count."""
+    on the thread count. ``pretrain`` (``answers``, ``epochs``) trains first on the
+    questions whose answer is one of ``answers`` only, then on every question (a
+    curriculum; models on random questions without SwapMix)."""
 
     architecture: str
     epochs: float = 3.0
@@ -36,6 +38,7 @@ class Recipe:
     seed: int = 0
     threads: int = 1
     swapmix: Mapping[str, Any] | None = None
+    pretrain: Mapping[str, Any] | None = None
     scene_seed: int = 0
     split: str = "train"
     swap_mode: str = "donor"

@@ -64,7 +64,7 @@ def train_reference_model(
         raise ValueError("swap_mode and threshold apply to models on region features only, "
                          f"not to {recipe.architecture} on pixels")  # fmt: skip
     name = name or recipe.architecture
-    seed, batch_size, epochs = recipe.seed, recipe.batch_size, recipe.epochs
+    seed = recipe.seed
     torch.manual_seed(seed)
     torch.set_num_threads(max(1, recipe.threads))
     data = _tensors(*_load_split(questions_path, images_dir))
@@ -83,27 +83,77 @@ def train_reference_model(
 
         augment = SwapMixAugmenter(data.question_ids, data.image_ids, recipe.scene_seed,
                                    recipe.split, seed, **recipe.swapmix)  # fmt: skip
-    learning_rate = recipe.learning_rate
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
+    gen = torch.Generator().manual_seed(seed)
+    t0 = time.perf_counter()
+    loop = _Loop(model, data, recipe, gen, t0, augment, reuses_images)
+    steps = 0
+    if recipe.pretrain:
+        # A curriculum: first only the questions whose answer is one of ``answers``, the
+        # skill the full mix leaves at chance (docs/models.md, "Reference checkpoints").
+        if reuses_images or augment is not None:
+            raise ValueError("train.pretrain takes models on random questions without SwapMix")
+        wanted = {data.labels.index(a) for a in recipe.pretrain["answers"] if a in data.labels}
+        missing = sorted(set(recipe.pretrain["answers"]) - set(data.labels))
+        if missing:
+            raise ValueError(f"train.pretrain.answers: no training question has answer {missing}")
+        pool = torch.nonzero(torch.isin(data.y, torch.tensor(sorted(wanted)))).flatten()
+        log.info("%s: pretraining on the %d questions answered %s", name, len(pool),
+                 ", ".join(recipe.pretrain["answers"]))  # fmt: skip
+        steps += _fit(loop, pool, recipe.pretrain["epochs"], f"{name} pretrain")[0]
+    pool = torch.arange(len(data.image_ids) if reuses_images else len(data.y))
+    fitted, correct, seen = _fit(loop, pool, recipe.epochs, name)
+    steps += fitted
+    seconds = time.perf_counter() - t0
+    if augment is not None:
+        log.info("%s: SwapMix re-rendered %d training images with swaps", name, augment.swapped)
+    model.eval()
+    with store.atomic_path(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        data.processor.save_pretrained(tmp)
+    stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1)}
+    log.info("trained %s (%s): %s", name, recipe.architecture, stats)
+    return stats
+
+
+@dataclass
+class _Loop:
+    """What every phase of one training shares: the model, its data and recipe, the
+    generator of the question order, the start time, SwapMix and the batching mode."""
+
+    model: Any
+    data: _Data
+    recipe: Recipe
+    gen: torch.Generator
+    t0: float
+    augment: Any
+    reuses_images: bool
+
+
+def _fit(loop: _Loop, pool: torch.Tensor, epochs: float, name: str) -> tuple[int, int, int]:
+    """Train for ``epochs`` over the units of ``pool`` (question or, for a late-fusion
+    model, image rows) with a fresh AdamW and one-cycle schedule; returns the steps, and
+    the questions answered right and seen over the last 10% of them."""
+    model, data, recipe, gen, augment = loop.model, loop.data, loop.recipe, loop.gen, loop.augment
+    reuses_images, t0 = loop.reuses_images, loop.t0
+    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate,
                                   weight_decay=recipe.weight_decay)  # fmt: skip
     # A late-fusion model takes whole images with all of their questions per step, so it
     # encodes each image once; other models take random questions (more varied batches,
     # and batch norm statistics over many images).
-    units = len(data.image_ids) if reuses_images else len(data.y)
-    per_step = max(1, round(batch_size * units / len(data.y)))
+    units = len(pool)
+    per_step = max(1, round(recipe.batch_size * len(data.image_ids) / len(data.y))) if (
+        reuses_images) else recipe.batch_size  # fmt: skip
     steps = max(1, int(round(epochs * units / per_step)))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=learning_rate, total_steps=steps, pct_start=0.1
+        optimizer, max_lr=recipe.learning_rate, total_steps=steps, pct_start=0.1
     )
-    gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(units, generator=gen)
+    order = pool[torch.randperm(units, generator=gen)]
     pos, correct, seen = 0, 0, 0
     every = max(1, steps // 20)
     n_epochs = max(1, math.ceil(epochs))
-    t0 = time.perf_counter()
     for step in range(steps):
         if pos + per_step > len(order):
-            order, pos = torch.randperm(units, generator=gen), 0
+            order, pos = pool[torch.randperm(units, generator=gen)], 0
         chosen = order[pos : pos + per_step]
         pos += per_step
         idx, inputs = data.batch(chosen, reuses_images)
@@ -129,16 +179,7 @@ def train_reference_model(
             epoch = min(n_epochs, step * per_step // units + 1)
             log.info("%s epoch %d/%d step %d/%d loss %.4f (%.0fs)", name, epoch, n_epochs,
                      step + 1, steps, loss.item(), time.perf_counter() - t0)  # fmt: skip
-    seconds = time.perf_counter() - t0
-    if augment is not None:
-        log.info("%s: SwapMix re-rendered %d training images with swaps", name, augment.swapped)
-    model.eval()
-    with store.atomic_path(out_dir) as tmp:
-        model.save_pretrained(tmp)
-        data.processor.save_pretrained(tmp)
-    stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1)}
-    log.info("trained %s (%s): %s", name, recipe.architecture, stats)
-    return stats
+    return steps, correct, seen
 
 
 @dataclass
