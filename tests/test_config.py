@@ -47,8 +47,8 @@ def test_minimal_config_gets_defaults():
         (lambda c: c.update(severities=[-1]), r"severities\[0\]"),
         (lambda c: c["models"]["cnn-bow"].update(batchsize=3), r"models.cnn-bow.*'batchsize'"),
         (lambda c: c["models"]["cnn-bow"].update(family="nope"), r"models.cnn-bow.family"),
-        (lambda c: c["models"]["cnn-bow"]["train"].update(architecture="rnn"), "architecture"),
-        (lambda c: c["models"]["cnn-bow"].pop("train"), r"models.cnn-bow: give path_or_id"),
+        (lambda c: c["models"]["cnn-bow"].update(train={"architecture": "rnn"}), "architecture"),
+        (lambda c: c["models"]["cnn-bow"].pop("path_or_id"), r"models.cnn-bow: give path_or_id"),
         (lambda c: c["scoring"].update(metric="bleu"), r"scoring.metric"),
         (lambda c: c["vre"]["preferences"].update(speed=1), r"vre.preferences.*'speed'"),
         (lambda c: c["text"].update(on_low_similarity="discard"), r"text.on_low_similarity"),
@@ -91,9 +91,12 @@ def test_basic_question_study_config_is_the_papers_protocol():
         "v2_OpenEnded_mscoco_val2014_questions.json"]  # fmt: skip
 
 
-def test_reference_models_default_to_the_cpu(default_config):
+def test_reference_models_run_on_the_cpu(default_config):
     cfg = validate_config(default_config)
     assert {m["device"] for m in cfg["models"].values()} == {"cpu"}
+    # A model the workflow trains defaults to the CPU it is trained on.
+    study = validate_config(yaml.safe_load((REPO / "config" / "reference-models.yaml").read_text()))
+    assert {m["device"] for m in study["models"].values()} == {"cpu"}
 
 
 VQAV2 = {"name": "v", "adapter": "vqav2", "questions": "q.json", "annotations": "a.json",
@@ -133,10 +136,12 @@ def test_adapter_defaults_fill_n_images():
     assert "n_images" not in cfg["dataset"]
 
 
-def test_training_needs_easy_vqa(default_config):
-    default_config["dataset"] = dict(VQAV2)
+def test_training_needs_easy_vqa():
+    study = yaml.safe_load((REPO / "config" / "reference-models.yaml").read_text())
+    validate_config(copy.deepcopy(study))
+    study["dataset"] = dict(VQAV2)
     with pytest.raises(ConfigError, match=r"models.vilt-tiny.train: reference models train on"):
-        validate_config(default_config)
+        validate_config(study)
 
 
 def test_params_are_canonical_and_leave_runtime_settings_out():

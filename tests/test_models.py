@@ -61,6 +61,31 @@ def test_training_is_seeded(easy_vqa_train, tmp_path):
     assert all(np.array_equal(a[k], b[k]) for k in a)
 
 
+def test_pretraining_sees_only_its_answers_first_then_every_question(
+    easy_vqa_train, tmp_path, caplog
+):
+    import logging
+
+    questions = store.read_questions(easy_vqa_train["questions"])
+    shapes = ["circle", "rectangle", "triangle"]
+    n_shape = sum(a[0] in shapes for a in questions.column("answers").to_pylist())
+    small = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2}
+    args = (str(easy_vqa_train["questions"]), str(easy_vqa_train["images"]))
+    with caplog.at_level(logging.INFO, logger="vqarobust.models.training"):
+        stats = train_reference_model(*args, tmp_path / "m", Recipe.of(
+            "vilt", epochs=0.5, batch_size=8, pretrain={"answers": shapes, "epochs": 2},
+            **small))  # fmt: skip
+    assert f"pretraining on the {n_shape} questions answered circle, rectangle" in caplog.text
+    # round(2 * n_shape / 8) pretraining steps, then round(0.5 * all / 8).
+    assert stats["steps"] == round(2 * n_shape / 8) + round(0.5 * questions.num_rows / 8)
+    with pytest.raises(ValueError, match=r"no training question has answer \['hexagon'\]"):
+        train_reference_model(*args, tmp_path / "x", Recipe.of(
+            "vilt", pretrain={"answers": ["hexagon"], "epochs": 1}, **small))  # fmt: skip
+    with pytest.raises(ValueError, match="random questions without SwapMix"):
+        train_reference_model(*args, tmp_path / "y", Recipe.of(
+            "cnn-bow", channels=[4], pretrain={"answers": shapes, "epochs": 1}))  # fmt: skip
+
+
 class Echo(VQAModel):
     def __init__(self):
         super().__init__(batch_size=2)

@@ -19,6 +19,22 @@ def test_readme_result_block_is_the_committed_summary():
     )
 
 
+def test_ci_runs_the_readmes_two_commands_and_checks_its_numbers():
+    readme = (REPO / "README.md").read_text()
+    quickstart = readme[readme.index("```bash\n") + 8 :].split("```", 1)[0].splitlines()
+    install_and_run, tests = quickstart
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    # The first command installs with the lock and runs the main job; CI does both.
+    assert install_and_run == (
+        "python3.11 -m venv .venv && .venv/bin/pip install -c envs/constraints.txt "
+        "-e '.[dev]' && .venv/bin/snakemake"
+    )
+    assert ".venv/bin/pip install --quiet -c envs/constraints.txt -e '.[dev]'" in ci
+    assert ci.index(tests) < ci.index(".venv/bin/snakemake")
+    assert (".venv/bin/vqarobust summary results/easy-vqa/robustness.duckdb --check "
+            "docs/results/default-run.md") in ci  # fmt: skip
+
+
 def test_readme_question_count_matches_the_summary():
     readme = (REPO / "README.md").read_text()
     expected = (REPO / "docs" / "results" / "default-run.md").read_text()

@@ -294,6 +294,15 @@ def _checkpoints_freeze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoints_table(args: argparse.Namespace) -> int:
+    import json
+
+    from vqarobust.models.checkpoints import MANIFEST, manifest_table
+
+    print(manifest_table(json.loads((Path(args.folder) / MANIFEST).read_text())), end="")
+    return 0
+
+
 def _checkpoints_verify(args: argparse.Namespace) -> int:
     from vqarobust.models.checkpoints import verify
 
@@ -440,6 +449,9 @@ def _add_checkpoint_commands(sub: Any) -> None:
                             "(exit 1 when a file differs)")  # fmt: skip
     p.add_argument("folder", nargs="?", default="checkpoints/easy-vqa")
     p.set_defaults(func=_checkpoints_verify)
+    p = commands.add_parser("table", help="the manifest's accuracy as docs/models.md's table")
+    p.add_argument("folder", nargs="?", default="checkpoints/easy-vqa")
+    p.set_defaults(func=_checkpoints_table)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from vqarobust import store
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256
 from vqarobust.environment import lock_record, machine
+from vqarobust.models.checkpoints import reference_record
 from vqarobust.params import canonical
 
 PREFIX = "provenance."
@@ -206,6 +207,11 @@ def collect(
         train = ((config or {}).get("models") or {}).get(name, {}).get("train")
         if train:
             entry["train_sha256"] = text_sha256(json.dumps(canonical(train), sort_keys=True))
+        local = (entry["checkpoint"] or {}).get("path_or_id") or {}
+        if "sha256" in local:
+            reference = reference_record(local["path"], local["sha256"])
+            if reference is not None:
+                entry["reference"] = reference
         info[f"model.{name}"] = entry
     if records:
         info["started"] = _iso(min(r["started"] for r in records))

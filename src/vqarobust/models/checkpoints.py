@@ -44,8 +44,8 @@ def _run_info(database: str | os.PathLike[str]) -> tuple[dict[str, str], dict[st
             "SELECT count(*) FROM predictions WHERE perturbation = 'clean' AND model = ?",
             [rows[0][0]] if rows else [""],
         ).fetchone()[0]
-    accuracy = {m: {"clean": c, "blank": b, "blank_ratio": r, "questions": n}
-                for m, c, b, r in rows}  # fmt: skip
+    accuracy = {m: {"clean": float(c), "blank": float(b), "blank_ratio": float(r),
+                    "questions": int(n)} for m, c, b, r in rows}  # fmt: skip
     return info, accuracy
 
 
@@ -69,7 +69,8 @@ def freeze(
         "trained_by": {
             "config": config_path,
             "config_sha256": text_sha256(json.dumps(canonical(dict(config)), sort_keys=True)),
-            "git_commit": json.loads(info.get("provenance.git_commit", "null")),
+            # Strings are stored as they are, everything else as JSON (provenance.collect).
+            "git_commit": info.get("provenance.git_commit"),
             "git_dirty": json.loads(info.get("provenance.git_dirty", "null")),
             "versions": {
                 k.removeprefix("provenance.version."): v
@@ -92,7 +93,8 @@ def freeze(
         if not source.is_dir():
             raise FileNotFoundError(f"no trained model {name!r} at {source}")
         with store.atomic_path(out / name) as tmp:
-            shutil.copytree(source, tmp)
+            # Snakemake's marker of a directory output is no part of the checkpoint.
+            shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".snakemake_timestamp"))
         recipe = dict(entry["train"], threads=config["threads"]["train"])
         manifest["models"][name] = {
             "family": entry.get("family", "vqa-classifier"),
@@ -100,7 +102,9 @@ def freeze(
             "sha256": tree_sha256(out / name),
             "files": _files(out / name),
             "accuracy": accuracy[name],
-            "trained_on": json.loads(info.get(f"provenance.model.{name}", "{}")).get("machines"),
+            "study_machines": json.loads(info.get(f"provenance.model.{name}", "{}")).get(
+                "machines"
+            ),
         }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
@@ -124,3 +128,58 @@ def verify(folder: str | os.PathLike[str]) -> list[str]:
         unlisted = sorted(set(have) - set(model["files"]))
         problems += [f"{name}/{rel}: not in the manifest" for rel in unlisted]
     return problems
+
+
+def reference_record(path: str | os.PathLike[str], sha256: str) -> dict[str, Any] | None:
+    """What the manifest beside a checkpoint folder says of it (recipe, who trained it,
+    accuracy) and whether ``sha256``, the digest of the files that ran, is the manifest's;
+    None when no manifest lists the folder."""
+    folder = Path(path)
+    manifest_path = folder.parent / MANIFEST
+    if not manifest_path.is_file():
+        return None
+    manifest = json.loads(manifest_path.read_text())
+    model = manifest.get("models", {}).get(folder.name)
+    if model is None:
+        return None
+    return {"manifest": str(manifest_path), "matches": model["sha256"] == sha256,
+            "recipe": model["recipe"], "accuracy": model["accuracy"],
+            "trained_by": manifest["trained_by"]}  # fmt: skip
+
+
+def reference_sentence(name: str, record: Mapping[str, Any]) -> str:
+    """The report's sentence on a reference checkpoint: how it was trained and what it is
+    not."""
+    recipe, by = record["recipe"], record["trained_by"]
+    commit = (by.get("git_commit") or "an unknown commit")[:12]
+    epochs = recipe.get("epochs")
+    text = (
+        f"{name} is a reference checkpoint ({record['manifest']}): a {recipe['architecture']} "
+        f"trained from random weights for {epochs:g} epochs on {by['dataset']}'s training "
+        f"split by {by['config']} at commit {commit}, then frozen (its clean and blank-image "
+        "accuracy are in the manifest and, for this run, in the tables here). A small model "
+        "made to give the default study something to measure, not one of the papers' models."
+    )
+    if not record["matches"]:
+        text += " Its files differ from the manifest's: these numbers are not of those weights."
+    return text
+
+
+def manifest_table(manifest: Mapping[str, Any]) -> str:
+    """The checkpoints of a manifest as the Markdown table docs/models.md shows
+    (``vqarobust checkpoints table``): clean and blank-image accuracy on the study's
+    questions, the blank ratio, the training recipe's epochs and the digest."""
+    lines = [
+        "| checkpoint | clean accuracy | blank-image accuracy | blank / clean | questions | "
+        "epochs (pretrain + all) | SHA-256 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, model in sorted(manifest["models"].items()):
+        acc, recipe = model["accuracy"], model["recipe"]
+        pre = recipe.get("pretrain")
+        epochs = f"{pre['epochs']:g} + {recipe['epochs']:g}" if pre else f"{recipe['epochs']:g}"
+        lines.append(
+            f"| `{name}` | {acc['clean']:.3f} | {acc['blank']:.3f} | {acc['blank_ratio']:.1%} "
+            f"| {acc['questions']:,} | {epochs} | `{model['sha256'][:12]}` |"
+        )
+    return "\n".join(lines) + "\n"

@@ -3,11 +3,14 @@ per question and answer type."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import duckdb
 import polars as pl
 
+from vqarobust.models.checkpoints import reference_sentence
+from vqarobust.provenance import PREFIX
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import interval_columns, table_names
 
@@ -35,10 +38,22 @@ def _clean_vs_perturbed(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFra
     ).pl()
 
 
+def reference_notes(info: dict[str, str]) -> list[str]:
+    """A sentence per model that ran a shipped reference checkpoint (its manifest's recipe,
+    trainer and accuracy, from ``provenance.model.<name>``)."""
+    out = []
+    for key, value in sorted(info.items()):
+        if key.startswith(PREFIX + "model."):
+            reference = json.loads(value).get("reference")
+            if reference:
+                out.append(reference_sentence(key.removeprefix(PREFIX + "model."), reference))
+    return out
+
+
 def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
-    """The image side's summary tables."""
-    del run
+    """The image side's summary tables, and the notes on reference checkpoints."""
     return {
+        "references": reference_notes(run.info),
         "cards": _model_cards(con),
         "vre_model": con.sql(
             "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'image' ORDER BY vre"
