@@ -5,11 +5,14 @@ through their own environment variables, which is how another CPU of this projec
 one computes.
 
     .venv/bin/python benchmarks/cpu_levels.py corruptions
-    .venv/bin/python benchmarks/cpu_levels.py study CHECKOUT [--threads 2]
+    .venv/bin/python benchmarks/cpu_levels.py answers
+    .venv/bin/python benchmarks/cpu_levels.py study CHECKOUT (--level avx2 | --threads 2)
 
 ``corruptions`` corrupts 20 images of the default subset with every corruption of the
 default at every severity, natively and at each level, and prints which (corruption,
-severity) cells differ in a single byte. ``study`` takes a checkout whose default study has
+severity) cells differ in a single byte. ``answers`` runs the two shipped checkpoints on
+the clean default subset natively and at each level and prints how many answers differ
+and the largest logit difference. ``study`` takes a checkout whose default study has
 finished natively (``results/easy-vqa/robustness.duckdb``), copies it, forces every job
 that computes on the CPU (corruption, inference, attention, question side, the
 aggregation) to rerun under a level (or with ``--threads`` inference threads), and checks
@@ -70,7 +73,40 @@ def _digests(images: str, n: int) -> dict[str, str]:
     return out
 
 
-def corruptions(n: int) -> None:
+def _answers(images: str, questions: str) -> dict[str, object]:
+    """Each shipped checkpoint's answers and logits on a prepared subset."""
+    import numpy as np
+    import torch
+
+    from vqarobust.inference import Subset, predict_subset
+    from vqarobust.models import load_model
+    from vqarobust.store import read_questions
+
+    torch.set_num_threads(1)
+    q = read_questions(questions)
+    out: dict[str, object] = {}
+    for name in ("cnn-bow", "vilt-tiny"):
+        path = f"checkpoints/easy-vqa/{name}"
+        model = load_model({"family": "vqa-classifier", "path_or_id": path, "batch_size": 256})
+        logits: list[np.ndarray] = []
+        forward = model.model.forward
+
+        def keep(*args, _forward=forward, _logits=logits, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            result = _forward(*args, **kwargs)
+            _logits.append(result.logits.detach().numpy().copy())
+            return result
+
+        model.model.forward = keep
+        preds = predict_subset(model, q, Subset("clean", 0, images), name)
+        out[name] = {"answers": preds.column("answer").to_pylist(),
+                     "logits": np.concatenate(logits).tolist()}  # fmt: skip
+    return out
+
+
+def _per_level(call: str) -> dict[str, object]:
+    """``call`` (an expression of this module's names, given the prepared default subset's
+    ``images`` and ``questions`` paths) evaluated in a fresh process natively and at each
+    level; its JSON result per level."""
     from vqarobust.datasets import PreparedOutputs, prepare_dataset
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,11 +118,32 @@ def corruptions(n: int) -> None:
         for level in ("native", *LEVELS):
             env = {**os.environ, **LEVELS.get(level, {})}
             code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                    f"from cpu_levels import _digests; "
-                    f"print(json.dumps(_digests({str(root / 'images')!r}, {n})))")  # fmt: skip
+                    "from cpu_levels import _answers, _digests; "
+                    f"images, questions = {str(root / 'images')!r}, "
+                    f"{str(root / 'q.parquet')!r}; print(json.dumps({call}))")  # fmt: skip
             done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                   text=True, check=True)  # fmt: skip
             found[level] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def answers() -> None:
+    """The checkpoints' answers and logits on the default subset, natively and per level."""
+    import numpy as np
+
+    found = _per_level("_answers(images, questions)")
+    for level in LEVELS:
+        for name, native in found["native"].items():
+            other = found[level][name]
+            changed = sum(a != b for a, b in zip(native["answers"], other["answers"], strict=True))
+            gap = np.abs(np.array(native["logits"]) - np.array(other["logits"])).max()
+            print(f"{level}: {name}: {changed} of {len(native['answers'])} clean answers "
+                  f"differ; largest logit difference {gap:.2e}")  # fmt: skip
+
+
+def corruptions(n: int) -> None:
+    """Which (corruption, severity) cells of ``n`` images differ per level."""
+    found = _per_level(f"_digests(images, {n})")
     cells = len(found["native"])
     for level in LEVELS:
         differ = [k for k, v in found["native"].items() if found[level][k] != v]
@@ -128,6 +185,7 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("corruptions")
     p.add_argument("--images", type=int, default=20)
+    sub.add_parser("answers")
     p = sub.add_parser("study")
     p.add_argument("checkout", type=Path)
     p.add_argument("--level", choices=sorted(LEVELS))
@@ -135,6 +193,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "corruptions":
         corruptions(args.images)
+        return 0
+    if args.command == "answers":
+        answers()
         return 0
     if (args.level is None) == (args.threads is None):
         parser.error("study: give --level or --threads")

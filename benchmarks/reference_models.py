@@ -1,8 +1,8 @@
 """Clean accuracy of the trained reference models on the whole easy-VQA test split.
 
-Run after the default workflow has trained them:
+Run on the shipped reference checkpoints (or on a folder of trained models):
 
-    .venv/bin/python benchmarks/reference_models.py [resources/models/easy-vqa]
+    .venv/bin/python benchmarks/reference_models.py [checkpoints/easy-vqa]
 
 Prints accuracy (VQA accuracy = exact match on easy-VQA) and questions per second.
 """
@@ -23,7 +23,7 @@ from vqarobust.models import load_model
 from vqarobust.store import read_questions
 
 
-def main(models_dir: str = "resources/models/easy-vqa") -> None:
+def main(models_dir: str = "checkpoints/easy-vqa") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         q_path, img_dir = Path(tmp) / "q.parquet", Path(tmp) / "images"
         prepare_dataset(
@@ -36,7 +36,7 @@ def main(models_dir: str = "resources/models/easy-vqa") -> None:
         questions = read_questions(q_path)
         q_df = pl.from_arrow(questions)
         print(f"easy-VQA test split: {questions.num_rows} questions")
-        for path in sorted(Path(models_dir).iterdir()):
+        for path in sorted(p for p in Path(models_dir).iterdir() if p.is_dir()):
             model = load_model({"family": "vqa-classifier", "path_or_id": str(path),
                                 "batch_size": 256})  # fmt: skip
             t0 = time.perf_counter()

@@ -291,6 +291,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
         ("l_layers", 2), ("x_layers", 2), ("r_layers", 2), ("dropout", 0.2))},
     **{f"models.*.train.swapmix.{k}": ("scenes", put(f"models.vilt-tiny.train.swapmix.{k}", v))
        for k, v in (("p_object", 0.3), ("p_class", 0.3), ("k", 1))},
+    "models.*.train.pretrain.answers": ("tiny", put("models.vilt-tiny.train.pretrain",
+                                                    {"answers": ["circle"], "epochs": 1})),
+    "models.*.train.pretrain.epochs": ("tiny", put("models.vilt-tiny.train.pretrain",
+                                                   {"answers": ["circle"], "epochs": 2})),
 }  # fmt: skip
 
 
