@@ -1,5 +1,5 @@
 """How a reference model is trained: a config's ``models.<name>.train`` section as one
-frozen object (docs/models.md, "Reference models").
+frozen object (docs/models.md, "Reference models and the checkpoints that ship").
 
 The workflow's ``train_model`` rule hands the section (with the thread count and, for
 SwapMix, the scene seed and split) as params; :meth:`Recipe.from_params` splits it into
