@@ -106,7 +106,9 @@ def freeze(
                 "machines"
             ),
         }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    # Atomic, like the folders: a failed freeze never leaves a torn manifest.
+    with store.atomic_path(out / MANIFEST) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
 
