@@ -532,3 +532,52 @@ def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_
                 torch.set_num_threads(threads)
             runs.append(pl.read_parquet(out).sort("question_id"))
         assert runs[0]["answer"].to_list() == runs[1]["answer"].to_list()
+
+
+@pytest.mark.parametrize("key", ["vilt", "cnn-bow", "cnn-film"])
+def test_a_classifiers_answer_does_not_depend_on_the_other_images_of_its_batch(checkpoints, key):
+    """Each image is preprocessed on its own: batched beside a larger image (which a
+    batch-wide processor call would pad it to), a request's logits are those it gets
+    alone."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    from vqarobust.models import load_model
+
+    rng = np.random.default_rng(0)
+    small = Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8))
+    large = Image.fromarray(rng.integers(0, 256, (96, 128, 3), dtype=np.uint8))
+    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
+                        "batch_size": 2})  # fmt: skip
+    question = "what color is the shape?"
+    alone = model.logits([small], [question])[0]
+    batched = model.logits([small, large], [question, question])[0]
+    torch.testing.assert_close(batched, alone, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("key", ["vilt", "cnn-bow"])
+def test_a_classifier_encodes_each_image_once_per_chunk(checkpoints, key):
+    """The image side (ViLT's patch embedding, the late-fusion CNN's features) is computed
+    once per image for all its questions, across batches, and gives the answers a
+    one-request-at-a-time run gives."""
+    from tests.tiny_checkpoints import random_images
+    from vqarobust.models import load_model
+
+    images = random_images(2, size=(64, 64))
+    questions = ["what color is the shape?", "is there a circle?", "what shape is it?"]
+    requests = [(images[i % 2], questions[i % 3]) for i in range(6)]
+    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
+                        "batch_size": 2})  # fmt: skip
+    encoded = []
+    if key == "vilt":
+        embed = model._visual_embed
+        model._visual_embed = lambda *a: encoded.append(1) or embed(*a)
+    else:
+        encode = model.model.encode_images
+        model.model.encode_images = lambda pixels: encoded.append(len(pixels)) or encode(pixels)
+    answers = model.answer_all([im for im, _ in requests], [q for _, q in requests])
+    assert sum(encoded) == 2
+    one_by_one = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
+                             "batch_size": 1})  # fmt: skip
+    assert answers == [one_by_one.answer([im], [q])[0] for im, q in requests]

@@ -1,13 +1,15 @@
 """Adapter for answer-classifier VQA models (ViLT, the CNN+BoW reference model, ...).
 
 Loads any ``AutoModelForVisualQuestionAnswering`` checkpoint with its ``AutoProcessor``
-and answers with the argmax over ``config.id2label``.
+and answers with the argmax over ``config.id2label``. What depends on the image alone
+(ViLT's patch embedding, a late-fusion model's image features) is computed once per image
+per chunk of questions, from that image on its own: a question's answer then does not
+depend on which other images share its batch.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,24 +20,29 @@ from transformers import AutoModelForVisualQuestionAnswering
 
 import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model with Auto)
 from vqarobust.models import DEFAULT_BATCH_SIZE
-from vqarobust.models.base import distinct_images
+from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
 
 
-class ClassifierVQA(HFVQAModel):
+class ClassifierVQA(SharesImageFeatures, HFVQAModel):
     """A classifier over a fixed answer vocabulary."""
 
     model_class = AutoModelForVisualQuestionAnswering
 
     def __init__(
-        self, path_or_id: str, batch_size: int = DEFAULT_BATCH_SIZE, **kwargs: Any
+        self,
+        path_or_id: str,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        share_image_features: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(path_or_id, batch_size=batch_size, **kwargs)
+        self.share_image_features = share_image_features
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         limit = getattr(self.model.config, "max_position_embeddings", None)
         self.max_text_length = int(limit) if limit else None
-        # Late-fusion models take one pixel row per distinct image plus an index.
-        self._reuses_images = "image_index" in inspect.signature(self.model.forward).parameters
+        # Late fusion (the CNN+BoW): image features that no question changes.
+        self._encodes_images = bool(getattr(self.model, "image_features_shared", False))
 
     def truncated(self, questions: Sequence[str]) -> list[bool]:
         """Questions longer than the text encoder's positions (special tokens included)."""
@@ -47,9 +54,12 @@ class ClassifierVQA(HFVQAModel):
 
     @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Argmax answers for one batch; each distinct image object is preprocessed once."""
-        distinct, index = distinct_images(images)
-        pixels = self.processor.image_processor(distinct, return_tensors="pt")
+        """Argmax answers for one batch."""
+        return [self.id2label[i] for i in self.logits(images, questions).argmax(-1).tolist()]
+
+    def logits(self, images: Sequence[Image.Image], questions: Sequence[str]) -> torch.Tensor:
+        """The answer logits of one batch, one row per request; within
+        :meth:`answer_all`, each distinct image's side is computed once."""
         text = self.processor.tokenizer(
             list(questions),
             padding="longest",
@@ -61,19 +71,55 @@ class ClassifierVQA(HFVQAModel):
             verbose=self.max_text_length is not None,
         )
         inputs = {k: v.to(self.device) for k, v in text.items()}
-        if self._is_vilt:
-            embeds, masks = self._patch_embeddings(pixels)
-            inputs["image_embeds"], inputs["pixel_mask"] = embeds[index], masks[index]
-        else:
-            if self._reuses_images:
-                inputs["image_index"] = index.to(self.device)
-            for key, value in pixels.items():
-                if not self._reuses_images:
-                    value = value[index]
-                value = value.to(self.device)
-                inputs[key] = value.to(self.model.dtype) if value.is_floating_point() else value
-        logits = self.model(**inputs).logits
-        return [self.id2label[i] for i in logits.argmax(-1).tolist()]
+        with torch.inference_mode():
+            if self._is_vilt:
+                rows = self.image_features(images, self._patch_rows)
+                inputs["image_embeds"], inputs["pixel_mask"] = _padded(rows, self.device)
+            elif self._encodes_images:
+                inputs["image_features"] = torch.stack(self.image_features(images, self._encode))
+            else:
+                return self._logits_by_size(inputs, self.image_features(images, self._pixel_rows))
+            return self.model(**inputs).logits
+
+    def _logits_by_size(self, inputs: dict[str, torch.Tensor], rows: list[dict]) -> torch.Tensor:
+        """Requests whose images were preprocessed to different sizes cannot share a pixel
+        tensor: one forward per size, the logits put back in request order."""
+        sizes = [tuple(row["pixel_values"].shape) for row in rows]
+        out: list[torch.Tensor] = [torch.empty(0)] * len(rows)
+        for size in dict.fromkeys(sizes):
+            idx = [i for i, s in enumerate(sizes) if s == size]
+            group = {k: v[idx] for k, v in inputs.items()}
+            for key in rows[idx[0]]:
+                value = torch.stack([rows[i][key] for i in idx]).to(self.device)
+                group[key] = value.to(self.model.dtype) if value.is_floating_point() else value
+            for i, row in zip(idx, self.model(**group).logits, strict=True):
+                out[i] = row
+        return torch.stack(out)
+
+    def _pixels(self, image: Image.Image) -> Any:
+        """One image through the processor on its own (no padding to a batch's largest)."""
+        return self.processor.image_processor([image], return_tensors="pt")
+
+    def _patch_rows(self, images: Sequence[Image.Image]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """ViLT: per image, its patch embedding and patch mask (:meth:`_visual_embed`)."""
+        rows = []
+        for image in images:
+            pixels = self._pixels(image)
+            embeds, mask, _ = self._visual_embed(pixels["pixel_values"], pixels["pixel_mask"])
+            rows.append((embeds[0], mask[0]))
+        return rows
+
+    def _pixel_rows(self, images: Sequence[Image.Image]) -> list[dict[str, torch.Tensor]]:
+        """Per image, what the processor makes of it alone (its batch dimension dropped)."""
+        return [{k: v[0] for k, v in self._pixels(image).items()} for image in images]
+
+    def _encode(self, images: Sequence[Image.Image]) -> list[torch.Tensor]:
+        """Late fusion: per image, the model's question-independent image features."""
+        out = []
+        for image in images:
+            values = self._pixels(image)["pixel_values"].to(self.device, self.model.dtype)
+            out.append(self.model.encode_images(values)[0])
+        return out
 
     @property
     def _is_vilt(self) -> bool:
@@ -91,28 +137,16 @@ class ClassifierVQA(HFVQAModel):
         height, width = int(valid.any(1).sum()), int(valid.any(0).sum())
         own = pixel_values[0, :, :height, :width].contiguous().float().numpy()
         seed = int.from_bytes(hashlib.sha256(own.tobytes()).digest()[:8])
+        # ViLT draws on the CPU generator whatever the device; seeding only that one skips
+        # torch.manual_seed's deferred CUDA seeding, which records a stack trace per call
+        # (a fifth of a ViLT job's time on the CPU).
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.random.default_generator.manual_seed(seed)
             return self.model.vilt.embeddings.visual_embed(
                 pixel_values.to(self.device, self.model.dtype),
                 pixel_mask.to(self.device),
                 max_image_length=self.model.config.max_image_length,
             )
-
-    def _patch_embeddings(self, pixels: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each distinct image's patch embedding (:meth:`_visual_embed`), padded to the
-        longest with masked zero rows: the batch's ``image_embeds`` and their mask."""
-        values, mask = pixels["pixel_values"], pixels["pixel_mask"]
-        rows = [self._visual_embed(values[i : i + 1], mask[i : i + 1])
-                for i in range(values.shape[0])]  # fmt: skip
-        width = max(embeds.shape[1] for embeds, _, _ in rows)
-        embeds = torch.zeros(len(rows), width, rows[0][0].shape[2], dtype=rows[0][0].dtype,
-                             device=self.device)  # fmt: skip
-        masks = torch.zeros(len(rows), width, dtype=rows[0][1].dtype, device=self.device)
-        for i, (row, mask, _) in enumerate(rows):
-            embeds[i, : row.shape[1]] = row[0]
-            masks[i, : mask.shape[1]] = mask[0]
-        return embeds, masks
 
     @torch.inference_mode()
     def image_attention(
@@ -144,6 +178,21 @@ class ClassifierVQA(HFVQAModel):
             grid.index_put_((where[0, :, 0], where[0, :, 1]), weights, accumulate=True)
             out.append(_normalized(grid))
         return out
+
+
+def _padded(
+    rows: Sequence[tuple[torch.Tensor, torch.Tensor]], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per request, its image's patch embedding and mask, padded to the batch's longest
+    with masked zero rows: the batch's ``image_embeds`` and ``pixel_mask``."""
+    width = max(embeds.shape[0] for embeds, _ in rows)
+    first = rows[0][0]
+    embeds = torch.zeros(len(rows), width, first.shape[1], dtype=first.dtype, device=device)
+    masks = torch.zeros(len(rows), width, dtype=rows[0][1].dtype, device=device)
+    for i, (row, mask) in enumerate(rows):
+        embeds[i, : row.shape[0]] = row
+        masks[i, : mask.shape[0]] = mask
+    return embeds, masks
 
 
 def _normalized(grid: torch.Tensor) -> np.ndarray:

@@ -202,26 +202,33 @@ class CnnBowForQuestionAnswering(PreTrainedModel):
     def forward(
         self,
         input_ids: torch.Tensor,
-        pixel_values: torch.Tensor,
+        pixel_values: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         image_index: torch.Tensor | None = None,
+        image_features: torch.Tensor | None = None,
         **unused: object,
     ) -> SequenceClassifierOutput:
         """Logits over ``config.id2label``; cross-entropy loss when ``labels`` are given.
 
         Pass one ``pixel_values`` row per distinct image and ``image_index`` mapping each
         question to its image's row: late fusion then encodes each image once. Without
-        ``image_index``, row i belongs to question i.
+        ``image_index``, row i belongs to question i. A late-fusion model also takes
+        ``image_features`` instead of pixels: rows of :meth:`encode_images` computed
+        earlier (an inference loop encodes each image once for all its questions).
         """
+        if (pixel_values is None) == (image_features is None):
+            raise ValueError("pass pixel_values or image_features, one of them")
         if attention_mask is None:
             attention_mask = (input_ids != 0).long()
         if self.config.fusion == "film":
+            if image_features is not None:
+                raise ValueError("a FiLM model has no question-independent image features")
             if image_index is not None:
                 pixel_values = pixel_values[image_index]
             logits = self._film_logits(pixel_values, input_ids, attention_mask)
         else:
-            img = self.encode_images(pixel_values)
+            img = self.encode_images(pixel_values) if image_features is None else image_features
             if image_index is not None:
                 img = img[image_index]
             mask = attention_mask.unsqueeze(-1).to(img.dtype)
