@@ -54,6 +54,41 @@ def test_chat_models_answer_with_left_padding(llava_path, family):
     assert answers == single
 
 
+def test_blip_answers_what_transformers_generate_answers_one_request_at_a_time(blip_path):
+    """Questions of very different lengths in one batch: the decoder must not read the
+    padding of the short ones (transformers' own batched generate does)."""
+    import torch
+    from transformers import BlipForQuestionAnswering, BlipProcessor
+
+    from vqarobust.models.postprocess import short_answer
+
+    images, _ = _requests()
+    questions = ["what", "is there a red circle in the image what color is the shape"] * 3
+    images = (images * 6)[: len(questions)]
+    model = load_model({"family": "blip", "path_or_id": str(blip_path), "batch_size": 6,
+                        "max_new_tokens": 5})  # fmt: skip
+    processor = BlipProcessor.from_pretrained(blip_path)
+    reference = BlipForQuestionAnswering.from_pretrained(blip_path).eval()
+    expected = []
+    with torch.inference_mode():
+        for image, question in zip(images, questions, strict=True):
+            inputs = processor(images=image, text=question, return_tensors="pt")
+            out = reference.generate(**inputs, max_new_tokens=5, do_sample=False)
+            expected.append(short_answer(processor.decode(out[0], skip_special_tokens=True)))
+    decoded = model.model.text_decoder.generate
+    masks = []
+
+    def spy(**kwargs):
+        masks.append(kwargs["encoder_attention_mask"])
+        return decoded(**kwargs)
+
+    model.model.text_decoder.generate = spy
+    assert model.answer_all(images, questions) == expected
+    # The decoder never saw a padded question position (transformers' decoder reads
+    # them whatever the mask says).
+    assert len(masks) == 2 and all(bool(m.all()) for m in masks)
+
+
 def test_chat_prompt_must_hold_the_question(llava_path):
     with pytest.raises(ValueError, match="prompt must contain"):
         load_model({"family": "llava", "path_or_id": str(llava_path), "prompt": "Answer!"})

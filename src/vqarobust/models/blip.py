@@ -57,18 +57,31 @@ class BlipVQA(SharesImageFeatures, HFVQAModel):
             encoder_attention_mask=image_mask,
             return_dict=False,
         )[0]
-        question_mask = torch.ones(question_embeds.shape[:-1], dtype=torch.long, device=self.device)
-        bos = torch.full((len(questions), 1), m.decoder_start_token_id, device=self.device)
-        out = m.text_decoder.generate(
-            input_ids=bos,
-            eos_token_id=m.config.text_config.sep_token_id,
-            pad_token_id=m.config.text_config.pad_token_id,
-            encoder_hidden_states=question_embeds,
-            encoder_attention_mask=question_mask,
-            max_new_tokens=self.max_new_tokens,
-            do_sample=False,
-        )
-        replies = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
+        # The decoder reads each question's own tokens, never the padding its batch gave
+        # it: transformers' BLIP decoder attends to padded question positions whatever
+        # encoder_attention_mask says (BlipForQuestionAnswering.generate's answers change
+        # with the longest question of the batch). Questions of one token count decode
+        # together, unpadded; the encoder's outputs at real tokens are padding-free.
+        if self.processor.tokenizer.padding_side != "right":
+            raise ValueError(f"model {self.name!r}: BLIP's tokenizer must pad on the right")
+        lengths = text["attention_mask"].sum(1)
+        replies: list[str] = [""] * len(questions)
+        for n in sorted(set(lengths.tolist())):
+            idx = (lengths == n).nonzero().flatten()
+            out = m.text_decoder.generate(
+                input_ids=torch.full((len(idx), 1), m.decoder_start_token_id, device=self.device),
+                eos_token_id=m.config.text_config.sep_token_id,
+                pad_token_id=m.config.text_config.pad_token_id,
+                encoder_hidden_states=question_embeds[idx, :n],
+                encoder_attention_mask=torch.ones(
+                    len(idx), n, dtype=torch.long, device=self.device
+                ),
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+            )
+            decoded = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
+            for i, reply in zip(idx.tolist(), decoded, strict=True):
+                replies[i] = reply
         return [short_answer(r) for r in replies]
 
     @torch.inference_mode()
