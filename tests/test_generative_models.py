@@ -57,24 +57,14 @@ def test_chat_models_answer_with_left_padding(llava_path, family):
 def test_blip_answers_what_transformers_generate_answers_one_request_at_a_time(blip_path):
     """Questions of very different lengths in one batch: the decoder must not read the
     padding of the short ones (transformers' own batched generate does)."""
-    import torch
-    from transformers import BlipForQuestionAnswering, BlipProcessor
-
-    from vqarobust.models.postprocess import short_answer
+    from tests.usual_loops import one_at_a_time
 
     images, _ = _requests()
     questions = ["what", "is there a red circle in the image what color is the shape"] * 3
     images = (images * 6)[: len(questions)]
     model = load_model({"family": "blip", "path_or_id": str(blip_path), "batch_size": 6,
                         "max_new_tokens": 5})  # fmt: skip
-    processor = BlipProcessor.from_pretrained(blip_path)
-    reference = BlipForQuestionAnswering.from_pretrained(blip_path).eval()
-    expected = []
-    with torch.inference_mode():
-        for image, question in zip(images, questions, strict=True):
-            inputs = processor(images=image, text=question, return_tensors="pt")
-            out = reference.generate(**inputs, max_new_tokens=5, do_sample=False)
-            expected.append(short_answer(processor.decode(out[0], skip_special_tokens=True)))
+    expected = one_at_a_time("blip", str(blip_path), images, questions, max_new_tokens=5)
     decoded = model.model.text_decoder.generate
     masks = []
 

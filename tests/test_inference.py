@@ -562,6 +562,7 @@ def test_a_classifier_encodes_each_image_once_per_chunk(checkpoints, key):
     once per image for all its questions, across batches, and gives the answers a
     one-request-at-a-time run gives."""
     from tests.tiny_checkpoints import random_images
+    from tests.usual_loops import one_at_a_time
     from vqarobust.models import load_model
 
     images = random_images(2, size=(64, 64))
@@ -581,3 +582,6 @@ def test_a_classifier_encodes_each_image_once_per_chunk(checkpoints, key):
     one_by_one = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
                              "batch_size": 1})  # fmt: skip
     assert answers == [one_by_one.answer([im], [q])[0] for im, q in requests]
+    # ... and the answers of transformers' own one-request-at-a-time loop.
+    usual = one_at_a_time("vqa-classifier", str(checkpoints[key]), *zip(*requests, strict=True))
+    assert answers == usual
