@@ -3,7 +3,8 @@ import hashlib
 import pytest
 
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256, tree_sha256
-from vqarobust.models.identity import checkpoint_identity
+from vqarobust.models.identity import resolve_checkpoints
+from vqarobust.models.loading import MissingWeightsError
 
 
 def test_file_digest_is_sha256_of_its_bytes(tmp_path):
@@ -42,13 +43,16 @@ def test_a_missing_input_is_an_error(tmp_path):
 def test_checkpoint_identity(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text("{}")
-    local = checkpoint_identity({"family": "vqa-classifier", "path_or_id": str(tmp_path / "m")})
-    assert local == {"path_or_id": {"path": str(tmp_path / "m"),
-                                    "sha256": tree_sha256(tmp_path / "m")}}  # fmt: skip
-    hub = checkpoint_identity({"family": "blip", "path_or_id": "nobody/not-cached-anywhere"})
-    assert hub["path_or_id"] == {"hub_id": "nobody/not-cached-anywhere", "revision": None,
-                                 "commit": None}  # fmt: skip
-    served = checkpoint_identity({"family": "openai-chat", "model": "llava"})
+    entry = {"family": "vqa-classifier", "path_or_id": str(tmp_path / "m")}
+    local = resolve_checkpoints(entry)
+    assert local.identity == {"path_or_id": {"path": str(tmp_path / "m"),
+                                             "sha256": tree_sha256(tmp_path / "m")}}  # fmt: skip
+    assert local.entry == entry
+    # Weights that resolve to nothing are an error naming the model, not a None commit
+    # that a later download would contradict.
+    with pytest.raises(MissingWeightsError, match="'m'.*nobody/not-cached-anywhere"):
+        resolve_checkpoints({"family": "blip", "path_or_id": "nobody/not-cached-anywhere"}, "m")
+    served = resolve_checkpoints({"family": "openai-chat", "model": "llava"}).identity
     assert served == {"model": {"served": "llava", "weights": "unknown (served)"}}
 
 
@@ -64,5 +68,7 @@ def test_a_cached_hub_id_is_identified_by_its_commit(tmp_path, monkeypatch):
     import huggingface_hub.constants as hc
 
     monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    ident = checkpoint_identity({"family": "blip", "path_or_id": "org/tiny"})
-    assert ident["path_or_id"]["commit"] == commit
+    resolved = resolve_checkpoints({"family": "blip", "path_or_id": "org/tiny", "revision": "main"})
+    assert resolved.identity["path_or_id"]["commit"] == commit
+    # The adapter is handed the snapshot that was identified, the revision spent.
+    assert resolved.entry == {"family": "blip", "path_or_id": str(repo / "snapshots" / commit)}

@@ -8,7 +8,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from vqarobust.digests import text_sha256
 from vqarobust.environment import machine
 from vqarobust.models import ModelRef
 from vqarobust.models.base import VQAModel
+from vqarobust.models.identity import resolve_checkpoints
 from vqarobust.progress import Progress
 from vqarobust.resume import (
     KEY_LENGTH,
@@ -223,13 +224,19 @@ def run_inference(
     )
     started = time.time()
     digest = Digests()
-    job = job_fingerprint(ref.name, ref.spec, digest(questions_path), device, chunk_size)
+    # The weights are resolved (downloaded if allowed) before they are fingerprinted, and
+    # the adapter loads the resolved files: the recorded commit is the one that ran.
+    allow_download = bool({**ref.spec, **(ref.options or {})}.get("allow_download", False))
+    resolved = resolve_checkpoints(ref.spec, ref.name, allow_download)
+    job = job_fingerprint(ref.name, ref.spec, resolved.identity, digest(questions_path), device,
+                          chunk_size)  # fmt: skip
     parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
     keys = [subset_key(job, part) for part in parts]
     chunks = ChunkStore(out_path)
     chunks.open({k: {"job": job, "subset": part} for k, part in zip(keys, parts, strict=True)})
     job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
-    loader = _Loader(ref, device, job["precision"], chunks.parameters(job_key))
+    loader = _Loader(replace(ref, spec=resolved.entry), device, job["precision"],
+                     chunks.parameters(job_key))  # fmt: skip
     readers: dict[tuple, Any] = {}
     files = []
     for subset, key in zip(subsets, keys, strict=True):
@@ -335,5 +342,6 @@ def input_fingerprint(
     :func:`~vqarobust.resume.job_fingerprint` with each subset's
     :func:`~vqarobust.resume.subset_fingerprint` under ``subsets``."""
     digest = Digests()
-    job = job_fingerprint(model_name, spec, digest(questions_path), device, chunk_size)
+    identity = resolve_checkpoints(spec, model_name).identity
+    job = job_fingerprint(model_name, spec, identity, digest(questions_path), device, chunk_size)
     return {**job, "subsets": [subset_fingerprint(_inputs(s), digest) for s in subsets]}

@@ -34,7 +34,6 @@ import pyarrow.parquet as pq
 from vqarobust import store
 from vqarobust.digests import text_sha256, tree_sha256
 from vqarobust.models.base import resolved_precision
-from vqarobust.models.identity import checkpoint_identity
 
 log = logging.getLogger(__name__)
 
@@ -72,19 +71,22 @@ class Digests:
 def job_fingerprint(
     model_name: str,
     spec: Mapping[str, Any],
+    checkpoint: Mapping[str, Any],
     questions: str | None,
     device: str,
     chunk_size: int,
 ) -> dict[str, Any]:
     """What every subset of a job depends on: the model's name and answer-relevant spec, its
-    weights by content (:func:`~vqarobust.models.identity.checkpoint_identity`), the device
+    weights by content (``checkpoint``: the ``identity`` of
+    :func:`~vqarobust.models.identity.resolve_checkpoints`, taken from the files the job
+    loads), the device
     type and dtype the answers are computed in (``precision``: a GPU run with ``device:
     auto`` answers in bfloat16, a CPU run in float32), the questions file's SHA-256
     (``questions``) and the chunk size."""
     return {
         "model": model_name,
         "spec": dict(spec),
-        "checkpoint": checkpoint_identity(spec),
+        "checkpoint": dict(checkpoint),
         "precision": resolved_precision(spec, device),
         "questions": questions,
         "chunk_size": chunk_size,
