@@ -158,6 +158,12 @@ def study(checkout: Path, level: str | None, threads: int | None) -> int:
     with tempfile.TemporaryDirectory(dir=checkout.parent) as tmp:
         copy = Path(tmp) / "copy"
         shutil.copytree(checkout, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv"))
+        # Finished inference chunks are reused by content, and the kernel level is not
+        # part of that content: without this, the forced rerun would answer nothing.
+        kept = sorted((copy / "results").glob("*/predictions/*/*.chunks"))
+        for folder in kept:
+            shutil.rmtree(folder)
+        print(f"removed {len(kept)} folders of finished inference chunks from the copy")
         env = {**os.environ, **(LEVELS[level] if level else {})}
         command = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--forcerun",
                    "corrupt_images", "perturb_questions", "embed_pool", "embed_questions",
@@ -166,6 +172,10 @@ def study(checkout: Path, level: str | None, threads: int | None) -> int:
         if threads:
             command += ["--config", f"threads={{infer: {threads}}}"]
         subprocess.run(command, cwd=copy, env=env, check=True, capture_output=True)
+        reused = [p.name for p in (copy / "logs").rglob("run_model/*/*.log")
+                  if "reusing" in p.read_text()]  # fmt: skip
+        if reused:
+            raise SystemExit(f"inference reused finished chunks in {reused}")
         what = f"level {level}" if level else f"{threads} inference threads"
         print(f"{what}: the summary of a forced rerun against the native one")
         vqarobust = str(Path(sys.executable).parent / "vqarobust")

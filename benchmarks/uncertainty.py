@@ -52,9 +52,10 @@ def _peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
-def synthetic_run() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
-    """Questions, scored predictions and perturbation families of the paper-scale run."""
-    questions = simulate_questions(N_IMAGES, QUESTIONS_PER_IMAGE, seed=0)
+def synthetic_run(n_images: int = N_IMAGES) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
+    """Questions, scored predictions and perturbation families of the paper-scale run
+    (of the paper's shape on ``n_images`` images)."""
+    questions = simulate_questions(n_images, QUESTIONS_PER_IMAGE, seed=0)
     corruptions = names(benchmark=True)
     drops: dict[tuple[str, str, int], float] = {}
     for i, c in enumerate(corruptions):
@@ -115,10 +116,10 @@ def bench_load_duckdb(resamples: int, out: Path) -> None:
           f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB")  # fmt: skip
 
 
-def write_run(out: Path) -> list[Path]:
+def write_run(out: Path, n_images: int = N_IMAGES) -> list[Path]:
     """The synthetic run as a questions file and one prediction file per model and
     perturbation, as the workflow writes them."""
-    questions, scored, _ = synthetic_run()
+    questions, scored, _ = synthetic_run(n_images)
     out.mkdir(parents=True, exist_ok=True)
     write_questions(questions, out / "questions.parquet")
     paths = []

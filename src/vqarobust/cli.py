@@ -185,6 +185,43 @@ def database_error(path: str, command: str) -> str | None:
     return None
 
 
+def _check_block(made: str, path: str) -> int:
+    """CI's check of a documented block: the committed file ``path`` against ``made``
+    (what this run produces); 1 with a diff when a line differs."""
+    import difflib
+
+    committed = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+    diff = list(difflib.unified_diff(committed, made.splitlines(keepends=True), path,
+                                     "this run"))  # fmt: skip
+    if diff:
+        print(f"{path} is not what this run produces:", file=sys.stderr)
+        sys.stderr.writelines(diff)
+        return 1
+    print(f"{path}: every line is what this run produces")
+    return 0
+
+
+def _plan_size(args: argparse.Namespace) -> int:
+    from vqarobust.metrics.sample_size import Target, plan_size, to_markdown
+
+    if error := database_error(args.database, "plan-size"):
+        print(error, file=sys.stderr)
+        return 2
+    try:
+        target = Target(args.half_width, args.detect, args.power, args.level)
+        plan = plan_size(args.database, target)
+    except ValueError as exc:
+        print(f"vqarobust plan-size: {exc}", file=sys.stderr)
+        return 2
+    command = (f"vqarobust plan-size {args.database} --half-width {args.half_width:g} --detect "
+               f"{args.detect:g} --power {args.power:g} --level {args.level:g}")  # fmt: skip
+    made = to_markdown(plan, command)
+    if args.check:
+        return _check_block(made, args.check)
+    print(made, end="")
+    return 0
+
+
 def _summary(args: argparse.Namespace) -> int:
     from vqarobust.summary import summarize, to_markdown, to_text
 
@@ -193,19 +230,8 @@ def _summary(args: argparse.Namespace) -> int:
         return 2
     summary = summarize(args.database)
     if args.check:
-        # CI's check of the documented numbers: the committed block against this run.
-        import difflib
-
         command = f"vqarobust summary {args.database} --markdown"
-        made = to_markdown(summary, command).splitlines(keepends=True)
-        committed = Path(args.check).read_text(encoding="utf-8").splitlines(keepends=True)
-        diff = list(difflib.unified_diff(committed, made, args.check, "this run"))
-        if diff:
-            print(f"{args.check} is not what this run produces:", file=sys.stderr)
-            sys.stderr.writelines(diff)
-            return 1
-        print(f"{args.check}: every line is what this run produces")
-        return 0
+        return _check_block(to_markdown(summary, command), args.check)
     if args.markdown:
         command = f"vqarobust summary {args.database} --markdown"
         print(to_markdown(summary, command), end="")
@@ -405,6 +431,19 @@ def _add_run_commands(sub: Any) -> None:
     p.add_argument("--check", metavar="FILE", help="compare FILE with this run's Markdown "
                    "block; exit 1 with a diff when a line differs")  # fmt: skip
     p.set_defaults(func=_summary)
+    p = sub.add_parser("plan-size", help="images a study needs for a given interval "
+                       "half-width and detectable difference, from a pilot run")  # fmt: skip
+    p.add_argument("database", help="the pilot run's results DuckDB file")
+    for flag, default, what in (
+        ("--half-width", 0.01, "half-width of each statistic's interval"),
+        ("--detect", 0.01, "size of a paired difference between two models to find"),
+        ("--power", 0.8, "chance of finding that difference"),
+        ("--level", 0.95, "level of the intervals"),
+    ):
+        p.add_argument(flag, type=float, default=default, help=f"{what} (default {default})")
+    p.add_argument("--check", metavar="FILE", help="compare FILE with this plan; exit 1 "
+                   "with a diff when a line differs")  # fmt: skip
+    p.set_defaults(func=_plan_size)
     p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
     p.add_argument("database")
     p.set_defaults(func=_provenance)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from vqarobust.metrics.sample_size import Target
+
 
 @dataclass(frozen=True)
 class SimulatedModel:
@@ -173,3 +175,78 @@ def interval_width(
     sums = cluster_sums(scored.join(mapping, on="question_id"), ["model"], ["score"], n)
     s = summarize(sums.means("score", replicate_weights(n, resamples, seed=0)), 0.95)
     return float(s["high"][0] - s["low"][0])
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """What :func:`check_plan` planned from a pilot and what datasets of those sizes
+    reached: images and mean interval half-width of clean accuracy and of the relative
+    drop, images and share of datasets in which the paired difference was found."""
+
+    accuracy_images: int
+    accuracy_half_width: float
+    drop_images: int
+    drop_half_width: float
+    detect_images: int
+    power: float
+
+
+def _replicates(study: SimulatedStudy, models: Mapping[str, SimulatedModel], n_images: int,
+                seed: int, resamples: int) -> dict[str, np.ndarray]:  # fmt: skip
+    """Bootstrap replicates (row 0 observed) of model a's clean accuracy and relative drop
+    and of the clean difference a - b, on one simulated dataset of ``n_images``."""
+    from vqarobust.metrics.uncertainty import cluster_index, cluster_sums, replicate_weights
+
+    q = simulate_questions(n_images, study.questions_per_image, seed=seed)
+    scored = simulate_scored(q, models, seed=seed, concentration=study.concentration)
+    mapping, n = cluster_index(q, "image")
+    sums = cluster_sums(scored.join(mapping, on="question_id"), ["model", "modality"],
+                        ["score"], n)  # fmt: skip
+    acc = sums.means("score", replicate_weights(n, resamples, seed=seed))
+    col = {(m, s): i for i, (m, s) in enumerate(sums.keys.select("model", "modality").rows())}
+    a, a_pert, b = acc[:, col["a", "clean"]], acc[:, col["a", "image"]], acc[:, col["b", "clean"]]
+    return {"accuracy": a, "drop": (a - a_pert) / a, "difference": a - b}
+
+
+def check_plan(
+    target: Target,
+    study: SimulatedStudy = DEFAULT_STUDY,
+    n_pilot: int = 200,
+    n_sets: int = 200,
+    resamples: int = 400,
+) -> PlanCheck:
+    """Plan from one simulated pilot of ``n_pilot`` images, then measure the plan on
+    ``n_sets`` fresh datasets of each planned size drawn from the same truth.
+
+    Model ``a`` has the study's accuracy and drop; model ``b`` is ``target.detect`` less
+    accurate on clean images, so the true difference is exactly the one to detect. The
+    half-widths are of the run's percentile intervals and the difference counts as found
+    when its interval at ``target.level`` excludes zero, as the summary decides."""
+    from vqarobust.metrics.sample_size import images_for_half_width, images_to_detect
+    from vqarobust.metrics.uncertainty import summarize
+
+    models = {"a": SimulatedModel(study.accuracy, {("image", "noise", 1): study.drop}),
+              "b": SimulatedModel(study.accuracy - target.detect, {})}  # fmt: skip
+    pilot = _replicates(study, models, n_pilot, 1, resamples)
+    se = {k: float(np.std(v[1:], ddof=1)) for k, v in pilot.items()}
+    n_acc = images_for_half_width(se["accuracy"], n_pilot, target)
+    n_drop = images_for_half_width(se["drop"], n_pilot, target)
+    n_detect = images_to_detect(se["difference"], n_pilot, target)
+    if not (n_acc and n_drop and n_detect):
+        raise RuntimeError(f"the simulated pilot has no spread to plan from: {se}")
+
+    def interval(values: np.ndarray) -> tuple[float, float]:
+        s = summarize(values[:, None], target.level)
+        return float(s["low"][0]), float(s["high"][0])
+
+    widths: dict[str, list[float]] = {"accuracy": [], "drop": []}
+    found = 0
+    for k in range(n_sets):
+        for key, n in (("accuracy", n_acc), ("drop", n_drop)):
+            low, high = interval(_replicates(study, models, n, 100 + k, resamples)[key])
+            widths[key].append((high - low) / 2)
+        low, high = interval(_replicates(study, models, n_detect, 10_000 + k,
+                                         resamples)["difference"])  # fmt: skip
+        found += bool(low > 0 or high < 0)
+    return PlanCheck(n_acc, float(np.mean(widths["accuracy"])), n_drop,
+                     float(np.mean(widths["drop"])), n_detect, found / n_sets)  # fmt: skip

@@ -52,9 +52,8 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
         ids = tokenizer(list(questions), truncation=False, verbose=False)["input_ids"]
         return [len(x) > self.max_text_length for x in ids]
 
-    @torch.inference_mode()
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Argmax answers for one batch."""
+        """Argmax answers for one batch (:meth:`logits` runs without autograd)."""
         return [self.id2label[i] for i in self.logits(images, questions).argmax(-1).tolist()]
 
     def logits(self, images: Sequence[Image.Image], questions: Sequence[str]) -> torch.Tensor:
