@@ -186,3 +186,40 @@ def test_a_small_pilot_is_warned_of_and_one_without_intervals_refused(tmp_path):
                    families={"snow": "weather"}, uncertainty={"resamples": 0})  # fmt: skip
     with pytest.raises(ValueError, match=r"no intervals \(uncertainty.resamples: 0\)"):
         plan_size(str(db), Target())
+
+
+def _rows(path) -> list[list[str]]:
+    """The body rows of every Markdown table in a generated plan file."""
+    lines = [x for x in path.read_text().splitlines() if x.startswith("| ") and "---" not in x]
+    return [[c.strip() for c in x.strip("|").split("|")] for x in lines]
+
+
+def test_the_docs_quote_the_generated_plans():
+    """docs/metrics.md's sentences on the two plans are the committed plan files' numbers
+    (.ci/run checks the default one against its run)."""
+    from tests.conftest import REPO
+
+    docs = (REPO / "docs" / "metrics.md").read_text()
+    text = " ".join(docs[docs.index("### How many images are enough") :].split())
+    default = {(r[0], r[1], r[2]): r for r in _rows(REPO / "docs/results/plan-size-default.md")}
+    assert (f"clean accuracy needs {default['clean accuracy', 'clean', 'cnn-bow'][6]} images "
+            f"(cnn-bow) and {default['clean accuracy', 'clean', 'vilt-tiny'][6]} (vilt-tiny)"
+            in text)  # fmt: skip
+    assert f"image-side VRE needs {default['VRE', 'image', 'cnn-bow'][6]} (cnn-bow)" in text
+    pairs = {(r[0], r[1]): r for r in _rows(REPO / "docs/results/plan-size-default.md")
+             if r[0] in ("clean_accuracy", "perturbed_accuracy")}  # fmt: skip
+    clean, image = pairs["clean_accuracy", "clean"], pairs["perturbed_accuracy", "image"]
+    assert (f"0.02 needs {clean[6]} images, their image-side mean perturbed accuracy "
+            f"{image[6]} (correlation {float(image[5]):.2f})") in text  # fmt: skip
+    paper = _rows(REPO / "docs/results/plan-size-paper-pilot.md")
+
+    def span(rows: list[list[str]]) -> str:
+        n = sorted(int(r[6].replace(",", "")) for r in rows)
+        return f"{n[0]:,} to {n[-1]:,}"
+
+    assert f"clean accuracy needs {span([r for r in paper if r[0] == 'clean accuracy'])}" in text
+    drops = [int(r[6].replace(",", "")) for r in paper if r[0] == "relative drop"]
+    assert f"the relative drop needs at most {max(drops)}" in text
+    vre = [r for r in paper if r[0] == "VRE" and r[1] == "image"]
+    assert f"image-side VRE needs {span(vre)}" in text
+    assert f"0.02 needs {span([r for r in paper if r[0] == 'clean_accuracy'])}" in text
