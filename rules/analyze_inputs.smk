@@ -1,7 +1,8 @@
 # The run's options and the input functions of the analyze rule (rules/analyze.smk; a
 # separate file: Snakemake's linter wants rules and functions apart).
 from vqarobust.analyses import registry as ANALYSIS_REGISTRY
-from vqarobust.analyses.base import RunOptions, code_digest, settings_params
+from vqarobust.analyses.base import RunOptions, settings_params
+from vqarobust.code_digest import code_digest
 from vqarobust.metrics import softmax_weights
 
 

@@ -8,7 +8,7 @@ from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.context.swapmix import context_max_swaps
 from vqarobust.datasets import dataset_job
 from vqarobust.features import word_vectors
-from vqarobust.models import FEATURE_FAMILIES, exposes_attention
+from vqarobust.models import FEATURE_FAMILIES, exposes_attention, family_code_digest
 from vqarobust.models import GENERATIVE_FAMILIES as GENERATIVE
 from vqarobust.params import answer_spec, canonical, runtime_options
 from vqarobust.runtime import Runtime, shard_bytes

@@ -17,6 +17,7 @@ rule run_model:
         runtime=get_model_runtime,
     params:
         spec=get_model_spec,
+        code=get_model_code,
         severities=get_subset_severities,
         modality=get_modality,
         runtime=get_model_runtime_options,
@@ -43,6 +44,7 @@ rule image_attention:
         runtime=get_model_runtime,
     params:
         spec=get_model_spec,
+        code=get_model_code,
         subsets=get_attention_subsets,
         n=config["diagnostics"]["attention"]["n"],
         seed=config["seed"],

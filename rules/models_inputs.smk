@@ -59,6 +59,12 @@ def get_model_spec(wildcards):
     return answer_spec(entry)
 
 
+def get_model_code(wildcards):
+    """The digest of the code that computes the model's answers (its family's adapter
+    and inference.py): an edit to it reruns the model's jobs."""
+    return family_code_digest(config["models"][wildcards.model]["family"])
+
+
 def get_model_runtime_options(wildcards):
     """Batch size and the like: the runtime channel (they never change an answer)."""
     return Runtime(runtime_options(config["models"][wildcards.model]))

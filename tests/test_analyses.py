@@ -14,7 +14,8 @@ import pytest
 import vqarobust
 from tests.conftest import REPO
 from vqarobust.analyses import registry as analyses
-from vqarobust.analyses.base import RunOptions, code_digest, module_files, settings_params
+from vqarobust.analyses.base import RunOptions, settings_params
+from vqarobust.code_digest import code_digest, module_files
 from vqarobust.runtime import Runtime
 
 OPTIONS = RunOptions(

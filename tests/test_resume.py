@@ -98,3 +98,43 @@ def test_a_model_loaded_in_another_dtype_than_fingerprinted_fails(easy_vqa_eval,
                        "fingerprinted as float32"):  # fmt: skip
         _run(easy_vqa_eval, [snow[1]], tmp_path / "p.parquet", Half())
     assert not (tmp_path / "p.parquet").exists()
+
+
+def test_an_edit_to_the_familys_code_discards_its_chunks(easy_vqa_eval, snow, tmp_path,
+                                                         monkeypatch, caplog):  # fmt: skip
+    """The code that computes the answers is part of what they depend on: chunks of the
+    adapter as it was are not answers of the adapter as it is."""
+    import vqarobust.inference as inference
+
+    out = tmp_path / "pred.parquet"
+    monkeypatch.setattr(inference, "family_code_digest", lambda family: "before")
+    _run(easy_vqa_eval, [snow[1]], out, Counting())
+    monkeypatch.setattr(inference, "family_code_digest", lambda family: "after")
+    model = Counting()
+    with caplog.at_level("INFO", logger="vqarobust"):
+        _run(easy_vqa_eval, [snow[1]], out, model)
+    assert model.answered == _n_q(easy_vqa_eval)
+    assert "the code of the model's family" in caplog.text
+    meta = json.loads(pq.read_schema(out).metadata[store.INPUTS_KEY])
+    assert meta["inputs"]["code"] == "after"
+
+
+def test_a_familys_code_digest_covers_its_adapter_and_nothing_of_the_others():
+    import inspect
+
+    from vqarobust.code_digest import code_digest, file_digest, module_files
+    from vqarobust.digests import text_sha256
+    from vqarobust.models import FAMILIES, family_code_digest
+
+    for family in FAMILIES.list():
+        entry = FAMILIES.entry(family)
+        module = entry.tags["module"]
+        # The tag names the module the family's factory imports its adapter from.
+        assert f"from {module} import" in inspect.getsource(entry.obj), family
+        assert family_code_digest(family) == text_sha256(
+            f"{code_digest(module)}\n{file_digest('vqarobust.inference')}\n"
+        )
+    files = {p.name for p in module_files("vqarobust.models.classifier")}
+    assert {"classifier.py", "cnn_bow.py", "hf.py"} <= files
+    assert not files & {"blip.py", "chat.py", "pnp_vqa.py", "inference.py"}
+    assert family_code_digest("not-a-family") is None

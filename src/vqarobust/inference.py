@@ -21,7 +21,7 @@ from vqarobust import store
 from vqarobust.devices import lease_device
 from vqarobust.digests import text_sha256
 from vqarobust.environment import machine
-from vqarobust.models import ModelRef
+from vqarobust.models import ModelRef, family_code_digest
 from vqarobust.models.base import VQAModel
 from vqarobust.models.identity import resolve_checkpoints
 from vqarobust.progress import Progress
@@ -228,8 +228,9 @@ def run_inference(
     # the adapter loads the resolved files: the recorded commit is the one that ran.
     allow_download = bool({**ref.spec, **(ref.options or {})}.get("allow_download", False))
     resolved = resolve_checkpoints(ref.spec, ref.name, allow_download)
-    job = job_fingerprint(ref.name, ref.spec, resolved.identity, digest(questions_path), device,
-                          chunk_size)  # fmt: skip
+    code = family_code_digest(ref.spec.get("family"))
+    job = job_fingerprint(ref.name, ref.spec, resolved.identity, code, digest(questions_path),
+                          device, chunk_size)  # fmt: skip
     parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
     keys = [subset_key(job, part) for part in parts]
     chunks = ChunkStore(out_path)
@@ -343,5 +344,7 @@ def input_fingerprint(
     :func:`~vqarobust.resume.subset_fingerprint` under ``subsets``."""
     digest = Digests()
     identity = resolve_checkpoints(spec, model_name).identity
-    job = job_fingerprint(model_name, spec, identity, digest(questions_path), device, chunk_size)
+    code = family_code_digest(spec.get("family"))
+    job = job_fingerprint(model_name, spec, identity, code, digest(questions_path), device,
+                          chunk_size)  # fmt: skip
     return {**job, "subsets": [subset_fingerprint(_inputs(s), digest) for s in subsets]}

@@ -72,6 +72,7 @@ def job_fingerprint(
     model_name: str,
     spec: Mapping[str, Any],
     checkpoint: Mapping[str, Any],
+    code: str | None,
     questions: str | None,
     device: str,
     chunk_size: int,
@@ -79,7 +80,8 @@ def job_fingerprint(
     """What every subset of a job depends on: the model's name and answer-relevant spec, its
     weights by content (``checkpoint``: the ``identity`` of
     :func:`~vqarobust.models.identity.resolve_checkpoints`, taken from the files the job
-    loads), the device
+    loads), the code that computes the answers (``code``:
+    :func:`~vqarobust.models.family_code_digest`), the device
     type and dtype the answers are computed in (``precision``: a GPU run with ``device:
     auto`` answers in bfloat16, a CPU run in float32), the questions file's SHA-256
     (``questions``) and the chunk size."""
@@ -87,6 +89,7 @@ def job_fingerprint(
         "model": model_name,
         "spec": dict(spec),
         "checkpoint": dict(checkpoint),
+        "code": code,
         "precision": resolved_precision(spec, device),
         "questions": questions,
         "chunk_size": chunk_size,
@@ -117,8 +120,9 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     (``{"job": ..., "subset": ...}``, as :class:`ChunkStore` keeps it)."""
     old_job, new_job = old.get("job", old), new.get("job", new)
     changed = []
-    names = {"questions": "the questions file", "precision": "the device type or dtype"}
-    for key in ("model", "spec", "precision", "questions", "chunk_size"):
+    names = {"questions": "the questions file", "precision": "the device type or dtype",
+             "code": "the code of the model's family (adapter, inference.py)"}  # fmt: skip
+    for key in ("model", "spec", "code", "precision", "questions", "chunk_size"):
         if old_job.get(key) != new_job.get(key):
             detail = ""
             if key == "precision":

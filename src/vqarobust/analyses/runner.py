@@ -16,11 +16,11 @@ from vqarobust.analyses.base import (
     Analysis,
     Inputs,
     RunOptions,
-    code_digest,
     settings_params,
     write_result,
 )
 from vqarobust.analyses.registry import ANALYSES, active
+from vqarobust.code_digest import code_digest
 
 
 def table_reader(folders: Sequence[str | os.PathLike[str]]) -> Any:

@@ -27,7 +27,7 @@ FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
 
 # attention: whether the adapter exposes attention over the image (image_attention);
 # "vilt": only a ViLT classifier does (the CNN+BoW has none).
-@FAMILIES.register("vqa-classifier", attention="vilt")
+@FAMILIES.register("vqa-classifier", attention="vilt", module="vqarobust.models.classifier")
 def _vqa_classifier(**kwargs: Any) -> VQAModel:
     """Answer classifiers: ViLT, the reference CNN+BoW, any AutoModelForVQA checkpoint."""
     from vqarobust.models.classifier import ClassifierVQA
@@ -35,7 +35,7 @@ def _vqa_classifier(**kwargs: Any) -> VQAModel:
     return ClassifierVQA(**kwargs)
 
 
-@FAMILIES.register("blip", attention=True)
+@FAMILIES.register("blip", attention=True, module="vqarobust.models.blip")
 def _blip(**kwargs: Any) -> VQAModel:
     """BLIP VQA (BlipForQuestionAnswering): generative answers, vision features shared."""
     from vqarobust.models.blip import BlipVQA
@@ -43,7 +43,7 @@ def _blip(**kwargs: Any) -> VQAModel:
     return BlipVQA(**kwargs)
 
 
-@FAMILIES.register("llava", attention=True)
+@FAMILIES.register("llava", attention=True, module="vqarobust.models.chat")
 def _llava(**kwargs: Any) -> VQAModel:
     """LLaVA (LlavaForConditionalGeneration) with the processor's chat template."""
     from vqarobust.models.chat import LlavaVQA
@@ -51,7 +51,9 @@ def _llava(**kwargs: Any) -> VQAModel:
     return LlavaVQA(**kwargs)
 
 
-@FAMILIES.register("image-text-to-text", batch_size=SMALL_BATCH_SIZE)
+@FAMILIES.register(
+    "image-text-to-text", batch_size=SMALL_BATCH_SIZE, module="vqarobust.models.chat"
+)
 def _image_text_to_text(**kwargs: Any) -> VQAModel:
     """Any AutoModelForImageTextToText chat checkpoint (Qwen2-VL, SmolVLM, Idefics3, ...)."""
     from vqarobust.models.chat import ChatVQA
@@ -59,7 +61,7 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
-@FAMILIES.register("pnp-vqa", batch_size=SMALL_BATCH_SIZE)
+@FAMILIES.register("pnp-vqa", batch_size=SMALL_BATCH_SIZE, module="vqarobust.models.pnp_vqa")
 def _pnp_vqa(**kwargs: Any) -> VQAModel:
     """PNP-VQA: BLIP ITM GradCAM -> BLIP question-guided captions -> UnifiedQA-v2 (FiD)."""
     from vqarobust.models.pnp_vqa import PnpVQA
@@ -67,7 +69,7 @@ def _pnp_vqa(**kwargs: Any) -> VQAModel:
     return PnpVQA(**kwargs)
 
 
-@FAMILIES.register("vle")
+@FAMILIES.register("vle", module="vqarobust.models.vle")
 def _vle(**kwargs: Any) -> VQAModel:
     """VLE (CLIP + DeBERTa-v3 + co-attention fusion), e.g. hfl/vle-base-for-vqa."""
     from vqarobust.models.vle import VLEVQA
@@ -75,7 +77,7 @@ def _vle(**kwargs: Any) -> VQAModel:
     return VLEVQA(**kwargs)
 
 
-@FAMILIES.register("lxmert")
+@FAMILIES.register("lxmert", module="vqarobust.models.lxmert")
 def _lxmert(**kwargs: Any) -> VQAModel:
     """LXMERT (LxmertForQuestionAnswering) over region features of a feature source."""
     from vqarobust.models.lxmert import LxmertVQA
@@ -83,7 +85,7 @@ def _lxmert(**kwargs: Any) -> VQAModel:
     return LxmertVQA(**kwargs)
 
 
-@FAMILIES.register("openai-chat")
+@FAMILIES.register("openai-chat", module="vqarobust.models.served")
 def _openai_chat(**kwargs: Any) -> VQAModel:
     """A model served behind the OpenAI chat-completions protocol (vLLM, TGI, SGLang, ...)."""
     from vqarobust.models.served import OpenAIChatVQA
@@ -137,6 +139,22 @@ class ModelRef:
         return self.loader({**self.spec, **(self.options or {})}, name=self.name, device=device)
 
 
+def family_code_digest(family: str) -> str | None:
+    """SHA-256 of the code that turns a family's requests into answers: its adapter
+    module (the family's ``module`` tag) with every package module it imports, and
+    ``vqarobust/inference.py``, which orders, batches and records them
+    (:mod:`vqarobust.code_digest`). None for a family that is not registered (a test's
+    own loader). It reruns a model's inference jobs (a ``run_model`` param) and keys its
+    finished chunks, so an adapter edit is never answered from chunks of the old code."""
+    if family not in FAMILIES:
+        return None
+    from vqarobust.code_digest import code_digest, file_digest
+    from vqarobust.digests import text_sha256
+
+    module = FAMILIES.entry(family).tags["module"]
+    return text_sha256(f"{code_digest(module)}\n{file_digest('vqarobust.inference')}\n")
+
+
 def default_batch_size(family: str | None) -> int:
     """The batch size of a model entry that names none: its family's ``batch_size`` tag,
     else :data:`vqarobust.models.base.DEFAULT_BATCH_SIZE`."""
@@ -164,5 +182,6 @@ __all__ = [
     "SMALL_BATCH_SIZE",
     "default_batch_size",
     "exposes_attention",
+    "family_code_digest",
     "load_model",
 ]
