@@ -45,6 +45,8 @@ def test_shift_tables_from_maps():
     assert table["n_questions"] == 2 and table["js_mean"] == pytest.approx(
         shifts["js_divergence"].mean()
     )
+    # One image: every resample draws it, so the interval is the mean itself.
+    assert table["js_low"] == pytest.approx(table["js_mean"]) == table["js_high"]
     bad = _maps([("m", "clean", 0, 1, 9, 2, 2, a), ("m", "snow", 1, 1, 9, 1, 4, a)])
     with pytest.raises(ValueError, match="grid of m on snow/1 question 1 is 1x4"):
         attention_shifts(bad)

@@ -76,6 +76,9 @@ def test_colour_bias_hand_computed():
     # clean: red, gray, red -> two chromatic of three
     assert t["clean_chromatic_share"] == pytest.approx(2 / 3)
     assert t["accuracy"] == pytest.approx(1 / 3) and t["clean_accuracy"] == 1.0
+    # Each share's interval over the images: around the share, within [0, 1].
+    for share in ("chromatic_share", "grey_share", "non_colour_share", "clean_chromatic_share"):
+        assert 0.0 <= t[f"{share}_low"] <= t[share] <= t[f"{share}_high"] <= 1.0
 
 
 def test_without_grayscale_predictions_the_tables_are_empty():

@@ -76,6 +76,11 @@ def test_quality_table_hand_computed():
     assert t["snow"]["psnr_mean"] == pytest.approx(25.0)
     assert t["snow"]["psnr_std"] == pytest.approx(math.sqrt(50))
     assert t["blur"]["psnr_mean"] == pytest.approx(12.0) and t["blur"]["n_identical"] == 0
+    # Each mean's interval over the images (two or three here): around the mean, within
+    # the range of the values; PSNR's over the finite ones only.
+    assert 0.8 <= t["snow"]["ssim_low"] <= 0.9 <= t["snow"]["ssim_high"] <= 1.0
+    assert 20.0 <= t["snow"]["psnr_low"] <= 25.0 <= t["snow"]["psnr_high"] <= 30.0
+    assert 0.5 <= t["blur"]["ssim_low"] <= 0.6 <= t["blur"]["ssim_high"] <= 0.7
 
 
 def test_rank_correlation_per_model():

@@ -410,3 +410,29 @@ def test_observed_weights_give_the_data_whatever_the_clusters():
     sums = cluster_sums(rows, ["model"], ["score"], 2)
     assert sums.means("score", OBSERVED).tolist() == [[(0.3 + 1.0 + 0.6) / 3]]
     assert sums.totals("score", OBSERVED).tolist() == [[0.3 + 1.0 + 0.6]]
+
+
+def test_mean_intervals_resample_the_images_with_the_runs_settings():
+    """The diagnostics' intervals (SSIM, PSNR, attention shift, colour-bias shares): the
+    replicate means computed by hand from the run's own resample weights."""
+    from vqarobust.metrics.uncertainty import Settings, mean_intervals, replicate_weights
+
+    rows = pl.DataFrame({"k": ["a", "a", "a", "b", "b"], "image_id": [7, 7, 9, 9, 3],
+                         "v": [1.0, 0.0, 0.5, 0.2, 0.4]})  # fmt: skip
+    s = Settings(resamples=200, seed=3, level=0.9)
+    out = mean_intervals(rows, ["k"], ["v"], "image_id", s).sort("k")
+    w = replicate_weights(3, 200, 3)  # images 3, 7, 9 in sorted order
+    for key, col in (("a", {7: [1.0, 0.0], 9: [0.5]}), ("b", {9: [0.2], 3: [0.4]})):
+        sums = np.array([sum(col.get(i, [])) for i in (3, 7, 9)])
+        counts = np.array([len(col.get(i, [])) for i in (3, 7, 9)])
+        with np.errstate(invalid="ignore"):
+            means = (w[1:] @ sums) / (w[1:] @ counts)
+        means = means[~np.isnan(means)]
+        low, high = np.quantile(means, [0.05, 0.95])
+        row = out.filter(pl.col("k") == key).row(0, named=True)
+        assert row["v_low"] == pytest.approx(low) and row["v_high"] == pytest.approx(high)
+        assert row["v_low"] <= rows.filter(pl.col("k") == key)["v"].mean() <= row["v_high"]
+    none = mean_intervals(rows, ["k"], ["v"], "image_id", Settings(resamples=0))
+    assert none["v_low"].null_count() == 2 and none["v_high"].null_count() == 2
+    empty = mean_intervals(rows.clear(), ["k"], ["v"], "image_id", s)
+    assert empty.columns == ["k", "v_low", "v_high"] and empty.is_empty()

@@ -242,7 +242,8 @@ def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
     "key, value, rerun",
     [("scoring", {"metric": "vqa_accuracy_both"}, FROM_PREDICTIONS),
      ("uncertainty", {"resamples": 50, "cluster": "question", "level": 0.9},
-      ("uncertainty", "context_findings", "model_cards"))],
+      ("uncertainty", "context_findings", "model_cards", "image_quality", "colour_bias",
+       "attention"))],
 )  # fmt: skip
 def test_scoring_and_uncertainty_rerun_only_their_analyses(workflow_run, key, value, rerun):
     workdir, config = workflow_run

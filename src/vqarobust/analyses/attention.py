@@ -3,16 +3,32 @@ map under each corruption (docs/metrics.md, "Attention shift")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import polars as pl
 
 from vqarobust import store
-from vqarobust.analyses.base import Analysis, Inputs, NoSettings, Result, Table
+from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
 from vqarobust.metrics.attention import attention_shift_table, attention_shifts
+from vqarobust.metrics.uncertainty import Settings as Bootstrap
 
 
-def run(inputs: Inputs, settings: NoSettings) -> Result:
-    """The maps, the per-question shifts and their means (empty without maps)."""
-    del settings
+@dataclass(frozen=True)
+class Settings:
+    """The bootstrap of the mean shift's interval (the ``uncertainty`` section, resolved)."""
+
+    bootstrap: Mapping[str, Any]
+
+    @classmethod
+    def from_options(cls, options: RunOptions) -> Settings:
+        return cls(Bootstrap.resolved(options.uncertainty))
+
+
+def run(inputs: Inputs, settings: Settings) -> Result:
+    """The maps, the per-question shifts and their means with intervals (empty without
+    maps)."""
     paths = inputs.many("attention")
     maps = (
         pl.concat([pl.read_parquet(p) for p in paths])
@@ -20,8 +36,8 @@ def run(inputs: Inputs, settings: NoSettings) -> Result:
         else pl.from_arrow(store.ATTENTION_SCHEMA.empty_table())
     )
     shifts = attention_shifts(maps)
-    tables = {"attention_maps": maps, "attention_shifts": shifts,
-              "attention_shift": attention_shift_table(shifts)}  # fmt: skip
+    means = attention_shift_table(shifts, Bootstrap.from_mapping(settings.bootstrap))
+    tables = {"attention_maps": maps, "attention_shifts": shifts, "attention_shift": means}
     return Result(tables={k: Table(v, ordered=True) for k, v in tables.items()})
 
 
@@ -31,9 +47,9 @@ ANALYSIS = Analysis(
     tables={
         "attention_maps": "attention over the image per question and subset",
         "attention_shifts": "JS divergence from the clean map per question",
-        "attention_shift": "mean shift per model x corruption x severity",
+        "attention_shift": "mean shift per model x corruption x severity, with its interval",
     },
-    settings_type=NoSettings,
+    settings_type=Settings,
     run=run,
     inputs=("attention",),
 )

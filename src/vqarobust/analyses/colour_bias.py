@@ -3,23 +3,47 @@
 
 from __future__ import annotations
 
-from vqarobust.analyses.base import Analysis, Inputs, Result, Table
-from vqarobust.analyses.images import ImageSettings, image_folders
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
+from vqarobust.analyses.images import image_folders, subset_pairs
 from vqarobust.metrics.colour_bias import (
     GRAYSCALE,
     colour_bias_examples,
     colour_bias_table,
     colour_rows,
 )
+from vqarobust.metrics.uncertainty import Settings as Bootstrap
 
 
-def run(inputs: Inputs, settings: ImageSettings) -> Result:
+@dataclass(frozen=True)
+class Settings:
+    """``seed`` (which examples), the image subsets, and the bootstrap of the shares'
+    intervals (the ``uncertainty`` section, resolved)."""
+
+    seed: int
+    image_subsets: Sequence[Sequence]
+    bootstrap: Mapping[str, Any]
+
+    @classmethod
+    def from_options(cls, options: RunOptions) -> Settings:
+        return cls(
+            options.seed,
+            subset_pairs(options.image_subsets),
+            Bootstrap.resolved(options.uncertainty),
+        )
+
+
+def run(inputs: Inputs, settings: Settings) -> Result:
     """The colour-bias table and its examples (empty without grayscale)."""
     questions = inputs.table("_questions")
     colour = colour_rows(inputs.table("_scored"), questions)
     folders = {(p, s): f for p, s, f in image_folders(inputs, settings.image_subsets)}
     examples = colour_bias_examples(colour, questions, folders.get((GRAYSCALE, 1)), settings.seed)
-    return Result(tables={"colour_bias": Table(colour_bias_table(colour)),
+    bias = colour_bias_table(colour, Bootstrap.from_mapping(settings.bootstrap))
+    return Result(tables={"colour_bias": Table(bias),
                           "colour_bias_examples": Table(examples)})  # fmt: skip
 
 
@@ -30,7 +54,7 @@ ANALYSIS = Analysis(
         "colour_bias": "answers to colour questions on grayscale images, by kind",
         "colour_bias_examples": "examples with thumbnails",
     },
-    settings_type=ImageSettings,
+    settings_type=Settings,
     run=run,
     requires=("scoring",),
     inputs=("images",),

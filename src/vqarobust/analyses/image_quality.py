@@ -5,27 +5,32 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vqarobust.analyses import robustness
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table, quiet_warnings
 from vqarobust.analyses.images import image_folders, subset_pairs
 from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
+from vqarobust.metrics.uncertainty import Settings as Bootstrap
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The image subsets, and which perturbations count (robustness's settings)."""
+    """The image subsets, which perturbations count (robustness's settings) and the
+    bootstrap of the means' intervals (the ``uncertainty`` section, resolved)."""
 
     image_subsets: Sequence[Sequence]
     metrics: robustness.Settings
+    bootstrap: Mapping[str, Any]
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
-        return cls(subset_pairs(options.image_subsets), robustness.Settings.from_options(options))
+        return cls(subset_pairs(options.image_subsets), robustness.Settings.from_options(options),
+                   Bootstrap.resolved(options.uncertainty))  # fmt: skip
 
     def __post_init__(self) -> None:
         if not isinstance(self.metrics, robustness.Settings):  # rebuilt from params
@@ -42,7 +47,7 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         images = read_quality(image_folders(inputs, settings.image_subsets))
     for w in caught:
         log.warning("%s", w.message)
-    quality = quality_table(images)
+    quality = quality_table(images, Bootstrap.from_mapping(settings.bootstrap))
     counted = sorted(set(quality["perturbation"]) - {*m.controls, *m.outside})
     tables = {
         "image_quality_images": images,

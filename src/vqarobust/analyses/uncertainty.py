@@ -28,8 +28,9 @@ class Settings:
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
-        resolved = dataclasses.asdict(Bootstrap.from_mapping(options.uncertainty))
-        return cls(resolved, robustness.Settings.from_options(options))
+        return cls(
+            Bootstrap.resolved(options.uncertainty), robustness.Settings.from_options(options)
+        )
 
     def __post_init__(self) -> None:
         if isinstance(self.metrics, Mapping):  # rebuilt from params

@@ -4,8 +4,9 @@ model's attention over the image moves when the image is corrupted.
 Each attention map (:mod:`vqarobust.attention`) is a distribution over the image's patch
 grid. The shift of a question on a corrupted subset is the Jensen-Shannon divergence (base
 2, so in [0, 1]: 0 for identical maps, 1 for disjoint ones) between its map there and its
-map on the clean image; ``attention_shift`` holds its mean and deviation over the sampled
-questions per model x corruption x severity.
+map on the clean image; ``attention_shift`` holds its mean, the mean's bootstrap interval
+over the images and the deviation over the sampled questions per model x corruption x
+severity.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from vqarobust.metrics.uncertainty import Settings, mean_intervals
+
 SHIFT_SCHEMA = {
     "model": pl.String,
     "perturbation": pl.String,
     "severity": pl.Int8,
     "question_id": pl.Int64,
+    "image_id": pl.Int64,
     "js_divergence": pl.Float64,
 }
 SUMMARY_SCHEMA = {
@@ -26,6 +30,8 @@ SUMMARY_SCHEMA = {
     "severity": pl.Int8,
     "n_questions": pl.Int64,
     "js_mean": pl.Float64,
+    "js_low": pl.Float64,
+    "js_high": pl.Float64,
     "js_std": pl.Float64,
 }
 
@@ -79,7 +85,7 @@ def attention_shifts(maps: pl.DataFrame) -> pl.DataFrame:
     for _, block in pert.group_by("_r", "_c"):
         p = np.array(block["weights"].to_list(), dtype=np.float64)
         q = np.array(block["_clean"].to_list(), dtype=np.float64)
-        out.append(block.select("model", "perturbation", "severity", "question_id")
+        out.append(block.select("model", "perturbation", "severity", "question_id", "image_id")
                    .with_columns(pl.Series("js_divergence", js_divergence(p, q))))  # fmt: skip
     return (
         pl.concat(out)
@@ -88,8 +94,28 @@ def attention_shifts(maps: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def attention_shift_table(shifts: pl.DataFrame) -> pl.DataFrame:
-    """Mean and sample deviation of the JS divergence per model x corruption x severity."""
+def attention_shift_table(
+    shifts: pl.DataFrame, uncertainty: Settings | None = None
+) -> pl.DataFrame:
+    """Mean and sample deviation of the JS divergence per model x corruption x severity,
+    and the bootstrap interval of the mean over the images (``js_low``, ``js_high``;
+    :func:`vqarobust.metrics.uncertainty.mean_intervals` with the run's ``uncertainty``
+    settings: ``shifts`` carry each question's ``image_id``)."""
+    keys = ["model", "perturbation", "severity"]
+    bounds = mean_intervals(shifts, keys, ["js_divergence"], "image_id",
+                            uncertainty or Settings())  # fmt: skip
+    bounds = bounds.rename({"js_divergence_low": "js_low", "js_divergence_high": "js_high"})
+    if shifts.is_empty():
+        return pl.DataFrame(schema=SUMMARY_SCHEMA)
+    return (
+        _point_shift(shifts)
+        .join(bounds, on=keys, how="left")
+        .select(list(SUMMARY_SCHEMA))
+        .cast(SUMMARY_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def _point_shift(shifts: pl.DataFrame) -> pl.DataFrame:
     return (
         shifts.group_by("model", "perturbation", "severity")
         .agg(
@@ -97,6 +123,5 @@ def attention_shift_table(shifts: pl.DataFrame) -> pl.DataFrame:
             pl.col("js_divergence").mean().alias("js_mean"),
             pl.col("js_divergence").std().alias("js_std"),
         )  # fmt: skip
-        .cast(SUMMARY_SCHEMA)  # type: ignore[arg-type]
         .sort("model", "perturbation", "severity")
     )

@@ -20,6 +20,7 @@ import os
 import polars as pl
 
 from vqarobust.metrics.mispredictions import COLOURS
+from vqarobust.metrics.uncertainty import Settings, mean_intervals
 from vqarobust.metrics.vqa_accuracy import normalize_column
 
 GRAYSCALE = "grayscale"
@@ -36,6 +37,9 @@ BIAS_SCHEMA = {
     "accuracy": pl.Float64,
     "clean_accuracy": pl.Float64,
 }
+# The shares with a bootstrap interval over the images (``<share>_low``, ``<share>_high``).
+SHARES = ("chromatic_share", "grey_share", "non_colour_share", "clean_chromatic_share")
+BIAS_SCHEMA |= {f"{s}_{side}": pl.Float64 for s in SHARES for side in ("low", "high")}
 EXAMPLE_SCHEMA = {
     "model": pl.String, "rank": pl.Int64, "question_id": pl.Int64, "question": pl.String,
     "truth": pl.String, "clean": pl.String, "grayscale": pl.String, "png": pl.Binary,
@@ -79,12 +83,13 @@ def colour_rows(scored: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
         ((pl.col("modality") == "clean") & (pl.col("severity") == 0))
         | ((pl.col("modality") == "image") & (pl.col("perturbation") == GRAYSCALE))
     ).join(colour, on="question_id", how="inner")
+    pick = pick.join(questions.select("question_id", "image_id"), on="question_id", how="left")
     if pick.filter(pl.col("perturbation") == GRAYSCALE).is_empty():
         return pl.DataFrame()
     pick = normalize_column(pick.with_columns(pl.col("answer").fill_null("")), "answer", "norm")
     side = pl.when(pl.col("perturbation") == GRAYSCALE).then(pl.lit("g")).otherwise(pl.lit("c"))
     wide = pick.with_columns(side.alias("side")).pivot(
-        "side", index=["model", "question_id", "truth"], values=["norm", "score"]
+        "side", index=["model", "question_id", "image_id", "truth"], values=["norm", "score"]
     )
     return wide.filter(pl.col("norm_g").is_not_null()).with_columns(
         _answer_class(pl.col("norm_g")).alias("class"),
@@ -92,12 +97,32 @@ def colour_rows(scored: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def colour_bias_table(rows: pl.DataFrame) -> pl.DataFrame:
+def colour_bias_table(rows: pl.DataFrame, uncertainty: Settings | None = None) -> pl.DataFrame:
     """Per model: colour questions asked on grayscale images, the shares of their answers
     that are a chromatic colour, a grey or no colour, the chromatic share of the same
-    questions on the clean images, and the accuracy on them (grayscale and clean)."""
+    questions on the clean images, and the accuracy on them (grayscale and clean); each
+    share with its bootstrap interval over the images (:data:`SHARES`;
+    :func:`vqarobust.metrics.uncertainty.mean_intervals` with the run's ``uncertainty``
+    settings)."""
     if rows.is_empty():
         return pl.DataFrame(schema=BIAS_SCHEMA)
+    kinds = {"chromatic_share": ("class", "chromatic"), "grey_share": ("class", "grey"),
+             "non_colour_share": ("class", "non_colour"),
+             "clean_chromatic_share": ("clean_class", "chromatic")}  # fmt: skip
+    flags = rows.with_columns(
+        (pl.col(col) == kind).cast(pl.Float64).alias(name) for name, (col, kind) in kinds.items()
+    )
+    bounds = mean_intervals(flags, ["model"], list(SHARES), "image_id",
+                            uncertainty or Settings())  # fmt: skip
+    return (
+        _point_bias(rows)
+        .join(bounds, on="model", how="left")
+        .select(list(BIAS_SCHEMA))
+        .cast(BIAS_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def _point_bias(rows: pl.DataFrame) -> pl.DataFrame:
     share = lambda c, col="class": (pl.col(col) == c).mean()  # noqa: E731
     return (
         rows.group_by("model")
@@ -110,7 +135,6 @@ def colour_bias_table(rows: pl.DataFrame) -> pl.DataFrame:
             pl.col("score_g").mean().alias("accuracy"),
             pl.col("score_c").mean().alias("clean_accuracy"),
         )
-        .cast(BIAS_SCHEMA)  # type: ignore[arg-type]
         .sort("model")
     )
 

@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from vqarobust import store
+from vqarobust.metrics.uncertainty import Settings, mean_intervals
 
 QUALITY_SCHEMA = {
     "perturbation": pl.String,
@@ -36,10 +37,29 @@ CORRELATION_SCHEMA = {
 }
 
 
-def quality_table(per_image: pl.DataFrame) -> pl.DataFrame:
+# The image_quality table's columns: each mean beside its interval, then the deviation.
+QUALITY_COLUMNS = ["perturbation", "severity", "n_images",
+                   "ssim_mean", "ssim_low", "ssim_high", "ssim_std",
+                   "psnr_mean", "psnr_low", "psnr_high", "psnr_std", "n_identical"]  # fmt: skip
+
+
+def quality_table(per_image: pl.DataFrame, uncertainty: Settings | None = None) -> pl.DataFrame:
     """Per (perturbation, severity): n_images, ssim_mean, ssim_std, psnr_mean, psnr_std
     and n_identical (images equal to their clean image, PSNR +inf: left out of the PSNR
-    mean and deviation, which are null when every image is identical)."""
+    mean and deviation, which are null when every image is identical), and the bootstrap
+    interval of each mean over the images (``ssim_low``, ``ssim_high``, ``psnr_low``,
+    ``psnr_high``; :func:`vqarobust.metrics.uncertainty.mean_intervals` with the run's
+    ``uncertainty`` settings)."""
+    settings = uncertainty or Settings()
+    keys = ["perturbation", "severity"]
+    ssim = mean_intervals(per_image, keys, ["ssim"], "image_id", settings)
+    psnr = mean_intervals(per_image.filter(pl.col("psnr").is_finite()), keys, ["psnr"],
+                          "image_id", settings)  # fmt: skip
+    joined = _point_quality(per_image).join(ssim, on=keys, how="left")
+    return joined.join(psnr, on=keys, how="left").select(QUALITY_COLUMNS)
+
+
+def _point_quality(per_image: pl.DataFrame) -> pl.DataFrame:
     finite = pl.col("psnr").filter(pl.col("psnr").is_finite())
     return (
         per_image.group_by("perturbation", "severity")

@@ -16,6 +16,7 @@ it is the tables' number bit for bit whatever the clusters or the rows' order.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,12 @@ class Settings:
             raise ValueError(
                 f"uncertainty.adjust must be one of {ADJUSTMENTS}, got {self.adjust!r}"
             )
+
+    @classmethod
+    def resolved(cls, values: Mapping[str, object] | None) -> dict[str, object]:
+        """``values`` with the defaults filled in, as a plain mapping: what an analysis's
+        settings hold, so that it travels in params and compares by value."""
+        return dataclasses.asdict(cls.from_mapping(values))
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object] | None) -> Settings:
@@ -313,6 +320,34 @@ def summarize(values: np.ndarray, level: float) -> dict[str, np.ndarray]:
             se[holes] = np.nanstd(flat[:, holes], axis=0, ddof=1)
     low, high, se = (a.reshape(estimate.shape) for a in (low, high, se))
     return {"estimate": estimate, "low": low, "high": high, "se": se}
+
+
+def mean_intervals(
+    rows: pl.DataFrame, keys: Sequence[str], values: Sequence[str], cluster: str,
+    settings: Settings,
+) -> pl.DataFrame:  # fmt: skip
+    """Per distinct ``keys``: the bootstrap interval (``<value>_low``, ``<value>_high``) of
+    the mean of each ``values`` column over ``rows``, resampling the distinct values of
+    column ``cluster`` (the images of a diagnostic's rows) with the run's ``settings``
+    (resamples, seed, level). The diagnostics that are means over images or questions
+    (SSIM, PSNR, attention shift, colour-bias shares) get their intervals here; null
+    bounds without resamples (``uncertainty.resamples: 0``) or without rows."""
+    bounds = [f"{v}_{side}" for v in values for side in ("low", "high")]
+    if rows.is_empty():
+        return rows.select(keys).clear().with_columns(pl.lit(None, pl.Float64).alias(b)
+                                                      for b in bounds)  # fmt: skip
+    ids = rows.select(pl.col(cluster).unique().sort()).with_row_index("cluster")
+    ids = ids.with_columns(pl.col("cluster").cast(pl.Int64))
+    coded = rows.join(ids, on=cluster, how="left")
+    sums = cluster_sums(coded, keys, values, ids.height)
+    out = sums.keys
+    if settings.resamples == 0:
+        return out.with_columns(pl.lit(None, pl.Float64).alias(b) for b in bounds)
+    weights = replicate_weights(ids.height, settings.resamples, settings.seed)
+    for v in values:
+        s = summarize(sums.means(v, weights), settings.level)
+        out = out.with_columns(pl.Series(f"{v}_low", s["low"]), pl.Series(f"{v}_high", s["high"]))
+    return out
 
 
 def interval_frame(

@@ -177,9 +177,9 @@ def image_quality(
     quality: pl.DataFrame, accuracy: pl.DataFrame, families: dict[str, str]
 ) -> Figure:
     """Severity calibration: left, mean SSIM against severity, one line per corruption in
-    its class's shades (severity 0 = the clean image, SSIM 1) with a band of one standard
-    deviation; right, each corrupted subset's accuracy (mean over the models) against its
-    mean SSIM, marker size growing with severity."""
+    its class's shades (severity 0 = the clean image, SSIM 1) with the band of the mean's
+    bootstrap interval over the images; right, each corrupted subset's accuracy (mean over
+    the models) against its mean SSIM, marker size growing with severity."""
     order, colours = _present_order(set(quality["perturbation"]), families)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.0))
     mean_acc = (
@@ -191,10 +191,11 @@ def image_quality(
         r = quality.filter(pl.col("perturbation") == p).sort("severity")
         sev = [0, *r["severity"].to_list()]
         mean = np.array([1.0, *r["ssim_mean"].to_list()])
-        std = np.array([0.0, *r["ssim_std"].fill_null(0.0).to_list()])
+        low = np.array([1.0, *r["ssim_low"].fill_null(r["ssim_mean"]).to_list()])
+        high = np.array([1.0, *r["ssim_high"].fill_null(r["ssim_mean"]).to_list()])
         left.plot(sev, mean, marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)
         if len(sev) > 2:
-            left.fill_between(sev, mean - std, mean + std, color=colours[p], alpha=0.08, lw=0)
+            left.fill_between(sev, low, high, color=colours[p], alpha=0.15, lw=0)
         # Sorted: a join keeps no row order, and overlapping markers are drawn in it.
         a = r.join(mean_acc, on=["perturbation", "severity"], how="inner").sort("severity")
         right.scatter(a["ssim_mean"], a["accuracy"], s=8 + 8 * a["severity"].to_numpy(),
@@ -539,7 +540,8 @@ def answer_grid(
 
 def attention_shift(shift: pl.DataFrame, families: dict[str, str]) -> Figure:
     """Mean JS divergence of the attention map from the clean one against severity, one
-    panel per model, one line per corruption in its class's shades (0 at severity 0)."""
+    panel per model, one line per corruption in its class's shades (0 at severity 0),
+    with the band of the mean's bootstrap interval over the images."""
     models = sorted(shift["model"].unique().to_list())
     order, colours = _present_order(set(shift["perturbation"]), families)
     fig, axes = _model_panels(len(models))
@@ -548,8 +550,12 @@ def attention_shift(shift: pl.DataFrame, families: dict[str, str]) -> Figure:
         for p in order:
             r = rows.filter(pl.col("perturbation") == p).sort("severity")
             if r.height:
-                ax.plot([0, *r["severity"].to_list()], [0.0, *r["js_mean"].to_list()],
-                        marker="o", ms=2.5, lw=1.1, color=colours[p], label=p)  # fmt: skip
+                sev = [0, *r["severity"].to_list()]
+                ax.plot(sev, [0.0, *r["js_mean"].to_list()], marker="o", ms=2.5, lw=1.1,
+                        color=colours[p], label=p)  # fmt: skip
+                low = [0.0, *r["js_low"].fill_null(r["js_mean"]).to_list()]
+                high = [0.0, *r["js_high"].fill_null(r["js_mean"]).to_list()]
+                ax.fill_between(sev, low, high, color=colours[p], alpha=0.15, lw=0)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("severity", fontsize=8)
         ax.grid(alpha=0.3)

@@ -35,15 +35,21 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
 
 
 def context(data: Data, run: Run) -> dict[str, Any] | None:
-    """The sample size and the divergence per model x corruption with one column per
-    severity; None without attention maps."""
+    """The sample size and the mean divergence [its interval over the images] per model x
+    corruption with one column per severity; None without attention maps."""
     del run
     shift = data["shift"]
     if shift.is_empty():
         return None
+    cell = (
+        pl.when(pl.col("js_low").is_null())
+        .then(pl.format("{}", pl.col("js_mean").round(3)))
+        .otherwise(pl.format("{} [{}, {}]", *(pl.col(c).round(3)
+                                               for c in ("js_mean", "js_low", "js_high"))))
+    )  # fmt: skip
     wide = (
-        shift.with_columns(pl.col("severity").cast(pl.String))
-        .pivot("severity", index=["model", "perturbation"], values="js_mean")
+        shift.with_columns(pl.col("severity").cast(pl.String), cell.alias("js"))
+        .pivot("severity", index=["model", "perturbation"], values="js")
         .sort("model", "perturbation")
         .rename({"perturbation": "corruption"})
     )

@@ -16,8 +16,8 @@ from vqarobust.summary import table_names
 
 def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     """``quality`` (per corruption x severity, long), ``ssim_grid`` (corruption x severity
-    of mean SSIM), ``quality_accuracy`` (each subset's accuracy per model) and
-    ``image_quality_correlation``; empty without quality scores."""
+    of mean SSIM with its interval over the images), ``quality_accuracy`` (each subset's
+    accuracy per model) and ``image_quality_correlation``; empty without quality scores."""
     del run
     if "image_quality" not in table_names(con):  # written before quality scores
         return {}
@@ -25,8 +25,12 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     if quality.is_empty():
         return {}
     grid = con.sql(
-        """PIVOT (SELECT perturbation AS corruption, severity, ssim_mean FROM image_quality)
-           ON severity USING first(ssim_mean) ORDER BY corruption"""
+        """PIVOT (SELECT perturbation AS corruption, severity,
+                         CASE WHEN ssim_low IS NULL THEN printf('%.3f', ssim_mean)
+                              ELSE printf('%.3f [%.3f, %.3f]', ssim_mean, ssim_low, ssim_high)
+                         END AS ssim
+                  FROM image_quality)
+           ON severity USING first(ssim) ORDER BY corruption"""
     ).pl()
     grid = grid.rename({c: f"SSIM {c}" for c in grid.columns if c != "corruption"})
     return {
