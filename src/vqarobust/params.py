@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# Model-entry keys that never change an answer. batch_size does not either: every
-# adapter masks its padding (tests/test_models.py and test_generative_models.py check
-# that batched answers equal one-at-a-time answers; docs/paper.md notes the bf16 caveat).
+# Model-entry keys that never change an answer. batch_size does not either: a batch of
+# questions of very different lengths answers like one request at a time in every
+# family (tests/test_batch_invariance.py; docs/paper.md notes the bf16 caveat).
 # For a served model, where it is served and how hard it is pushed change no answer either.
 SERVED_RUNTIME_KEYS = frozenset(
     {"base_url", "api_key_env", "max_concurrency", "timeout_s", "max_retries"}
