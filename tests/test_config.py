@@ -232,3 +232,14 @@ def test_the_documented_config_recipes_work_as_written(override):
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert override in (REPO / "docs" / "configuration.md").read_text()
+
+
+def test_config_readmes_essential_keys_validate():
+    """config/README.md's "essential keys" block is a whole config as written."""
+    from vqarobust.config import validate_config
+
+    text = (REPO / "config" / "README.md").read_text()
+    block = re.search(r"## The essential keys\n\n```yaml\n(.*?)```", text, flags=re.S).group(1)
+    config = yaml.safe_load(block)
+    validate_config(config)
+    assert config["dataset"]["adapter"] == "jsonl" and config["dataset"]["path"]

@@ -244,3 +244,14 @@ def test_a_fatal_error_stops_the_rest_of_the_batch(llava):
     # What was answered, the refused one and at most one more already in flight beside
     # it; nothing of the other ~35 questions is sent.
     assert server.requests <= server.answered + 2 and server.requests < 10
+
+
+def test_the_docs_name_exactly_the_retried_statuses():
+    import re
+
+    from tests.conftest import REPO
+    from vqarobust.models.served import RETRY_STATUS
+
+    text = " ".join((REPO / "docs" / "models.md").read_text().split())
+    listed = re.search(r"HTTP ((?:\d{3}, )+\d{3} and \d{3}), timeouts", text).group(1)
+    assert {int(n) for n in re.findall(r"\d{3}", listed)} == set(RETRY_STATUS)
