@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on this machine, for tests/cluster/test_slurm.py.
 #   local_slurm.sh start DIR   install slurm-wlm and munge if absent, write DIR/slurm.conf,
-#                              start munged, slurmctld and slurmd; prints the partition name
+#                              start munged, slurmctld and slurmd; prints the names of the
+#                              CPU partition (the default) and of the GPU partition
+#                              (the same node; two names, so that a test sees where a job
+#                              was sent)
 #   local_slurm.sh stop DIR    stop the daemons that `start DIR` started
 # Measured facts for Debian's slurm-wlm 22.05: slurmd starts when there is no cgroup.conf
 # with ProctrackType=proctrack/linuxproc and TaskPlugin=task/none; there is no accounting
@@ -11,6 +14,7 @@ set -euo pipefail
 cmd=${1:?start or stop}
 dir=$(realpath -m "${2:?state directory}")
 partition=vqarobust
+gpu_partition=vqarobust-gpu
 host=$(hostname -s)
 
 stop() {
@@ -68,6 +72,7 @@ SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 NodeName=$host CPUs=$cpus RealMemory=$mem Gres=gpu:1 State=UNKNOWN
 PartitionName=$partition Nodes=$host Default=YES MaxTime=INFINITE State=UP
+PartitionName=$gpu_partition Nodes=$host Default=NO MaxTime=INFINITE State=UP
 CONF
 printf 'AutoDetect=off\nName=gpu File=/dev/null Count=1\n' > "$dir/gres.conf"
 # Clients (sbatch, squeue) read the default location.
@@ -85,7 +90,7 @@ slurmctld -f "$dir/slurm.conf"
 slurmd -f "$dir/slurm.conf"
 for _ in $(seq 60); do
   if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
-    echo "$partition"
+    echo "$partition $gpu_partition"
     exit 0
   fi
   sleep 1

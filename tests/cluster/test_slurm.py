@@ -30,7 +30,7 @@ TABLES = ["accuracy", "answer_type_accuracy", "question_type_accuracy", "submetr
 
 
 @pytest.fixture(scope="module")
-def partition(tmp_path_factory):
+def partitions(tmp_path_factory):
     if not shutil.which("slurmctld") and (os.geteuid() != 0 or not shutil.which("apt-get")):
         pytest.skip("SLURM is not installed and cannot be installed here (needs root and apt)")
     state = tmp_path_factory.mktemp("slurm")
@@ -39,18 +39,27 @@ def partition(tmp_path_factory):
     if proc.returncode != 0:
         logs = "\n".join(p.read_text()[-2000:] for p in (state / "log").glob("*.log"))
         pytest.fail(f"local SLURM did not start:\n{proc.stdout}\n{proc.stderr}\n{logs}")
-    yield proc.stdout.strip().splitlines()[-1]
+    cpu, gpu = proc.stdout.strip().splitlines()[-1].split()
+    yield {"cpu": cpu, "gpu": gpu}
     subprocess.run([str(SCRIPT), "stop", str(state)], timeout=60, check=False)
 
 
-def cluster_profile(folder: Path, partition: str) -> Path:
-    """profiles/slurm with its placeholders (and CPUs per GPU) set for the local cluster."""
+def cluster_profile(folder: Path, partitions: dict[str, str]) -> Path:
+    """profiles/slurm with its placeholders (and CPUs per GPU) set for the local cluster:
+    the shipped partitions.yaml with the local CPU and GPU partitions' names (the node
+    has one GPU)."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     del profile["default-resources"]["slurm_account"]  # no accounting database here
-    profile["default-resources"]["slurm_partition"] = partition
-    profile["set-resources"]["run_model"]["slurm_partition"] = partition
-    profile["set-resources"]["run_model"]["cpus_per_gpu"] = 1  # the local node has 2 CPUs
+    for rule in ("run_model", "image_attention"):
+        profile["set-resources"][rule]["cpus_per_gpu"] = 1  # the local node has 2 CPUs
+    shipped = yaml.safe_load((REPO / "profiles" / "slurm" / "partitions.yaml").read_text())
+    names = {"SET-YOUR-CPU-PARTITION": partitions["cpu"],
+             "SET-YOUR-GPU-PARTITION": partitions["gpu"]}  # fmt: skip
+    local = {names[k]: v for k, v in shipped["partitions"].items()}
+    local[partitions["gpu"]]["max_gpu"] = 1
     folder.mkdir()
+    (folder / "partitions.yaml").write_text(yaml.safe_dump({"partitions": local}))
+    profile["slurm-partition-config"] = str(folder / "partitions.yaml")
     (folder / "config.yaml").write_text(yaml.safe_dump(profile))
     return folder
 
@@ -70,18 +79,18 @@ def tables(workdir: Path) -> dict:
         return {t: con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in TABLES}
 
 
-def test_tiny_workflow_on_slurm_equals_a_local_run(partition, tmp_path):
+def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path):
     config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
-    # cnn-bow asks for a GPU: its jobs go through --gpus to the node's (fake) GPU and,
-    # finding no CUDA there, run on the CPU as device: auto allows.
-    config["models"]["cnn-bow"]["device"] = "auto"
+    # vilt-tiny asks for a GPU: its inference and attention jobs go through --gpus to the
+    # node's (fake) GPU and, finding no CUDA there, run on the CPU as device: auto allows.
+    config["models"]["vilt-tiny"]["device"] = "auto"
     # One text perturbation (a question-set job, grouped) and no ranker: the basic-question
     # jobs are ordinary jobs, which the workflow test runs; here they would double the time.
     config["text"]["perturbations"] = ["keyboard"]
     config["basic_questions"]["rankers"] = []
     # One model: a second adds jobs of the kinds already submitted (the workflow test runs
     # both), and every submitted job pays a Snakemake start on the node.
-    del config["models"]["vilt-tiny"]
+    del config["models"]["cnn-bow"]
     runs = {}
     for name in ("local", "slurm"):
         workdir = tmp_path / name
@@ -89,16 +98,24 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partition, tmp_path):
         (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
         runs[name] = workdir
     run(runs["local"], "--cores", "2")
-    profile = cluster_profile(tmp_path / "profile", partition)
+    profile = cluster_profile(tmp_path / "profile", partitions)
     out = run(runs["slurm"], "--profile", str(profile), "--slurm-no-account",
               "--slurm-status-command", "squeue",
               "--slurm-init-seconds-before-status-checks", "1")  # fmt: skip
     submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
-    # prepare x2, train, run_model x5 (clean, 2 corruptions, blank, keyboard), one group
-    # job for the five corruption jobs and one for perturb_questions; load_duckdb,
-    # render_report and all are local rules.
-    assert len(submitted) == 10, (len(submitted), out[-6000:])
+    # prepare x2, train, run_model x5 (clean, 2 corruptions, blank, keyboard),
+    # image_attention, one group job for the five corruption jobs and one for
+    # perturb_questions; the analyses, load_duckdb, render_report and all are local rules.
+    assert len(submitted) == 11, (len(submitted), out[-6000:])
     assert "--gpus=1" in out or "gpu=1" in out, out[-6000:]
+    # Each job went to the partition its resources fit: the GPU jobs (inference and the
+    # attention maps, not only run_model) to the GPU partition, the others to the CPU one.
+    placed = re.findall(r"Auto-selected partition '(\S+)' for job (\S+)", out)
+    gpu_rules = {"run_model", "image_attention"}
+    assert {rule for _, rule in placed} >= {"prepare_dataset", "train_model", *gpu_rules}, out
+    for partition, rule in placed:
+        wanted = partitions["gpu"] if rule in gpu_rules else partitions["cpu"]
+        assert partition == wanted, (rule, partition)
     local, cluster = tables(runs["local"]), tables(runs["slurm"])
     for name in TABLES:
         assert local[name].equals(cluster[name]), name
