@@ -243,3 +243,27 @@ def test_config_readmes_essential_keys_validate():
     config = yaml.safe_load(block)
     validate_config(config)
     assert config["dataset"]["adapter"] == "jsonl" and config["dataset"]["path"]
+
+
+def test_the_manifest_recipe_validates_over_the_shipped_configs():
+    """docs/configuration.md's and docs/paper.md's manifest recipe, merged over a shipped
+    config that sets n_images, as a --configfile would merge it; without its
+    ``n_images: null`` the error says what to add."""
+    from vqarobust.config import validate_config
+
+    assert (
+        "`dataset: {manifest: ids.txt, n_images: null}`"
+        in (REPO / "docs" / "configuration.md").read_text()
+    )
+    assert "`dataset: {manifest: that/file, n_images: null}`" in " ".join(
+        (REPO / "docs" / "paper.md").read_text().split()
+    )
+    for shipped in ("config.yaml", "paper.yaml"):
+        config = yaml.safe_load((REPO / "config" / shipped).read_text())
+        assert config["dataset"]["n_images"] is not None
+        config["dataset"].update({"manifest": "ids.txt", "n_images": None})
+        validate_config(config)
+        config = yaml.safe_load((REPO / "config" / shipped).read_text())
+        config["dataset"]["manifest"] = "ids.txt"
+        with pytest.raises(ConfigError, match="add n_images: null beside the manifest"):
+            validate_config(config)

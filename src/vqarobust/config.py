@@ -589,7 +589,8 @@ def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:
         if dataset.get("n_images") is not None:
             raise ConfigError(
                 "config error at dataset.n_images: give n_images or manifest, not both "
-                "(the manifest fixes the images)"
+                "(the manifest fixes the images); over a config that sets n_images, such "
+                "as config/config.yaml, add n_images: null beside the manifest"
             )
     else:
         dataset.setdefault("n_images", tags["default_n_images"])
