@@ -65,7 +65,9 @@ def test_findings_pair_the_right_models_and_say_what_their_numbers_say():
         "modality": ["context"] * 2, "metric": ["context_reliance"] * 2,
         "model_a": ["det", "det"], "model_b": ["det-sm", "sight"],
         "difference": [0.1, 0.2], "low": [-0.02, 0.1], "high": [0.2, 0.3],
-        "se": [0.05, 0.05], "distinguishable": [False, True]})  # fmt: skip
+        "se": [0.05, 0.05], "p_value": [0.1, 0.002], "p_adjusted": [0.1, 0.004],
+        "adjust": ["holm"] * 2, "family_size": [2, 2],
+        "distinguishable": [False, True]})  # fmt: skip
     findings = context_findings(inputs, reliance, comparisons)
     rows = {(r["finding"], r["group"]): r for r in findings.iter_rows(named=True)}
     # Perfect sight vs detector with plain training only (no SwapMix perfect-sight model);
@@ -85,9 +87,10 @@ def test_findings_pair_the_right_models_and_say_what_their_numbers_say():
     for row in (sight, swap):
         sentence = finding_sentence(row)
         numbers = [float(x) for x in re.findall(r"[-+]?\d+\.\d{3}", sentence)]
-        # reliance a, reliance b, difference, low, high: each as the row has it.
-        assert numbers == [round(row[k], 3) for k in
-                           ("reliance_a", "reliance_b", "difference", "low", "high")]  # fmt: skip
+        # reliance a, reliance b, difference, low, high, adjusted p: each as the row has it.
+        assert numbers == [round(row[k], 3) for k in ("reliance_a", "reliance_b", "difference",
+                                                      "low", "high", "p_adjusted")]  # fmt: skip
+        assert "over the 2 pairwise comparisons of context reliance" in sentence
         assert abs(numbers[0] - numbers[1] - numbers[2]) < 1.5e-3
     assert finding_sentence(sight).startswith(
         "With plain training, perfect sight (sight) relies less on context than detector "

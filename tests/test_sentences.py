@@ -18,28 +18,35 @@ NUMBER = r"(-?[0-9.]+)"
 
 
 def _comparisons(rows: list[tuple[str, str, float, float, float]]) -> pl.DataFrame:
-    """model_comparisons rows: (model_a, model_b, difference a - b, low, high)."""
+    """model_comparisons rows: (model_a, model_b, difference a - b, low, high), one family;
+    the adjusted p-value 0.01 where the interval excludes zero, else 0.5."""
     frame = pl.DataFrame(rows, schema=["model_a", "model_b", "difference", "low", "high"],
                          orient="row")  # fmt: skip
+    apart = (pl.col("low") > 0) | (pl.col("high") < 0)
     return frame.with_columns(
-        distinguishable=(pl.col("low") > 0) | (pl.col("high") < 0)
-    )  # the interval excludes zero
+        p_adjusted=pl.when(apart).then(0.01).otherwise(0.5), adjust=pl.lit("holm"),
+        family_size=pl.lit(len(rows)), distinguishable=apart,
+    )  # fmt: skip
 
 
 def test_comparison_sentences_by_hand():
     models = pl.DataFrame({"model": ["a", "b", "c"], "vre": [0.2, 0.5, 0.45]})
     rows = [("a", "b", -0.3, -0.4, -0.2), ("b", "c", 0.05, -0.01, 0.1),
             ("a", "c", -0.25, -0.3, -0.1)]  # fmt: skip
+    family = "over the 3 pairwise comparisons of image-side VRE"
     assert comparison_sentences(models, _comparisons(rows), 0.9) == [
-        "a is more robust than b (VRE 0.200 vs 0.500, difference -0.300 [-0.400, -0.200]).",
-        "a is more robust than c (VRE 0.200 vs 0.450, difference -0.250 [-0.300, -0.100]).",
-        "b and c are indistinguishable at 90% (VRE difference 0.050 [-0.010, 0.100] "
-        "includes zero).",
+        "a is more robust than b (VRE 0.200 vs 0.500, difference -0.300 [-0.400, -0.200]; "
+        f"Holm-adjusted p = 0.010 {family}).",
+        "a is more robust than c (VRE 0.200 vs 0.450, difference -0.250 [-0.300, -0.100]; "
+        f"Holm-adjusted p = 0.010 {family}).",
+        "b and c are indistinguishable at 90% (VRE difference 0.050 [-0.010, 0.100]; "
+        f"Holm-adjusted p = 0.500 {family}).",
     ]
     # b - a = +0.3 > 0: a is the more robust; the difference is turned to better - worse.
     flipped = _comparisons([("b", "a", 0.3, 0.2, 0.4)])
     assert comparison_sentences(models, flipped, 0.95) == [
-        "a is more robust than b (VRE 0.200 vs 0.500, difference -0.300 [-0.400, -0.200])."
+        "a is more robust than b (VRE 0.200 vs 0.500, difference -0.300 [-0.400, -0.200]; "
+        "Holm-adjusted p = 0.010 over the 1 pairwise comparison of image-side VRE)."
     ]
     assert comparison_sentences(models.head(1), None, 0.95) == []
     assert comparison_sentences(models, None, 0.95)[0].startswith("No interval was computed")
@@ -47,9 +54,12 @@ def test_comparison_sentences_by_hand():
 
 def test_context_sentences_by_hand():
     rows = [("a", "b", 0.12, 0.05, 0.2), ("a", "c", -0.02, -0.06, 0.01)]
+    family = "over the 2 pairwise comparisons of context reliance"
     assert context_sentences(_comparisons(rows), 0.95) == [
-        "b relies less on context than a (difference in reliance -0.120 [-0.200, -0.050]).",
-        "a and c rely on context indistinguishably at 95% (difference -0.020 [-0.060, 0.010]).",
+        "b relies less on context than a (difference in reliance -0.120 [-0.200, -0.050]; "
+        f"Holm-adjusted p = 0.010 {family}).",
+        "a and c rely on context indistinguishably at 95% (difference -0.020 [-0.060, 0.010]; "
+        f"Holm-adjusted p = 0.500 {family}).",
     ]
     assert context_sentences(None, 0.95) == [] == context_sentences(_comparisons([]), 0.95)
 
@@ -68,7 +78,8 @@ def test_context_sentences_recompute_from_their_rows(triples):
         a, b, d, lo, hi = row
         pattern = (
             rf"(\w+) relies less on context than (\w+) \(difference in reliance "
-            rf"{NUMBER} \[{NUMBER}, {NUMBER}\]\)\."
+            rf"{NUMBER} \[{NUMBER}, {NUMBER}\]; Holm-adjusted p = 0.010 over the "
+            rf"{len(rows)} pairwise comparisons? of context reliance\)\."
         )
         apart = re.fullmatch(pattern, sentence)
         if lo > 0 or hi < 0:

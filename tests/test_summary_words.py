@@ -102,9 +102,16 @@ def test_printed_numbers_add_up(runs, kind, tmp_path):
                          r"(-?[\d.]+)\]", md):  # fmt: skip
         better, worse, diff, low, high = (float(g) for g in m.groups())
         assert abs((better - worse) - diff) <= 0.0011 and high < 0 and low <= diff <= high
-    for m in re.finditer(r"difference (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\] includes zero", md):
-        diff, low, high = (float(g) for g in m.groups())
-        assert low <= 0 <= high and abs(diff - (vre["a"] - vre["b"])) <= 0.0011
+    family = r"over the 1 pairwise comparison of image-side VRE"
+    for m in re.finditer(r"VRE difference (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]; "
+                         rf"Holm-adjusted p = ([\d.]+) {family}", md):  # fmt: skip
+        diff, low, high, p = (float(g) for g in m.groups())
+        # Called indistinguishable only at an adjusted p of 5% or more.
+        assert p >= 0.05 and abs(diff - (vre["a"] - vre["b"])) <= 0.0011 and low <= diff <= high
+    for m in re.finditer(rf"difference -?[\d.]+ \[[^]]+\]; Holm-adjusted p = ([\d.]+) {family}"
+                         r"\)\.", md):  # fmt: skip
+        said_apart = "more robust" in md[max(0, m.start() - 120) : m.start()]
+        assert (float(m.group(1)) < 0.05) == said_apart
     reading = _reading(runs[kind], tmp_path)
     m = re.search(r"accuracy ([\d.]+) clean and ([\d.]+) on average .*?a relative drop of "
                   r"([\d.]+%)", reading)  # fmt: skip

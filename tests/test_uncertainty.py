@@ -436,3 +436,37 @@ def test_mean_intervals_resample_the_images_with_the_runs_settings():
     assert none["v_low"].null_count() == 2 and none["v_high"].null_count() == 2
     empty = mean_intervals(rows.clear(), ["k"], ["v"], "image_id", s)
     assert empty.columns == ["k", "v_low", "v_high"] and empty.is_empty()
+
+
+def test_claims_are_holm_adjusted_within_their_family():
+    """Three models whose pairwise VRE differences each have 15 of 1,000 resamples at or
+    below zero: every unadjusted 95% interval excludes zero (p = 2 x 16 / 1,001 = 0.032),
+    but Holm over the family of three comparisons gives 0.096, so no pair is called apart
+    and the sentences say so; two of those models alone (a family of one) are."""
+    from vqarobust.metrics.intervals import _pairs, adjust_comparisons
+    from vqarobust.report.sections.uncertainty import comparison_sentences
+
+    boot = np.r_[np.full(15, -0.01), np.linspace(0.05, 0.15, 985)]
+    x = np.r_[0.1, boot]  # row 0: the data
+    values = np.column_stack([np.zeros_like(x), x, 2 * x])  # VRE of a, b, c per replicate
+    rows = _pairs("image", "vre", ["a", "b", "c"], values, 0.95)
+    for row in rows:
+        assert row["high"] < 0  # the unadjusted interval excludes zero
+        assert row["p_value"] == pytest.approx(2 * 16 / 1001)
+    table = adjust_comparisons(rows, 0.95, "holm")
+    assert table["p_adjusted"].to_list() == pytest.approx([3 * 2 * 16 / 1001] * 3)
+    assert table["family_size"].to_list() == [3, 3, 3] and not table["distinguishable"].any()
+    models = pl.DataFrame({"model": ["a", "b", "c"], "vre": [0.0, 0.1, 0.2]})
+    said = comparison_sentences(models, table, 0.95)
+    assert all("indistinguishable at 95%" in s and "over the 3 pairwise comparisons" in s
+               for s in said)  # fmt: skip
+    alone = adjust_comparisons(_pairs("image", "vre", ["a", "b"], values[:, :2], 0.95), 0.95,
+                               "holm")  # fmt: skip
+    assert alone["distinguishable"].to_list() == [True]
+    assert comparison_sentences(models.head(2), alone, 0.95)[0].startswith(
+        "a is more robust than b (VRE 0.000 vs 0.100, difference -0.100"
+    )
+    # Another family (clean accuracy) does not count towards this one.
+    other = _pairs("clean", "clean_accuracy", ["a", "b"], values[:, :2], 0.95)
+    mixed = adjust_comparisons([*other, *rows[:1]], 0.95, "holm")
+    assert mixed["distinguishable"].to_list() == [True, True]

@@ -24,6 +24,7 @@ import polars as pl
 
 from vqarobust.features.gqa import RELEASED_KINDS
 from vqarobust.metrics.context import RELIANCE_SCHEMA, context_tables
+from vqarobust.metrics.uncertainty import family_note
 
 INPUTS_SCHEMA = {"model": pl.String, "inputs": pl.String, "kind": pl.String,
                  "training": pl.String}  # fmt: skip
@@ -34,6 +35,7 @@ RELIANCE_K_SCHEMA = {**RELIANCE_SCHEMA, "k": pl.Int64}
 FINDING_SCHEMA = {"finding": pl.String, "group": pl.String, "model_a": pl.String,
                   "model_b": pl.String, "reliance_a": pl.Float64, "reliance_b": pl.Float64,
                   "difference": pl.Float64, "low": pl.Float64, "high": pl.Float64,
+                  "p_adjusted": pl.Float64, "adjust": pl.String, "family_size": pl.Int64,
                   "distinguishable": pl.Boolean}  # fmt: skip
 
 
@@ -84,7 +86,8 @@ def _difference(comparisons: pl.DataFrame, a: str, b: str) -> dict[str, Any] | N
             # + 0.0: no "-0.000" where a sign flip meets a zero.
             low, high = sorted((sign * r["low"] + 0.0, sign * r["high"] + 0.0))
             return {"difference": sign * r["difference"] + 0.0, "low": low, "high": high,
-                    "distinguishable": r["distinguishable"]}  # fmt: skip
+                    **{k: r[k] for k in ("p_adjusted", "adjust", "family_size",
+                                         "distinguishable")}}  # fmt: skip
     return None
 
 
@@ -106,6 +109,7 @@ def context_findings(
             return
         diff = _difference(comparisons, a, b) or {
             "difference": overall[a] - overall[b], "low": None, "high": None,
+            "p_adjusted": None, "adjust": None, "family_size": None,
             "distinguishable": None}  # fmt: skip
         rows.append({"finding": finding, "group": group, "model_a": a, "model_b": b,
                      "reliance_a": overall[a], "reliance_b": overall[b], **diff})  # fmt: skip
@@ -131,11 +135,9 @@ def finding_sentence(row: Mapping[str, Any]) -> str:
     else:
         interval = (f" (difference {row['difference']:+.3f}, interval "
                     f"[{row['low']:+.3f}, {row['high']:+.3f}])")  # fmt: skip
-        settled = (
-            ""
-            if row["distinguishable"]
-            else "; the interval includes zero, so the run cannot tell them apart"
-        )
+        note = family_note(row, "context reliance")
+        settled = (f"; {note}" if row["distinguishable"]
+                   else f"; {note}, so the run cannot tell them apart")  # fmt: skip
     relies = ("relies less on context than" if a < b else "relies more on context than"
               if a > b else "relies on context as much as")  # fmt: skip
     if row["finding"] == "perfect_sight_vs_detector":

@@ -43,6 +43,8 @@ from vqarobust.metrics.uncertainty import (
     MIN_FIT_POINTS,
     Encoding,
     Settings,
+    adjust_p,
+    bootstrap_p,
     chunked_intervals,
     cluster_index,
     cluster_sums,
@@ -65,6 +67,10 @@ COMPARISON_SCHEMA = {
     "low": pl.Float64,
     "high": pl.Float64,
     "se": pl.Float64,
+    "p_value": pl.Float64,
+    "p_adjusted": pl.Float64,
+    "adjust": pl.String,
+    "family_size": pl.Int64,
     "distinguishable": pl.Boolean,
 }
 RANK_SCHEMA = {"modality": pl.String, "model": pl.String, "rank": pl.Int64, "share": pl.Float64}
@@ -98,23 +104,50 @@ def _lookup(table: pl.DataFrame, value: str) -> pl.Expr:
 def _pairs(
     modality: str, metric: str, models: Sequence[str], values: np.ndarray, level: float
 ) -> list[dict]:
-    """Differences a - b of every pair of models (columns of ``values``)."""
+    """Differences a - b of every pair of models (columns of ``values``), each with its
+    interval and unadjusted bootstrap p-value (:func:`adjust_comparisons` decides)."""
     rows = []
     for i, j in itertools.combinations(range(len(models)), 2):
-        s = summarize(values[:, i] - values[:, j], level)
-        low, high = float(s["low"]), float(s["high"])
+        diff = values[:, i] - values[:, j]
+        s = summarize(diff, level)
         rows.append({"modality": modality, "metric": metric, "model_a": models[i],
-                     "model_b": models[j], "difference": float(s["estimate"]), "low": low,
-                     "high": high, "se": float(s["se"]),
-                     "distinguishable": bool(low > 0 or high < 0)})  # fmt: skip
+                     "model_b": models[j], "difference": float(s["estimate"]),
+                     "low": float(s["low"]), "high": float(s["high"]), "se": float(s["se"]),
+                     "p_value": bootstrap_p(diff)})  # fmt: skip
     return rows
+
+
+def adjust_comparisons(rows: Sequence[Mapping], level: float, adjust: str) -> pl.DataFrame:
+    """The ``model_comparisons`` table: each family of comparisons, the pairs of one metric
+    on one side (modality), adjusted together (``adjust``: Holm by default, the rule of the
+    drop tests too); ``distinguishable`` where the adjusted p-value is below ``1 - level``.
+    ``family_size`` is how many comparisons the family holds."""
+    table = pl.DataFrame(
+        rows, schema={k: v for k, v in COMPARISON_SCHEMA.items()
+                      if k not in ("p_adjusted", "adjust", "family_size", "distinguishable")},
+    )  # fmt: skip
+    parts = []
+    for _, part in table.group_by("modality", "metric", maintain_order=True):
+        p = part["p_value"].to_numpy()
+        known = ~np.isnan(p)
+        adjusted = np.full(p.shape, np.nan)
+        adjusted[known] = adjust_p(p[known], adjust)
+        parts.append(part.with_columns(
+            pl.Series("p_adjusted", adjusted), pl.lit(adjust).alias("adjust"),
+            pl.lit(part.height, pl.Int64).alias("family_size"),
+            pl.Series("distinguishable", np.nan_to_num(adjusted, nan=1.0) < 1 - level),
+        ))  # fmt: skip
+    if not parts:
+        return pl.DataFrame(schema=COMPARISON_SCHEMA)
+    return pl.concat(parts).select(list(COMPARISON_SCHEMA)).cast(COMPARISON_SCHEMA)
 
 
 class _Builder:
     """Collects interval rows and comparisons while the metrics are computed."""
 
-    def __init__(self, level: float, reference: Sequence[str] = ()) -> None:
-        self.level, self.reference = level, tuple(reference)
+    def __init__(self, level: float, adjust: str = "holm",
+                 reference: Sequence[str] = ()) -> None:  # fmt: skip
+        self.level, self.adjust, self.reference = level, adjust, tuple(reference)
         self.intervals: list[pl.DataFrame] = []
         self.comparisons: list[dict] = []
         self.ranks: list[dict] = []
@@ -155,7 +188,7 @@ def uncertainty_tables(
         raise ValueError(f"{unknown.height} predictions have no question row")
     # New columns only (a lookup, not a join): the big table's buffers stay shared.
     rows = scored.with_columns(_lookup(mapping, "cluster"))
-    b = _Builder(settings.level, settings.effective_reference)
+    b = _Builder(settings.level, settings.adjust, settings.effective_reference)
 
     subsets = encode_keys(rows, SUBSET)  # shared by the accuracy per subset and per type
     acc_sums = cluster_sums(rows, subsets, ["score"], n_clusters).where(
@@ -308,7 +341,7 @@ def _tables(b: _Builder, tests: pl.DataFrame, resamples: int) -> dict[str, pl.Da
         "intervals": intervals.sort(
             "metric", "model", "modality", "perturbation", "severity", "key", nulls_last=True
         ),  # fmt: skip
-        "model_comparisons": pl.DataFrame(b.comparisons, schema=COMPARISON_SCHEMA),
+        "model_comparisons": adjust_comparisons(b.comparisons, b.level, b.adjust),
         "rank_stability": pl.DataFrame(b.ranks, schema=RANK_SCHEMA),
         "drop_tests": tests,
         "effective_robustness": eff_table,

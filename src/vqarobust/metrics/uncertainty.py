@@ -20,6 +20,7 @@ import dataclasses
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -393,6 +394,33 @@ def sign_test_p(worse: np.ndarray, better: np.ndarray) -> np.ndarray:
     k = np.minimum(worse, better)
     p = np.where(n > 0, 2 * binom.cdf(k, np.maximum(n, 1), 0.5), 1.0)
     return np.minimum(p, 1.0)
+
+
+def bootstrap_p(values: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of "the difference is zero" from replicate ``values``
+    (row 0 the data, the rest the resamples; NaN resamples left out): twice the smaller
+    share of resamples on either side of zero, each counted with the data's own
+    (``(n + 1) / (B + 1)``), at most 1; NaN without resamples. It is below ``1 - level``
+    only when the percentile interval of :func:`summarize` excludes zero."""
+    boot = np.asarray(values, dtype=float)[1:]
+    boot = boot[~np.isnan(boot)]
+    if boot.size < 2:
+        return float("nan")
+    below, above = int((boot <= 0).sum()), int((boot >= 0).sum())
+    return float(min(1.0, 2 * (min(below, above) + 1) / (boot.size + 1)))
+
+
+ADJUSTMENT_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+def family_note(c: Mapping[str, Any], what: str) -> str:
+    """How a comparison (a ``model_comparisons`` row, or a row carrying its ``p_adjusted``,
+    ``adjust`` and ``family_size``) was decided, for a sentence: e.g. "Holm-adjusted p =
+    0.002 over the 1 pairwise comparison of image-side VRE"."""
+    n = c["family_size"]
+    name = ADJUSTMENT_NAMES.get(c["adjust"], c["adjust"])
+    return (f"{name}-adjusted p = {c['p_adjusted']:.3f} over the {n} pairwise "
+            f"comparison{'' if n == 1 else 's'} of {what}")  # fmt: skip
 
 
 def adjust_p(p: np.ndarray, method: str = "holm") -> np.ndarray:

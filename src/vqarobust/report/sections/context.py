@@ -16,6 +16,7 @@ from vqarobust.metrics.context_paper import (
     paper_table1,
     paper_table2,
 )
+from vqarobust.metrics.uncertainty import family_note
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import bounds, table_names, wide, with_interval
@@ -96,23 +97,26 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
 def context_sentences(comparisons: pl.DataFrame | None, level: float) -> list[str]:
     """For every pair of models in ``comparisons`` (table ``model_comparisons``, context
     modality, metric context_reliance, all swaps): which relies less on irrelevant
-    context where the interval of the difference excludes zero, else that the two are
-    indistinguishable at ``level``."""
+    context where the difference is ``distinguishable`` (the adjusted p-value of the
+    family of these comparisons below ``1 - level``), else that the two are
+    indistinguishable at ``level``; each with its interval and the family it was adjusted
+    over."""
     if comparisons is None or comparisons.is_empty():
         return []
     out = []
     for c in comparisons.iter_rows(named=True):
         a, b = c["model_a"], c["model_b"]
+        note = family_note(c, "context reliance")
         if c["distinguishable"]:
             less, more = (a, b) if c["difference"] < 0 else (b, a)
             d, lo, hi = (c["difference"], c["low"], c["high"]) if less == a else (
                 -c["difference"], -c["high"], -c["low"])  # fmt: skip
             out.append(f"{less} relies less on context than {more} (difference in reliance "
-                       f"{with_interval(d, lo, hi)}).")  # fmt: skip
+                       f"{with_interval(d, lo, hi)}; {note}).")  # fmt: skip
         else:
             d = with_interval(c["difference"], c["low"], c["high"])
             out.append(f"{a} and {b} rely on context indistinguishably at {level:.0%} "
-                       f"(difference {d}).")  # fmt: skip
+                       f"(difference {d}; {note}).")  # fmt: skip
     return out
 
 

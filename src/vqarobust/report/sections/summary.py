@@ -147,7 +147,8 @@ def reliance_sentence(reliance: pl.DataFrame | None, threshold: float) -> str | 
 
 def reading(s: Summary) -> str:
     """A plain-language paragraph from the summary numbers; it calls one model more robust
-    than another only where the interval of their VRE difference excludes zero."""
+    than another only where their VRE difference is distinguishable (its adjusted p-value,
+    table ``model_comparisons``)."""
     if s.models.is_empty():
         return NO_IMAGE_SIDE
     best = s.models.row(0, named=True)

@@ -10,7 +10,12 @@ import duckdb
 import matplotlib.figure
 import polars as pl
 
-from vqarobust.metrics.uncertainty import MIN_FIT_POINTS, MIN_MODELS_FOR_FIT
+from vqarobust.metrics.uncertainty import (
+    ADJUSTMENT_NAMES,
+    MIN_FIT_POINTS,
+    MIN_MODELS_FOR_FIT,
+    family_note,
+)
 from vqarobust.report import figures as fig
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import Summary
@@ -88,9 +93,11 @@ def comparison_sentences(
     models: pl.DataFrame, comparisons: pl.DataFrame | None, level: float
 ) -> list[str]:
     """For every pair of ``models`` (model, vre: table ``vre_model`` of the image side), "X
-    is more robust than Y" when the interval of their VRE difference (``comparisons``:
-    table ``model_comparisons``, image side, metric vre) excludes zero, else "X and Y are
-    indistinguishable at 95%"; without resamples, that no comparison was made."""
+    is more robust than Y" when their VRE difference is ``distinguishable`` (``comparisons``:
+    table ``model_comparisons``, image side, metric vre: the adjusted p-value of the family
+    of these comparisons below ``1 - level``), else "X and Y are indistinguishable at 95%",
+    each with its interval and :func:`family_note`; without resamples, that no comparison
+    was made."""
     if models.height < 2:
         return []
     if comparisons is None or comparisons.is_empty():
@@ -100,18 +107,19 @@ def comparison_sentences(
     out = []
     for c in comparisons.sort("model_a", "model_b").iter_rows(named=True):
         a, b = c["model_a"], c["model_b"]
+        note = family_note(c, "image-side VRE")
         if c["distinguishable"]:
             better, worse = (a, b) if c["difference"] < 0 else (b, a)
             d, lo, hi = (c["difference"], c["low"], c["high"]) if better == a else (
                 -c["difference"], -c["high"], -c["low"])  # fmt: skip
             out.append(
                 f"{better} is more robust than {worse} (VRE {vre[better]:.3f} vs "
-                f"{vre[worse]:.3f}, difference {d:.3f} [{lo:.3f}, {hi:.3f}])."
+                f"{vre[worse]:.3f}, difference {d:.3f} [{lo:.3f}, {hi:.3f}]; {note})."
             )
         else:
             out.append(
                 f"{a} and {b} are indistinguishable at {level:.0%} (VRE difference "
-                f"{c['difference']:.3f} [{c['low']:.3f}, {c['high']:.3f}] includes zero)."
+                f"{c['difference']:.3f} [{c['low']:.3f}, {c['high']:.3f}]; {note})."
             )
     return out
 
@@ -127,7 +135,7 @@ def _tests(tests: pl.DataFrame) -> dict[str, Any] | None:
     weak = tests.filter(~pl.col("significant")).select(
         "model", "modality", "perturbation", "severity", "n_worse", "n_better",
         "mean_difference", "p_value", "p_adjusted")  # fmt: skip
-    adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(tests["adjust"][0], "")
+    adjust = ADJUSTMENT_NAMES.get(tests["adjust"][0], "")
     return {"counts": counts, "weak": weak.head(N_WEAK_SHOWN), "n_weak": weak.height,
             "adjust": adjust, "n_cells": tests.height}  # fmt: skip
 
@@ -145,8 +153,8 @@ def context(data: Data, run: Run) -> dict[str, Any]:
         "level": run.summary.level,
         "comparisons": comparisons.select(
             "modality", "metric", "model_a", "model_b",
-            pl.col("difference").alias("difference a - b"), "low", "high", "se",
-            "distinguishable") if comparisons.height else None,
+            pl.col("difference").alias("difference a - b"), "low", "high", "se", "p_value",
+            "p_adjusted", "family_size", "distinguishable") if comparisons.height else None,
         "ranks": ranks.with_columns(pl.format("rank {}", "rank").alias("rank"))
         .pivot(on="rank", index=["modality", "model"], values="share") if ranks.height else None,
         "effective": eff.drop("perturbation") if eff.height else None,
