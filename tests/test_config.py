@@ -267,3 +267,25 @@ def test_the_manifest_recipe_validates_over_the_shipped_configs():
         config["dataset"]["manifest"] = "ids.txt"
         with pytest.raises(ConfigError, match="add n_images: null beside the manifest"):
             validate_config(config)
+
+
+def test_the_question_side_recipe_for_vqav2_fails_by_name_then_validates():
+    """docs/paper.md: paper.yaml with config.yaml's ``text:`` and ``basic_questions:``
+    blocks. As copied, the pool's ``train`` part is a split the vqav2 adapter does not
+    have: a named error at validation, not a traceback in the job; with the docs'
+    ``pool: [eval]`` it validates."""
+    from vqarobust.config import validate_config
+
+    default = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert "train" in default["basic_questions"]["pool"]
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config.update(text=default["text"], basic_questions=copy.deepcopy(default["basic_questions"]))
+    with pytest.raises(ConfigError) as err:
+        validate_config(copy.deepcopy(config))
+    assert str(err.value).startswith("config error at basic_questions.pool: 'train'")
+    assert "adapter 'vqav2' does not have" in str(err.value) and "pool: [eval]" in str(err.value)
+    config["basic_questions"]["pool"] = ["eval"]
+    validate_config(config)
+    assert "`pool: [eval]`" in (REPO / "docs" / "paper.md").read_text()
+    # An adapter with splits keeps the pool's train part.
+    validate_config(copy.deepcopy(default))

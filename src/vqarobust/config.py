@@ -109,7 +109,26 @@ def _check_text(config: Mapping[str, Any]) -> None:
             "config error at text.sentence.back_translation: give back_model (the model "
             "from the pivot language back to English)"
         )
-    if "train" in config["basic_questions"]["pool"] and not config["dataset"].get("train_split"):
+    _check_pool_splits(config["basic_questions"]["pool"], config["dataset"])
+
+
+def _check_pool_splits(pool: list[str], dataset: Mapping[str, Any]) -> None:
+    """A pool's ``train`` part is a second prepared split, which only an adapter that has
+    splits can give; the schema defaults ``train_split``, so its presence proves nothing."""
+    from vqarobust.datasets import ADAPTERS
+
+    if "train" not in pool:
+        return
+    adapter = dataset["adapter"]
+    if not ADAPTERS.entry(adapter).tags["splits"]:
+        with_splits = ", ".join(n for n in ADAPTERS if ADAPTERS.entry(n).tags["splits"])
+        raise ConfigError(
+            f"config error at basic_questions.pool: 'train' is a training split, which "
+            f"adapter {adapter!r} does not have (it reads one set of questions; adapters "
+            f"with splits: {with_splits}); use pool: [eval], and give more questions "
+            "through basic_questions.pool_files"
+        )
+    if not dataset.get("train_split"):
         raise ConfigError("config error at basic_questions.pool: 'train' needs dataset.train_split")
 
 
