@@ -239,7 +239,8 @@ def test_config_readmes_essential_keys_validate():
     from vqarobust.config import validate_config
 
     text = (REPO / "config" / "README.md").read_text()
-    block = re.search(r"## The essential keys\n\n```yaml\n(.*?)```", text, flags=re.S).group(1)
+    essential = r"## The essential keys\n\n```yaml config\n(.*?)```"
+    block = re.search(essential, text, flags=re.S).group(1)
     config = yaml.safe_load(block)
     validate_config(config)
     assert config["dataset"]["adapter"] == "jsonl" and config["dataset"]["path"]

@@ -21,7 +21,8 @@ def test_readme_result_block_is_the_committed_summary():
 
 def test_ci_runs_the_readmes_two_commands_and_checks_its_numbers():
     readme = (REPO / "README.md").read_text()
-    quickstart = readme[readme.index("```bash\n") + 8 :].split("```", 1)[0].splitlines()
+    fence = "```bash covered-by=tests/test_readme.py,.ci/run\n"
+    quickstart = readme[readme.index(fence) + len(fence) :].split("```", 1)[0].splitlines()
     install_and_run, tests = quickstart
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     # The first command installs with the lock and runs the main job; CI does both.

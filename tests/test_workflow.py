@@ -626,3 +626,50 @@ def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run
     result = diff(source / "results" / "easy-vqa" / "robustness.duckdb",
                   results / "robustness.duckdb")  # fmt: skip
     assert result["tables"] == {} and not result["only_in_a"] and not result["only_in_b"]
+
+
+def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
+    """The docs' shell blocks that read a run (the README's command list, docs/metrics.md's
+    export) run as written on the tiny run, in a folder that holds the reader's own files
+    the commands name (IMG.png, acc.csv, A.duckdb, B.duckdb). The tiny run has no snow and
+    a seeded subset of its own: the default's ``snow/3`` and image id stand for the tiny
+    run's ``brightness/3`` and one of its images."""
+    from PIL import Image
+
+    from tests.doc_blocks import checked
+    from tests.test_docs_blocks import run_commands
+
+    workdir, _ = workflow_run
+    for sub in ("results", "resources"):
+        (tmp_path / sub).symlink_to(workdir / sub)
+    (tmp_path / "config").symlink_to(REPO / "config")
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    Image.new("RGB", (64, 48), (200, 40, 40)).save(tmp_path / "IMG.png")
+    for name in ("A.duckdb", "B.duckdb"):
+        shutil.copy(db, tmp_path / name)
+    with duckdb.connect(str(db), read_only=True) as con:
+        image_id = con.execute("SELECT min(image_id) FROM questions").fetchone()[0]
+        # The metrics command's long table: the clean accuracy given once per corruption.
+        con.execute(
+            """COPY (SELECT a.model, a.perturbation AS corruption, a.severity, a.accuracy
+                     FROM accuracy a WHERE a.modality = 'image' AND a.perturbation <> 'blank'
+                     UNION ALL
+                     SELECT c.model, i.perturbation, 0, c.accuracy FROM accuracy c
+                     JOIN (SELECT DISTINCT model, perturbation FROM accuracy
+                           WHERE modality = 'image' AND perturbation <> 'blank') i
+                       ON i.model = c.model WHERE c.modality = 'clean')
+               TO '%s' (HEADER)"""
+            % (tmp_path / "acc.csv")
+        )
+    ran = []
+    for block in [b for b in checked("bash") if "results/" in b.text]:
+        substitute = {"results/easy-vqa/images/snow/3": "results/easy-vqa/images/brightness/3",
+                      "2": str(image_id)}  # fmt: skip
+        ran += run_commands(block.text, tmp_path, substitute)
+    assert [argv[1] for argv, _, _ in ran] == [
+        "corruptions", "preview", "preview", "images", "metrics", "validate-config",
+        "provenance", "diff", "export", "plan-size", "export",
+    ]  # fmt: skip
+    assert (tmp_path / "grid.png").exists() and (tmp_path / "g.png").exists()
+    assert any((tmp_path / "snow3").iterdir()) and (tmp_path / "metrics" / "vre_model.csv").exists()
+    assert (tmp_path / "s.jsonl").stat().st_size and (tmp_path / "samples.jsonl").stat().st_size

@@ -1,0 +1,138 @@
+"""The docs as tests: every YAML, shell and Python block of the README, docs/*.md and
+config/README.md is validated, run or names the test that runs it (tests/doc_blocks.py
+says how a block is marked). The shell blocks that read a finished run's database run in
+tests/test_workflow.py, on its tiny run."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.doc_blocks import CHECKED, MARKS, blocks, checked, commands, merge, program
+
+# What these tests check, so that a block that loses its mark (or a new, unmarked one) is
+# noticed: the count is the docs' own, asserted below.
+N_BLOCKS = 27
+
+
+def _needs_a_run(text: str) -> bool:
+    return "results/" in text
+
+
+def test_every_code_block_says_how_it_is_checked():
+    found = [b for b in blocks() if b.lang in CHECKED]
+    assert len(found) == N_BLOCKS, [b.where for b in found]
+    wrong = []
+    for b in found:
+        unknown = b.marks.keys() - MARKS
+        how = b.marks.keys() & {"config", "over", "run", "covered-by", "needs"}
+        if unknown or not how:
+            wrong.append(f"{b.where}: marks {sorted(b.marks)} (known: {sorted(MARKS)})")
+        if b.lang == "yaml" and not b.marks.keys() & {"config", "over"}:
+            wrong.append(f"{b.where}: a YAML block is a config or a fragment over one")
+        covering = [REPO / t for t in b.marks.get("covered-by", "").split(",") if t]
+        for path in covering:
+            if not path.exists():
+                wrong.append(
+                    f"{b.where}: covered-by {path.relative_to(REPO)}, which does not exist"
+                )
+        words = [w for argv in commands(b.text) for w in argv] if b.lang == "bash" else []
+        for word in words if covering else []:
+            # The study config it names is one that a covering test runs.
+            if word.startswith("config/") and not any(
+                p.exists() and Path(word).name in p.read_text() for p in covering
+            ):
+                wrong.append(f"{b.where}: no covering test runs {word}")
+        if "needs" in b.marks and b.marks["needs"] not in " ".join(
+            (REPO / b.doc).read_text().split()
+        ).replace("`", ""):
+            wrong.append(f"{b.where}: needs={b.marks['needs']} is not said in the doc")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("block", checked("yaml"), ids=lambda b: b.where)
+def test_yaml_block_is_a_valid_config_as_the_docs_layer_it(block):
+    from vqarobust.config import validate_config
+
+    fragment = yaml.safe_load(block.text)
+    if "config" in block.marks:
+        config = fragment
+    else:
+        base = yaml.safe_load((REPO / block.marks["over"]).read_text())
+        config = merge(base, fragment)
+    validate_config(copy.deepcopy(config))
+
+
+def _given() -> dict[str, object]:
+    """What a ``python run given=...`` block uses without defining it."""
+    rng = np.random.default_rng(0)
+    return {
+        "image": rng.integers(0, 256, (64, 64, 3), dtype=np.uint8),
+        "pool": [
+            f"{w} {what} the {shape}?"
+            for w in ("what", "which")
+            for what in ("color is", "size is")
+            for shape in ("circle", "square", "triangle", "shape", "rectangle", "star")
+        ],
+    }
+
+
+@pytest.mark.parametrize("block", checked("python"), ids=lambda b: b.where)
+def test_python_block_runs(block):
+    given = _given()
+    names = {k: given[k] for k in block.marks.get("given", "").split(",") if k}
+    exec(compile(block.text, block.where, "exec"), names)  # noqa: S102 - the doc's own code
+
+
+def sandbox(tmp: Path) -> Path:
+    """A working directory that looks like a checkout (the workflow's files linked, no
+    results), for the docs' commands that copy a config or plan a run."""
+    private = {".git", ".venv", ".snakemake", "results", "tests", "resources"}
+    for item in REPO.iterdir():
+        if item.name not in private and not item.name.startswith((".pytest", ".ruff", ".hyp")):
+            (tmp / item.name).symlink_to(item)
+    return tmp
+
+
+def run_commands(block_text: str, cwd: Path, substitute: dict[str, str] | None = None) -> list:
+    """Run a shell block's commands in ``cwd``: ``cp`` copies, ``$EDITOR`` leaves the copy
+    as it is, ``snakemake`` plans (a dry run), ``vqarobust`` runs. Returns the
+    (command, exit code, output) of each; none may print a traceback."""
+    done = []
+    for argv in commands(block_text):
+        argv = [substitute.get(w, w) for w in argv] if substitute else argv
+        name = program(argv)
+        if name == "$EDITOR":
+            continue
+        if name == "cp":
+            (cwd / argv[2]).write_bytes((cwd / argv[1]).read_bytes())
+            continue
+        if name == "snakemake":
+            cmd = [sys.executable, "-m", "snakemake", *argv[1:], "-n", "--quiet"]
+        elif name == "vqarobust":
+            cmd = [sys.executable, "-m", "vqarobust.cli", *argv[1:]]
+        else:
+            raise AssertionError(f"the docs test does not know how to run {argv[0]!r}")
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "Traceback" not in out, f"{' '.join(argv)}:\n{out[-3000:]}"
+        done.append((argv, proc.returncode, out))
+    return done
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize(
+    "block", [b for b in checked("bash") if not _needs_a_run(b.text)], ids=lambda b: b.where
+)
+def test_shell_block_plans_and_runs_from_a_checkout(block, tmp_path):
+    done = run_commands(block.text, sandbox(tmp_path))
+    assert done, f"{block.where}: nothing ran"
