@@ -136,3 +136,16 @@ def run_commands(block_text: str, cwd: Path, substitute: dict[str, str] | None =
 def test_shell_block_plans_and_runs_from_a_checkout(block, tmp_path):
     done = run_commands(block.text, sandbox(tmp_path))
     assert done, f"{block.where}: nothing ran"
+
+
+@pytest.mark.workflow
+def test_the_documented_model_loads_are_the_default_plan(tmp_path):
+    """docs/models.md's count of model loads and run_model jobs in the default config is
+    what Snakemake plans for it."""
+    from tests.plans import plan
+
+    n_models = len(yaml.safe_load((REPO / "config" / "config.yaml").read_text())["models"])
+    jobs = plan(sandbox(tmp_path))["run_model"]
+    text = " ".join((REPO / "docs" / "models.md").read_text().split())
+    assert f"**{jobs // n_models}** in the default config" in text
+    assert f"{jobs} `run_model` jobs for its {n_models} models" in text
