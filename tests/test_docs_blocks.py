@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,49 @@ def test_the_documented_model_loads_are_the_default_plan(tmp_path):
     text = " ".join((REPO / "docs" / "models.md").read_text().split())
     assert f"**{jobs // n_models}** in the default config" in text
     assert f"{jobs} `run_model` jobs for its {n_models} models" in text
+
+
+def _recipes() -> list[tuple[str, dict]]:
+    """docs/configuration.md's "Common tasks" rows that are a setting to write: a
+    ``--config 'key=value'`` or a ``key: value`` mapping, as the fragment each gives."""
+    text = (REPO / "docs" / "configuration.md").read_text()
+    table = text[text.index("## Common tasks") : text.index("## What reruns")]
+    found = []
+    for task, how in re.findall(r"^\| ([^|]+) \| ([^|]+) \|$", table, flags=re.M):
+        if task == "task":
+            continue
+        for snippet in re.findall(r"`([^`]+)`", how):
+            # A model entry's key goes into an entry of a checkpoint from the repository.
+            snippet = snippet.replace("<name>", "vilt-vqa")
+            if snippet.startswith("--config '"):
+                key, _, value = snippet.removeprefix("--config '").rstrip("'").partition("=")
+                found.append((task, {key: yaml.safe_load(value)}))
+            elif re.match(r"^[a-z_.]+: ", snippet):
+                key, _, value = snippet.partition(": ")
+                fragment = yaml.safe_load(value)
+                for part in reversed(key.split(".")):
+                    fragment = {part: fragment}
+                if "entry" in how:
+                    entry = {"from_repository": "vilt-vqa", **fragment}
+                    fragment = {"models": {"checkpoint": entry}}
+                found.append((task, fragment))
+    return found
+
+
+@pytest.mark.parametrize("task, fragment", _recipes(), ids=lambda x: str(x)[:40])
+def test_every_common_task_recipe_validates_or_names_what_is_missing(task, fragment):
+    """Each recipe merged over the default either validates or fails with a config error
+    that names a key (a dataset adapter needs its own source files); never another
+    exception, which a user would meet as a traceback."""
+    from vqarobust.config import ConfigError, validate_config
+
+    config = merge(yaml.safe_load((REPO / "config" / "config.yaml").read_text()), fragment)
+    try:
+        validate_config(config)
+    except ConfigError as exc:
+        assert str(exc).startswith("config error at "), exc
+        assert task.startswith("VQAv2") or "manifest" in task, f"{task}: {exc}"
+
+
+def test_the_common_tasks_are_all_swept():
+    assert len(_recipes()) == 9
