@@ -95,3 +95,14 @@ def test_the_readmes_preview_command_runs_on_the_defaults_images(tmp_path):
     args[args.index("--images") + 1] = str(prepared["images"])
     args[args.index("--out") + 1] = str(tmp_path / "g.png")
     assert main(args) == 0 and (tmp_path / "g.png").stat().st_size > 0
+
+
+def test_the_readmes_count_of_repository_entries_is_the_repository():
+    """The README names the model repository's entries by count: config/models.yaml's."""
+    import yaml
+
+    entries = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert f"`config/models.yaml` (its {len(entries)} entries: the paper's six models" in readme
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["models"]
+    assert len(paper) == 6 and {m["from_repository"] for m in paper.values()} <= set(entries)
