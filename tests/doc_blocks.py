@@ -96,8 +96,3 @@ def commands(text: str) -> list[list[str]]:
 def program(argv: list[str]) -> str:
     """The program a command runs, without the venv's ``.venv/bin/`` prefix."""
     return Path(argv[0]).name if argv[0].startswith(".venv/bin/") else argv[0]
-
-
-def covered_tests(block: Block) -> Path:
-    """The test file a ``covered-by`` block names (it must exist)."""
-    return REPO / block.marks["covered-by"]
