@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from tests.gqa_data import write_miniature
 from vqarobust.config import ConfigError, validate_config
@@ -298,7 +299,7 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
                     "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
 
 
-def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path):
+def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path, monkeypatch):
     """config/gqa.yaml as shipped, on the miniature's files under the names it expects:
     its DAG (a dry run) prepares the split without images, makes one feature table per
     released source, swaps features once per source and runs each model on clean, the
@@ -318,6 +319,19 @@ def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path):
     for h5 in mini.h5_folder.glob("*.h5"):
         shutil.copy(h5, data / "objects" / h5.name)
     (data / "trainval_label2ans.json").write_text(json.dumps(mini.answers))
+    # The paper's GloVe is the study's setting: without its file the run stops at start.
+    shipped = yaml.safe_load((REPO / "config" / "gqa.yaml").read_text())
+    assert shipped["context"]["word_vectors"] == "data/glove.6B.300d.txt"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="context.word_vectors: no file data/glove.6B.300d.txt"):
+        validate_config(shipped)
+    graphs = json.loads(mini.scene_graphs.read_text())
+    names = {n for g in graphs.values() for o in g["objects"].values()
+             for n in (o["name"], *o.get("attributes", []))}  # fmt: skip
+    words = sorted({w for n in names for w in n.split()})
+    rng = np.random.default_rng(0)
+    (tmp_path / "data" / "glove.6B.300d.txt").write_text("".join(
+        f"{w} {' '.join(f'{v:.4f}' for v in rng.normal(size=300))}\n" for w in words))  # fmt: skip
     out = run_study(REPO / "config" / "gqa.yaml", tmp_path, {}, "-n", "--quiet", "rules")
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
     assert {k: counts.get(k, 0) for k in ("prepare_dataset", "extract_features", "swap_features",
