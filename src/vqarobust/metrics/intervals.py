@@ -378,6 +378,7 @@ def _vre(
     b.add("vre_perturbation", cs, arr["vre_c"])
     b.add("relative_drop_paper", ms, arr["rel_v"])
     b.add("relative_drop_paper", cs, arr["rel_c"])
+    b.add("relative_drop_eq8", cs, arr["rel_c_eq8"])
     b.add("relative_drop_paper", grid, arr["rel_vc"].reshape(flat))
     for m in METRIC_NAMES:
         b.add(m, grid, arr[m].reshape(flat))
