@@ -66,11 +66,10 @@ if BQ["vqabq"]["enabled"] and BQ["vqabq"]["ranker"] in SKIPPED_RANKERS:
         f"here ({text.wordnet.missing_message()}); choose another ranker"
     )
 POOL_SOURCES = text.pools.pool_sources(BQ["pool"], BQ["pool_files"])
-# VQABQ asks generative and chat models a chain of questions (one more subset each); the
-# classifiers' answers with basic questions are their level-1 answers.
-CHAIN_MODELS = [
-    m for m in MODELS if BQ["vqabq"]["enabled"] and config["models"][m]["family"] in GENERATIVE
-]
+# VQABQ asks every model each main question with its first 1, 2 and 3 basic questions
+# (one more subset each, severity n): Algorithm 1 keeps 0 to 3 of them per question.
+CHAIN_MODELS = list(MODELS) if BQ["vqabq"]["enabled"] else []
+VQABQ_N = list(range(1, text.ranking.PER_LEVEL + 1))
 BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 # SwapMix context perturbations (scenes datasets): one subset each, severity = the index
 # of a question's swap of that kind.

@@ -21,7 +21,7 @@ def get_infer_input(wildcards):
         inputs["question_sets"] = [f"results/{DATASET}/context/{wildcards.subset}.parquet"]
     elif wildcards.subset == CHAIN:
         inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
-        inputs["question_sets"] = [get_chain_set(wildcards.model)]
+        inputs["question_sets"] = get_chain_sets(wildcards.model)
     elif wildcards.subset == "clean" or wildcards.subset in [*TEXT, *SENTENCE, *RANKERS]:
         inputs["images"] = [f"resources/datasets/{DATASET}/eval/images"]
         if wildcards.subset != "clean":
@@ -47,6 +47,9 @@ def get_feature_infer_input(wildcards, source):
         inputs["features"] = [feature_path(source, "eval")]
         inputs["question_sets"] = [f"{folder}/{subset}.parquet"]
         inputs["swaps"] = f"{folder}/swaps.parquet"
+    elif subset == CHAIN:
+        inputs["features"] = [feature_path(source, "eval")]
+        inputs["question_sets"] = get_chain_sets(wildcards.model)
     elif subset == "clean" or subset in [*TEXT, *SENTENCE, *RANKERS]:
         inputs["features"] = [feature_path(source, "eval")]
         if subset != "clean":
@@ -66,7 +69,9 @@ def get_subset_severities(wildcards):
         return [max_severity(wildcards.subset)]
     if wildcards.subset in RANKERS:
         return BQ_LEVELS
-    if wildcards.subset in SENTENCE or wildcards.subset == CHAIN:
+    if wildcards.subset == CHAIN:
+        return VQABQ_N
+    if wildcards.subset in SENTENCE:
         return [1]
     if wildcards.subset in CONTEXT:
         return CONTEXT_SEVERITIES

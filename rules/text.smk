@@ -138,12 +138,17 @@ rule noise_questions:
         "../workflow/scripts/noise_questions.py"
 
 
-# VQABQ's chain of questions for one generative or chat model (its chain_prompt).
+# VQABQ's question sets for one model: each question with its first 1, 2, 3 basic
+# questions (a generative or chat model's chain_prompt, else the direct concatenation).
 rule chain_questions:
     input:
         unpack(get_chain_input),
     output:
-        f"results/{{dataset}}/questions/{CHAIN}/{{model}}/1.parquet",
+        expand(
+            "results/{{dataset}}/questions/{chain}/{{model}}/{n}.parquet",
+            chain=CHAIN,
+            n=VQABQ_N,
+        ),
     log:
         "logs/{dataset}/chain_questions/{model}.log",
     benchmark:

@@ -56,10 +56,17 @@ def get_pool_source_input(wildcards):
 
 def get_ranking_params(wildcards):
     # Only the LASSO ranker reads its mode, alpha, lambda and pre-filter.
-    if text.ranking.ranker_name(wildcards.ranker) != "lasso":
-        return canonical({"k": BQ["k"]})
+    # exclude_main only when not the default, so that existing rankings keep their params.
+    base = {"k": BQ["k"]} | (
+        {"exclude_main": BQ["exclude_main"]} if BQ["exclude_main"] != "own" else {}
+    )
+    name = text.ranking.ranker_name(wildcards.ranker)
+    if name.startswith("bleu"):
+        return canonical(base | {"bleu_smoothing": BQ["bleu_smoothing"]})
+    if name != "lasso":
+        return canonical(base)
     lasso = BQ["lasso"]
-    keys = {"k": BQ["k"], "lasso_mode": lasso["mode"]}
+    keys = base | {"lasso_mode": lasso["mode"]}
     if lasso["mode"] == "paper":
         keys["lasso_lambda"] = lasso["lambda"]
     else:
@@ -67,8 +74,8 @@ def get_ranking_params(wildcards):
     return canonical(keys)
 
 
-def get_chain_set(model):
-    return f"results/{DATASET}/questions/{CHAIN}/{model}/1.parquet"
+def get_chain_sets(model):
+    return [f"results/{DATASET}/questions/{CHAIN}/{model}/{n}.parquet" for n in VQABQ_N]
 
 
 def get_chain_input(wildcards):
@@ -79,4 +86,7 @@ def get_chain_input(wildcards):
 
 
 def get_chain_prompt(wildcards):
-    return config["models"][wildcards.model].get("chain_prompt", text.ranking.DEFAULT_CHAIN_PROMPT)
+    entry = config["models"][wildcards.model]
+    if entry["family"] not in GENERATIVE:
+        return text.ranking.CONCAT_PROMPT
+    return entry.get("chain_prompt", text.ranking.DEFAULT_CHAIN_PROMPT)

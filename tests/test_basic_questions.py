@@ -49,6 +49,27 @@ def test_lasso_finds_the_known_best_matches_in_weight_order():
     assert not {"main?", "Main ?"} & set(table["basic_question"])
 
 
+def test_the_papers_disjoint_pool_removes_every_main_question_of_the_run():
+    """basic_questions.exclude_main: own keeps the other main questions as candidates (a
+    main question's twin in the pool is still a basic question of the others); run removes
+    every main question of the run (and its normalized twins) before ranking."""
+    vectors = _hand_made_pool()
+    vectors["Candidate 3 ?"] = vectors["candidate 3?"]
+    pool = list(vectors)
+    mqs = ["main?", "candidate 3?"]
+    encode = _designed_encoder(vectors)
+    own = bq.rank_table(mqs, pool, ["bq_cosine"], bq.RankSettings(6), encode=encode)
+    main_first = own.filter(question="main?").sort("rank")["basic_question"].to_list()
+    assert main_first[0] in ("candidate 3?", "Candidate 3 ?")  # another main question
+    run = bq.rank_table(mqs, pool, ["bq_cosine"], bq.RankSettings(6, exclude_main="run"),
+                        encode=encode)  # fmt: skip
+    assert not {"main?", "candidate 3?", "Candidate 3 ?"} & set(run["basic_question"])
+    assert run.filter(question="main?").sort("rank")["basic_question"][0] == "candidate 7?"
+    with pytest.raises(ValueError, match="exclude_main is own or run"):
+        bq.rank_table(mqs, pool, ["bq_cosine"], bq.RankSettings(6, exclude_main="all"),
+                      encode=encode)  # fmt: skip
+
+
 def test_lasso_fills_by_cosine_when_too_few_weights_are_nonzero():
     vectors = _hand_made_pool()
     pool = [q for q in vectors if q != "main?"]
@@ -81,17 +102,25 @@ def test_cosine_and_bleu_rank_by_their_own_similarity():
      ("how many dogs?", "how many people are on the bus?"),
      ("why?", "what is this?")],
 )  # fmt: skip
-def test_bleu_matches_nltk_sentence_bleu(reference, hypothesis):
+def test_bleu_is_coco_captions_and_its_add_one_option_nltks(reference, hypothesis):
+    """The default is pycocoevalcap's per-sentence BLEU-4 (no smoothing); add_one is nltk's
+    method2."""
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+    from pycocoevalcap.bleu.bleu import Bleu
 
     pool = bq.Candidates([hypothesis], np.array([hypothesis], dtype=object), np.zeros((1, 2)))
     ours, _, _ = bq.bleu_scores(reference, np.zeros(2), pool, np.array([0]))
+    tokens = {0: [" ".join(bq.bleu_tokens(reference))]}, {0: [" ".join(bq.bleu_tokens(hypothesis))]}
+    _, per_sentence = Bleu(4).compute_score(*tokens, verbose=0)
+    assert ours[0] == pytest.approx(per_sentence[3][0], rel=1e-9)
+    smoothed, _, _ = bq.bleu_scores(reference, np.zeros(2), pool, np.array([0]),
+                                    settings=bq.RankSettings(bleu_smoothing="add_one"))  # fmt: skip
     theirs = sentence_bleu(
         [bq.bleu_tokens(reference)],
         bq.bleu_tokens(hypothesis),
         smoothing_function=SmoothingFunction().method2,
     )
-    assert ours[0] == pytest.approx(theirs)
+    assert smoothed[0] == pytest.approx(theirs)
 
 
 def test_minilm_ranks_paraphrases_first():
@@ -165,20 +194,27 @@ WORDS = ["what", "color", "is", "the", "the", "circle", "red", "how", "many", "d
                         max_size=5),
     n=st.integers(1, 4),
 )  # fmt: skip
-def test_bleu_1_to_4_match_nltk_with_repeated_words(reference, hypotheses, n):
+def test_bleu_1_to_4_match_coco_caption_and_nltk_with_repeated_words(reference, hypotheses, n):
     """Clipped counts (a word the hypothesis repeats counts at most as often as in the
-    reference), add-one smoothing above unigrams, brevity penalty: nltk's sentence_bleu."""
+    reference) and the brevity penalty: pycocoevalcap's per-sentence BLEU-n without
+    smoothing (the default) and nltk's sentence_bleu with add-one smoothing above unigrams
+    (the named option)."""
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+    from pycocoevalcap.bleu.bleu import Bleu
 
     texts = [" ".join(h) for h in hypotheses]
     pool = bq.Candidates(texts, np.array(texts, dtype=object), np.zeros((len(texts), 2)))
     ours = bq.bleu(" ".join(reference), pool, np.arange(len(texts)), n)
+    refs = {i: [" ".join(reference)] for i in range(len(texts))}
+    _, coco = Bleu(4).compute_score(refs, dict(enumerate([t] for t in texts)), verbose=0)
+    assert ours == pytest.approx(coco[n - 1], rel=1e-9, abs=1e-300)
+    smoothed = bq.bleu(" ".join(reference), pool, np.arange(len(texts)), n, "add_one")
     theirs = [
         sentence_bleu([reference], h, weights=(1 / n,) * n,
                       smoothing_function=SmoothingFunction().method2)
         for h in hypotheses
     ]  # fmt: skip
-    assert ours == pytest.approx(theirs, abs=1e-12)
+    assert smoothed == pytest.approx(theirs, abs=1e-12)
 
 
 def test_the_bleu_rankers_are_registered_with_their_order():

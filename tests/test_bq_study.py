@@ -49,7 +49,8 @@ def study(tmp_path_factory, checkpoints):
         "threads": {"infer": 1},
         "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
                             "device": "cpu", "batch_size": 16},
-                   # A generative model: VQABQ asks it the chain of questions.
+                   # A generative model: VQABQ asks it the chain of questions (the
+                   # classifier gets the MQ followed by its basic questions).
                    "blip": {"family": "blip", "path_or_id": str(tiny_blip(root / "blip")),
                             "device": "cpu", "batch_size": 8,
                             "chain_prompt": "Related: {basic_questions} Question: {question}"}},
@@ -84,6 +85,12 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     general = pl.read_parquet(results / "questions" / "rankings" / "bq_lasso.parquet")
     assert not set(general["basic_question"]) <= yes_texts
     assert general["alpha"].to_list() == pytest.approx([1e-6 / (2 * 384)] * general.height)
+    # exclude_main: run, the paper's disjoint pool: no main question of the run (after
+    # normalization) is ever a basic question, of its own or of another main question.
+    mains = {bq.normalize_question(q) for q in general["question"]}
+    assert not mains & {bq.normalize_question(q) for q in general["basic_question"]}
+    rank_log = workdir / "logs" / "vqav2-bq" / "rank_basic_questions" / "bq_lasso.log"
+    assert "questions that are main questions of the run" in rank_log.read_text()
     # The exported datasets: one row per main question with 21 ranked basic questions.
     with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
         n_q = con.sql("SELECT count(*) FROM questions").fetchall()[0][0]
@@ -145,38 +152,53 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
         table = con.sql("SELECT * FROM vqabq").pl()
         stats = con.sql("SELECT * FROM vqabq_scores").pl()
         preds = con.sql("SELECT model, perturbation, severity, question_id, score FROM "
-                        "predictions WHERE perturbation IN ('clean', 'bq_lasso', 'vqabq_chain')"
-                        ).pl()  # fmt: skip
+                        "predictions WHERE perturbation IN ('clean', 'vqabq_chain') "
+                        "ORDER BY model, perturbation, severity, question_id").pl()  # fmt: skip
         modalities = con.sql("SELECT DISTINCT modality FROM rscore").pl()["modality"].to_list()
         questions = con.sql("SELECT question_id, question FROM questions").pl()
+        con_counts = con.sql("SELECT * FROM vqabq_counts").pl()
     assert stats["threshold"].to_list() == [0.60, 0.58, 0.41]
-    # Algorithm 1 by hand from the rankings file.
+    # Algorithm 1 by hand from the rankings file: nested strict tests on own positive scores.
     top = ranks.filter(pl.col("rank") <= 3).sort("question", "rank")
     by_mq = {q: g for (q,), g in top.group_by("question")}
     for row in sel.join(questions, on="question_id").iter_rows(named=True):
         g = by_mq[row["question"]]
-        s1, s2, s3 = g["score"].to_list()
-        own = (g["source"] == "lasso").all()
-        expect = own and s1 >= 0.60 and s2 / s1 >= 0.58 and s3 / s2 >= 0.41
-        assert row["selected"] == expect
-    chosen = set(sel.filter("selected")["question_id"])
-    # The classifier's answers with basic questions are its level 1; BLIP's, its chain.
-    for model, subset in (("vilt", "bq_lasso"), ("blip", "vqabq_chain")):
+        scores, own = g["score"].to_list(), (g["source"] == "lasso").to_list()
+        tests = [scores[0] > 0.60, scores[1] / scores[0] > 0.58 if scores[0] else False,
+                 scores[2] / scores[1] > 0.41 if scores[1] else False]  # fmt: skip
+        expect = 0
+        for i in range(3):
+            if not (own[i] and scores[i] > 0 and tests[i]):
+                break
+            expect += 1
+        assert row["n_bq"] == expect and row["selected"] == (expect > 0)
+    kept = dict(zip(sel["question_id"], sel["n_bq"], strict=True))
+    counts = con_counts.filter(split="all")
+    assert counts.sort("n_bq")["questions"].to_list() == [
+        sum(1 for n in kept.values() if n == k) for k in range(4)]  # fmt: skip
+    # Every model answers each MQ with its first 1, 2 and 3 basic questions; VQABQ takes
+    # the answer at the number Algorithm 1 keeps.
+    for model in ("vilt", "blip"):
         whole = table.filter(split="all", model=model).row(0, named=True)
         clean = preds.filter(perturbation="clean", model=model)
-        with_bq = preds.filter(perturbation=subset, severity=1, model=model)
-        mixed = clean.join(with_bq, on=["model", "question_id"], suffix="_bq").with_columns(
-            pl.when(pl.col("question_id").is_in(sorted(chosen))).then(pl.col("score_bq"))
-            .otherwise(pl.col("score")).alias("vqabq"))  # fmt: skip
-        assert whole["questions"] == questions.height and whole["selected"] == len(chosen)
-        assert whole["acc_mq"] == pytest.approx(mixed["score"].mean())
-        assert whole["acc_vqabq"] == pytest.approx(mixed["vqabq"].mean())
-    assert preds.filter(perturbation="vqabq_chain", model="vilt").is_empty()
+        chain = preds.filter(perturbation="vqabq_chain", model=model)
+        assert sorted(set(chain["severity"])) == [1, 2, 3]
+        at = {(r["question_id"], r["severity"]): r["score"] for r in chain.iter_rows(named=True)}
+        mixed = [at[(q, kept[q])] if kept[q] else sc
+                 for q, sc in zip(clean["question_id"], clean["score"], strict=True)]  # fmt: skip
+        assert whole["questions"] == questions.height
+        assert whole["selected"] == sum(1 for n in kept.values() if n)
+        assert whole["acc_mq"] == pytest.approx(clean["score"].mean())
+        assert whole["acc_vqabq"] == pytest.approx(sum(mixed) / len(mixed))
     assert "vqabq" not in modalities  # no robustness metric of the chain subset
-    chain = pl.read_parquet(results / "questions" / "vqabq_chain" / "blip" / "1.parquet")
-    row = chain.row(0, named=True)
-    bqs = ranks.filter(question=row["original"]).sort("rank")["basic_question"][:3].to_list()
-    assert row["perturbed"] == f"Related: {' '.join(bqs)} Question: {row['original']}"
+    folder = results / "questions" / "vqabq_chain"
+    for n in (1, 2, 3):
+        row = pl.read_parquet(folder / "blip" / f"{n}.parquet").row(0, named=True)
+        bqs = ranks.filter(question=row["original"]).sort("rank")["basic_question"][:n].to_list()
+        assert row["perturbed"] == f"Related: {' '.join(bqs)} Question: {row['original']}"
+        # The classifier gets the paper's direct concatenation: the MQ, then the BQs.
+        row = pl.read_parquet(folder / "vilt" / f"{n}.parquet").row(0, named=True)
+        assert row["perturbed"] == " ".join([row["original"], *bqs])
     assert set(table["split"]) == {"all", "held_out_tuned", "held_out_given"}
     held = table.filter(split="held_out_given").row(0, named=True)
     assert held["questions"] == int((~sel["tune"]).sum())

@@ -1,4 +1,4 @@
-"""The paper's other rankers against their libraries: ROUGE-L (rouge-score), CIDEr-D
+"""The paper's other rankers against their libraries: ROUGE-L (pycocoevalcap), CIDEr-D
 (pycocoevalcap, document frequencies over the pool), METEOR (nltk), and LASSO's paper
 mode against scikit-learn's Lasso run directly."""
 
@@ -27,14 +27,21 @@ def _pool(texts=POOL, d: int = 4) -> bq.Candidates:
 
 
 @pytest.mark.parametrize("mq", MQS)
-def test_rouge_l_is_rouge_scores(mq):
+def test_rouge_l_is_coco_captions(mq):
+    """pycocoevalcap's ROUGE-L (beta 1.2) on rouge-score's tokens; with beta 1 it would be
+    rouge-score's F-measure, which differs wherever the two lengths do."""
+    from pycocoevalcap.rouge.rouge import Rouge
     from rouge_score import rouge_scorer
 
     pool = _pool()
     ours, _, _ = bq.rouge_scores(mq, None, pool, np.arange(len(POOL)))
-    scorer = rouge_scorer.RougeScorer(["rougeL"])
-    theirs = [scorer.score(mq, c)["rougeL"].fmeasure for c in POOL]
+    tokens = [" ".join(overlap.rouge_tokens(c)) for c in POOL]
+    reference = " ".join(overlap.rouge_tokens(mq))
+    theirs = [Rouge().calc_score([c], [reference]) if c else 0.0 for c in tokens]
     assert ours == pytest.approx(theirs, abs=1e-12)
+    f1 = [rouge_scorer.RougeScorer(["rougeL"]).score(mq, c)["rougeL"].fmeasure for c in POOL]
+    if any(ours):  # "Zebra?" shares nothing with the pool
+        assert any(abs(a - b) > 1e-3 for a, b in zip(ours, f1, strict=True))
 
 
 WORDS = ["a", "b", "c", "d", "a", "e"]

@@ -70,7 +70,7 @@ VQAV2 = {
     "text": {"perturbations": ["keyboard"], "min_similarity": 0.5,
              "sentence": {"formal": {"model": "data/t5", "prompt": "formal: {question}"}}},
     "context": {"perturbations": ["swap_class"], "k": 1, "instances": "data/instances.json"},
-    "basic_questions": {"rankers": ["bq_lasso", "bq_cosine"], "k": 3, "pool": ["eval"],
+    "basic_questions": {"rankers": ["bq_lasso", "bq_cosine", "bq_bleu"], "k": 3, "pool": ["eval"],
                         "pool_files": ["data/pool.jsonl"], "lasso": {"mode": "paper"},
                         "vqabq": {"enabled": True, "ranker": "bq_lasso"}},
     "models": {
@@ -214,6 +214,8 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "basic_questions.pool": ("scenes", put("basic_questions.pool", ["eval", "train"])),
     "basic_questions.lasso_alpha": ("tiny", put("basic_questions.lasso_alpha", 0.01)),
     "basic_questions.prefilter": ("tiny", put("basic_questions.prefilter", 100)),
+    "basic_questions.exclude_main": ("tiny", put("basic_questions.exclude_main", "run")),
+    "basic_questions.bleu_smoothing": ("vqav2", put("basic_questions.bleu_smoothing", "add_one")),
     "severities": ("tiny", put("severities", [1, 3, 5])),
     "scoring.metric": ("tiny", put("scoring.metric", "exact_match")),
     "vre.preferences.first_drop": ("tiny", put("vre.preferences.first_drop", 2.0)),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
-from vqarobust.metrics.vqabq import vqabq_tables
+from vqarobust.metrics.vqabq import PAPER_THRESHOLDS, vqabq_tables
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,9 @@ class Settings:
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
         v = options.vqabq
-        return cls(str(v.get("ranker", "")), v.get("thresholds", "paper"), bool(v.get("grid")),
-                   float(v.get("tune_share", 0.5)), options.seed)  # fmt: skip
+        return cls(str(v.get("ranker", "")), v.get("thresholds", PAPER_THRESHOLDS),
+                   bool(v.get("grid")), float(v.get("tune_share", 0.5)),
+                   options.seed)  # fmt: skip
 
 
 def run(inputs: Inputs, settings: Settings) -> Result:
@@ -44,7 +45,8 @@ ANALYSIS = Analysis(
     doc=__doc__,
     tables={
         "vqabq_scores": "Table 5: scores with the thresholds used",
-        "vqabq_selection": "the basic questions selected per question",
+        "vqabq_selection": "how many basic questions each question keeps (n_bq)",
+        "vqabq_counts": "Table 6: main questions per number of basic questions kept",
         "vqabq": "accuracy with and without the chain per model",
     },
     settings_type=Settings,

@@ -272,12 +272,15 @@ def rank_basic_questions(
 def chain_question_set(
     questions_path: str | os.PathLike[str],
     rankings_path: str | os.PathLike[str],
-    out_path: str | os.PathLike[str],
+    out_paths: Sequence[str | os.PathLike[str]],
     template: str = bq.DEFAULT_CHAIN_PROMPT,
 ) -> int:
-    """VQABQ's chain-of-questions set for one generative model (perturbation
-    ``vqabq_chain``, severity 1): each question's top three basic questions of the
-    ranking, then the question, through the model's ``template``. Returns its rows."""
+    """VQABQ's question sets for one model (perturbation ``vqabq_chain``): at severity n
+    (``out_paths[n - 1]``, n = 1..3) each question with its first n basic questions of
+    the ranking through the model's ``template`` (a generative model's chain prompt, or
+    :data:`vqarobust.text.ranking.CONCAT_PROMPT`). Returns the rows of each set."""
+    if len(out_paths) != bq.PER_LEVEL:
+        raise ValueError(f"VQABQ writes {bq.PER_LEVEL} question sets, got {len(out_paths)} paths")
     frame = _question_frame(questions_path)
     ranks = pl.read_parquet(rankings_path)
     top = (
@@ -292,12 +295,12 @@ def chain_question_set(
     )
     if short.height:
         raise ValueError(f"{rankings_path}: {short.height} questions lack three basic questions")
-    out = [
-        bq.chain_question(q, b, template)
-        for q, b in joined.select("question", "basic_question").rows()
-    ]
-    _write_set(frame, out, bq.CHAIN, 1, out_path)
-    log.info("%s: %d questions -> %s", bq.CHAIN, len(out), out_path)
+    pairs = joined.select("question", "basic_question").rows()
+    for n, out_path in enumerate(out_paths, start=1):
+        out = [bq.chain_question(q, b[:n], template) for q, b in pairs]
+        _write_set(frame, out, bq.CHAIN, n, out_path)
+        log.info("%s with %d basic questions: %d questions -> %s", bq.CHAIN, n, len(out),
+                 out_path)  # fmt: skip
     return frame.height
 
 

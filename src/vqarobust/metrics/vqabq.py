@@ -1,19 +1,22 @@
 """VQABQ, the basic-question paper's second half: answer a main question (MQ) together
-with its top basic questions, but only when those are close enough (its Algorithm 1).
+with its top basic questions, but only those close enough (its Algorithm 1).
 
 Per MQ the top three basic questions of one ranker (default ``bq_lasso``) have scores
-score1 >= score2 >= score3; they are selected when score1 >= s1, score2 / score1 >= s2
-and score3 / score2 >= s3 (the paper: s1 = 0.60, s2 = 0.58, s3 = 0.41, first estimated
-as avg +- std of each quantity, its Table 5; ``auto`` here: avg - std). A rank that is a
-fill (its ``source`` is not the ranker's own, e.g. LASSO's cosine fill) has no ranker
-score: such an MQ is not selected. A selected MQ is answered with the MQ followed by the
-three basic questions, which is the ranker's level-1 question set (the paper's "direct
-concatenation"), so its answer is that subset's prediction; every other MQ keeps its
-clean answer. A generative or chat model is asked the basic questions first and then
-the MQ instead (its chain-of-questions subset ``vqabq_chain``, the model entry's
-``chain_prompt``). Tables (the paper's Tables 5-7): the score statistics and thresholds, and
-per model the share of MQs selected, accuracy MQ-only vs VQABQ over all MQs and over the
-selected ones, and the questions gained and lost.
+score1 >= score2 >= score3. Algorithm 1 as its authors' code runs it (the IVUL-KAUST
+VQABQ repository; docs/text.md, "VQABQ"): the first basic question is appended when
+score1 > s1, then the second when score2 / score1 > s2, then the third when score3 /
+score2 > s3, each step only after the one before it, with strict comparisons; so an MQ
+keeps 0, 1, 2 or 3 basic questions (``n_bq``). Only a rank with a positive score of the
+ranker's own counts: the chain stops at a non-positive score or at a fill (a rank whose
+``source`` is not the ranker's own, e.g. LASSO's cosine fill). The thresholds default to
+(0.60, 0.58, 0.41) (``PAPER_THRESHOLDS``; ``auto``: avg - std of each quantity). An MQ
+with n basic questions is answered with the MQ followed by its first n (the paper's
+"direct concatenation"; a generative or chat model is asked the basic questions first,
+then the MQ, through its ``chain_prompt``): the chain subset ``vqabq_chain`` at severity
+n, run for every model; an MQ with none keeps its clean answer. Tables (the paper's
+Tables 5-7): the score statistics and thresholds, how many MQs keep 0, 1, 2 and 3 basic
+questions, and per model accuracy MQ-only vs VQABQ over all MQs and over those with
+basic questions, and the questions gained and lost.
 
 The optional grid search tunes (s1, s2, s3) on a seeded half of the MQs (split by
 question id) and reports the tuned thresholds on the other half only, next to the
@@ -37,8 +40,8 @@ GRID = tuple(round(x, 2) for x in np.arange(0.0, 1.0001, 0.05))
 
 def top3(rankings: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     """Per question of ``questions`` (question_id, question): the three top-ranked basic
-    questions' scores of ``rankings`` (one ranker), their ratios, and whether all three
-    are the ranker's own scores (``own``)."""
+    questions' scores of ``rankings`` (one ranker), their ratios, whether each rank is
+    the ranker's own score (``own1``..``own3``) and whether all three are (``own``)."""
     names = rankings["ranker"].unique().to_list()
     if len(names) != 1:
         raise ValueError(f"VQABQ reads one ranker's rankings, got {names}")
@@ -47,10 +50,8 @@ def top3(rankings: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     own_source = ranker_name(names[0])
     top = rankings.filter(pl.col("rank") <= 3).sort("question", "rank")
     wide = top.group_by("question", maintain_order=True).agg(
-        pl.col("score").get(0).alias("score1"),
-        pl.col("score").get(1).alias("score2"),
-        pl.col("score").get(2).alias("score3"),
-        (pl.col("source") == own_source).all().alias("own"),
+        *(pl.col("score").get(i).alias(f"score{i + 1}") for i in range(3)),
+        *((pl.col("source").get(i) == own_source).alias(f"own{i + 1}") for i in range(3)),
         pl.len().alias("_n"),
     )
     if wide.filter(pl.col("_n") < 3).height:
@@ -64,6 +65,7 @@ def top3(rankings: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(
         (pl.col("score2") / pl.col("score1")).alias("ratio2"),
         (pl.col("score3") / pl.col("score2")).alias("ratio3"),
+        (pl.col("own1") & pl.col("own2") & pl.col("own3")).alias("own"),
     ).with_columns(pl.col("ratio2", "ratio3").fill_nan(None))
 
 
@@ -95,16 +97,35 @@ def thresholds(setting: str | Sequence[float], stats: pl.DataFrame) -> tuple[flo
     return values
 
 
-def select(scores: pl.DataFrame, s: Sequence[float]) -> pl.Series:
-    """Algorithm 1: own scores, score1 >= s1, score2/score1 >= s2, score3/score2 >= s3."""
+def n_basic(scores: pl.DataFrame, s: Sequence[float]) -> pl.Series:
+    """Algorithm 1: how many basic questions each MQ keeps (0..3), by the nested strict
+    tests score1 > s1, score2/score1 > s2, score3/score2 > s3 on positive own scores."""
     s1, s2, s3 = s
-    chosen = (
-        pl.col("own")
-        & (pl.col("score1") >= s1)
-        & (pl.col("ratio2") >= s2).fill_null(False)
-        & (pl.col("ratio3") >= s3).fill_null(False)
-    )
-    return scores.select(chosen.alias("selected"))["selected"]
+    step1 = pl.col("own1") & (pl.col("score1") > 0) & (pl.col("score1") > s1)
+    step2 = step1 & pl.col("own2") & (pl.col("score2") > 0) & (pl.col("ratio2") > s2)
+    step3 = step2 & pl.col("own3") & (pl.col("score3") > 0) & (pl.col("ratio3") > s3)
+    n = sum(step.fill_null(False).cast(pl.Int8) for step in (step1, step2, step3))
+    return scores.select(n.alias("n_bq"))["n_bq"]
+
+
+def select(scores: pl.DataFrame, s: Sequence[float]) -> pl.Series:
+    """Whether Algorithm 1 keeps any basic question (``n_bq > 0``)."""
+    return (n_basic(scores, s) > 0).alias("selected")
+
+
+COUNT_SCHEMA = {"split": pl.String, "s1": pl.Float64, "s2": pl.Float64, "s3": pl.Float64,
+                "n_bq": pl.Int8, "questions": pl.Int64, "share": pl.Float64}  # fmt: skip
+
+
+def count_table(n_bq: pl.Series, s: Sequence[float], split: str = "all") -> pl.DataFrame:
+    """How many MQs keep 0, 1, 2 and 3 basic questions (the paper's Table 6 counts)."""
+    total = n_bq.len()
+    counts = [int((n_bq == n).sum()) for n in range(4)]
+    return pl.DataFrame(
+        {"split": split, "s1": s[0], "s2": s[1], "s3": s[2], "n_bq": list(range(4)),
+         "questions": counts, "share": [c / total if total else float("nan") for c in counts]},
+        schema=COUNT_SCHEMA,
+    )  # fmt: skip
 
 
 TABLE_SCHEMA = {
@@ -120,29 +141,32 @@ def accuracy_table(
     clean: pl.DataFrame, with_bq: pl.DataFrame, selected: pl.DataFrame, s: Sequence[float],
     split: str = "all",
 ) -> pl.DataFrame:  # fmt: skip
-    """Per model (Tables 6-7): ``clean`` and ``with_bq`` (model, question_id, score: the
-    MQ alone and the MQ followed by its three basic questions) over the questions of
-    ``selected`` (question_id, selected). VQABQ's score is ``with_bq``'s on a selected
-    MQ and the clean one elsewhere; gained / lost count selected MQs whose score rose /
-    fell, ``net_questions`` the summed change (questions' worth of accuracy)."""
+    """Per model (Tables 6-7): ``clean`` (model, question_id, score: the MQ alone) and
+    ``with_bq`` (model, question_id, n_bq, score: the MQ followed by its first n_bq basic
+    questions) over the questions of ``selected`` (question_id, n_bq). VQABQ's score is
+    ``with_bq``'s at the MQ's n_bq and the clean one where n_bq = 0; ``selected`` counts
+    the MQs with basic questions, gained / lost those whose score rose / fell,
+    ``net_questions`` the summed change (questions' worth of accuracy)."""
     rows = []
     for model in sorted(set(clean["model"])):
         base = clean.filter(pl.col("model") == model).select("question_id", "score")
         bq = with_bq.filter(pl.col("model") == model).select(
-            "question_id", pl.col("score").alias("bq_score")
+            "question_id", pl.col("n_bq").cast(pl.Int8), pl.col("score").alias("bq_score")
         )
-        t = selected.join(base, on="question_id", how="inner").join(
-            bq, on="question_id", how="left"
+        t = (
+            selected.with_columns(pl.col("n_bq").cast(pl.Int8))
+            .join(base, on="question_id", how="inner")
+            .join(bq, on=["question_id", "n_bq"], how="left")
         )
-        missing = t.filter(pl.col("selected") & pl.col("bq_score").is_null()).height
+        missing = t.filter((pl.col("n_bq") > 0) & pl.col("bq_score").is_null()).height
         if missing:
             raise ValueError(f"{model}: {missing} selected questions have no answer with their "
                              "basic questions")  # fmt: skip
         t = t.with_columns(
-            pl.when(pl.col("selected")).then(pl.col("bq_score")).otherwise(pl.col("score"))
+            pl.when(pl.col("n_bq") > 0).then(pl.col("bq_score")).otherwise(pl.col("score"))
             .alias("vqabq")
         )  # fmt: skip
-        chosen = t.filter(pl.col("selected"))
+        chosen = t.filter(pl.col("n_bq") > 0)
         n, k = t.height, chosen.height
         diff = chosen["vqabq"] - chosen["score"]
         rows.append({
@@ -174,26 +198,36 @@ def grid_search(
     tuning questions (``tune``, aligned with ``scores``); ties: the strictest (largest)
     thresholds, so fewer MQs change."""
     part = scores.filter(pl.Series(tune))
-    per_model = clean.join(with_bq, on=["model", "question_id"], suffix="_bq").select(
-        "question_id", (pl.col("score_bq") - pl.col("score")).alias("gain")
-    )
-    mean_gain = per_model.group_by("question_id").agg(pl.col("gain").mean())
-    gain = (
-        part.join(mean_gain, on="question_id", how="left", maintain_order="left")["gain"]
-        .fill_null(0.0)
-        .to_numpy()
-    )
-    own = part["own"].to_numpy()
-    v1 = part["score1"].to_numpy()
-    v2 = part["ratio2"].fill_null(-np.inf).to_numpy()
+    gains = (
+        clean.join(with_bq, on=["model", "question_id"], suffix="_bq")
+        .group_by("question_id", "n_bq")
+        .agg((pl.col("score_bq") - pl.col("score")).mean().alias("gain"))
+    )  # mean over models
+    # gain[i, n]: MQ i's mean gain with its first n basic questions (0 for n = 0).
+    gain = np.zeros((part.height, 4))
+    for n in (1, 2, 3):
+        g = gains.filter(pl.col("n_bq") == n).select("question_id", "gain")
+        gain[:, n] = part.join(g, on="question_id", how="left", maintain_order="left")[
+            "gain"
+        ].fill_null(0.0).to_numpy()  # fmt: skip
+    rows = np.arange(part.height)
+
+    def valid(i: int, ratio: str | None) -> np.ndarray:
+        own = part[f"own{i}"].to_numpy() & (part[f"score{i}"].to_numpy() > 0)
+        return own if ratio is None else own & part[ratio].is_not_null().to_numpy()
+
+    v1, v2 = part["score1"].to_numpy(), part["ratio2"].fill_null(-np.inf).to_numpy()
     v3 = part["ratio3"].fill_null(-np.inf).to_numpy()
+    ok1, ok2, ok3 = valid(1, None), valid(2, "ratio2"), valid(3, "ratio3")
     best, best_t = -np.inf, (max(grid), max(grid), max(grid))
     for s1 in grid:
-        m1 = own & (v1 >= s1)
+        m1 = ok1 & (v1 > s1)
         for s2 in grid:
-            m2 = m1 & (v2 >= s2)
+            m2 = m1 & ok2 & (v2 > s2)
             for s3 in grid:
-                total = float(gain[m2 & (v3 >= s3)].sum())
+                m3 = m2 & ok3 & (v3 > s3)
+                n = m1.astype(int) + m2 + m3
+                total = float(gain[rows, n].sum())
                 if total > best + 1e-12 or (abs(total - best) <= 1e-12 and (s1, s2, s3) > best_t):
                     best, best_t = total, (s1, s2, s3)
     return best_t
@@ -210,29 +244,29 @@ def vqabq_tables(
     seed: int = 0,
 ) -> dict[str, pl.DataFrame]:
     """The VQABQ tables of a run from its scored predictions (model, perturbation,
-    severity, question_id, score) and ``ranker``'s rankings: ``vqabq_scores`` (Table 5,
-    with the thresholds used), ``vqabq_selection`` (per question) and ``vqabq`` (Tables
-    6-7, split ``all``; with ``grid``, also the tuned and the configured thresholds on
-    the held-out half, splits ``held_out_tuned`` and ``held_out_given``)."""
+    severity, question_id, score; the chain subset ``vqabq_chain`` at severity n holds
+    each model's answers with the first n basic questions) and ``ranker``'s rankings:
+    ``vqabq_scores`` (Table 5, with the thresholds used), ``vqabq_selection`` (per
+    question: its scores and ``n_bq``), ``vqabq_counts`` (MQs per number of basic
+    questions) and ``vqabq`` (Tables 6-7, split ``all``; with ``grid``, also the tuned
+    and the configured thresholds on the held-out half, splits ``held_out_tuned`` and
+    ``held_out_given``)."""
+    del ranker  # the chain subsets were built from its rankings
     scores = top3(rankings, questions)
     stats = score_statistics(scores)
     s = thresholds(setting, stats)
-    chosen = select(scores, s)
-    selection = scores.with_columns(chosen)
+    n_bq = n_basic(scores, s)
+    selection = scores.with_columns(n_bq, (n_bq > 0).alias("selected"))
     clean = scored.filter(pl.col("perturbation") == "clean").select("model", "question_id", "score")
-    # A generative model's answers with basic questions are its chain-of-questions
-    # subset's; a classifier's, the ranker's level 1 (the MQ, then its basic questions).
-    chain = scored.filter(pl.col("perturbation") == CHAIN).select("model", "question_id", "score")
-    level1 = scored.filter(pl.col("perturbation") == ranker, pl.col("severity") == 1).select(
-        "model", "question_id", "score"
-    )
-    with_bq = pl.concat(
-        [chain, level1.filter(~pl.col("model").is_in(chain["model"].unique().to_list()))]
+    with_bq = scored.filter(pl.col("perturbation") == CHAIN).select(
+        "model", "question_id", pl.col("severity").cast(pl.Int8).alias("n_bq"), "score"
     )
     if not with_bq.height:
-        raise ValueError(f"VQABQ needs the predictions on {ranker} level 1 (its ranker's "
-                         "MQ + top three basic questions)")  # fmt: skip
-    tables = [accuracy_table(clean, with_bq, selection.select("question_id", "selected"), s)]
+        raise ValueError(f"VQABQ needs the predictions on {CHAIN} (each MQ followed by its "
+                         "first 1, 2 and 3 basic questions)")  # fmt: skip
+    sel = selection.select("question_id", "n_bq")
+    tables = [accuracy_table(clean, with_bq, sel, s)]
+    counts = [count_table(n_bq, s)]
     stats = stats.with_columns(
         pl.Series("threshold", list(s)),
         pl.lit("auto" if setting == "auto" else "given").alias("thresholds"),
@@ -242,7 +276,10 @@ def vqabq_tables(
         tuned = grid_search(scores, clean, with_bq, tune)
         held = scores.filter(pl.Series(~tune))
         for t, split in ((tuned, "held_out_tuned"), (s, "held_out_given")):
-            sel = held.with_columns(select(held, t)).select("question_id", "selected")
-            tables.append(accuracy_table(clean, with_bq, sel, t, split))
+            held_n = n_basic(held, t)
+            part = held.select("question_id").with_columns(held_n)
+            tables.append(accuracy_table(clean, with_bq, part, t, split))
+            counts.append(count_table(held_n, t, split))
         selection = selection.with_columns(pl.Series("tune", tune))
-    return {"vqabq_scores": stats, "vqabq_selection": selection, "vqabq": pl.concat(tables)}
+    return {"vqabq_scores": stats, "vqabq_selection": selection,
+            "vqabq_counts": pl.concat(counts), "vqabq": pl.concat(tables)}  # fmt: skip

@@ -81,9 +81,16 @@ def _lcs_dynamic(mq: Sequence[int], ids: np.ndarray) -> np.ndarray:
     return prev[:, -1]
 
 
+# coco-caption's ROUGE-L weighs recall by beta = 1.2 (rouge-score's F-measure is beta = 1).
+ROUGE_BETA = 1.2
+
+
 def rouge_l(mq: str, vocab: dict[str, int], ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """ROUGE-L F-measure of every candidate (rows of ``ids``) against ``mq``, as
-    rouge-score's ``RougeScorer(["rougeL"]).score(mq, candidate).fmeasure``."""
+    """ROUGE-L of every candidate (rows of ``ids``) against ``mq`` as coco-caption
+    (pycocoevalcap's ``Rouge.calc_score(candidate, [mq])``, the papers' reference): the LCS
+    of the tokens, precision LCS / candidate length, recall LCS / MQ length, and
+    ((1 + b^2) P R) / (R + b^2 P) with b = 1.2; tokens are rouge-score's (lower case,
+    ``[a-z0-9]+``)."""
     tokens = rouge_tokens(mq)
     # An MQ token the pool never uses matches nothing: a fresh id keeps its position.
     mq_ids = [vocab.get(t, len(vocab) + i) for i, t in enumerate(tokens)]
@@ -91,7 +98,12 @@ def rouge_l(mq: str, vocab: dict[str, int], ids: np.ndarray, lengths: np.ndarray
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(lengths > 0, lcs / np.maximum(lengths, 1), 0.0)
         recall = lcs / len(tokens) if tokens else np.zeros_like(lcs)
-        f = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+        b2 = ROUGE_BETA**2
+        f = np.where(
+            (precision > 0) & (recall > 0),
+            (1 + b2) * precision * recall / (recall + b2 * precision),
+            0.0,
+        )
     return f
 
 

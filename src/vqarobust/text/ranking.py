@@ -159,13 +159,18 @@ Scores = tuple[np.ndarray, np.ndarray | None, float]
 class RankSettings:
     """How basic questions are ranked: ``k`` per main question; LASSO's ``alpha`` and the
     ``prefilter`` cosine-nearest candidates of its fast mode, its ``lasso_mode`` (fast or
-    paper) and the paper mode's ``lasso_lambda``."""
+    paper) and the paper mode's ``lasso_lambda``. ``exclude_main``: ``own`` leaves each
+    main question out of its own candidates only; ``run`` removes every main question of
+    the run from the pool first (the basic-question paper's disjoint pool).
+    ``bleu_smoothing``: ``none`` (coco-caption's BLEU) or ``add_one`` (:func:`bleu`)."""
 
     k: int = DEFAULT_K
     alpha: float = DEFAULT_ALPHA
     prefilter: int = DEFAULT_PREFILTER
     lasso_mode: str = "fast"
     lasso_lambda: float = PAPER_LAMBDA
+    exclude_main: str = "own"
+    bleu_smoothing: str = "none"
 
 
 DEFAULT_RANKING = RankSettings()
@@ -266,17 +271,37 @@ def bleu_tokens(question: str) -> list[str]:
     return WORDS.findall(question.lower())
 
 
-def bleu(mq: str, pool: Candidates, idx: np.ndarray, max_n: int = MAX_BLEU_N) -> np.ndarray:
+BLEU_SMOOTHING = ("none", "add_one")
+# coco-caption's constants: a precision is (matches + TINY) / (guesses + SMALL), so an
+# order without matches gives a tiny factor, not zero.
+TINY, SMALL = 1e-15, 1e-9
+
+
+def bleu(
+    mq: str, pool: Candidates, idx: np.ndarray, max_n: int = MAX_BLEU_N, smoothing: str = "none"
+) -> np.ndarray:
     """Sentence BLEU-``max_n`` of each candidate ``idx`` (hypothesis) against the MQ
-    (reference): uniform weights over n = 1..max_n, matches clipped by the reference's
-    counts, add-one smoothing for n > 1 (nltk's ``SmoothingFunction().method2``), the
-    brevity penalty; every candidate at once from the pool's sparse n-gram counts."""
+    (reference), every candidate at once from the pool's sparse n-gram counts: matches
+    clipped by the reference's counts, the geometric mean of the precisions of n =
+    1..max_n, the brevity penalty.
+
+    ``smoothing="none"`` is coco-caption's BLEU (pycocoevalcap's ``BleuScorer``, the
+    papers' reference): each precision (matches + 1e-15) / (n-grams + 1e-9), the penalty
+    exp(1 - 1 / ratio) with ratio (length + 1e-15) / (reference length + 1e-9), equal to
+    its per-sentence score. ``add_one`` is nltk's ``SmoothingFunction().method2`` (add one
+    to matches and n-grams for n > 1), kept as a named option: without smoothing a
+    candidate that shares no n-gram of some order with a short MQ scores ~1e-4 or less,
+    so the ranking among those is set by the constants (docs/text.md)."""
     if not 1 <= max_n <= MAX_BLEU_N:
         raise ValueError(f"BLEU order must be 1..{MAX_BLEU_N}, got {max_n}")
+    if smoothing not in BLEU_SMOOTHING:
+        raise ValueError(f"BLEU smoothing is one of {BLEU_SMOOTHING}, got {smoothing!r}")
     vocabularies, matrices, lengths = pool.ngrams
     ref = bleu_tokens(mq)
     cand_len = lengths[idx]
+    r = len(ref)
     log_p = np.zeros(len(idx))
+    product = np.ones(len(idx))
     for n in range(1, max_n + 1):
         vocab, matrix = vocabularies[n - 1], matrices[n - 1]
         counts = [(vocab[g], c) for g, c in Counter(_ngram_list(ref, n)).items() if g in vocab]
@@ -285,30 +310,43 @@ def bleu(mq: str, pool: Candidates, idx: np.ndarray, max_n: int = MAX_BLEU_N) ->
             sub = matrix[:, cols].tocsc()  # candidates' counts of the reference's n-grams
             # Clip each column by the reference's count, on the stored values only.
             sub.data = np.minimum(sub.data, np.repeat(clip, np.diff(sub.indptr)))
-            matches = np.asarray(sub.sum(axis=1)).ravel()[idx]
+            matches = np.asarray(sub.sum(axis=1)).ravel()[idx].astype(np.float64)
         else:
             matches = np.zeros(len(idx))
+        if smoothing == "none":
+            product = product * ((matches + TINY) / (np.maximum(cand_len - n + 1, 0) + SMALL))
+            continue
         total = np.maximum(cand_len - n + 1, 1)
         if n == 1:
             with np.errstate(divide="ignore"):
                 log_p += np.log(matches / total)
         else:
             log_p += np.log((matches + 1) / (total + 1))
-    r = len(ref)
+    if smoothing == "none":
+        ratio = (cand_len + TINY) / (r + SMALL)
+        with np.errstate(divide="ignore", over="ignore"):
+            bp = np.where(ratio < 1, np.exp(1 - 1 / ratio), 1.0)
+        return product ** (1 / max_n) * bp
     with np.errstate(divide="ignore", over="ignore"):
         bp = np.where(cand_len > r, 1.0, np.exp(1 - r / np.maximum(cand_len, 1)))
     return np.where(np.isfinite(log_p), bp * np.exp(log_p / max_n), 0.0)
 
 
 @BQ_RANKERS.register("bq_bleu", ranker="bleu", **_GENERAL)
-def bleu_scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
+def bleu_scores(
+    mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray,
+    settings: RankSettings = DEFAULT_RANKING, **_: object,
+) -> Scores:  # fmt: skip
     """BLEU-4 (:func:`bleu`), the paper's BLEU ranker of the default config."""
-    return bleu(mq, pool, idx, 4), None, float("nan")
+    return bleu(mq, pool, idx, 4, settings.bleu_smoothing), None, float("nan")
 
 
 def _bleu_ranker(n: int) -> Callable[..., Scores]:
-    def scores(mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object) -> Scores:
-        return bleu(mq, pool, idx, n), None, float("nan")
+    def scores(
+        mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray,
+        settings: RankSettings = DEFAULT_RANKING, **_: object,
+    ) -> Scores:  # fmt: skip
+        return bleu(mq, pool, idx, n, settings.bleu_smoothing), None, float("nan")
 
     scores.__doc__ = f"BLEU-{n} (:func:`bleu`), one of the paper's rankers."
     scores.__name__ = f"bleu{n}_scores"
@@ -424,13 +462,20 @@ def rank_table(
         BQ_RANKERS.entry(name)
     if not isinstance(pool, Candidates):
         pool = make_pool(pool, encode)
+    mqs = list(dict.fromkeys(questions))
+    if settings.exclude_main not in ("own", "run"):
+        raise ValueError(f"exclude_main is own or run, got {settings.exclude_main!r}")
+    if settings.exclude_main == "run":
+        main = np.isin(pool.normalized, [normalize_question(q) for q in mqs])
+        log.info("removed %d of the pool's %d questions that are main questions of the run",
+                 int(main.sum()), len(main))  # fmt: skip
+        pool = pool.subset(~main)
     pools = {"general": pool}
     if any(bq_dataset(n) == "yes_no" for n in rankers):
         if pool.yes_no is None:
             raise ValueError("the yes/no basic-question dataset needs to know which pool "
                              "questions are yes/no questions")  # fmt: skip
         pools["yes_no"] = pool.subset(pool.yes_no)
-    mqs = list(dict.fromkeys(questions))
     if encode is None:
         from vqarobust.text.encoder import encode as encode_default
 
@@ -484,11 +529,15 @@ def noisy_question(mq: str, basic: Sequence[str]) -> str:
 # VQABQ's chain of questions for generative and chat models: the basic questions first,
 # then the main question. A model entry (or its repository entry) may set chain_prompt.
 DEFAULT_CHAIN_PROMPT = "{basic_questions} {question}"
-# VQABQ's subset: the chain of basic questions, then the main question (one level).
+# The paper's direct concatenation, what every other model is asked: the main question,
+# then its basic questions.
+CONCAT_PROMPT = "{question} {basic_questions}"
+# VQABQ's subset: each main question with its first n = 1, 2, 3 basic questions (severity
+# n), so that Algorithm 1 can keep any of them (vqarobust.metrics.vqabq).
 CHAIN = "vqabq_chain"
 
 
-@PERTURBATIONS.register(CHAIN, modality="vqabq", severities=1)
+@PERTURBATIONS.register(CHAIN, modality="vqabq", severities=PER_LEVEL)
 def chain_question(mq: str, basic: Sequence[str], template: str = DEFAULT_CHAIN_PROMPT) -> str:
     """The chain-of-questions text of ``template`` (``{basic_questions}``, joined by
     spaces, and ``{question}``)."""

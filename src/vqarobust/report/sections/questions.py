@@ -162,6 +162,7 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
         "rscore_datasets": _rscore_datasets(con),
         "vqabq_scores": _optional(con, "vqabq_scores", ""),
         "vqabq": _optional(con, "vqabq", "ORDER BY split, model"),
+        "vqabq_counts": _optional(con, "vqabq_counts", "ORDER BY split, n_bq"),
         "ranker_comparison": _ranker_comparison(con),
         "rscore_text": con.sql(
             "PIVOT (SELECT model, perturbation, rscore FROM rscore WHERE modality = 'text') "
@@ -248,6 +249,7 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
         "ranker_sentence": ranker_sentence(data["ranker_comparison"]),
         "vqabq_scores": data["vqabq_scores"],
         "vqabq": data["vqabq"],
+        "vqabq_counts": data["vqabq_counts"],
         "examples": data["question_examples"],
         "truncated_totals": data["truncated_totals"],
         "truncated": data["truncated_questions"],
