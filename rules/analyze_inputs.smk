@@ -80,6 +80,17 @@ def get_context_input(wildcards):
     return inputs
 
 
+def get_ranker_methods(wildcards):
+    """How each basic-question perturbation is ranked, in words (the R_score tables)."""
+    settings = text.ranking.RankSettings(
+        k=BQ["k"], alpha=BQ["lasso_alpha"], prefilter=BQ["prefilter"],
+        lasso_mode=BQ["lasso"]["mode"], lasso_lambda=BQ["lasso"]["lambda"],
+        exclude_main=BQ["exclude_main"], bleu_smoothing=BQ["bleu_smoothing"],
+    )  # fmt: skip
+    encoder = BQ.get("encoder") or text.encoder.ENCODER_NAME
+    return {n: text.ranking.describe_ranker(n, settings, encoder) for n in RANKERS}
+
+
 RUN_OPTIONS = RunOptions(
     metric=config["scoring"]["metric"],
     weights=softmax_weights(canonical(config["vre"]["preferences"])),
@@ -96,6 +107,7 @@ RUN_OPTIONS = RunOptions(
     context=CONTEXT,
     reliance_k=config["context"].get("reliance_k") or [config["context"]["k"]],
     feature_sources=FEATURE_SOURCES if CONTEXT else [],
+    rankers=get_ranker_methods(None),
 )
 ANALYSES = {a.name: a for a in ANALYSIS_REGISTRY.active(RUN_OPTIONS)}
 

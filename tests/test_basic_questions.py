@@ -224,3 +224,25 @@ def test_the_bleu_rankers_are_registered_with_their_order():
     with pytest.raises(ValueError, match="BLEU order must be 1..4"):
         bq.bleu("a b", bq.Candidates(["a"], np.array(["a"], dtype=object), np.zeros((1, 2))),
                 np.array([0]), 5)  # fmt: skip
+
+
+def test_every_ranking_names_its_method_and_lasso_its_mode():
+    """The fast and the paper mode of LASSO (and BLEU's smoothing) are named in the
+    rankings, the exported datasets and the R_score tables (docs/text.md)."""
+    fast = bq.describe_ranker("bq_lasso", bq.DEFAULT_RANKING, "all-MiniLM-L6-v2")
+    assert fast == ("LASSO, fast mode: non-negative, alpha 0.001, the 300 cosine-nearest "
+                    "candidates on all-MiniLM-L6-v2 embeddings")  # fmt: skip
+    paper = bq.RankSettings(lasso_mode="paper", lasso_lambda=1e-6, exclude_main="run")
+    assert bq.describe_ranker("ynbq_lasso", paper) == (
+        "LASSO, paper mode: unconstrained, lambda 1e-06, the whole pool (LARS); yes/no pool; "
+        "every main question removed from the pool")  # fmt: skip
+    assert bq.describe_ranker("bq_bleu") == "BLEU-4, coco-caption, no smoothing"
+    assert bq.describe_ranker("bq_bleu2", bq.RankSettings(bleu_smoothing="add_one")) == (
+        "BLEU-2, add-one smoothing (nltk method2)")  # fmt: skip
+    vectors = _hand_made_pool()
+    table = bq.rank_table(["main?"], list(vectors), ["bq_lasso", "bq_cosine"],
+                          bq.RankSettings(3, alpha=1e-6),
+                          encode=_designed_encoder(vectors))  # fmt: skip
+    methods = dict(table.select("ranker", "method").unique().iter_rows())
+    assert methods["bq_lasso"].startswith("LASSO, fast mode: non-negative, alpha 1e-06")
+    assert methods["bq_cosine"] == "cosine similarity"

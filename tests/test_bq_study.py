@@ -132,6 +132,27 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     assert bq.perturbation_name("bq_lasso", "yes_no") == "ynbq_lasso"
 
 
+def test_the_lasso_mode_is_named_in_rankings_datasets_rscore_and_report(study):
+    workdir, *_ = study
+    results = workdir / "results" / "vqav2-bq"
+    paper = "LASSO, paper mode: unconstrained, lambda 1e-06, the whole pool (LARS)"
+    removed = "every main question removed from the pool"
+    with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
+        ranking = dict(con.sql("SELECT DISTINCT perturbation, ranking FROM rscore_overall "
+                               "WHERE modality = 'basic_question'").fetchall())  # fmt: skip
+    on = f"{paper} on all-MiniLM-L6-v2 embeddings"
+    assert ranking == {"bq_lasso": f"{on}; {removed}",
+                       "ynbq_lasso": f"{on}; yes/no pool; {removed}"}  # fmt: skip
+    for name in ("bq_lasso", "ynbq_lasso"):
+        ranks = pl.read_parquet(results / "questions" / "rankings" / f"{name}.parquet")
+        exported = pl.read_parquet(results / "basic_questions" / f"{name}.parquet")
+        assert set(ranks["method"]) == set(exported["method"])
+        assert set(ranks["method"]) == {ranking[name].replace(
+            " on all-MiniLM-L6-v2 embeddings", "")}  # fmt: skip
+    report = (results / "report" / "index.html").read_text()
+    assert "How each was ranked" in report and paper in report
+
+
 def test_adding_a_ranker_reuses_the_pool_embeddings(study):
     workdir, override, *_ = study
     rankers = ["bq_lasso", "bq_rouge"]

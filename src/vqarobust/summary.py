@@ -56,6 +56,8 @@ class Summary:
     context_findings: pl.DataFrame | None = None
     # The warning when the run's package versions differ from the checkout's lock.
     environment: str | None = None
+    # ranker, ranking: how each basic-question perturbation was ranked (LASSO's mode...)
+    rankers: pl.DataFrame | None = None
 
 
 def summarize(db_path: str | os.PathLike[str]) -> Summary:
@@ -261,6 +263,11 @@ def to_markdown(s: Summary, command: str) -> str:
             "over the basic-question "
             f"levels per ranker (t = {t:g}, m = {m:g} points; higher = more robust).",
         ]
+        from vqarobust.report.sections.questions import rankers_sentence  # see notes()
+
+        ranked = rankers_sentence(s.rankers)
+        if ranked:
+            lines[-1] += " " + ranked
     if s.context is not None and s.context.height:
         lines += ["", *markdown_table(interval_columns(s.context))]
         lines += [

@@ -56,6 +56,7 @@ class RunOptions:
     context: Sequence[str] = ()
     reliance_k: Sequence[int] = ()
     feature_sources: Sequence[str] = ()
+    rankers: Mapping[str, str] = field(default_factory=dict)
 
 
 # The config keys each option is resolved from (rules/analyze_inputs.smk builds the
@@ -82,6 +83,12 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "reliance_k": ("context.reliance_k", "context.k"),
     "feature_sources": ("features", "models.*.features", "models.*.family",
                         "context.perturbations"),
+    # How each basic-question perturbation was ranked (LASSO's mode, BLEU's smoothing, the
+    # encoder), named in the R_score tables.
+    "rankers": ("basic_questions.rankers", "basic_questions.datasets", "basic_questions.lasso",
+                "basic_questions.lasso_alpha", "basic_questions.prefilter",
+                "basic_questions.bleu_smoothing", "basic_questions.exclude_main",
+                "basic_questions.encoder"),
 }  # fmt: skip
 
 

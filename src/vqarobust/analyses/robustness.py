@@ -8,7 +8,7 @@ import json
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -35,6 +35,7 @@ class Settings:
     rscore_tolerance: float
     rscore_maximum: float
     on_missing: str
+    rankers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
@@ -43,6 +44,7 @@ class Settings:
             dict(options.families), sorted(set(options.outside)),
             options.rscore.get("tolerance", DEFAULT_TOLERANCE),
             options.rscore.get("maximum", DEFAULT_MAXIMUM), options.on_missing,
+            dict(options.rankers),
         )  # fmt: skip
 
     @property
@@ -85,6 +87,19 @@ def counted_rows(
     return kept, scored
 
 
+def with_ranking(table: pl.DataFrame, rankers: Mapping[str, str]) -> pl.DataFrame:
+    """``table`` with a ``ranking`` column: how each basic-question perturbation was ranked
+    (LASSO's mode and settings, BLEU's smoothing); null for the other rows."""
+    ranking = pl.DataFrame(
+        {"perturbation": list(rankers), "ranking": list(rankers.values())},
+        schema={"perturbation": pl.String, "ranking": pl.String},
+    )
+    basic = pl.col("modality") == "basic_question"
+    return table.join(ranking, on="perturbation", how="left", maintain_order="left").with_columns(
+        pl.when(basic).then(pl.col("ranking")).alias("ranking")
+    )
+
+
 def run(inputs: Inputs, settings: Settings) -> Result:
     """The metric tables; gaps and dropped rows are reported as warnings."""
     with warnings.catch_warnings(record=True) as caught:
@@ -95,6 +110,8 @@ def run(inputs: Inputs, settings: Settings) -> Result:
                                  settings.on_missing)  # fmt: skip
     for w in caught:
         log.warning("%s", w.message)
+    for name in ("rscore", "rscore_overall"):
+        tables[name] = with_ranking(tables[name], settings.rankers)
     info = {
         "weights": json.dumps(settings.ordered_weights or "uniform"),
         "rscore": json.dumps(

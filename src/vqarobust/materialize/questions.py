@@ -312,7 +312,8 @@ def export_basic_questions(
 ) -> int:
     """A basic-question dataset in the paper's structure, one row per main question:
     ``question_id``, ``image_id``, ``question`` and its ranked ``basic_questions`` (rank,
-    basic question, score, source), as Parquet and as JSON. Returns its rows."""
+    basic question, score, source), with ``ranker``, ``dataset`` and ``method`` (how it
+    was ranked), as Parquet and as JSON. Returns its rows."""
     import json
 
     frame = _question_frame(questions_path)
@@ -330,8 +331,11 @@ def export_basic_questions(
     if missing.height:
         raise ValueError(f"{rankings_path} has no basic questions for {missing.height} "
                          f"questions, e.g. {missing['question'].head(3).to_list()}")  # fmt: skip
-    out = out.with_columns(pl.lit(names[0]).alias("ranker"), pl.lit(bq.bq_dataset(names[0]))
-                           .alias("dataset"))  # fmt: skip
+    # How it was ranked (LASSO's mode and settings, BLEU's smoothing), where it was written.
+    method = ranks["method"][0] if "method" in ranks.columns else None
+    out = out.with_columns(pl.lit(names[0]).alias("ranker"),
+                           pl.lit(bq.bq_dataset(names[0])).alias("dataset"),
+                           pl.lit(method, pl.String).alias("method"))  # fmt: skip
     store.write_table(out.to_arrow(), out_parquet)
     with store.atomic_path(out_json) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         json.dump(out.to_dicts(), fh, indent=1)

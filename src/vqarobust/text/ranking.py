@@ -71,6 +71,7 @@ RANKING_SCHEMA = {
     "score": pl.Float64,
     "source": pl.String,
     "alpha": pl.Float64,
+    "method": pl.String,
 }
 
 
@@ -425,6 +426,37 @@ def ranker_family(name: str) -> str:
     return r if bq_dataset(name) == "general" else f"yn_{r}"
 
 
+def describe_ranker(name: str, settings: RankSettings = DEFAULT_RANKING,
+                    encoder: str | None = None) -> str:  # fmt: skip
+    """How ``name`` ranks, in words: the method and, for LASSO, its mode and settings (the
+    ``method`` column of rankings, the ``ranking`` column of the R_score tables).
+    ``encoder`` names the sentence encoder of the embedding rankers (LASSO, cosine)."""
+    ranker = ranker_name(name)
+    on = f" on {encoder} embeddings" if encoder else ""
+    if ranker == "lasso" and settings.lasso_mode == "paper":
+        text = (f"LASSO, paper mode: unconstrained, lambda {settings.lasso_lambda:g}, the whole "
+                f"pool (LARS){on}")  # fmt: skip
+    elif ranker == "lasso":
+        text = (f"LASSO, fast mode: non-negative, alpha {settings.alpha:g}, the "
+                f"{settings.prefilter} cosine-nearest candidates{on}")  # fmt: skip
+    elif ranker == "cosine":
+        text = f"cosine similarity{on}"
+    elif ranker.startswith("bleu"):
+        n = ranker.removeprefix("bleu") or str(MAX_BLEU_N)
+        smoothing = ("coco-caption, no smoothing" if settings.bleu_smoothing == "none"
+                     else "add-one smoothing (nltk method2)")  # fmt: skip
+        text = f"BLEU-{n}, {smoothing}"
+    else:
+        text = {"rouge": "ROUGE-L, coco-caption (beta 1.2)",
+                "cider": "CIDEr-D, the pool's document frequencies",
+                "meteor": "METEOR (nltk, WordNet 3.0)"}.get(ranker, ranker)  # fmt: skip
+    if bq_dataset(name) == "yes_no":
+        text += "; yes/no pool"
+    if settings.exclude_main == "run":
+        text += "; every main question removed from the pool"
+    return text
+
+
 def needs(name: str) -> str | None:
     """What a ranker needs beyond the pool (``wordnet`` for METEOR, or None)."""
     return BQ_RANKERS.entry(name).tags.get("needs")
@@ -482,6 +514,7 @@ def rank_table(
         encode = encode_default
     mq_vecs = encode(mqs) if mqs else np.zeros((0, pool.vectors.shape[1]), np.float32)
     rows: dict[str, list] = {c: [] for c in RANKING_SCHEMA}
+    methods = {name: describe_ranker(name, settings) for name in rankers}
     timings = dict.fromkeys(rankers, 0.0)
     progress = Progress("basic-question ranking", len(mqs), "main questions", log)
     for mq, vec in zip(mqs, mq_vecs, strict=True):
@@ -515,6 +548,7 @@ def rank_table(
             rows["score"] += scores[top].tolist()
             rows["source"] += list(source[top]) if source is not None else [ranker_name(name)] * k
             rows["alpha"] += [used_alpha] * k
+            rows["method"] += [methods[name]] * k
         progress.advance()
     for name, seconds in timings.items():
         log.info("%s: %d main questions ranked in %.2fs", name, len(mqs), seconds)

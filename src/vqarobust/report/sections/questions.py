@@ -160,6 +160,7 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
                WHERE r.modality = 'basic_question' AND r.perturbation <> 'all' ORDER BY ALL"""
         ).pl(),
         "rscore_datasets": _rscore_datasets(con),
+        "rankers": ranker_methods(con),
         "vqabq_scores": _optional(con, "vqabq_scores", ""),
         "vqabq": _optional(con, "vqabq", "ORDER BY split, model"),
         "vqabq_counts": _optional(con, "vqabq_counts", "ORDER BY split, n_bq"),
@@ -245,6 +246,7 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
         "rscore_text": data["rscore_text"],
         "levels": _levels_wide(levels),
         "datasets": data["rscore_datasets"],
+        "ranker_methods": data["rankers"],
         "rankers": data["ranker_comparison"],
         "ranker_sentence": ranker_sentence(data["ranker_comparison"]),
         "vqabq_scores": data["vqabq_scores"],
@@ -290,10 +292,32 @@ def question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     return wide(long)
 
 
+def ranker_methods(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """How each basic-question perturbation was ranked (the R_score tables' ``ranking``
+    column: LASSO's mode and settings, BLEU's smoothing, the encoder); empty in a
+    database written before the column."""
+    columns = {r[0] for r in con.execute("DESCRIBE rscore").fetchall()}
+    if "ranking" not in columns:
+        return pl.DataFrame(schema={"ranker": pl.String, "ranking": pl.String})
+    return con.sql(
+        "SELECT DISTINCT perturbation AS ranker, ranking FROM rscore "
+        "WHERE modality = 'basic_question' AND perturbation <> 'all' ORDER BY ranker"
+    ).pl()
+
+
+def rankers_sentence(methods: pl.DataFrame | None) -> str | None:
+    """ "Ranked by: bq_lasso: LASSO, fast mode: ...; bq_cosine: ...", or None."""
+    if methods is None or not methods.height:
+        return None
+    items = "; ".join(f"`{r}`: {m}" for r, m in methods.iter_rows())
+    return f"Basic questions ranked by: {items}."
+
+
 def summary(con: duckdb.DuckDBPyConnection) -> Data:
-    """The question side per model and R_score's tolerance and maximum."""
+    """The question side per model, R_score's tolerance and maximum, and how each
+    basic-question perturbation was ranked."""
     t, m = con.execute("SELECT any_value(tolerance), any_value(maximum) FROM rscore").fetchall()[0]
-    return {"questions": question_side(con), "rscore": (t, m)}
+    return {"questions": question_side(con), "rscore": (t, m), "rankers": ranker_methods(con)}
 
 
 SECTION = Section("questions", ("scoring", "accuracy", "robustness", "uncertainty", "vqabq"),
