@@ -22,7 +22,7 @@ import numpy as np
 
 from vqarobust.context.feature_swaps import QuestionContext
 from vqarobust.features.table import FeatureTable, feature_table
-from vqarobust.materialize.feature_context import plan_feature_swaps
+from vqarobust.materialize.feature_context import FeatureSwapSettings, plan_feature_swaps
 
 
 def synthetic_bank(n_images: int, rows: int, match: float, rng: np.random.Generator,
@@ -78,7 +78,8 @@ def main() -> None:
                         excluded, frozenset(a for i in chosen for a in labels[i][1])))  # fmt: skip
             started = time.perf_counter()
             rows_out = plan_feature_swaps(contexts, bank, ["swap_class", "swap_attribute"],
-                                          args.k, 0, mode, str(glove))  # fmt: skip
+                                          FeatureSwapSettings(mode, seed=0, k=args.k),
+                                          str(glove))  # fmt: skip
             seconds = time.perf_counter() - started
             print(f"| {label} | {mode} | {len(contexts):,} | {len(rows_out):,} | {seconds:.1f} |")
 

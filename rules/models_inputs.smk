@@ -28,6 +28,7 @@ def get_train_params(wildcards):
                 swap_mode=swap_mode(source),
                 word_vectors=word_vectors_identity(),
                 threshold=config["context"]["threshold"],
+                class_attributes=config["context"]["class_attributes"],
             )
     return canonical(train)
 

@@ -111,12 +111,25 @@ def test_a_feature_swap_changes_exactly_the_swapped_row_to_the_donors():
             assert donor_class != own_class and donor_class != "triangle"  # never mentioned
         else:
             assert donor_class == own_class and donor_attrs != own_attrs
-    # Object 1 (a blue large square): a class swap to a circle takes the circle with the
-    # same attributes (image 2, row 0); the attribute swaps are the other squares.
+    # Object 1 (a blue large square): the attribute swaps are the other squares; a class
+    # swap to a circle takes a random circle (the paper's rule), its attributes with it.
     square = [s for s in swaps if s.object_index == 1]
-    assert FeatureSwap("swap_class", 1, 1, "circle", ("blue", "large"), (2, 0)) in square
     assert {s.donor for s in square if s.perturbation == "swap_attribute"} == {(1, 0), (1, 1)}
     assert planner.swaps(q, ["swap_class", "swap_attribute"]) == swaps  # seeded
+    circles = {(0, 0): ("red", "small"), (2, 0): ("blue", "large")}
+    donors = set()
+    for qid in range(40):
+        for s in planner.swaps(QuestionContext(qid, 0, context=(1,)), ["swap_class"]):
+            if s.after_class == "circle":
+                assert s.after_attributes == circles[s.donor]
+                donors.add(s.donor)
+    assert donors == set(circles)  # no preference for the square's own attributes
+    # The earlier rule, a named option: the circle with the square's attributes.
+    same = FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0, class_attributes="same")
+    assert FeatureSwap("swap_class", 1, 1, "circle", ("blue", "large"), (2, 0)) in same.swaps(
+        q, ["swap_class"])  # fmt: skip
+    with pytest.raises(ValueError, match="class_attributes is one of"):
+        FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0, class_attributes="own")
 
 
 def test_perfect_sight_swaps_re_encode_the_new_labels():
@@ -130,11 +143,18 @@ def test_perfect_sight_swaps_re_encode_the_new_labels():
     planner = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=0, mode="labels")
     q = QuestionContext(5, 0, context=(1,), excluded_attributes=frozenset({"green"}))
     swaps = planner.swaps(q, ["swap_class", "swap_attribute"])
-    # Class swaps keep the attributes; 2 nearest of the bank's other classes (circle at
-    # 15 deg, star at 30 deg from the square).
+    # The 2 nearest of the bank's other classes (circle at 15 deg, star at 30 deg from the
+    # square). The paper's rule: the new object takes the attributes of a random object of
+    # its class (the only circle's); the only star is green, which the question names, so
+    # there is no star to swap in.
     assert [
         (s.after_class, s.after_attributes) for s in swaps if s.perturbation == "swap_class"
-    ] == [("circle", ("blue", "large")), ("star", ("blue", "large"))]
+    ] == [("circle", ("red", "small"))]
+    # The earlier rule, a named option: class swaps keep the object's own attributes.
+    same = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=0, mode="labels",
+                              class_attributes="same")  # fmt: skip
+    assert [(s.after_class, s.after_attributes) for s in same.swaps(q, ["swap_class"])] == [
+        ("circle", ("blue", "large")), ("star", ("blue", "large"))]  # fmt: skip
     for sw in swaps:
         assert sw.donor is None and "green" not in sw.after_attributes
         swapped = apply_swap(b, 0, sw)
@@ -220,8 +240,9 @@ def test_the_planners_rankings_choose_what_the_reference_functions_would():
                 "attributes": sorted(set(rng.choice(attrs, size=int(rng.integers(0, 3)))))}
                for i in range(12) for j in range(4)]  # fmt: skip
     bank = FeatureTable(perfect_sight_table(objects, vocab), vocab)
-    for mode in ("donor", "labels"):
-        planner = FeatureSwapPlanner(bank, vocab, 4, 7, mode, threshold=0.2)
+    for mode, class_attributes in (("donor", "paper"), ("labels", "paper"), ("labels", "same")):
+        planner = FeatureSwapPlanner(bank, vocab, 4, 7, mode, threshold=0.2,
+                                     class_attributes=class_attributes)  # fmt: skip
         for qid in range(24):
             image = qid % 12
             q = QuestionContext(qid, image, (0, 1, 2, 3), frozenset(rng.choice(classes, 2)),
@@ -233,9 +254,9 @@ def test_the_planners_rankings_choose_what_the_reference_functions_would():
                 draw = item_rng(7, "feature-swap", qid, index, "class")
                 want = nearest_classes(cls, allowed, vocab, 4, draw, 0.2)
                 got = [s.after_class for s in planner.class_swaps(q, row)]
-                if mode == "labels":
+                if class_attributes == "same" and mode == "labels":
                     assert got == want
-                else:  # a class without an allowed donor is skipped, the order kept
+                else:  # a class without an allowed object is skipped, the order kept
                     left = iter(want)
                     assert all(c in left for c in got)
                 sets = [a for a in planner.attribute_sets if not set(a) & q.excluded_attributes]

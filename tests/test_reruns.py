@@ -184,6 +184,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "context.k": ("scenes", put("context.k", 3)),
     "context.reliance_k": ("scenes", put("context.reliance_k", [1])),
     "context.threshold": ("scenes", put("context.threshold", 0.3)),
+    "context.class_attributes": ("scenes", put("context.class_attributes", "same")),
     "context.word_vectors": ("scenes", put("context.word_vectors", "data/glove.txt")),
     "context.instances": ("vqav2", put("context.instances", "data/a.json")),
     "context.min_area": ("vqav2", put("context.min_area", 512)),

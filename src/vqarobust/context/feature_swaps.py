@@ -120,6 +120,12 @@ def describe(cls: str | None, attributes: Sequence[str]) -> str:
     return " ".join([*attributes, cls or "?"])
 
 
+# What a class swap's new object looks like: ``paper`` (SwapMix's reference code) a random
+# object of the new class, its attributes included; ``same`` the swapped object's own
+# attributes (perfect sight keeps them; donor features prefer a donor that has them).
+CLASS_ATTRIBUTES = ("paper", "same")
+
+
 class FeatureSwapPlanner:
     """Plans the feature swaps of questions over one feature bank."""
 
@@ -132,9 +138,14 @@ class FeatureSwapPlanner:
         mode: str = "donor",
         threshold: float = THRESHOLD,
         max_objects: int = MAX_OBJECTS,
+        class_attributes: str = "paper",
     ) -> None:
         if mode not in ("donor", "labels"):
             raise ValueError(f"feature swap mode is donor or labels, not {mode!r}")
+        if class_attributes not in CLASS_ATTRIBUTES:
+            raise ValueError(f"class_attributes is one of {CLASS_ATTRIBUTES}, "
+                             f"not {class_attributes!r}")  # fmt: skip
+        self.class_attributes = class_attributes
         if mode == "labels" and bank.vocab is None:
             raise ValueError("label swaps need a perfect-sight table (with word vectors)")
         self.bank, self.vectors, self.k, self.seed = bank, class_vectors, k, seed
@@ -232,10 +243,13 @@ class FeatureSwapPlanner:
         chosen = (passing + [rest[i] for i in rng.permutation(len(rest))])[: self.k]
         out = []
         for rank, new in enumerate(chosen, 1):
-            if self.mode == "labels":
+            if self.mode == "labels" and self.class_attributes == "same":
                 out.append(FeatureSwap("swap_class", rank, index, new, attrs))
                 continue
-            same = self.by_labels.get((new, attrs), [])
+            # The paper's rule: the swapped-in object is a random object of the new class
+            # (its attributes, and with donor features its row), never one that carries an
+            # attribute the question mentions; ``same`` prefers the object's own attributes.
+            same = self.by_labels.get((new, attrs), []) if self.class_attributes == "same" else []
             pool = same or [
                 r
                 for r in self.by_class[new]
@@ -245,8 +259,9 @@ class FeatureSwapPlanner:
                 continue
             draw = item_rng(self.seed, "feature-donor", q.question_id, index, "class", rank)
             donor = self._pick(pool, draw)
-            out.append(FeatureSwap("swap_class", rank, index, new,
-                                   self.bank.attributes[self.bank.row(*donor)], donor))  # fmt: skip
+            after = self.bank.attributes[self.bank.row(*donor)]
+            out.append(FeatureSwap("swap_class", rank, index, new, after,
+                                   None if self.mode == "labels" else donor))  # fmt: skip
         return out
 
     def attribute_swaps(self, q: QuestionContext, row: int) -> list[FeatureSwap]:

@@ -87,18 +87,18 @@ def plan_feature_swaps(
     contexts: Sequence[QuestionContext],
     bank: FeatureTable,
     perturbations: Sequence[str],
-    k: int,
-    seed: int,
-    mode: str,
+    settings: FeatureSwapSettings,
     word_vectors_path: str | None = None,
-    threshold: float = THRESHOLD,
 ) -> list[dict]:
     """Rows of FEATURE_SWAP_SCHEMA for every swap of every question (severity = the
-    index of the question's swap of that kind); identical swaps of one image share one
-    swapped feature set id."""
+    index of the question's swap of that kind), planned with ``settings`` (mode, seed,
+    k, threshold, class_attributes); identical swaps of one image share one swapped
+    feature set id."""
+    s = settings
     classes = sorted({c for c in bank.classes if c is not None})
-    planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path), k, seed, mode,
-                                 threshold)  # fmt: skip
+    planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path), s.k, s.seed,
+                                 s.mode, s.threshold,
+                                 class_attributes=s.class_attributes)  # fmt: skip
     ids = VariantIds()
     rows = []
     for q in sorted(contexts, key=lambda c: c.question_id):
@@ -125,13 +125,16 @@ def plan_feature_swaps(
 class FeatureSwapSettings:
     """What changes the feature swaps of one source: ``mode`` (donor rows, or perfect
     sight's label re-encoding), the seed, ``k`` swaps per kind, the class similarity
-    ``threshold``, and where the questions' objects come from (``adapter``: scenes,
-    regenerated from ``scene_seed`` and ``split``, or gqa's scene graphs)."""
+    ``threshold``, what a class swap's new object looks like (``class_attributes``:
+    ``paper`` or ``same``, :data:`vqarobust.context.feature_swaps.CLASS_ATTRIBUTES`), and
+    where the questions' objects come from (``adapter``: scenes, regenerated from
+    ``scene_seed`` and ``split``, or gqa's scene graphs)."""
 
     mode: str
     seed: int = 0
     k: int = 3
     threshold: float = THRESHOLD
+    class_attributes: str = "paper"
     scene_seed: int = 0
     split: str = "test"
     adapter: str = "scenes"
@@ -162,8 +165,7 @@ def swap_features(
         contexts = gqa_contexts(questions, entries, graphs, bank)
     else:
         contexts = scenes_contexts(questions, s.scene_seed, s.split)
-    rows = plan_feature_swaps(contexts, bank, list(out.sets), s.k, s.seed, s.mode,
-                              word_vectors_path, s.threshold)  # fmt: skip
+    rows = plan_feature_swaps(contexts, bank, list(out.sets), s, word_vectors_path)
     counts = write_swap_outputs(questions, rows, 0, out, FEATURE_SWAP_SCHEMA)
     log.info("feature swaps (%s): %s", s.mode, counts)
     return counts

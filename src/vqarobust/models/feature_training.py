@@ -126,9 +126,7 @@ def train_feature_model(
     t0 = time.perf_counter()
     augment = None
     if recipe.swapmix:
-        augment = _feature_swapmix(bank, questions, recipe.swapmix, seed, recipe.swap_mode,
-                                   recipe.threshold, word_vectors_path,
-                                   (recipe.scene_seed, recipe.split))  # fmt: skip
+        augment = _feature_swapmix(bank, questions, recipe, word_vectors_path)
     qids = questions.column("question_id").to_pylist()
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
                                   weight_decay=recipe.weight_decay)  # fmt: skip
@@ -220,19 +218,18 @@ def _feature_tensors(questions: Any, bank: FeatureTable, features_path: str) -> 
 def _feature_swapmix(
     bank: FeatureTable,
     questions: Any,
-    swapmix: dict[str, Any],
-    seed: int,
-    swap_mode: str,
-    threshold: float,
+    recipe: Recipe,
     word_vectors_path: str | None,
-    scenes: tuple[int, str],
 ) -> FeatureSwapMix:
-    """Feature-level SwapMix over the split's scenes (``scenes``: seed and split)."""
+    """Feature-level SwapMix over the split's scenes (``recipe``: its ``swapmix``
+    settings, seed, swap mode, threshold, class attributes, scene seed and split)."""
     from vqarobust.materialize.feature_context import scenes_contexts
 
-    settings = {"p_object": 0.5, "p_class": 0.5, "k": 3, **swapmix}
+    settings = {"p_object": 0.5, "p_class": 0.5, "k": 3, **recipe.swapmix}
     classes = sorted({c for c in bank.classes if c is not None})
     planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path),
-                                 settings["k"], seed, swap_mode, threshold)  # fmt: skip
-    return FeatureSwapMix(planner, scenes_contexts(questions, *scenes), seed,
-                          settings["p_object"], settings["p_class"])  # fmt: skip
+                                 settings["k"], recipe.seed, recipe.swap_mode, recipe.threshold,
+                                 class_attributes=recipe.class_attributes)  # fmt: skip
+    contexts = scenes_contexts(questions, recipe.scene_seed, recipe.split)
+    return FeatureSwapMix(planner, contexts, recipe.seed, settings["p_object"],
+                          settings["p_class"])  # fmt: skip

@@ -43,6 +43,7 @@ class Recipe:
     split: str = "train"
     swap_mode: str = "donor"
     threshold: float = THRESHOLD
+    class_attributes: str = "paper"
     options: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -62,4 +63,5 @@ class Recipe:
     def feature_settings_unset(self) -> bool:
         """True when ``swap_mode`` and ``threshold`` are their defaults (a model on
         pixels has no use for them)."""
-        return self.swap_mode == "donor" and self.threshold == THRESHOLD
+        return (self.swap_mode == "donor" and self.threshold == THRESHOLD
+                and self.class_attributes == "paper")  # fmt: skip

@@ -61,8 +61,8 @@ def train_reference_model(
     are regenerated from ``recipe.scene_seed`` and ``recipe.split``.
     """
     if not recipe.feature_settings_unset():
-        raise ValueError("swap_mode and threshold apply to models on region features only, "
-                         f"not to {recipe.architecture} on pixels")  # fmt: skip
+        raise ValueError("swap_mode, threshold and class_attributes apply to models on region "
+                         f"features only, not to {recipe.architecture} on pixels")  # fmt: skip
     name = name or recipe.architecture
     seed = recipe.seed
     torch.manual_seed(seed)
