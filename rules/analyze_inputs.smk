@@ -133,6 +133,7 @@ INPUT_GROUPS = {
     "attention": lambda wc: {"attention": get_attention_files(wc)},
     "context": _context_files,
     "vqabq_rankings": get_vqabq_input,
+    "lpips": lambda wc: {"lpips": get_lpips_files(wc)},
 }
 
 

@@ -16,3 +16,18 @@ rule corrupt_images:
         runtime=SHARDS,
     script:
         "../workflow/scripts/corrupt_images.py"
+
+
+# LPIPS of one corrupted subset's images against their clean images (with lpips set).
+rule score_lpips:
+    input:
+        unpack(get_lpips_input),
+    output:
+        "results/{dataset}/quality/lpips/{corruption}/{severity}.parquet",
+    log:
+        "logs/{dataset}/score_lpips/{corruption}/{severity}.log",
+    benchmark:
+        "benchmarks/out/{dataset}/score_lpips/{corruption}/{severity}.tsv"
+    threads: 1
+    script:
+        "../workflow/scripts/score_lpips.py"

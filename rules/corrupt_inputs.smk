@@ -9,6 +9,29 @@ def get_corrupt_input(wildcards):
     return inputs
 
 
+LPIPS = bool(config["lpips"].get("backbone"))
+
+
+def get_lpips_input(wildcards):
+    return {
+        "clean": f"resources/datasets/{DATASET}/eval/images",
+        "images": f"results/{DATASET}/images/{wildcards.corruption}/{wildcards.severity}",
+        "backbone": user_path(config["lpips"]["backbone"]),
+        "linear": user_path(config["lpips"]["linear"]),
+    }
+
+
+def get_lpips_files(wildcards):
+    """Every corrupted subset's LPIPS table (the image_quality analysis), none when off."""
+    if not LPIPS:
+        return []
+    return [
+        f"results/{DATASET}/quality/lpips/{p}/{s}.parquet"
+        for p, s in get_image_subsets(wildcards)
+        if p != "clean"
+    ]
+
+
 def get_stylize_params(wildcards):
     """The stylize settings for its own jobs (none for other corruptions)."""
     if wildcards.corruption != "stylize":

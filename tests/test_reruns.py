@@ -67,6 +67,7 @@ VQAV2 = {
     "controls": [],
     "severities": [1],
     "stylize": {"weights": "data/adain", "styles": "data/styles"},
+    "lpips": {"backbone": "data/alexnet.pth", "linear": "data/alex.pth"},
     "text": {"perturbations": ["keyboard"], "min_similarity": 0.5,
              "sentence": {"formal": {"model": "data/t5", "prompt": "formal: {question}"}}},
     "context": {"perturbations": ["swap_class"], "k": 1, "instances": "data/instances.json"},
@@ -100,7 +101,8 @@ FILES = ("data/words.txt", "data/q.json", "data/sg.json", "data/obj36.tsv",
          "data/t5/config.json", "data/instances.json", "data/pool.jsonl",
          "data/pool2.jsonl", "data/hf/dataset_dict.json", "data/hf2/dataset_dict.json",
          "data/ids.txt", "data/glove.txt", "data/q.jsonl", "data/encoder/config.json",
-         "data/t5b/config.json")  # fmt: skip
+         "data/t5b/config.json", "data/alexnet.pth", "data/alex.pth", "data/alexnet2.pth",
+         "data/alex2.pth")  # fmt: skip
 
 Edit = Callable[[dict], None]
 
@@ -161,6 +163,8 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "corruptions": ("tiny", put("corruptions", ["gaussian_noise", "brightness", "contrast"])),
     "controls": ("vqav2", put("controls", ["blank"])),
     "stylize.weights": ("vqav2", put("stylize.weights", "data/adain2")),
+    "lpips.backbone": ("vqav2", put("lpips.backbone", "data/alexnet2.pth")),
+    "lpips.linear": ("vqav2", put("lpips.linear", "data/alex2.pth")),
     "stylize.styles": ("vqav2", put("stylize.styles", "data/images")),
     "stylize.style_size": ("vqav2", put("stylize.style_size", 256)),
     "text.perturbations": ("tiny", put("text.perturbations", ["keyboard", "synonym_replace",

@@ -209,6 +209,7 @@ def validate_config(
     _check_corruptions(config)
     if "stylize" in config["corruptions"]:
         _check_stylize(config["stylize"])
+    _check_lpips(config.get("lpips") or {})
     _check_text(config)
     _check_context(config)
     _check_features(config)
@@ -558,6 +559,18 @@ def _check_feature_model(name: str, entry: dict[str, Any], config: dict[str, Any
             f"config error at models.{name}.features: no feature source {source!r} "
             f"(known: {', '.join(known)})"
         )
+
+
+def _check_lpips(settings: dict[str, Any]) -> None:
+    """LPIPS needs both of its weight files, and they exist (before any job runs)."""
+    given = [k for k in ("backbone", "linear") if settings.get(k)]
+    if len(given) == 1:
+        other = "linear" if given[0] == "backbone" else "backbone"
+        raise ConfigError(f"config error at lpips.{other}: LPIPS needs both lpips.backbone "
+                          f"and lpips.linear; only lpips.{given[0]} is set")  # fmt: skip
+    for key in given:
+        if not Path(settings[key]).is_file():
+            raise ConfigError(f"config error at lpips.{key}: no file {settings[key]}")
 
 
 def _check_stylize(settings: dict[str, Any]) -> None:

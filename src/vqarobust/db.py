@@ -27,7 +27,8 @@ class DatabaseInputs:
     ``dataset_info_path`` (the prepared ``dataset.json``), the perturbed
     ``question_set_paths``, ``image_subsets`` as (perturbation, severity, folder), the
     ``attention_paths`` maps, ``context`` (keys ``swaps``, ``images``, ``clean``,
-    ``feature_swaps``: source -> swap table) and the VQABQ ranker's ``vqabq_rankings``."""
+    ``feature_swaps``: source -> swap table), the VQABQ ranker's ``vqabq_rankings`` and
+    the corrupted subsets' ``lpips_paths`` (tables of ``score_lpips``)."""
 
     questions_path: str | os.PathLike[str]
     prediction_paths: Sequence[str | os.PathLike[str]]
@@ -37,6 +38,7 @@ class DatabaseInputs:
     attention_paths: Sequence[str | os.PathLike[str]] = ()
     context: Mapping[str, Any] | None = None
     vqabq_rankings: str | os.PathLike[str] | None = None
+    lpips_paths: Sequence[str | os.PathLike[str]] = ()
 
     def files(self) -> dict[str, list[str]]:
         """The files by the input names of :func:`vqarobust.analyses.runner.run_all`."""
@@ -53,6 +55,7 @@ class DatabaseInputs:
             "clean_images": [str(context["clean"])] if context.get("clean") else [],
             "feature_swaps": [str(p) for p in (context.get("feature_swaps") or {}).values()],
             "vqabq_rankings": [str(self.vqabq_rankings)] if self.vqabq_rankings else [],
+            "lpips": [str(p) for p in self.lpips_paths],
         }
 
 

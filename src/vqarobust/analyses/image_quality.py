@@ -1,5 +1,6 @@
-"""Image quality of every corrupted subset (SSIM, PSNR against the clean image) and its
-rank correlation with each model's accuracy (docs/metrics.md, "Image quality")."""
+"""Image quality of every corrupted subset (SSIM, PSNR and, with ``lpips`` set, LPIPS
+against the clean image) and its rank correlation with each model's accuracy
+(docs/metrics.md, "Image quality")."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from typing import Any
 from vqarobust.analyses import robustness
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table, quiet_warnings
 from vqarobust.analyses.images import image_folders, subset_pairs
-from vqarobust.metrics.image_quality import quality_correlation, quality_table, read_quality
+from vqarobust.metrics.image_quality import (
+    quality_correlation,
+    quality_table,
+    read_quality,
+    with_lpips,
+)
 from vqarobust.metrics.uncertainty import Settings as Bootstrap
 
 log = logging.getLogger(__name__)
@@ -44,7 +50,8 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         accuracy, _ = robustness.counted_rows(inputs.table("accuracy"), None, m)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        images = read_quality(image_folders(inputs, settings.image_subsets))
+        images = with_lpips(read_quality(image_folders(inputs, settings.image_subsets)),
+                            inputs.many("lpips"))  # fmt: skip
     for w in caught:
         log.warning("%s", w.message)
     quality = quality_table(images, Bootstrap.from_mapping(settings.bootstrap))
@@ -62,12 +69,12 @@ ANALYSIS = Analysis(
     name="image_quality",
     doc=__doc__,
     tables={
-        "image_quality_images": "SSIM and PSNR of every corrupted image",
+        "image_quality_images": "SSIM, PSNR (and LPIPS, with lpips set) of every corrupted image",
         "image_quality": "their means per corruption x severity",
         "image_quality_correlation": "Spearman's rho of quality and accuracy per model",
     },
     settings_type=Settings,
     run=run,
     requires=("accuracy",),
-    inputs=("images",),
+    inputs=("images", "lpips"),
 )

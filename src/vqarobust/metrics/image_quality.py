@@ -1,6 +1,7 @@
-"""Severity calibration (docs/metrics.md, "Image quality"): SSIM and PSNR of every
-corrupted image against its clean image, their means per corruption x severity, and per
-model the rank correlation between a subset's mean SSIM and its accuracy.
+"""Severity calibration (docs/metrics.md, "Image quality"): SSIM and PSNR (and, with
+``lpips`` set, LPIPS) of every corrupted image against its clean image, their means per
+corruption x severity, and per model the rank correlation between a subset's mean SSIM
+and its accuracy.
 
 The multimodal-robustness paper checks with such scores (its Table 9) that a severity
 step means something; the visual-robustness paper's corruptions come from ImageNet-C,
@@ -43,20 +44,33 @@ QUALITY_COLUMNS = ["perturbation", "severity", "n_images",
                    "psnr_mean", "psnr_low", "psnr_high", "psnr_std", "n_identical"]  # fmt: skip
 
 
+LPIPS_COLUMNS = ["lpips_mean", "lpips_low", "lpips_high", "lpips_std"]
+
+
 def quality_table(per_image: pl.DataFrame, uncertainty: Settings | None = None) -> pl.DataFrame:
     """Per (perturbation, severity): n_images, ssim_mean, ssim_std, psnr_mean, psnr_std
     and n_identical (images equal to their clean image, PSNR +inf: left out of the PSNR
     mean and deviation, which are null when every image is identical), and the bootstrap
     interval of each mean over the images (``ssim_low``, ``ssim_high``, ``psnr_low``,
     ``psnr_high``; :func:`vqarobust.metrics.uncertainty.mean_intervals` with the run's
-    ``uncertainty`` settings)."""
+    ``uncertainty`` settings). With an ``lpips`` column (the run computed LPIPS), also
+    ``lpips_mean``, its interval and ``lpips_std``."""
     settings = uncertainty or Settings()
     keys = ["perturbation", "severity"]
     ssim = mean_intervals(per_image, keys, ["ssim"], "image_id", settings)
     psnr = mean_intervals(per_image.filter(pl.col("psnr").is_finite()), keys, ["psnr"],
                           "image_id", settings)  # fmt: skip
     joined = _point_quality(per_image).join(ssim, on=keys, how="left")
-    return joined.join(psnr, on=keys, how="left").select(QUALITY_COLUMNS)
+    out = joined.join(psnr, on=keys, how="left").select(QUALITY_COLUMNS)
+    if "lpips" not in per_image.columns:
+        return out
+    scored = per_image.filter(pl.col("lpips").is_not_null())
+    lpips = mean_intervals(scored, keys, ["lpips"], "image_id", settings).join(
+        scored.group_by(keys).agg(pl.col("lpips").mean().alias("lpips_mean"),
+                                  pl.col("lpips").std().alias("lpips_std")),
+        on=keys, how="left",
+    )  # fmt: skip
+    return out.join(lpips.select(*keys, *LPIPS_COLUMNS), on=keys, how="left")
 
 
 def _point_quality(per_image: pl.DataFrame) -> pl.DataFrame:
@@ -106,6 +120,27 @@ def quality_correlation(
             rho, p = float(result.statistic), float(result.pvalue)
         rows.append({"model": model, "n_subsets": part.height, "spearman": rho, "p_value": p})
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA).sort("model")
+
+
+def with_lpips(per_image: pl.DataFrame, paths: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
+    """``per_image`` (QUALITY_SCHEMA) with each image's ``lpips`` from the LPIPS tables
+    at ``paths`` (``score_lpips``: perturbation, severity, image_id, lpips); unchanged
+    without them. A scored subset's image that has no LPIPS row is an error."""
+    if not paths:
+        return per_image
+    keys = ["perturbation", "severity", "image_id"]
+    lpips = pl.concat([pl.read_parquet(p) for p in paths]).with_columns(
+        pl.col("severity").cast(pl.Int64)
+    )
+    out = per_image.join(lpips, on=keys, how="left")
+    scored = lpips.select("perturbation", "severity").unique()
+    missing = out.join(scored, on=["perturbation", "severity"], how="semi").filter(
+        pl.col("lpips").is_null()
+    )
+    if missing.height:
+        raise ValueError(f"{missing.height} images of LPIPS-scored subsets have no LPIPS, e.g. "
+                         f"{missing.select(keys).head(3).rows()}")  # fmt: skip
+    return out
 
 
 def read_quality(subsets: Sequence[tuple[str, int, str | os.PathLike[str]]]) -> pl.DataFrame:

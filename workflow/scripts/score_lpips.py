@@ -1,0 +1,16 @@
+"""Snakemake adapter: LPIPS of one corrupted subset's images against the clean ones."""
+
+from vqarobust.logs import setup_logging
+from vqarobust.materialize.images import score_lpips
+
+setup_logging(snakemake.log[0])
+score_lpips(
+    snakemake.input.clean,
+    snakemake.input.images,
+    snakemake.output[0],
+    perturbation=snakemake.wildcards.corruption,
+    severity=int(snakemake.wildcards.severity),
+    backbone=snakemake.input.backbone,
+    linear=snakemake.input.linear,
+    threads=snakemake.threads,
+)
