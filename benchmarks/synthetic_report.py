@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/synthetic_report.py OUT_DIR
 
 Six models with long names, the 14 benchmark corruptions at 5 severities, the blank
-control, the 11 text perturbations and three basic-question rankers at 7 levels, on 12
+control, every text perturbation and three basic-question rankers at 7 levels, on 12
 easy-VQA images. Images and question sets are real (corrupted and perturbed by the
 package); the answers are synthetic: each model answers right with a probability that
 falls with severity at a model- and perturbation-specific rate (seeded per question).

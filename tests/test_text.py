@@ -31,7 +31,7 @@ QUESTIONS = [
 ALL = text.names()
 
 
-def test_the_eleven_perturbations_are_registered_in_the_one_registry():
+def test_the_twelve_perturbations_are_registered_in_the_one_registry():
     expected = [
         "keyboard",
         "ocr",
@@ -42,6 +42,7 @@ def test_the_eleven_perturbations_are_registered_in_the_one_registry():
         "synonym_replace",
         "word_insert",
         "word_swap",
+        "word_swap_random",
         "word_delete",
         "punct_insert",
     ]
@@ -118,7 +119,7 @@ def test_outputs_are_pinned():
     outputs = "\n".join(
         text.perturb_item(q, n, s, 0, 42)
         for n in text.names()
-        if text.needs(n) is None
+        if text.needs(n) is None and n != "word_swap_random"  # pinned below, added later
         for s in text.SEVERITIES
     )
     assert text.perturb_item(q, "word_swap", 1, 0, 42) == (
@@ -129,6 +130,7 @@ def test_outputs_are_pinned():
 
 
 GOLDEN = "df270fc9e4a66523"
+GOLDEN_RANDOM_SWAP = "3d5314ee2412040b"
 
 
 def _substitutions(name: str, n: int = 40) -> list[tuple[str, str]]:
@@ -169,12 +171,33 @@ def test_ocr_confusions_are_nlpaugs():
     assert characters.ocr_confusions() == theirs
 
 
+def test_eda_random_swap_swaps_words_at_any_distance():
+    """word_swap_random is EDA's random swap: two random positions per touched word;
+    word_swap only neighbours. Golden for severity 1..5 of one question and seed."""
+    q = "How many people are standing near the large wooden table?"
+    outputs = [text.perturb_item(q, "word_swap_random", s, 0, 42) for s in text.SEVERITIES]
+    assert hashlib.sha256("\n".join(outputs).encode()).hexdigest()[:16] == GOLDEN_RANDOM_SWAP
+    words = q.rstrip("?").split()
+    far = 0
+    for seed in range(40):
+        got = text.perturb_item(q, "word_swap_random", 1, 0, seed).rstrip("?").split()
+        moved = [i for i, (a, b) in enumerate(zip(words, got, strict=True)) if a != b]
+        assert sorted(got) == sorted(words) and len(moved) in (0, 2)  # one swap at severity 1
+        far += len(moved) == 2 and moved[1] - moved[0] > 1
+        near = text.perturb_item(q, "word_swap", 1, 0, seed).rstrip("?").split()
+        moved = [i for i, (a, b) in enumerate(zip(words, near, strict=True)) if a != b]
+        assert moved[1] - moved[0] == 1
+    assert far > 20  # most random pairs of 10 words are not neighbours
+    assert text.perturb("Why?", "word_swap_random", 5, seed=3) == "Why?"
+
+
 def test_word_level_edits_keep_punctuation_and_words():
     q = "What is the man holding in his right hand?"
     for s in text.SEVERITIES:
-        swapped = text.perturb_item(q, "word_swap", s, 0, 1)
-        assert sorted(swapped.rstrip("?").split()) == sorted(q.rstrip("?").split())
-        assert swapped.endswith("?")
+        for name in ("word_swap", "word_swap_random"):
+            swapped = text.perturb_item(q, name, s, 0, 1)
+            assert sorted(swapped.rstrip("?").split()) == sorted(q.rstrip("?").split())
+            assert swapped.endswith("?")
         deleted = text.perturb_item(q, "word_delete", s, 0, 1)
         assert deleted.endswith("?") and set(deleted.rstrip("?").split()) < set(q[:-1].split())
         marks = text.perturb_item(q, "punct_insert", s, 0, 1)

@@ -3,7 +3,8 @@
 ``names()`` lists the text perturbations; ``perturb(question, name, severity, seed)``
 applies one. Character level (:mod:`.characters`): keyboard, ocr, char_insert,
 char_replace, char_swap, char_delete. Word level (:mod:`.words`): synonym_replace,
-word_insert (both need WordNet, :mod:`.wordnet`), word_swap, word_delete, punct_insert.
+word_insert (both need WordNet, :mod:`.wordnet`), word_swap, word_swap_random (EDA's
+random swap), word_delete, punct_insert.
 ``basic_questions(questions, pool, k, ranker)`` ranks other questions of the dataset by
 similarity to each main question (:mod:`.ranking`); sentence-level rewrites through configured
 text-to-text models live in :mod:`.sentence`. docs/text.md has the rates and choices.

@@ -80,6 +80,20 @@ def word_swap(question: str, severity: int, rng: np.random.Generator) -> str:
 
 
 @TEXT_PERTURBATIONS.register(level="word")
+def word_swap_random(question: str, severity: int, rng: np.random.Generator) -> str:
+    """EDA's random swap (Wei and Zou, 2019): as many times as words are touched, two
+    words at random positions trade places (a later swap may move an earlier one back)."""
+    pieces = tokens.split(question)
+    words = list(range(1, len(pieces), 2))
+    if len(words) < 2:
+        return question
+    for _ in range(tokens.n_touched(len(words), severity, len(words))):
+        a, b = (words[int(i)] for i in rng.choice(len(words), size=2, replace=False))
+        pieces[a], pieces[b] = pieces[b], pieces[a]
+    return tokens.join(pieces)
+
+
+@TEXT_PERTURBATIONS.register(level="word")
 def word_delete(question: str, severity: int, rng: np.random.Generator) -> str:
     """Words deleted; one word always stays."""
     pieces = tokens.split(question)
