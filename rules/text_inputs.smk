@@ -4,8 +4,11 @@
 
 def get_text_params(wildcards):
     t = config["text"]
-    params = {"min_similarity": t["min_similarity"], "max_tries": t["max_tries"]}
-    if t["min_similarity"] is not None:
+    # A perturbation of a level the filter leaves alone is unfiltered, as with it off.
+    filtered = text.level(wildcards.perturbation) in t["filter_levels"]
+    params = {"min_similarity": t["min_similarity"] if filtered else None,
+              "max_tries": t["max_tries"]}  # fmt: skip
+    if params["min_similarity"] is not None:
         # Only a filter that runs can drop a question or use another encoder.
         params |= {k: t[k] for k in ("on_low_similarity", "similarity_encoder")}
     return canonical(params)

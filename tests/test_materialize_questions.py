@@ -95,6 +95,28 @@ def test_fidelity_filter_drops_what_stays_dissimilar():
         fidelity_filter(originals, draw, 0.8, 3, _stub_encode, "discard")
 
 
+def test_keep_last_keeps_the_last_draw_as_the_multimodal_papers_code():
+    """Draws of "q" get similarities 0.5, 0.3, 0.2 (never 0.8): keep_best keeps the first,
+    keep_last the third, with its own similarity; a question that passes is the same."""
+    sims = {0: 0.5, 1: 0.3, 2: 0.2}
+
+    def encode(sentences):
+        out = []
+        for s in sentences:
+            c = 1.0 if "|" not in s else (0.9 if s.endswith("ok") else sims[int(s.split("|")[1])])
+            out.append([c, np.sqrt(1 - c * c)])
+        return np.array(out, np.float32)
+
+    def draw(i, attempt):
+        return f"{['q', 'p'][i]}|{attempt}|{'ok' if i == 1 and attempt == 1 else 'bad'}"
+
+    best, best_sim, _ = fidelity_filter(["q", "p"], draw, 0.8, 3, encode, "keep_best")
+    last, last_sim, tries = fidelity_filter(["q", "p"], draw, 0.8, 3, encode, "keep_last")
+    assert best[0] == "q|0|bad" and best_sim[0] == pytest.approx(0.5)
+    assert last[0] == "q|2|bad" and last_sim[0] == pytest.approx(0.2)
+    assert best[1] == last[1] == "p|1|ok" and tries.tolist() == [3, 2]
+
+
 @pytest.fixture(scope="module")
 def dropped_set(easy_vqa_eval, tmp_path_factory):
     """char_delete at severity 3 with a MiniLM threshold near its median similarity, so

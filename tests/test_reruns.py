@@ -172,6 +172,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "text.min_similarity": ("tiny", put("text.min_similarity", 0.5)),
     "text.max_tries": ("tiny", put("text.max_tries", 3)),
     "text.on_low_similarity": ("vqav2", put("text.on_low_similarity", "drop")),
+    "text.filter_levels": ("vqav2", put("text.filter_levels", ["word"])),
     "text.similarity_encoder": ("vqav2", put("text.similarity_encoder", "data/encoder")),
     "text.sentence.*.model": ("vqav2", put("text.sentence.formal.model", "data/t5b")),
     "text.sentence.*.prompt": ("vqav2", put("text.sentence.formal.prompt", "{question}")),

@@ -55,7 +55,7 @@ def _write_set(
     store.write_table(table, path)
 
 
-ON_LOW_SIMILARITY = ("keep_best", "drop")
+ON_LOW_SIMILARITY = ("keep_best", "keep_last", "drop")
 
 
 def fidelity_filter(
@@ -68,9 +68,10 @@ def fidelity_filter(
 ) -> tuple[list[str | None], np.ndarray, np.ndarray]:
     """Resample perturbed questions whose embedding similarity to the original falls under
     ``min_similarity``: ``draw(i, attempt)`` perturbs question i. A question still under
-    it after ``max_tries`` draws keeps its most similar draw (``keep_best``) or is dropped
-    from the set (``drop``, the multimodal paper's filter: its text is None and it is not
-    asked). Returns (questions, best similarity, tries)."""
+    it after ``max_tries`` draws keeps its most similar draw (``keep_best``), its last
+    draw (``keep_last``, what the multimodal paper's code does), or is dropped from the
+    set (``drop``: its text is None and it is not asked). Returns (questions, the kept
+    draw's similarity, tries)."""
     if max_tries < 1:
         raise ValueError(f"max_tries must be >= 1, got {max_tries}")
     if on_low_similarity not in ON_LOW_SIMILARITY:
@@ -82,11 +83,16 @@ def fidelity_filter(
     best: list[str | None] = [""] * n
     best_sim = np.full(n, -np.inf, dtype=np.float32)
     tries = np.zeros(n, dtype=np.int16)
+    last: list[str] = [""] * n
+    last_sim = np.full(n, -np.inf, dtype=np.float32)
     pending = np.arange(n)
     for attempt in range(max_tries):
         drawn = [draw(int(i), attempt) for i in pending]
         sim = np.einsum("ij,ij->i", encode(drawn), base[pending]).astype(np.float32)
         tries[pending] = attempt + 1
+        for j, i in enumerate(pending):
+            last[i] = drawn[j]
+        last_sim[pending] = sim
         better = sim > best_sim[pending]
         for j in np.flatnonzero(better):
             best[pending[j]] = drawn[j]
@@ -95,14 +101,17 @@ def fidelity_filter(
         if not len(pending):
             break
     if len(pending):
-        kept = "the most similar draw is kept" if on_low_similarity == "keep_best" else "dropped"
+        kept = {"keep_best": "the most similar draw is kept", "keep_last": "the last draw is kept",
+                "drop": "dropped"}[on_low_similarity]  # fmt: skip
         log.warning(
             "fidelity filter: %d of %d questions stay under similarity %.2f after %d tries "
             "(%s)", len(pending), n, min_similarity, max_tries, kept,
         )  # fmt: skip
-        if on_low_similarity == "drop":
-            for i in pending:
+        for i in pending:
+            if on_low_similarity == "drop":
                 best[i] = None
+            elif on_low_similarity == "keep_last":
+                best[i], best_sim[i] = last[i], last_sim[i]
     return best, best_sim, tries
 
 
