@@ -247,7 +247,8 @@ CHANGES: dict[str, tuple[str, Edit]] = {
                                               "blip-vqa-capfilt-large",
                                               drop=("models.blip.family",
                                                     "models.blip.path_or_id"))),
-    "models.*.family": ("vqav2", put("models.chat.family", "llava")),
+    # Generative to classifier: its VQABQ sets change from the chain to the concatenation.
+    "models.*.family": ("vqav2", put("models.blip.family", "vqa-classifier")),
     "models.*.gpu_memory_gb": ("vqav2", put("models.blip.gpu_memory_gb", 9)),
     "models.*.device": ("tiny", put("models.cnn-bow.device", "auto")),
     "models.*.revision": ("vqav2", put("models.blip.revision", "main")),

@@ -52,6 +52,13 @@ def test_algorithm_1_keeps_one_two_or_three_basic_questions():
     # Lower thresholds let the near misses through, but never past a fill.
     loose = vqabq.n_basic(scores, (0.5, 0.5, 0.3)).to_list()
     assert loose == [3, 3, 3, 3, 3, 3, 2, 0, 1]
+    # Strict at the second and third step too: ratios exactly at the threshold (0.4/0.8
+    # and 0.2/0.4 are exactly 0.5 in floating point) stop the chain there.
+    edge_rows = [("r2 edge?", [(0.8, "lasso"), (0.4, "lasso"), (0.2, "lasso")]),
+                 ("r3 edge?", [(0.8, "lasso"), (0.6, "lasso"), (0.3, "lasso")])]  # fmt: skip
+    names = pl.DataFrame({"question_id": [0, 1], "question": [r[0] for r in edge_rows]})
+    edges = vqabq.top3(_rankings(edge_rows), names)
+    assert vqabq.n_basic(edges, (0.5, 0.5, 0.5)).to_list() == [1, 2]
     counts = vqabq.count_table(pl.Series(got, dtype=pl.Int8), vqabq.PAPER_THRESHOLDS)
     assert counts["questions"].to_list() == [3, 2, 2, 2]
     assert counts["share"].sum() == pytest.approx(1.0)
@@ -142,6 +149,27 @@ def test_grid_search_tunes_on_one_half_and_reports_on_the_other():
     for split, part in counts.group_by("split"):
         assert part["questions"].sum() == (n if split[0] == "all" else int((~tune).sum()))
     assert tables["vqabq_selection"]["tune"].to_list() == tune.tolist()
+
+
+def test_grid_search_weighs_each_number_of_basic_questions():
+    """Basic questions help with one of them and hurt with two or three: the grid must
+    keep exactly one (s1 below every score1, s2 above every score2/score1), so each MQ's
+    gain is read at the number it keeps."""
+    rng = np.random.default_rng(1)
+    n = 120
+    rows = []
+    for i in range(n):
+        s1 = float(rng.uniform(0.3, 1.0))
+        rows.append((f"q{i}?", [(s1, "lasso"), (s1 * 0.7, "lasso"), (s1 * 0.6, "lasso")]))
+    questions = pl.DataFrame({"question_id": list(range(n)), "question": [r[0] for r in rows]})
+    scores = vqabq.top3(_rankings(rows), questions)
+    clean = pl.DataFrame({"model": "m", "question_id": list(range(n)), "score": 0.5})
+    by_n = pl.concat([clean.with_columns(pl.lit(1.0 if k == 1 else 0.0).alias("score"),
+                                         pl.lit(k).alias("n_bq")) for k in (1, 2, 3)])  # fmt: skip
+    tune = vqabq.tune_split(list(range(n)), seed=0)
+    s1, s2, _ = vqabq.grid_search(scores, clean, by_n, tune)
+    assert s1 < scores["score1"].min() and s2 >= 0.7  # every MQ keeps one basic question
+    assert set(vqabq.n_basic(scores, (s1, s2, 1.0)).to_list()) == {1}
 
 
 def test_the_chain_of_questions_puts_the_basic_questions_first():

@@ -6,8 +6,9 @@ Modalities: ``image`` (corruptions and the ``blank`` control, :mod:`vqarobust.co
 question followed by ranked basic questions, one perturbation per ranker,
 :mod:`vqarobust.text.ranking`) and ``context`` (SwapMix swaps of objects the question does
 not depend on, :mod:`vqarobust.context`); ``vqabq`` holds one subset, ``vqabq_chain``
-(a generative model asked its basic questions, then the main question; kept out of the
-robustness metrics, :mod:`vqarobust.metrics.vqabq`). Each modality registers through a view of
+(every model asked each main question with its first n = 1, 2, 3 basic questions, a
+generative model through its chain prompt; kept out of the robustness metrics,
+:mod:`vqarobust.metrics.vqabq`). Each modality registers through a view of
 ``PERTURBATIONS`` that adds its ``modality`` tag, so a perturbation is one decorated
 function in one file and a name is unique across modalities.
 """
@@ -19,8 +20,8 @@ from vqarobust.registry import Entry, Registry
 PERTURBATIONS: Registry = Registry("perturbation")
 MODALITIES = ("image", "text", "basic_question", "context", "vqabq")
 # Modalities whose subsets are no perturbation of the robustness metrics (VRE, MMI,
-# R_score, the bootstrap): SwapMix's swaps have their own tables, VQABQ's chain is asked
-# of some models only.
+# R_score, the bootstrap): SwapMix's swaps and VQABQ's question sets have their own
+# tables.
 OWN_TABLES = ("context", "vqabq")
 
 

@@ -97,8 +97,9 @@ RULES: dict[str, Stage] = {
                                     ("prepare_dataset", "rank_basic_questions")),
     "noise_questions": Stage(("basic_questions.k",),
                              ("prepare_dataset", "rank_basic_questions")),
-    "chain_questions": Stage(("models.*.chain_prompt", "basic_questions.vqabq.enabled",
-                              "basic_questions.vqabq.ranker"),
+    # A generative family's chain prompt, every other family's concatenation.
+    "chain_questions": Stage(("models.*.chain_prompt", "models.*.family",
+                              "basic_questions.vqabq.enabled", "basic_questions.vqabq.ranker"),
                              ("prepare_dataset", "rank_basic_questions")),
     "run_model": Stage((*_ANSWERS, *_LEVELS),
                        ("prepare_dataset", "train_model", "corrupt_images", "extract_features",

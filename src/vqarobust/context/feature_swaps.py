@@ -8,13 +8,16 @@ swaps and ``k`` attribute swaps, each replacing only that object's row:
   in a seeded random order to pad to ``k`` (fewer when the bank has fewer classes);
 * attribute swap: ``k`` other attribute sets of the same class.
 
-With ``mode="donor"`` (detector or released features) a swap copies the row of a donor
-object from the bank (the dataset's feature table): for a class swap an object of the
-new class (one with the same attributes when the bank has one), for an attribute swap an
-object of the same class with the new attribute set, drawn in a seeded random order.
-With ``mode="labels"`` (perfect sight) the row is re-encoded from the new labels; the
-attribute sets are the ``k`` nearest to the object's own by the cosine of their
-encodings.
+A class swap puts a random object of the new class from the bank (the dataset's feature
+table) in the object's place, never one carrying an attribute the question names
+(``class_attributes="paper"``, SwapMix's reference code; a class without such an object
+is skipped and counted in ``skipped_class_swaps``); ``"same"`` is the earlier rule, which
+prefers an object with the swapped object's own attributes (donor features) or keeps
+them (perfect sight). With ``mode="donor"`` (detector or released features) a swap copies
+the row of that donor object; an attribute swap copies an object of the same class with
+the new attribute set, drawn in a seeded random order. With ``mode="labels"`` (perfect
+sight) the row is re-encoded from the new labels; the attribute sets are the ``k``
+nearest to the object's own by the cosine of their encodings.
 
 Every draw is seeded by (seed, question, object, kind), and the swaps of rank <= k' of a
 run with ``k`` are exactly the swaps a run with ``k'`` makes, so one run gives the
@@ -146,6 +149,8 @@ class FeatureSwapPlanner:
             raise ValueError(f"class_attributes is one of {CLASS_ATTRIBUTES}, "
                              f"not {class_attributes!r}")  # fmt: skip
         self.class_attributes = class_attributes
+        # Class swaps left out because the new class has no object the question allows.
+        self.skipped_class_swaps = 0
         if mode == "labels" and bank.vocab is None:
             raise ValueError("label swaps need a perfect-sight table (with word vectors)")
         self.bank, self.vectors, self.k, self.seed = bank, class_vectors, k, seed
@@ -256,6 +261,7 @@ class FeatureSwapPlanner:
                 if not set(self.bank.attributes[r]) & q.excluded_attributes
             ]
             if not pool:
+                self.skipped_class_swaps += 1
                 continue
             draw = item_rng(self.seed, "feature-donor", q.question_id, index, "class", rank)
             donor = self._pick(pool, draw)

@@ -13,8 +13,9 @@ averaged over the positions, and the five levels summed. 0 for identical images;
 is more different.
 
 Neither set of weights ships here: the hub and torchvision's downloads are unreachable.
-A user gives both files (``image_quality.lpips``, docs/metrics.md): the AlexNet weights
-torchvision downloads (``alexnet-owt-7be5be79.pth``) and the linear layers, which the
+A user gives both files (``lpips.backbone`` and ``lpips.linear``, docs/metrics.md): the
+AlexNet weights torchvision downloads (``alexnet-owt-7be5be79.pth``) and the linear
+layers, which the
 ``lpips`` wheel on PyPI carries (its package imports torchvision, so this module reads
 the files and never imports it).
 """

@@ -118,6 +118,9 @@ def plan_feature_swaps(
                 "before": describe(cls, attrs),
                 "after": describe(sw.after_class, sw.after_attributes),
             })  # fmt: skip
+    if planner.skipped_class_swaps:
+        log.info("%d class swaps left out: every object of the new class carries an attribute "
+                 "its question names", planner.skipped_class_swaps)  # fmt: skip
     return rows
 
 

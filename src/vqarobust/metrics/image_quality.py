@@ -133,6 +133,12 @@ def with_lpips(per_image: pl.DataFrame, paths: Sequence[str | os.PathLike[str]])
         pl.col("severity").cast(pl.Int64)
     )
     out = per_image.join(lpips, on=keys, how="left")
+    unmatched = lpips.join(per_image, on=keys, how="anti")
+    if unmatched.height:
+        # E.g. a subset whose shards carry no SSIM (read_quality warns): not silently gone.
+        example = unmatched.select(keys).head(3).rows()
+        warnings.warn(f"{unmatched.height} LPIPS rows have no image quality row and are left "
+                      f"out, e.g. {example}", stacklevel=2)  # fmt: skip
     scored = lpips.select("perturbation", "severity").unique()
     missing = out.join(scored, on=["perturbation", "severity"], how="semi").filter(
         pl.col("lpips").is_null()

@@ -50,6 +50,9 @@ class FeatureSwapMix:
                 row = self.bank.row(q.image_id, sw_index)
                 per_object.append((planner.class_swaps(q, row), planner.attribute_swaps(q, row)))
             self.options[q.question_id] = per_object
+        if planner.skipped_class_swaps:
+            log.info("SwapMix: %d class swaps left out: every object of the new class carries "
+                     "an attribute its question names", planner.skipped_class_swaps)  # fmt: skip
         self.swapped = 0  # object rows changed so far, for the log
 
     def swaps(self, step: int, question_id: int) -> list[FeatureSwap]:

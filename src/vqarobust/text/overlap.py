@@ -4,7 +4,7 @@ The basic-question paper ranks candidates with the caption metrics BLEU-1..4, RO
 CIDEr and METEOR next to its LASSO. Their maintained libraries score one pair at a time
 in Python, which is far too slow for a pool of 186,000 questions and 16,000 main
 questions, so ROUGE-L and CIDEr-D are computed here for every candidate at once and tested
-against those libraries (tests/test_overlap.py): ``rouge-score`` and ``pycocoevalcap``.
+against ``pycocoevalcap``, coco-caption's Python port (tests/test_overlap.py).
 METEOR's alignment (exact, stem and WordNet synonym matches, fragmentation penalty) has
 no vectorized form: it is nltk's ``single_meteor_score`` per pair.
 

@@ -1,8 +1,9 @@
 """Basic-question noise: rank other questions of a pool by similarity to a main one.
 
 For each main question (MQ) the candidates are the pool's distinct questions, never the MQ
-itself nor one identical to it after normalization (:func:`normalize_question`). Rankers
-score the candidates (higher = more similar):
+itself nor one identical to it after normalization (:func:`normalize_question`); with
+``exclude_main="run"`` never any main question of the run. Rankers score the candidates
+(higher = more similar):
 
 - ``bq_lasso``: the MQ's sentence embedding b is approximated by a sparse combination x
   of candidate embeddings A, min ||Ax - b||^2 + lambda ||x||_1; the weights are the
@@ -15,10 +16,12 @@ score the candidates (higher = more similar):
   filled by cosine similarity; each ranked question records which (``source``) and the
   alpha used.
 - ``bq_cosine``: cosine similarity of the embeddings.
-- ``bq_bleu`` (BLEU-4), ``bq_bleu1``..``bq_bleu3``: sentence BLEU with Lin & Och's add-one
-  smoothing for n >= 2 (nltk's ``SmoothingFunction().method2``), for the whole pool at
-  once from sparse n-gram counts.
-- ``bq_rouge`` (ROUGE-L F), ``bq_cider`` (CIDEr-D, document frequencies over the pool),
+- ``bq_bleu`` (BLEU-4), ``bq_bleu1``..``bq_bleu3``: coco-caption's sentence BLEU (no
+  smoothing; ``bleu_smoothing="add_one"``: Lin & Och's add-one smoothing for n >= 2,
+  nltk's ``SmoothingFunction().method2``), for the whole pool at once from sparse n-gram
+  counts.
+- ``bq_rouge`` (coco-caption's ROUGE-L, beta 1.2), ``bq_cider`` (CIDEr-D, document
+  frequencies over the pool),
   ``bq_meteor`` (nltk's METEOR; needs WordNet): :mod:`vqarobust.text.overlap`.
 
 Each ranker ranks two pools (the paper's two basic-question datasets): the general one
@@ -364,7 +367,7 @@ BQ_RANKERS.register("bq_bleu3", ranker="bleu3", **_GENERAL)(_bleu_ranker(3))
 def rouge_scores(
     mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
 ) -> Scores:
-    """ROUGE-L F-measure (rouge-score's tokens, no stemming)."""
+    """coco-caption's ROUGE-L (beta 1.2) on rouge-score's tokens (no stemming)."""
     vocab, ids, lengths = pool.rouge
     return overlap.rouge_l(mq, vocab, ids, lengths)[idx], None, float("nan")
 

@@ -86,7 +86,7 @@ def word_swap_random(question: str, severity: int, rng: np.random.Generator) -> 
     pieces = tokens.split(question)
     words = list(range(1, len(pieces), 2))
     if len(words) < 2:
-        return question
+        return tokens.join(pieces)
     for _ in range(tokens.n_touched(len(words), severity, len(words))):
         a, b = (words[int(i)] for i in rng.choice(len(words), size=2, replace=False))
         pieces[a], pieces[b] = pieces[b], pieces[a]
