@@ -112,15 +112,21 @@ def test_tables_6_and_7_by_hand():
                              (0.6, 0.58, 0.41))  # fmt: skip
 
 
-def test_grid_search_tunes_on_one_half_and_reports_on_the_other():
-    rng = np.random.default_rng(0)
-    n = 200
+def _random_scores(n: int, seed: int, low: float, ratio3: float):
+    """n MQs with a uniform score1 in [low, 1), score2 = 0.7 score1, score3 = ratio3 score1:
+    (rows, questions, top3 scores)."""
+    rng = np.random.default_rng(seed)
     rows = []
     for i in range(n):
-        s1 = float(rng.uniform(0.2, 1.0))
-        rows.append((f"q{i}?", [(s1, "lasso"), (s1 * 0.7, "lasso"), (s1 * 0.35, "lasso")]))
+        s1 = float(rng.uniform(low, 1.0))
+        rows.append((f"q{i}?", [(s1, "lasso"), (s1 * 0.7, "lasso"), (s1 * ratio3, "lasso")]))
     questions = pl.DataFrame({"question_id": list(range(n)), "question": [r[0] for r in rows]})
-    scores = vqabq.top3(_rankings(rows), questions)
+    return rows, questions, vqabq.top3(_rankings(rows), questions)
+
+
+def test_grid_search_tunes_on_one_half_and_reports_on_the_other():
+    n = 200
+    rows, questions, scores = _random_scores(n, seed=0, low=0.2, ratio3=0.35)
     # Basic questions help exactly when score1 >= 0.7: the best s1 on the grid is 0.7.
     helps = scores["score1"].to_numpy() >= 0.7
     clean = pl.DataFrame({"model": "m", "question_id": list(range(n)), "score": 0.0})
@@ -155,14 +161,8 @@ def test_grid_search_weighs_each_number_of_basic_questions():
     """Basic questions help with one of them and hurt with two or three: the grid must
     keep exactly one (s1 below every score1, s2 above every score2/score1), so each MQ's
     gain is read at the number it keeps."""
-    rng = np.random.default_rng(1)
     n = 120
-    rows = []
-    for i in range(n):
-        s1 = float(rng.uniform(0.3, 1.0))
-        rows.append((f"q{i}?", [(s1, "lasso"), (s1 * 0.7, "lasso"), (s1 * 0.6, "lasso")]))
-    questions = pl.DataFrame({"question_id": list(range(n)), "question": [r[0] for r in rows]})
-    scores = vqabq.top3(_rankings(rows), questions)
+    _, _, scores = _random_scores(n, seed=1, low=0.3, ratio3=0.6)
     clean = pl.DataFrame({"model": "m", "question_id": list(range(n)), "score": 0.5})
     by_n = pl.concat([clean.with_columns(pl.lit(1.0 if k == 1 else 0.0).alias("score"),
                                          pl.lit(k).alias("n_bq")) for k in (1, 2, 3)])  # fmt: skip
