@@ -151,6 +151,7 @@ class FeatureSwapPlanner:
         self.class_attributes = class_attributes
         # Class swaps left out because the new class has no object the question allows.
         self.skipped_class_swaps = 0
+        self._allowed_rows: dict[tuple[str, frozenset[str]], list[int]] = {}
         if mode == "labels" and bank.vocab is None:
             raise ValueError("label swaps need a perfect-sight table (with word vectors)")
         self.bank, self.vectors, self.k, self.seed = bank, class_vectors, k, seed
@@ -231,6 +232,19 @@ class FeatureSwapPlanner:
             self._encoded[attributes] = encode_attributes(attributes, self.bank.vocab or {})
         return self._encoded[attributes]
 
+    def _allowed(self, cls: str, excluded: frozenset[str]) -> list[int]:
+        """The bank rows of ``cls`` that carry no ``excluded`` attribute, in table order;
+        cached per (class, exclusions): questions share them, and a class can hold
+        thousands of objects."""
+        key = (cls, excluded)
+        if key not in self._allowed_rows:
+            rows = self.by_class[cls]
+            self._allowed_rows[key] = (
+                rows if not excluded
+                else [r for r in rows if not set(self.bank.attributes[r]) & excluded]
+            )  # fmt: skip
+        return self._allowed_rows[key]
+
     def _pick(self, rows: Sequence[int], rng: np.random.Generator) -> tuple[int, int]:
         return self._donor_ref(rows[int(rng.integers(len(rows)))])
 
@@ -255,11 +269,7 @@ class FeatureSwapPlanner:
             # (its attributes, and with donor features its row), never one that carries an
             # attribute the question mentions; ``same`` prefers the object's own attributes.
             same = self.by_labels.get((new, attrs), []) if self.class_attributes == "same" else []
-            pool = same or [
-                r
-                for r in self.by_class[new]
-                if not set(self.bank.attributes[r]) & q.excluded_attributes
-            ]
+            pool = same or self._allowed(new, q.excluded_attributes)
             if not pool:
                 self.skipped_class_swaps += 1
                 continue
