@@ -199,6 +199,7 @@ def _point_tables(scored: pl.DataFrame, questions: pl.DataFrame, families: dict[
         "relative_drop_paper": pl.concat([
             _keyed(vm, "relative_drop"), _keyed(vc, "relative_drop", model=None),
             _keyed(sub, "relative_drop")]),
+        "relative_drop_eq8": _keyed(vc, "relative_drop_eq8", model=None),
         "mmi": _keyed(mmi, "mmi", perturbation="group", key="scope"),
         "perturbed_accuracy": _keyed(mmi.filter(pl.col("scope") == "all"), "perturbed",
                                      perturbation=None),
