@@ -149,16 +149,28 @@ def score_lpips(
         ids.extend(b[0] for b in batch)
         scores.extend(float(v) for v in values)
 
+    def pair(rows: list[dict]) -> None:
+        # The clean images of a batch of corrupted ones in one read of their row groups.
+        originals = clean.read([int(r["image_id"]) for r in rows])
+        for row in rows:
+            image_id = int(row["image_id"])
+            seen = to_rgb(store.decode_image(row["bytes"]))
+            original = to_rgb(store.decode_image(originals[image_id]))
+            if original.shape != seen.shape:
+                sizes = f"{seen.shape[:2]}, its clean image {original.shape[:2]}"
+                raise ValueError(f"image {image_id}: {corrupted_dir} holds size {sizes}")
+            pending.setdefault(seen.shape, []).append((image_id, original, seen))
+            if len(pending[seen.shape]) == LPIPS_BATCH:
+                flush(seen.shape)
+
+    buffered: list[dict] = []
     for row in store.iter_images(corrupted_dir):
-        image_id = int(row["image_id"])
-        seen = to_rgb(store.decode_image(row["bytes"]))
-        original = to_rgb(store.decode_image(clean.read([image_id])[image_id]))
-        if original.shape != seen.shape:
-            raise ValueError(f"image {image_id}: {corrupted_dir} holds size {seen.shape[:2]}, "
-                             f"its clean image {original.shape[:2]}")  # fmt: skip
-        pending.setdefault(seen.shape, []).append((image_id, original, seen))
-        if len(pending[seen.shape]) == LPIPS_BATCH:
-            flush(seen.shape)
+        buffered.append(row)
+        if len(buffered) == LPIPS_BATCH:
+            pair(buffered)
+            buffered = []
+    if buffered:
+        pair(buffered)
     for shape in list(pending):
         flush(shape)
     order = np.argsort(ids, kind="stable")
