@@ -8,12 +8,20 @@ are not on this machine, so the bank is synthetic at that size: 36 detections pe
 with probability 0.6 (the rest unmatched), 1,000 class names and 600 attribute names
 (0-3 attributes per object), 1-2 objects selected per question, word vectors of 300
 dimensions in a GloVe text file (random). Planning does not read feature rows, so they
-have 16 dimensions here. Prints one Markdown table: mode, questions, swaps, seconds.
+have 16 dimensions here. Each bank is planned twice, each in its own process (so that
+each peak is its own): with every context object swapped (``context.max_objects: null``,
+the paper's rule and config/gqa.yaml's) and with the first 6 (the cap this project used
+before). Prints one Markdown table: bank, mode, objects swapped, questions, context
+objects per question, swaps, seconds, peak resident memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,12 +50,17 @@ def synthetic_bank(n_images: int, rows: int, match: float, rng: np.random.Genera
     return FeatureTable(feature_table(out))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=1000)
-    parser.add_argument("--questions-per-image", type=int, default=12)
-    parser.add_argument("--k", type=int, default=10)
-    args = parser.parse_args()
+BANKS = {
+    "obj36": ("obj36 (36 detections, 60% matched)", 36, 0.6, "donor"),
+    "sight": ("perfect sight (16 objects)", 16, 1.0, "labels"),
+}
+CAPS = (None, 6)
+
+
+def plan_one(bank_name: str, max_objects: int | None, images: int, per_image: int,
+             k: int) -> dict:  # fmt: skip
+    """Plan one bank's swaps with one cap; what the table prints of it."""
+    label, rows, match, mode = BANKS[bank_name]
     rng = np.random.default_rng(0)
     classes = [f"class{i:04d}" for i in range(1000)]
     attributes = [f"attr{i:03d}" for i in range(600)]
@@ -56,32 +69,59 @@ def main() -> None:
         with glove.open("w") as fh:
             for name in classes + attributes:
                 fh.write(name + " " + " ".join(f"{v:.4f}" for v in rng.normal(size=300)) + "\n")
-        print("| bank | mode | questions | swaps | seconds |\n|---|---|---|---|---|")
-        banks = (
-            ("obj36 (36 detections, 60% matched)", 36, 0.6, "donor"),
-            ("perfect sight (16 objects)", 16, 1.0, "labels"),
-        )
-        for label, rows, match, mode in banks:
-            bank = synthetic_bank(args.images, rows, match, rng, classes, attributes)
-            if mode == "labels":
-                names = classes + attributes
-                bank.vocab = {n: rng.normal(size=300).astype(np.float32) for n in names}
-            contexts = []
-            for image in range(args.images):
-                labels = bank.labels(image)
-                matched = [i for i, (c, _, _) in enumerate(labels) if c is not None]
-                for n in range(args.questions_per_image):
-                    chosen = set(rng.choice(matched, size=int(rng.integers(1, 3)), replace=False))
-                    excluded = frozenset(labels[i][0] for i in chosen)
-                    contexts.append(QuestionContext(
-                        image * 100 + n, image, tuple(i for i in matched if i not in chosen),
-                        excluded, frozenset(a for i in chosen for a in labels[i][1])))  # fmt: skip
-            started = time.perf_counter()
-            rows_out = plan_feature_swaps(contexts, bank, ["swap_class", "swap_attribute"],
-                                          FeatureSwapSettings(mode, seed=0, k=args.k),
-                                          str(glove))  # fmt: skip
-            seconds = time.perf_counter() - started
-            print(f"| {label} | {mode} | {len(contexts):,} | {len(rows_out):,} | {seconds:.1f} |")
+        bank = synthetic_bank(images, rows, match, rng, classes, attributes)
+        if mode == "labels":
+            bank.vocab = {n: rng.normal(size=300).astype(np.float32) for n in classes + attributes}
+        contexts = []
+        for image in range(images):
+            labels = bank.labels(image)
+            matched = [i for i, (c, _, _) in enumerate(labels) if c is not None]
+            for n in range(per_image):
+                chosen = set(rng.choice(matched, size=int(rng.integers(1, 3)), replace=False))
+                excluded = frozenset(labels[i][0] for i in chosen)
+                contexts.append(QuestionContext(
+                    image * 100 + n, image, tuple(i for i in matched if i not in chosen),
+                    excluded, frozenset(a for i in chosen for a in labels[i][1])))  # fmt: skip
+        settings = FeatureSwapSettings(mode, seed=0, k=k, max_objects=max_objects)
+        started = time.perf_counter()
+        planned = plan_feature_swaps(contexts, bank, ["swap_class", "swap_attribute"], settings,
+                                     str(glove))  # fmt: skip
+        seconds = time.perf_counter() - started
+    return {"bank": label, "mode": mode, "cap": max_objects, "questions": len(contexts),
+            "objects": float(np.mean([len(c.context) for c in contexts])),
+            "swaps": len(planned), "top": max(r["severity"] for r in planned),
+            "seconds": seconds,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=1000)
+    parser.add_argument("--questions-per-image", type=int, default=12)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--one", nargs=2, metavar=("BANK", "CAP"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sizes = ["--images", str(args.images), "--questions-per-image",
+             str(args.questions_per_image), "--k", str(args.k)]  # fmt: skip
+    if args.one:
+        bank, cap = args.one
+        print(json.dumps(plan_one(bank, None if cap == "none" else int(cap), args.images,
+                                  args.questions_per_image, args.k)))  # fmt: skip
+        return
+    print(
+        "| bank | mode | objects swapped | questions | context objects per question | "
+        "swaps | highest severity | seconds | peak memory |\n|---|---|---|---|---|---|---|---|---|"
+    )
+    for bank in BANKS:
+        for cap in CAPS:
+            out = subprocess.run([sys.executable, __file__, *sizes, "--one", bank,
+                                  "none" if cap is None else str(cap)],
+                                 check=True, capture_output=True, text=True).stdout  # fmt: skip
+            r = json.loads(out.strip().splitlines()[-1])
+            swapped = "every one" if r["cap"] is None else f"first {r['cap']}"
+            print(f"| {r['bank']} | {r['mode']} | {swapped} | {r['questions']:,} | "
+                  f"{r['objects']:.1f} | {r['swaps']:,} | {r['top']} | {r['seconds']:.1f} | "
+                  f"{r['peak_mb'] / 1024:.1f} GB |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@ import os
 import re
 import sys
 
-from vqarobust.config import ConfigError, validate_config
+from vqarobust.config import ConfigError, missing_weights, validate_config
 from vqarobust import perturbations, text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
-from vqarobust.context.swapmix import context_max_swaps
 from vqarobust.datasets import dataset_job
 from vqarobust.features import word_vectors
 from vqarobust.models import FEATURE_FAMILIES, exposes_attention, family_code_digest
@@ -35,7 +34,10 @@ except ConfigError as exc:
 DATASET = config["dataset"]["name"]
 SHARDS = shard_bytes(config["storage"])
 MODELS = list(config["models"])
-CORRUPTIONS = list(config["corruptions"])
+# With missing_weights: skip, stylize and sentence rewrites whose weights are not here are
+# left out, each with its reason (listed at start, in the summary and in the report).
+SKIPPED_WEIGHTS = missing_weights(config)
+CORRUPTIONS = [c for c in config["corruptions"] if c not in SKIPPED_WEIGHTS]
 # Controls (the blank images) run like corruptions at their one severity; load_duckdb keeps
 # them out of the robustness metrics.
 CONTROLS = list(config["controls"])
@@ -48,7 +50,7 @@ SKIPPED_TEXT = {
     if name not in text.names(available=True)
 }
 TEXT = [p for p in config["text"]["perturbations"] if p not in SKIPPED_TEXT]
-SENTENCE = list(config["text"]["sentence"])
+SENTENCE = [n for n in config["text"]["sentence"] if n not in SKIPPED_WEIGHTS]
 # Basic-question perturbations: every ranker on every basic-question dataset (bq_* on the
 # general pool, ynbq_* on its yes/no questions); METEOR without WordNet is skipped like
 # the WordNet text perturbations.
@@ -74,7 +76,6 @@ BQ_LEVELS = list(range(1, config["basic_questions"]["k"] // 3 + 1))
 # SwapMix context perturbations (scenes datasets): one subset each, severity = the index
 # of a question's swap of that kind.
 CONTEXT = list(config["context"]["perturbations"])
-CONTEXT_SEVERITIES = list(range(1, context_max_swaps(config["context"]) + 1))
 SUBSETS = ["clean", *CORRUPTIONS, *CONTROLS, *TEXT, *SENTENCE, *RANKERS, *CONTEXT]
 # Region-feature models (LXMERT) read a feature source instead of pixels: every subset
 # still, with the features of its images (docs/context.md, "Feature models").
@@ -95,6 +96,8 @@ if workflow.is_main_process:
     if SKIPPED_RANKERS:
         names = ", ".join(SKIPPED_RANKERS)
         print(f"Skipping basic-question rankers {names}: {text.wordnet.missing_message()}")
+    for name, reason in SKIPPED_WEIGHTS.items():
+        print(f"Skipping {name} (missing_weights: skip): {reason}")
 # Figure captions: package data, shared by the HTML report and Snakemake's native report.
 CAPTIONS = "../src/vqarobust/report/captions"
 

@@ -111,6 +111,7 @@ def get_swap_features_params(wildcards):
         "perturbations": CONTEXT, "seed": config["seed"], "k": context["k"],
         "threshold": context["threshold"], "mode": swap_mode(wildcards.feature),
         "class_attributes": context["class_attributes"],
+        "max_objects": context["max_objects"],
         "word_vectors": word_vectors_identity(),
     }  # fmt: skip
     if config["dataset"]["adapter"] == "gqa":

@@ -74,7 +74,8 @@ def get_subset_severities(wildcards):
     if wildcards.subset in SENTENCE:
         return [1]
     if wildcards.subset in CONTEXT:
-        return CONTEXT_SEVERITIES
+        # Every swap index of the question set: known once the swaps are made.
+        return None
     if wildcards.subset in CORRUPTIONS:
         return corruption_severities(wildcards.subset)
     return SEVERITIES

@@ -20,6 +20,7 @@ rule perturb_questions:
         engine=text.TEXT_ENGINE_VERSION,
         severities=SEVERITIES,
         fidelity=get_text_params,
+        rates=get_text_rates,
     script:
         "../workflow/scripts/perturb_questions.py"
 

@@ -14,6 +14,12 @@ def get_text_params(wildcards):
     return canonical(params)
 
 
+def get_text_rates(wildcards):
+    """How much a perturbation changes per severity (vqarobust.text.tokens.Rates)."""
+    t = config["text"]
+    return canonical({k: t[k] for k in ("word_share", "char_share", "char_min_length")})
+
+
 def get_sentence_params(wildcards):
     """What can change a rewrite: the models, prompts and generation length."""
     settings = dict(config["text"]["sentence"][wildcards.sentence])

@@ -69,7 +69,7 @@ def test_summary_markdown(tmp_path, capsys):
                       "model": model, "modality": modality, "perturbation": corruption,
                       "severity": severity, "truncated": False}
                      for i in range(4)]  # fmt: skip
-    preds = pl.DataFrame(rows).with_columns(pl.col("severity").cast(pl.Int8))
+    preds = pl.DataFrame(rows).with_columns(pl.col("severity").cast(pl.Int16))
     preds.write_parquet(tmp_path / "p.parquet")
     build_database(
         tmp_path / "r.duckdb", DatabaseInputs(tmp_path / "q.parquet", [tmp_path / "p.parquet"])

@@ -14,7 +14,12 @@ from vqarobust import store
 from vqarobust.context import coco
 from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.datasets.miniature import MINI_CATEGORIES, write_mini_vqav2
-from vqarobust.materialize.context import CocoSources, SwapOutputs, swap_context_coco
+from vqarobust.materialize.context import (
+    CocoSources,
+    SwapOutputs,
+    SwapSettings,
+    swap_context_coco,
+)
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +91,27 @@ def test_swaps_use_only_context_instances_and_unmentioned_classes():
     assert [s.donor.id for s in attr] == [5, 5] and [s.severity for s in attr] == [1, 2]
 
 
+def test_every_context_instance_is_swapped_unless_capped():
+    """Eight cats, largest first: all eight are swapped (the paper's rule), or the
+    largest c with max_objects c, each target's swaps as without the cap."""
+    inst = [coco.Instance(i, 10, "cat", (0, 0, 50, 50), 5000 - i, False) for i in range(1, 9)]
+    donors = {"cat": [coco.Instance(20, 11, "cat", (0, 0, 40, 40), 1600, False)],
+              "bench": [coco.Instance(21, 12, "bench", (0, 0, 40, 40), 1600, False)]}  # fmt: skip
+    neighbours = {"cat": ["bench"]}
+
+    def swaps(cap):  # noqa: ANN001, ANN202
+        return coco.coco_swaps(inst, set(), neighbours, donors, 1, np.random.default_rng(0),
+                               max_objects=cap)  # fmt: skip
+
+    every = swaps(None)
+    assert [s.target.id for s in every if s.perturbation == "swap_class"] == list(range(1, 9))
+    assert max(s.severity for s in every) == 8
+    three = swaps(3)
+    assert [(s.perturbation, s.target.id, s.donor.id) for s in three] == [
+        (s.perturbation, s.target.id, s.donor.id) for s in every if s.target.id <= 3
+    ]
+
+
 def test_paste_replaces_only_the_box():
     rng = np.random.default_rng(0)
     image = Image.fromarray(rng.integers(0, 255, (60, 80, 3), dtype=np.uint8))
@@ -109,7 +135,7 @@ def test_coco_swaps_materialize_seeded(mini, tmp_path):
         sources = CocoSources(prepared / "img", paths["images"], paths["instances"])
         return swap_context_coco(prepared / "q.parquet", sources,
                                  SwapOutputs(out / "swaps.parquet", sets, out / "images"),
-                                 seed=seed, k=2)  # fmt: skip
+                                 SwapSettings(seed, k=2))  # fmt: skip
 
     counts = run(tmp_path / "a")
     assert counts["swaps"] > 0 and counts["swap_class"] > 0 and counts["swap_attribute"] > 0

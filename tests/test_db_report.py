@@ -26,7 +26,7 @@ def _write_predictions(
     columns = ["question_id", "answer", "model", "modality", "perturbation", "severity",
                "truncated"]  # fmt: skip
     df = pl.DataFrame(rows, schema=columns, orient="row").with_columns(
-        pl.col("severity").cast(pl.Int8)
+        pl.col("severity").cast(pl.Int16)
     )
     path = tmp_path / f"{model}-{corruption}.parquet"
     store.write_table(df.to_arrow(), path)

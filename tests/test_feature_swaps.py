@@ -196,6 +196,38 @@ def test_the_first_k_swaps_of_a_run_with_more_are_the_runs_with_k():
             }
 
 
+def test_a_cap_on_the_objects_keeps_the_first_objects_swaps_exactly():
+    """context.max_objects: None swaps every context object (the paper's rule); a cap of
+    c swaps the first c (by row, by id on scenes), each exactly as without the cap."""
+    rows = [{"image_id": 0, "object_index": i, "object_id": str(i), "box": [0, 0, 1, 1],
+             "class": ("circle", "square", "star")[i % 3],
+             "attributes": [("red", "blue", "green")[i // 3]], "feature": [float(i)] * 4}
+            for i in range(9)]  # fmt: skip
+    b = FeatureTable(feature_table(rows))
+    q = QuestionContext(5, 0, context=tuple(range(1, 9)))  # row 0 is the question's
+    kinds = ["swap_class", "swap_attribute"]
+    every = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=3).swaps(q, kinds)
+    assert {s.object_index for s in every} == set(range(1, 9))  # more than the old cap of 6
+    for cap in (1, 3, 6):
+        capped = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=3, max_objects=cap).swaps(q, kinds)
+        assert {s.object_index for s in capped} == set(range(1, cap + 1))
+        assert capped == [s for s in every if s.object_index <= cap]
+    # Pixel swaps of scenes alike.
+    neighbours = {s: [t for t in scenes.SHAPES if t != s] for s in scenes.SHAPES}
+    several = 0
+    for image_id in range(8):
+        objects = scenes.scene(0, "test", image_id)
+        for question in scenes.questions(0, "test", image_id, objects):
+            all_ = scene_swaps(objects, question, neighbours, 2, np.random.default_rng(image_id))
+            first = scene_swaps(objects, question, neighbours, 2, np.random.default_rng(image_id),
+                                max_objects=1)  # fmt: skip
+            ids = [o.id for o in scenes.context_objects(objects, question)]
+            assert {s.object_id for s in all_} <= set(ids)
+            assert first == [s for s in all_ if s.object_id == ids[0]]
+            several += len({s.object_id for s in all_}) > 1
+    assert several  # the cap did drop objects somewhere
+
+
 def test_reliance_at_k_by_hand():
     # q1 correct; it flips only under its rank-3 class swap. q2 correct; flips under its
     # rank-1 attribute swap. q3 wrong on the clean image.
@@ -211,10 +243,10 @@ def test_reliance_at_k_by_hand():
         schema=["model", "modality", "perturbation", "severity", "question_id", "answer", "score"],
         orient="row",
     )
-    scored = scored.with_columns(pl.col("severity").cast(pl.Int8))
+    scored = scored.with_columns(pl.col("severity").cast(pl.Int16))
     ranks = pl.DataFrame([("m", q, p, sev, r) for q, p, sev, r, _ in ctx],
                          schema=["model", "question_id", "perturbation", "severity", "rank"],
-                         orient="row").with_columns(pl.col("severity").cast(pl.Int8))  # fmt: skip
+                         orient="row").with_columns(pl.col("severity").cast(pl.Int16))  # fmt: skip
     table = reliance_at_k(scored, ranks, [1, 3])
     got = {(r["perturbation"], r["k"]): (r["n_correct"], r["n_changed"])
            for r in table.iter_rows(named=True)}  # fmt: skip

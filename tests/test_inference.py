@@ -295,6 +295,50 @@ def test_question_sets_are_asked_about_the_clean_images(easy_vqa_eval, tmp_path)
     assert df["truncated"].sum() > 0
 
 
+def test_swap_indices_past_int8_and_chunks_kept_from_int8(easy_vqa_eval, tmp_path):
+    """A context set's severities are its swap indices, past 127 when every object of a
+    GQA image is swapped: the job asks each, stores them as int16, and merges a finished
+    chunk written while severities were int8."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vqarobust.inference import context_severities
+
+    qs = store.read_questions(easy_vqa_eval["questions"]).slice(0, 6)
+    n = qs.num_rows
+    severities = [1, 2, 300] * 2
+    path = tmp_path / "swap_class.parquet"
+    store.write_table(pa.table({
+        "question_id": qs.column("question_id"), "image_id": qs.column("image_id"),
+        "original": qs.column("question"), "perturbed": qs.column("question"),
+        "perturbation": ["swap_class"] * n, "severity": severities, "changed": [True] * n,
+        "similarity": [1.0] * n, "tries": [1] * n,
+    }, schema=store.QUESTION_SET_SCHEMA), path)  # fmt: skip
+    assert context_severities(path) == [1, 2, 300]
+    subsets = [Subset("swap_class", s, str(easy_vqa_eval["images"]), "context", str(path))
+               for s in context_severities(path)]  # fmt: skip
+    out = tmp_path / "pred.parquet"
+
+    def run():  # noqa: ANN202
+        run_inference(ModelRef("echo", {"device": "cpu"}, loader=lambda *a, **k: Echo()),
+                      easy_vqa_eval["questions"], subsets, out, device="cpu")  # fmt: skip
+        return pl.read_parquet(out)
+
+    df = run()
+    assert df.schema["severity"] == pl.Int16
+    assert df.group_by("severity").len().sort("severity").rows() == [(1, 2), (2, 2), (300, 2)]
+    # A chunk kept from before the widening: int8 on disk, merged all the same.
+    chunks = sorted((tmp_path / "pred.parquet.chunks").glob("*.parquet"))
+    small = [c for c in chunks if pq.read_table(c).column("severity")[0].as_py() == 1]
+    old = pq.read_table(small[0])
+    pq.write_table(old.cast(old.schema.set(old.schema.get_field_index("severity"),
+                                           pa.field("severity", pa.int8()))), small[0])  # fmt: skip
+    assert pq.read_table(small[0]).schema.field("severity").type == pa.int8()
+    out.unlink()
+    assert run().sort("severity", "question_id").equals(df.sort("severity", "question_id"))
+    assert pq.read_table(small[0]).schema.field("severity").type == pa.int8()  # reused
+
+
 def test_a_question_set_of_other_questions_is_refused(easy_vqa_eval, tmp_path):
     from vqarobust.materialize.questions import perturb_question_set
 

@@ -233,7 +233,7 @@ def _with_swaps(scored: pl.DataFrame, seed: int) -> pl.DataFrame:
             flip = rng.random(clean.height) < 1 / 3
             swaps.append(clean.with_columns(
                 pl.lit("context").alias("modality"), pl.lit(kind).alias("perturbation"),
-                pl.lit(severity, pl.Int8).alias("severity"),
+                pl.lit(severity, pl.Int16).alias("severity"),
                 pl.when(pl.Series(flip)).then(pl.lit("other")).otherwise("answer").alias("answer"),
                 pl.when(pl.Series(flip)).then(0.0).otherwise("score").alias("score"),
             ))  # fmt: skip
@@ -294,7 +294,7 @@ def per_question_rows(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
                 rows.append((model, sub, sub, severity, q, draw(score), draw(st.booleans())))
     scored = pl.DataFrame(rows, orient="row", schema={
         "model": pl.String, "modality": pl.String, "perturbation": pl.String,
-        "severity": pl.Int8, "question_id": pl.Int64, "score": pl.Float64,
+        "severity": pl.Int16, "question_id": pl.Int64, "score": pl.Float64,
         "truncated": pl.Boolean})  # fmt: skip
     return scored, questions
 
@@ -355,7 +355,7 @@ def test_context_tables_are_their_kernel_at_the_data(n_q, seed):
     rng = np.random.default_rng(seed)
     score = rng.choice([0.0, 0.3, 1.0], n_q)
     clean = pl.DataFrame({"model": "m", "modality": "clean", "perturbation": "clean",
-                          "severity": pl.Series([0] * n_q, dtype=pl.Int8),
+                          "severity": pl.Series([0] * n_q, dtype=pl.Int16),
                           "question_id": range(n_q), "answer": "a", "score": score})  # fmt: skip
     swapped = clean.sample(fraction=rng.uniform(0, 1), seed=seed % 1000)["question_id"]
     scored = _with_swaps(clean, seed).filter(

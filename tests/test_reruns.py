@@ -21,8 +21,8 @@ TINY = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text()
 # Study configs whose job graphs hold every stage and read every key: the workflow test's
 # tiny easy-VQA config, a scenes study with context swaps, feature sources and SwapMix
 # training, GQA with its released features, and VQAv2 with every model family, stylize,
-# sentence rewrites, pool files, the fidelity filter and VQABQ. Only job graphs are built
-# (nothing runs), so the files they name need only exist.
+# sentence rewrites (one without its model), pool files, the fidelity filter and VQABQ.
+# Only job graphs are built (nothing runs), so the files they name need only exist.
 SCENES = {
     "seed": 0,
     "dataset": {"name": "scenes", "adapter": "scenes", "scene_seed": 0, "n_images": 4,
@@ -69,7 +69,9 @@ VQAV2 = {
     "stylize": {"weights": "data/adain", "styles": "data/styles"},
     "lpips": {"backbone": "data/alexnet.pth", "linear": "data/alex.pth"},
     "text": {"perturbations": ["keyboard"], "min_similarity": 0.5,
-             "sentence": {"formal": {"model": "data/t5", "prompt": "formal: {question}"}}},
+             "sentence": {"formal": {"model": "data/t5", "prompt": "formal: {question}"},
+                          # Never fetched: missing_weights: skip leaves it out.
+                          "casual": {"model": "data/absent"}}},
     "context": {"perturbations": ["swap_class"], "k": 1, "instances": "data/instances.json"},
     "basic_questions": {"rankers": ["bq_lasso", "bq_cosine", "bq_bleu"], "k": 3, "pool": ["eval"],
                         "pool_files": ["data/pool.jsonl"], "lasso": {"mode": "paper"},
@@ -163,6 +165,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "corruptions": ("tiny", put("corruptions", ["gaussian_noise", "brightness", "contrast"])),
     "controls": ("vqav2", put("controls", ["blank"])),
     "stylize.weights": ("vqav2", put("stylize.weights", "data/adain2")),
+    "missing_weights": ("vqav2", put("missing_weights", "skip")),
     "lpips.backbone": ("vqav2", put("lpips.backbone", "data/alexnet2.pth")),
     "lpips.linear": ("vqav2", put("lpips.linear", "data/alex2.pth")),
     "stylize.styles": ("vqav2", put("stylize.styles", "data/images")),
@@ -171,6 +174,9 @@ CHANGES: dict[str, tuple[str, Edit]] = {
                                                                "char_swap"])),
     "text.min_similarity": ("tiny", put("text.min_similarity", 0.5)),
     "text.max_tries": ("tiny", put("text.max_tries", 3)),
+    "text.word_share": ("tiny", put("text.word_share", [0.05, 0.1, 0.15, 0.2, 0.25])),
+    "text.char_share": ("tiny", put("text.char_share", 0.3)),
+    "text.char_min_length": ("tiny", put("text.char_min_length", 4)),
     "text.on_low_similarity": ("vqav2", put("text.on_low_similarity", "drop")),
     "text.filter_levels": ("vqav2", put("text.filter_levels", ["word"])),
     "text.similarity_encoder": ("vqav2", put("text.similarity_encoder", "data/encoder")),
@@ -189,6 +195,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "context.k": ("scenes", put("context.k", 3)),
     "context.reliance_k": ("scenes", put("context.reliance_k", [1])),
     "context.threshold": ("scenes", put("context.threshold", 0.3)),
+    "context.max_objects": ("scenes", put("context.max_objects", 2)),
     "context.class_attributes": ("scenes", put("context.class_attributes", "same")),
     "context.word_vectors": ("scenes", put("context.word_vectors", "data/glove.txt")),
     "context.instances": ("vqav2", put("context.instances", "data/a.json")),

@@ -271,6 +271,10 @@ def test_config_checks_the_context_study():
                           "corruptions": ["snow"], "models": {"m": trained},
                           "context": both})  # fmt: skip
     assert ok["context"]["k"] == 3
+    assert ok["context"]["max_objects"] is None  # the paper's rule: every context object
+    for bad in (0, 2.5, "six"):
+        with pytest.raises(ConfigError, match="context.max_objects"):
+            validate_config({**ok, "context": {**both, "max_objects": bad}})
     assert ok["models"]["m"]["train"]["swapmix"] == {"p_object": 0.5, "p_class": 0.5, "k": 3}
     with pytest.raises(ConfigError, match="scene_seed"):
         validate_config({**base, "dataset": {"name": "d", "adapter": "easy-vqa", "scene_seed": 1}})

@@ -105,6 +105,47 @@ def test_touched_words_follow_the_documented_shares():
         tokens.n_touched(10, 6, 10)
 
 
+def test_the_multimodal_papers_rates():
+    """text.word_share, text.char_share, text.char_min_length: the paper's p = 0.05 per
+    level, ~30% of a touched word's characters (nlpaug's count), words of 4+ letters."""
+    from nlpaug.augmenter.char import RandomCharAug
+
+    paper = tokens.Rates((0.05, 0.1, 0.15, 0.2, 0.25), 0.3, 4)
+    assert [tokens.n_touched(20, s, 20, paper) for s in range(1, 6)] == [1, 2, 3, 4, 5]
+    # Characters per touched word: nlpaug's own count, at 0.3 with its min 1 and max 10.
+    theirs = RandomCharAug(action="substitute", aug_char_p=0.3)
+    for n in range(4, 45):
+        assert paper.chars(n, n) == theirs._generate_aug_cnt(n, 1, 10, 0.3), n
+    assert paper.chars(10, 2) == 2 and tokens.RATES.chars(10, 7) == 1
+    q = "an ox is by the enormous elephant beside two tall giraffes"  # 11 words, 3 short
+    for seed in range(30):
+        out = text.perturb(q, "char_replace", 5, seed, paper)
+        before, after = q.split(), out.split()
+        assert len(before) == len(after)
+        changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+        assert len(changed) == 3  # 0.25 x 11 words, rounded
+        for a, b in changed:  # replaced letters: distinct positions, each a new letter
+            assert len(a) >= 4 and sum(x != y for x, y in zip(a, b, strict=True)) == (
+                paper.chars(len(a), len(a)))  # fmt: skip
+    # Insertions and deletions at several positions of one word, from the last.
+    out = text.perturb("elephants", "char_delete", 1, 3, paper)
+    assert len(out) == len("elephants") - paper.chars(9, 9)
+    assert text.perturb("elephants", "char_insert", 1, 3, paper) != "elephants"
+    # The word level follows word_share alone.
+    assert text.perturb(q, "word_delete", 1, 0, paper).count(" ") == q.count(" ") - 1
+    with pytest.raises(ValueError, match="1..5"):
+        tokens.n_touched(10, 6, 10, paper)
+
+
+def test_the_configs_default_rates_are_the_librarys():
+    from vqarobust.config import validate_config
+
+    config = validate_config({"dataset": {"name": "d", "adapter": "easy-vqa"},
+                              "corruptions": ["snow"],
+                              "models": {"m": {"family": "blip", "path_or_id": "x"}}})  # fmt: skip
+    assert tokens.Rates.from_params(config["text"]) == tokens.RATES
+
+
 def test_seed_depends_on_question_id_not_order():
     q = QUESTIONS[4]
     a = [text.perturb_item(q, "char_swap", 3, 0, qid) for qid in (7, 8, 9)]

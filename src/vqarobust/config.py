@@ -207,7 +207,7 @@ def validate_config(
         )
     _check_dataset(config["dataset"], explicit)
     _check_corruptions(config)
-    if "stylize" in config["corruptions"]:
+    if "stylize" in config["corruptions"] and config["missing_weights"] == "fail":
         _check_stylize(config["stylize"])
     _check_lpips(config.get("lpips") or {})
     _check_text(config)
@@ -571,6 +571,40 @@ def _check_lpips(settings: dict[str, Any]) -> None:
     for key in given:
         if not Path(settings[key]).is_file():
             raise ConfigError(f"config error at lpips.{key}: no file {settings[key]}")
+
+
+def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
+    """With ``missing_weights: skip``, the perturbations whose weights are not on this
+    machine, each with the reason: stylize without its AdaIN files or style images, a
+    sentence rewrite (``text.sentence``) whose model is neither a local folder nor in the
+    Hugging Face cache (and may not be downloaded). Empty with ``fail``: then stylize
+    stops the run at start and a rewrite's job names its model."""
+    if config["missing_weights"] != "skip":
+        return {}
+    from vqarobust.models.loading import MissingWeightsError, resolve_weights
+
+    out = {}
+    if "stylize" in config["corruptions"]:
+        try:
+            _check_stylize(config["stylize"])
+        except ConfigError as exc:
+            out["stylize"] = str(exc).removeprefix("config error at ")
+    for name, settings in config["text"]["sentence"].items():
+        if settings.get("allow_download"):
+            continue  # fetched by its job
+        for key, revision in (("model", "revision"), ("back_model", "back_revision")):
+            if key not in settings:
+                continue
+            try:
+                resolve_weights(f"text.sentence.{name}.{key}", settings[key], False,
+                                settings.get(revision))  # fmt: skip
+            except MissingWeightsError:
+                out[name] = (
+                    f"text.sentence.{name}.{key}: {settings[key]} is neither "
+                    "a local folder nor in the Hugging Face cache (downloads off)"
+                )
+                break
+    return out
 
 
 def _check_stylize(settings: dict[str, Any]) -> None:

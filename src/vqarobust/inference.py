@@ -134,11 +134,18 @@ def predict_subset(
             "model": pa.array([model_name] * n, pa.string()),
             "modality": pa.array([subset.modality] * n, pa.string()),
             "perturbation": pa.array([subset.perturbation] * n, pa.string()),
-            "severity": pa.array([subset.severity] * n, pa.int8()),
+            "severity": pa.array([subset.severity] * n, store.SEVERITY),
             "truncated": pa.array(model.truncated(texts), pa.bool_()),
         },
         schema=store.PREDICTION_SCHEMA,
     )
+
+
+def context_severities(path: str | os.PathLike[str]) -> list[int]:
+    """The severities of a context question set: every swap index it holds, ascending
+    (a question's swaps of one kind are numbered 1..objects x k, with no fixed top)."""
+    column = pq.read_table(path, columns=["severity"]).column("severity")
+    return sorted(int(s) for s in pc.unique(column).to_pylist())
 
 
 def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:

@@ -42,8 +42,9 @@ class NoRerun:
 
 _DATASET = ("dataset", "seed")
 # Which subsets exist comes from the stages that make them (corrupt_images,
-# perturb_questions, ...); run_model reads only how many severities each has.
-_LEVELS = ("severities", "basic_questions.k", "context.k")
+# perturb_questions, ...); run_model reads only how many severities each has (a context
+# subset's: every swap index of its question set, an input).
+_LEVELS = ("severities", "basic_questions.k")
 # The scenes generator's seed and split (the train split's for training, the evaluated
 # one's for the swaps; feature extraction has a job of each).
 _SCENES = ("dataset.scene_seed", "dataset.split", "dataset.train_split")
@@ -68,20 +69,23 @@ RULES: dict[str, Stage] = {
                             ("prepare_dataset",)),
     "extract_image_features": Stage(("features.*",), ("corrupt_images", "train_detector")),
     "score_lpips": Stage(("lpips",), ("prepare_dataset", "corrupt_images")),
-    "swap_context": Stage(("seed", "context.perturbations", "context.k", "context.min_area",
+    "swap_context": Stage(("seed", "context.perturbations", "context.k", "context.max_objects",
+                           "context.min_area",
                            "context.instances", "dataset.images", "storage.image_format",
                            "storage.jpeg_quality", *_EVAL_SCENES),
                           ("prepare_dataset",)),
     "swap_features": Stage(("seed", "context.perturbations", "context.k", "context.threshold",
-                            "context.class_attributes",
+                            "context.class_attributes", "context.max_objects",
                             "context.word_vectors", "features.*.kind", "dataset.questions",
                             "dataset.scene_graphs", *_EVAL_SCENES),
                            ("prepare_dataset", "extract_features")),
     "perturb_questions": Stage(("seed", "severities", "text.perturbations",
                                 "text.min_similarity", "text.max_tries",
                                 "text.on_low_similarity", "text.similarity_encoder",
-                                "text.filter_levels"),
+                                "text.filter_levels", "text.word_share", "text.char_share",
+                                "text.char_min_length"),
                                ("prepare_dataset",)),
+    # missing_weights only removes jobs: it reruns the analyses (their skipped list).
     "rewrite_questions": Stage(("text.sentence",), ("prepare_dataset",)),
     "embed_questions": Stage(("basic_questions.encoder",), ("prepare_dataset",)),
     "embed_pool": Stage(("basic_questions.encoder", "basic_questions.pool",

@@ -207,10 +207,11 @@ class ChunkStore:
 
     def merge(self, files: Sequence[Path]) -> pa.Table:
         """The chunks as one predictions table, in the order given."""
-        tables = [pq.read_table(f) for f in files]
+        # Each cast on its own: a chunk kept from before severities were int16 is int8.
+        tables = [pq.read_table(f).cast(store.PREDICTION_SCHEMA) for f in files]
         if not tables:
             return store.PREDICTION_SCHEMA.empty_table()
-        return pa.concat_tables(tables).cast(store.PREDICTION_SCHEMA)
+        return pa.concat_tables(tables)
 
     def prune(self, keep: Sequence[str], job_key: str) -> None:
         """Remove the chunks and records of every subset not in ``keep``, and every other

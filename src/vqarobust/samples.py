@@ -22,7 +22,7 @@ SAMPLE_SCHEMA = {
     "question_id": pl.Int64,
     "image_id": pl.Int64,
     "perturbation": pl.String,
-    "severity": pl.Int8,
+    "severity": pl.Int16,
     "png": pl.Binary,
 }
 

@@ -36,13 +36,17 @@ CORRUPTED_IMAGE_SCHEMA = IMAGE_SCHEMA.append(pa.field("ssim", pa.float64())).app
     pa.field("psnr", pa.float64())
 )
 
+# A perturbation's level: 1-5 for corruptions, a swap index (objects x k, past int8 on
+# GQA when every context object is swapped) for context perturbations.
+SEVERITY = pa.int16()
+
 # One attention map per (model, subset, question): the answer position's attention over
 # the image on a rows x cols grid, row-major, summing to 1 (vqarobust.attention).
 ATTENTION_SCHEMA = pa.schema(
     [
         ("model", pa.string()),
         ("perturbation", pa.string()),
-        ("severity", pa.int8()),
+        ("severity", SEVERITY),
         ("question_id", pa.int64()),
         ("image_id", pa.int64()),
         ("rows", pa.int16()),
@@ -72,7 +76,7 @@ QUESTION_SET_SCHEMA = pa.schema(
         ("original", pa.string()),
         ("perturbed", pa.string()),
         ("perturbation", pa.string()),
-        ("severity", pa.int8()),
+        ("severity", SEVERITY),
         ("changed", pa.bool_()),
         ("similarity", pa.float32()),
         ("tries", pa.int16()),
@@ -87,7 +91,7 @@ PREDICTION_SCHEMA = pa.schema(
         ("model", pa.string()),
         ("modality", pa.string()),
         ("perturbation", pa.string()),
-        ("severity", pa.int8()),
+        ("severity", SEVERITY),
         ("truncated", pa.bool_()),
     ]
 )

@@ -2,6 +2,7 @@
 
 from vqarobust.logs import setup_logging
 from vqarobust.materialize.questions import Fidelity, perturb_question_set
+from vqarobust.text import Rates
 
 setup_logging(snakemake.log[0])
 perturb_question_set(
@@ -10,4 +11,5 @@ perturb_question_set(
     snakemake.wildcards.perturbation,
     global_seed=snakemake.params.seed,
     fidelity=Fidelity.from_params(snakemake.params.fidelity),
+    rates=Rates.from_params(snakemake.params.rates),
 )

@@ -2,7 +2,7 @@
 
 import torch
 
-from vqarobust.inference import Subset, run_inference
+from vqarobust.inference import Subset, context_severities, run_inference
 from vqarobust.logs import setup_logging
 from vqarobust.models import ModelRef
 
@@ -17,6 +17,7 @@ folders, inputs = (features, "features") if features else (snakemake.input.image
 swaps = snakemake.input.get("swaps")
 if modality == "context":
     # One question set and one image folder (or feature table) hold every swap index.
+    severities = context_severities(question_sets[0])
     sets = list(question_sets) * len(severities)
     images = [folders[0]] * len(severities)
 elif question_sets:

@@ -5,6 +5,7 @@ from vqarobust.logs import setup_logging
 from vqarobust.materialize.context import (
     CocoSources,
     SwapOutputs,
+    SwapSettings,
     swap_context,
     swap_context_coco,
 )
@@ -13,11 +14,12 @@ setup_logging(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True))
 out = SwapOutputs(snakemake.output.swaps, sets, snakemake.output.images)
+swaps = SwapSettings(settings.pop("seed"), settings.pop("k"), settings.pop("max_objects"))
 shard_bytes = snakemake.params.runtime["shard_bytes"]
 if hasattr(snakemake.input, "instances"):
     sources = CocoSources(snakemake.input.clean, snakemake.input.source, snakemake.input.instances)
     storage = store.ImageStorage(settings.pop("image_format"), settings.pop("jpeg_quality"),
                                  shard_bytes)  # fmt: skip
-    swap_context_coco(snakemake.input.questions, sources, out, storage=storage, **settings)
+    swap_context_coco(snakemake.input.questions, sources, out, swaps, storage=storage, **settings)
 else:
-    swap_context(snakemake.input.questions, out, shard_bytes=shard_bytes, **settings)
+    swap_context(snakemake.input.questions, out, swaps, shard_bytes=shard_bytes, **settings)

@@ -70,7 +70,8 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "rscore": ("rscore",),
     "seed": ("seed",),
     # Only where WordNet is absent; the suite installs it.
-    "skipped": ("text.perturbations", "basic_questions.rankers", "basic_questions.datasets"),
+    "skipped": ("text.perturbations", "basic_questions.rankers", "basic_questions.datasets",
+                "missing_weights", "corruptions", "stylize", "text.sentence"),
     "image_subsets": ("corruptions", "controls", "severities", "dataset.adapter",
                       "dataset.images"),
     "outside": ("vre.include_grayscale", "corruptions"),

@@ -43,9 +43,9 @@ def _swap_tables(inputs: Inputs) -> dict[str, pl.DataFrame]:
 def run(inputs: Inputs, settings: Settings) -> Result:
     """Reliance at each k from each context prediction's swap rank."""
     swaps = _swap_tables(inputs)
-    # The pixel swap table has int8 severities, the feature swap tables int16.
+    # Swap tables written before severities were int16 hold int8: one type for the concat.
     ranks = [swaps[r["inputs"]].select(KEYS).with_columns(pl.lit(r["model"]).alias("model"),
-                                                          pl.col("severity").cast(pl.Int8),
+                                                          pl.col("severity").cast(pl.Int16),
                                                           pl.col("rank").cast(pl.Int8))
              for r in inputs.table("model_inputs").iter_rows(named=True)
              if r["inputs"] in swaps]  # fmt: skip

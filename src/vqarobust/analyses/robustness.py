@@ -81,7 +81,7 @@ def counted_rows(
         gone = counted.join(kept, on=list(ACCURACY_KEYS), how="anti")
         no_model = set(counted["model"]) - set(kept["model"])
         scored = scored.filter(~pl.col("model").is_in(sorted(no_model))).join(
-            gone.select(*ACCURACY_KEYS).with_columns(pl.col("severity").cast(pl.Int8)),
+            gone.select(*ACCURACY_KEYS).with_columns(pl.col("severity").cast(pl.Int16)),
             on=list(ACCURACY_KEYS), how="anti",
         )  # fmt: skip
     return kept, scored

@@ -92,7 +92,7 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         )
         log.warning("%s", result.warnings[-1])
     projected = scored.select(
-        "model", "modality", "perturbation", pl.col("severity").cast(pl.Int8), "question_id",
+        "model", "modality", "perturbation", pl.col("severity").cast(pl.Int16), "question_id",
         "answer", "score", "truncated",
     )  # fmt: skip
     result.tables = {

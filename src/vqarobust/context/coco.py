@@ -24,8 +24,6 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vqarobust.context.swapmix import MAX_OBJECTS
-
 # Words that name a COCO category besides its own name (plurals are added by rule).
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "person": ("people", "man", "men", "woman", "women", "boy", "boys", "girl", "girls",
@@ -121,12 +119,12 @@ def coco_swaps(
     k: int,
     rng: np.random.Generator,
     min_area: float = 1024.0,
-    max_objects: int = MAX_OBJECTS,
+    max_objects: int | None = None,
 ) -> list[CocoSwap]:
-    """The swaps of one question: for each context instance (largest first, at most
-    ``max_objects``), one donor of each of its ``k`` nearest unmentioned categories (class
-    swaps) and ``k`` other instances of its own category (attribute swaps), donors from
-    other images drawn with ``rng``."""
+    """The swaps of one question: for each context instance (largest first; the first
+    ``max_objects``, or every one when None: the paper's rule), one donor of each of its
+    ``k`` nearest unmentioned categories (class swaps) and ``k`` other instances of its
+    own category (attribute swaps), donors from other images drawn with ``rng``."""
     context = [i for i in instances
                if i.category not in mentioned and not i.crowd and i.area >= min_area]  # fmt: skip
     context.sort(key=lambda i: (-i.area, i.id))

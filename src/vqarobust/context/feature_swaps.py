@@ -1,6 +1,6 @@
 """SwapMix at the feature level: swap one context object's feature row (docs/context.md).
 
-For each context object of a question (at most :data:`MAX_OBJECTS`, by row), ``k`` class
+For each context object of a question (by row; every one, or the first ``max_objects``), ``k`` class
 swaps and ``k`` attribute swaps, each replacing only that object's row:
 
 * class swap: the ``k`` classes nearest to the object's own by word-vector cosine, those
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from vqarobust.context.swapmix import MAX_OBJECTS
+from vqarobust import store
 from vqarobust.features.table import FeatureTable
 from vqarobust.features.word_vectors import cosine
 from vqarobust.seeding import item_rng
@@ -43,7 +43,7 @@ FEATURE_SWAP_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),
         ("perturbation", pa.string()),
-        ("severity", pa.int16()),
+        ("severity", store.SEVERITY),
         ("rank", pa.int8()),  # 1..k among this object's swaps of this kind
         ("image_id", pa.int64()),  # the swapped feature set (image_id * VARIANTS + n)
         ("source_image_id", pa.int64()),
@@ -140,7 +140,7 @@ class FeatureSwapPlanner:
         seed: int,
         mode: str = "donor",
         threshold: float = THRESHOLD,
-        max_objects: int = MAX_OBJECTS,
+        max_objects: int | None = None,
         class_attributes: str = "paper",
     ) -> None:
         if mode not in ("donor", "labels"):
@@ -305,8 +305,8 @@ class FeatureSwapPlanner:
         return out
 
     def swaps(self, q: QuestionContext, perturbations: Sequence[str]) -> list[FeatureSwap]:
-        """Every swap of one question: per context object (by row, at most
-        ``max_objects``) its class swaps, then its attribute swaps."""
+        """Every swap of one question: per context object (by row; the first
+        ``max_objects``, every one when None) its class swaps, then its attribute swaps."""
         if q.image_id not in self.bank:
             raise KeyError(f"question {q.question_id}: image {q.image_id} has no features")
         start, end = self.bank.rows[q.image_id]

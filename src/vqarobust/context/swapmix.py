@@ -11,28 +11,22 @@ from vqarobust.datasets.scenes import COLOURS, SIZES, SceneObject, SceneQuestion
 from vqarobust.perturbations import PERTURBATIONS
 
 CONTEXT = PERTURBATIONS.view("context perturbation", modality="context")
-# A question has at most MAX_OBJECTS context objects swapped (scenes hold at most 6
-# objects) and k swaps of each kind per object: severities 1..MAX_OBJECTS * k.
-MAX_OBJECTS = 6
-MAX_K = 10  # the paper's Table 2 goes to k = 10
+# A context perturbation's severity is the index of a swap among the question's swaps of
+# that kind (1..objects x k, objects capped by context.max_objects or not at all), so it
+# has no fixed count: a run asks every index its swap table holds.
 
 
-@CONTEXT.register("swap_class", kind="class", severities=MAX_OBJECTS * MAX_K)
+@CONTEXT.register("swap_class", kind="class")
 def _swap_class() -> None:
     """Replace a context object by one of the k classes nearest to its own."""
 
 
-@CONTEXT.register("swap_attribute", kind="attribute", severities=MAX_OBJECTS * MAX_K)
+@CONTEXT.register("swap_attribute", kind="attribute")
 def _swap_attribute() -> None:
     """Change a context object's colour or size, keeping its class."""
 
 
 CONTEXT_PERTURBATIONS = ("swap_class", "swap_attribute")
-
-
-def context_max_swaps(settings: dict) -> int:
-    """The most swaps of one kind a question can have: the severities of a context subset."""
-    return MAX_OBJECTS * int(settings.get("k", 3))
 
 
 @dataclass(frozen=True)
@@ -96,14 +90,15 @@ def scene_swaps(
     neighbours: dict[str, list[str]],
     k: int,
     rng: np.random.Generator,
-    max_objects: int = MAX_OBJECTS,
+    max_objects: int | None = None,
 ) -> list[Swap]:
-    """The SwapMix swaps of one question: for each context object (at most
-    ``max_objects``, in id order), its class swaps (:func:`class_changes`) and ``k`` of its
-    attribute swaps (:func:`attribute_changes`), drawn with ``rng``."""
+    """The SwapMix swaps of one question: for each context object (in id order, the first
+    ``max_objects``, or every one when None: the paper's rule), its class swaps
+    (:func:`class_changes`) and ``k`` of its attribute swaps (:func:`attribute_changes`),
+    drawn with ``rng``."""
     swaps: list[Swap] = []
     counters = {"swap_class": 0, "swap_attribute": 0}
-    for o in context_objects(objects, question)[:max_objects]:
+    for o in context_objects(objects, question)[:max_objects]:  # None: every one
         for rank, changes in enumerate(class_changes(o, question, neighbours, k), 1):
             counters["swap_class"] += 1
             swaps.append(Swap("swap_class", counters["swap_class"], o.id, changes, rank))

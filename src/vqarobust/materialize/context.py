@@ -18,14 +18,17 @@ from vqarobust.seeding import item_rng
 
 log = logging.getLogger(__name__)
 
-# Swapped images of one source image get ids image_id * VARIANTS + n.
-VARIANTS = 1000
+# Swapped images of one source image get ids image_id * VARIANTS + n. Every context
+# object of a GQA image swapped for each of its ~12 questions (context.max_objects null)
+# makes thousands of variants per image; GQA's largest ids (about 1.6e9) times this
+# stay far inside int64.
+VARIANTS = 1_000_000
 
 SWAP_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),
         ("perturbation", pa.string()),
-        ("severity", pa.int8()),
+        ("severity", store.SEVERITY),
         ("rank", pa.int8()),  # among the object's swaps of this kind (1..k)
         ("image_id", pa.int64()),  # the swapped image
         ("source_image_id", pa.int64()),
@@ -71,6 +74,7 @@ def plan_swaps(
     k: int,
     perturbations: Sequence[str],
     neighbours: Mapping[str, list[str]],
+    max_objects: int | None = None,
 ) -> tuple[list[dict], dict[int, tuple[int, Swap]]]:
     """Every swap of every question (rows of SWAP_SCHEMA) and, per swapped-image id, the
     source image and the swap that makes it. Attribute swaps are drawn per question from
@@ -91,7 +95,7 @@ def plan_swaps(
         objects, question = index[qid]
         image_id = qid // scenes.ID_STRIDE
         rng = item_rng(seed, "swapmix", qid)
-        for sw in scene_swaps(objects, question, dict(neighbours), k, rng):
+        for sw in scene_swaps(objects, question, dict(neighbours), k, rng, max_objects):
             if sw.perturbation not in perturbations:
                 continue
             vid = ids.get(image_id, (sw.object_id, sw.changes))
@@ -123,21 +127,33 @@ class SwapOutputs:
         return self.images
 
 
+@dataclass(frozen=True)
+class SwapSettings:
+    """What changes a question's swaps in pixels, on scenes and COCO images alike: the
+    seed, ``k`` swaps of each kind per object, and the context objects swapped per
+    question (``max_objects``: the first that many, every one when None, the paper's
+    rule)."""
+
+    seed: int = 0
+    k: int = 3
+    max_objects: int | None = None
+
+
 def swap_context(
     questions_path: str | os.PathLike[str],
     out: SwapOutputs,
-    seed: int = 0,
+    settings: SwapSettings = SwapSettings(),
     scene_seed: int = 0,
     split: str = "test",
-    k: int = 3,
     encoder_path: str | None = None,
     shard_bytes: int = store.DEFAULT_SHARD_BYTES,
 ) -> dict[str, int]:
     """Write the swapped images, the swap table and the question sets of ``out``.
     Returns counts."""
+    s = settings
     questions = store.read_questions(questions_path)
-    rows, made = plan_swaps(questions, seed, scene_seed, split, k, list(out.sets),
-                            shape_neighbours(encoder_path))  # fmt: skip
+    rows, made = plan_swaps(questions, s.seed, scene_seed, split, s.k, list(out.sets),
+                            shape_neighbours(encoder_path), s.max_objects)  # fmt: skip
 
     def images() -> Iterator[dict]:
         graphs: dict[int, list[scenes.SceneObject]] = {}
@@ -197,8 +213,7 @@ def swap_context_coco(
     questions_path: str | os.PathLike[str],
     sources: CocoSources,
     out: SwapOutputs,
-    seed: int = 0,
-    k: int = 3,
+    settings: SwapSettings = SwapSettings(),
     min_area: float = 1024.0,
     encoder_path: str | None = None,
     storage: store.ImageStorage = store.DEFAULT_STORAGE,
@@ -225,9 +240,9 @@ def swap_context_coco(
             no_instances.add(image_id)
             continue
         mentioned = coco.mentioned_categories([q["question"], *q["answers"]], categories)
-        rng = item_rng(seed, "swapmix", q["question_id"])
-        for sw in coco.coco_swaps(by_image[image_id], mentioned, neighbours, donors, k, rng,
-                                  min_area):  # fmt: skip
+        rng = item_rng(settings.seed, "swapmix", q["question_id"])
+        for sw in coco.coco_swaps(by_image[image_id], mentioned, neighbours, donors,
+                                  settings.k, rng, min_area, settings.max_objects):  # fmt: skip
             if sw.perturbation not in out.sets:
                 continue
             vid = ids.get(image_id, (sw.target.id, sw.donor.id))

@@ -92,13 +92,13 @@ def plan_feature_swaps(
 ) -> list[dict]:
     """Rows of FEATURE_SWAP_SCHEMA for every swap of every question (severity = the
     index of the question's swap of that kind), planned with ``settings`` (mode, seed,
-    k, threshold, class_attributes); identical swaps of one image share one swapped
+    k, threshold, class_attributes, max_objects); identical swaps of one image share one swapped
     feature set id."""
     s = settings
     classes = sorted({c for c in bank.classes if c is not None})
     planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path), s.k, s.seed,
-                                 s.mode, s.threshold,
-                                 class_attributes=s.class_attributes)  # fmt: skip
+                                 s.mode, s.threshold, s.max_objects,
+                                 s.class_attributes)  # fmt: skip
     ids = VariantIds()
     rows = []
     for q in sorted(contexts, key=lambda c: c.question_id):
@@ -129,8 +129,9 @@ class FeatureSwapSettings:
     """What changes the feature swaps of one source: ``mode`` (donor rows, or perfect
     sight's label re-encoding), the seed, ``k`` swaps per kind, the class similarity
     ``threshold``, what a class swap's new object looks like (``class_attributes``:
-    ``paper`` or ``same``, :data:`vqarobust.context.feature_swaps.CLASS_ATTRIBUTES`), and
-    where the questions' objects come from (``adapter``: scenes, regenerated from
+    ``paper`` or ``same``, :data:`vqarobust.context.feature_swaps.CLASS_ATTRIBUTES`), the
+    context objects swapped per question (``max_objects``: the first that many, every one
+    when None), and where the questions' objects come from (``adapter``: scenes, regenerated from
     ``scene_seed`` and ``split``, or gqa's scene graphs)."""
 
     mode: str
@@ -138,6 +139,7 @@ class FeatureSwapSettings:
     k: int = 3
     threshold: float = THRESHOLD
     class_attributes: str = "paper"
+    max_objects: int | None = None
     scene_seed: int = 0
     split: str = "test"
     adapter: str = "scenes"

@@ -112,7 +112,7 @@ def corrupt_subset(
     return n
 
 
-LPIPS_SCHEMA = pa.schema([("perturbation", pa.string()), ("severity", pa.int8()),
+LPIPS_SCHEMA = pa.schema([("perturbation", pa.string()), ("severity", store.SEVERITY),
                           ("image_id", pa.int64()), ("lpips", pa.float64())])  # fmt: skip
 LPIPS_BATCH = 32  # image pairs per forward pass
 
@@ -176,7 +176,7 @@ def score_lpips(
     order = np.argsort(ids, kind="stable")
     table = pa.table({
         "perturbation": pa.array([perturbation] * len(ids), pa.string()),
-        "severity": pa.array([severity] * len(ids), pa.int8()),
+        "severity": pa.array([severity] * len(ids), store.SEVERITY),
         "image_id": pa.array(np.asarray(ids, np.int64)[order]),
         "lpips": pa.array(np.asarray(scores, np.float64)[order]),
     }, schema=LPIPS_SCHEMA)  # fmt: skip

@@ -44,7 +44,7 @@ def _write_set(
             "original": frame["question"].to_arrow(),
             "perturbed": pa.array(list(perturbed), pa.string()),
             "perturbation": pa.array([name] * n, pa.string()),
-            "severity": pa.array([severity] * n, pa.int8()),
+            "severity": pa.array([severity] * n, store.SEVERITY),
             "changed": pa.array(changed, pa.bool_()),
             "similarity": pa.array(similarity, pa.float32()) if similarity is not None
             else pa.nulls(n, pa.float32()),
@@ -142,10 +142,11 @@ def perturb_question_set(
     global_seed: int = 0,
     fidelity: Fidelity | None = None,
     encode: Callable[[list[str]], np.ndarray] | None = None,
+    rates: text.Rates = text.RATES,
 ) -> int:
     """Write the questions perturbed by ``perturbation`` at each severity of ``out_paths``
-    (severity -> Parquet path). Each question's seed derives from (global seed, question
-    id, perturbation, severity). With a ``fidelity`` filter a question is resampled
+    (severity -> Parquet path) at ``rates``. Each question's seed derives from (global
+    seed, question id, perturbation, severity). With a ``fidelity`` filter a question is resampled
     (similarity and tries are recorded) and, with ``on_low_similarity="drop"``, left out
     (null ``perturbed``) when still under it. ``encode`` replaces the filter's encoder
     (tests). Returns the number of questions per set."""
@@ -153,7 +154,7 @@ def perturb_question_set(
     ids, originals = frame["question_id"].to_list(), frame["question"].to_list()
     for severity, path in sorted(out_paths.items()):
         if fidelity is None:
-            out = [text.perturb_item(q, perturbation, severity, global_seed, i)
+            out = [text.perturb_item(q, perturbation, severity, global_seed, i, 0, rates)
                    for q, i in zip(originals, ids, strict=True)]  # fmt: skip
             _write_set(frame, out, perturbation, severity, path)
         else:
@@ -166,7 +167,7 @@ def perturb_question_set(
             out, sim, tries = fidelity_filter(
                 originals,
                 lambda i, attempt, s=severity: text.perturb_item(
-                    originals[i], perturbation, s, global_seed, ids[i], attempt
+                    originals[i], perturbation, s, global_seed, ids[i], attempt, rates
                 ),
                 fidelity.min_similarity,
                 fidelity.max_tries,

@@ -19,7 +19,7 @@ from vqarobust.metrics.uncertainty import Settings, mean_intervals
 SHIFT_SCHEMA = {
     "model": pl.String,
     "perturbation": pl.String,
-    "severity": pl.Int8,
+    "severity": pl.Int16,
     "question_id": pl.Int64,
     "image_id": pl.Int64,
     "js_divergence": pl.Float64,
@@ -27,7 +27,7 @@ SHIFT_SCHEMA = {
 SUMMARY_SCHEMA = {
     "model": pl.String,
     "perturbation": pl.String,
-    "severity": pl.Int8,
+    "severity": pl.Int16,
     "n_questions": pl.Int64,
     "js_mean": pl.Float64,
     "js_low": pl.Float64,

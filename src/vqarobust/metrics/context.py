@@ -149,7 +149,7 @@ def context_by_group(scored: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
 N_EXAMPLES = 6
 EXAMPLE_SCHEMA = {"rank": pl.Int32, "model": pl.String, "question_id": pl.Int64,
                   "question": pl.String, "truth": pl.String, "perturbation": pl.String,
-                  "severity": pl.Int8, "before": pl.String, "after": pl.String,
+                  "severity": pl.Int16, "before": pl.String, "after": pl.String,
                   "clean_answer": pl.String, "swapped_answer": pl.String,
                   "clean_png": pl.Binary, "swapped_png": pl.Binary}  # fmt: skip
 

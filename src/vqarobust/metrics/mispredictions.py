@@ -135,7 +135,7 @@ N_EXAMPLES = 2  # examples per kind in the report
 
 EXAMPLE_SCHEMA = {
     "kind": pl.String, "rank": pl.Int64, "model": pl.String, "modality": pl.String,
-    "perturbation": pl.String, "severity": pl.Int8, "question_id": pl.Int64,
+    "perturbation": pl.String, "severity": pl.Int16, "question_id": pl.Int64,
     "question": pl.String, "truth": pl.String, "clean": pl.String, "perturbed": pl.String,
     "clean_png": pl.Binary, "perturbed_png": pl.Binary,
 }  # fmt: skip

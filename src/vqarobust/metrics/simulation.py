@@ -97,7 +97,7 @@ def simulate_scored(
         for modality, perturbation, severity, correct in subsets:
             frames.append(pl.DataFrame({
                 "model": name, "modality": modality, "perturbation": perturbation,
-                "severity": np.full(qid.size, severity, dtype=np.int8), "question_id": qid,
+                "severity": np.full(qid.size, severity, dtype=np.int16), "question_id": qid,
                 "answer": np.where(correct, "right", "wrong"),
                 "score": correct.astype(np.float64), "truncated": False,
             }))  # fmt: skip

@@ -153,7 +153,7 @@ def per_question_rows(
             pl.lit("clean").alias("modality"), pl.lit(CLEAN).alias("perturbation")),
         df.filter(pl.col("severity") > 0).with_columns(
             pl.lit("image").alias("modality"), pl.col("corruption").alias("perturbation")),
-    ]).select("model", "modality", "perturbation", pl.col("severity").cast(pl.Int8),
+    ]).select("model", "modality", "perturbation", pl.col("severity").cast(pl.Int16),
               "question_id", pl.lit("").alias("answer"), "score")  # fmt: skip
     qcols = ["question_id", *(c for c in ("image_id", "question_type", "answer_type")
                               if c in df.columns)]  # fmt: skip

@@ -27,7 +27,7 @@ from vqarobust.text import (  # noqa: F401  (importing registers them)
 )
 from vqarobust.text.ranking import basic_questions
 from vqarobust.text.registry import TEXT_PERTURBATIONS
-from vqarobust.text.tokens import WORD_SHARE
+from vqarobust.text.tokens import RATES, WORD_SHARE, Rates
 from vqarobust.text.wordnet import WordNetMissing, wordnet_dir
 
 SEVERITIES = tuple(range(1, len(WORD_SHARE) + 1))
@@ -58,38 +58,47 @@ def level(name: str) -> str:
     return TEXT_PERTURBATIONS.entry(name).tags["level"]
 
 
-def perturb(question: str, name: str, severity: int, seed: int = 0) -> str:
-    """``question`` perturbed by ``name`` at ``severity`` (0 = unchanged), drawing from a
-    generator seeded with ``seed``. A question with no word the perturbation can touch
-    comes back unchanged (never empty)."""
+def perturb(question: str, name: str, severity: int, seed: int = 0, rates: Rates = RATES) -> str:
+    """``question`` perturbed by ``name`` at ``severity`` (0 = unchanged) at ``rates``,
+    drawing from a generator seeded with ``seed``. A question with no word the
+    perturbation can touch comes back unchanged (never empty)."""
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
     fn = TEXT_PERTURBATIONS.get(name)
     if level(name) == "sentence":
         raise ValueError(f"{name} rewrites with a model: use vqarobust.text.sentence.rewrite")
-    if not isinstance(severity, (int, np.integer)) or not 0 <= severity <= len(WORD_SHARE):
-        raise ValueError(f"severity of {name!r} must be an integer in 0..5, got {severity!r}")
+    top = len(rates.word_share)
+    if not isinstance(severity, (int, np.integer)) or not 0 <= severity <= top:
+        raise ValueError(f"severity of {name!r} must be an integer in 0..{top}, got {severity!r}")
     if severity == 0:
         return question
     if needs(name) == "wordnet" and wordnet_dir() is None:
         from vqarobust.text.wordnet import missing_message
 
         raise WordNetMissing(f"{name}: {missing_message()}")
-    out = fn(question, int(severity), np.random.default_rng(seed))
+    out = fn(question, int(severity), np.random.default_rng(seed), rates)
     return out if out.strip() else question
 
 
 def perturb_item(
-    question: str, name: str, severity: int, global_seed: int, question_id: Any, attempt: int = 0
+    question: str,
+    name: str,
+    severity: int,
+    global_seed: int,
+    question_id: Any,
+    attempt: int = 0,
+    rates: Rates = RATES,
 ) -> str:
     """Perturb one dataset question with the seed of (global seed, question id, name,
     severity), plus the attempt number when the fidelity filter resamples."""
     parts: list[Any] = [question_id, name, severity] + ([attempt] if attempt else [])
-    return perturb(question, name, severity, derive_seed(global_seed, *parts))
+    return perturb(question, name, severity, derive_seed(global_seed, *parts), rates)
 
 
 __all__ = [
+    "RATES",
     "SEVERITIES",
+    "Rates",
     "TEXT_ENGINE_VERSION",
     "TEXT_PERTURBATIONS",
     "WordNetMissing",

@@ -1,10 +1,11 @@
 """Character-level question perturbations: keyboard and OCR typos, random character edits.
 
-Each touched word gets one character edit; severity sets how many words are touched
-(``tokens.WORD_SHARE``). Keyboard neighbours and OCR confusions are nlpaug's tables (the
-library the multimodal-robustness study used), read from the installed package; the
-sampling is ours, with an explicit generator per item (nlpaug draws from Python's global
-``random``, which cannot be seeded per question without touching process state).
+Each touched word gets one character edit, or a share of its characters; severity sets
+how many words are touched (:class:`vqarobust.text.tokens.Rates`). Keyboard neighbours and
+OCR confusions are nlpaug's tables (the library the multimodal-robustness study used),
+read from the installed package; the sampling is ours, with an explicit generator per
+item (nlpaug draws from Python's global ``random``, which cannot be seeded per question
+without touching process state).
 """
 
 from __future__ import annotations
@@ -54,15 +55,27 @@ def _edit_words(
     rng: np.random.Generator,
     positions: Callable[[str], list[int]],
     edit: Callable[[str, int, np.random.Generator], str],
+    rates: tokens.Rates,
 ) -> str:
-    """Apply ``edit(word, position, rng)`` once to each of the touched words; a word is
-    eligible when ``positions(word)`` lists a position that can be edited."""
+    """Apply ``edit(word, position, rng)`` to each of the touched words, at one position
+    or, with ``rates.char_share``, at that share of its characters (distinct positions,
+    edited from the last, so an insertion or deletion moves none still to come); a word
+    is eligible when it has ``rates.char_min_length`` characters and ``positions(word)``
+    lists a position that can be edited."""
     pieces = tokens.split(question)
     words = list(range(1, len(pieces), 2))
-    eligible = [i for i in words if positions(pieces[i])]
-    for i in tokens.pick(rng, eligible, tokens.n_touched(len(words), severity, len(eligible))):
+    eligible = [i for i in words
+                if len(pieces[i]) >= rates.char_min_length and positions(pieces[i])]  # fmt: skip
+    n = tokens.n_touched(len(words), severity, len(eligible), rates)
+    for i in tokens.pick(rng, eligible, n):
         options = positions(pieces[i])
-        pieces[i] = edit(pieces[i], options[int(rng.integers(len(options)))], rng)
+        if rates.char_share is None:
+            pieces[i] = edit(pieces[i], options[int(rng.integers(len(options)))], rng)
+            continue
+        m = rates.chars(len(pieces[i]), len(options))
+        for pos in sorted((options[int(j)] for j in rng.choice(len(options), m, replace=False)),
+                          reverse=True):  # fmt: skip
+            pieces[i] = edit(pieces[i], pos, rng)
     return tokens.join(pieces)
 
 
@@ -72,6 +85,7 @@ def _substitute(
     rng: np.random.Generator,
     table: dict[str, list[str]],
     fold_case: bool,
+    rates: tokens.Rates,
 ) -> str:
     """Replace one character of each touched word with one of ``table[char]``; with
     ``fold_case`` the table is looked up in lower case and the result keeps the case."""
@@ -90,33 +104,41 @@ def _substitute(
     def positions(word: str) -> list[int]:
         return [p for p, c in enumerate(word) if key(c) in table]
 
-    return _edit_words(question, severity, rng, positions, edit)
+    return _edit_words(question, severity, rng, positions, edit, rates)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
-def keyboard(question: str, severity: int, rng: np.random.Generator) -> str:
+def keyboard(
+    question: str, severity: int, rng: np.random.Generator, rates: tokens.Rates = tokens.RATES
+) -> str:
     """Typos: a character becomes a neighbouring key (case kept)."""
-    return _substitute(question, severity, rng, keyboard_neighbours(), fold_case=True)
+    return _substitute(question, severity, rng, keyboard_neighbours(), True, rates)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
-def ocr(question: str, severity: int, rng: np.random.Generator) -> str:
+def ocr(
+    question: str, severity: int, rng: np.random.Generator, rates: tokens.Rates = tokens.RATES
+) -> str:
     """OCR confusions: 0/o, 1/l, 8/s, ... (only words holding a confusable character)."""
-    return _substitute(question, severity, rng, ocr_confusions(), fold_case=False)
+    return _substitute(question, severity, rng, ocr_confusions(), False, rates)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
-def char_insert(question: str, severity: int, rng: np.random.Generator) -> str:
+def char_insert(
+    question: str, severity: int, rng: np.random.Generator, rates: tokens.Rates = tokens.RATES
+) -> str:
     """A random letter inserted into the word."""
 
     def edit(word: str, pos: int, rng: np.random.Generator) -> str:
         return word[:pos] + LETTERS[int(rng.integers(26))] + word[pos:]
 
-    return _edit_words(question, severity, rng, lambda w: list(range(len(w) + 1)), edit)
+    return _edit_words(question, severity, rng, lambda w: list(range(len(w) + 1)), edit, rates)
 
 
 @TEXT_PERTURBATIONS.register(level="char")
-def char_replace(question: str, severity: int, rng: np.random.Generator) -> str:
+def char_replace(
+    question: str, severity: int, rng: np.random.Generator, rates: tokens.Rates = tokens.RATES
+) -> str:
     """A letter replaced by a different random letter."""
 
     def edit(word: str, pos: int, rng: np.random.Generator) -> str:
@@ -125,12 +147,14 @@ def char_replace(question: str, severity: int, rng: np.random.Generator) -> str:
         return word[:pos] + (new.upper() if word[pos].isupper() else new) + word[pos + 1 :]
 
     return _edit_words(
-        question, severity, rng, lambda w: [p for p, c in enumerate(w) if c.isalpha()], edit
+        question, severity, rng, lambda w: [p for p, c in enumerate(w) if c.isalpha()], edit, rates
     )
 
 
 @TEXT_PERTURBATIONS.register(level="char")
-def char_swap(question: str, severity: int, rng: np.random.Generator) -> str:
+def char_swap(
+    question: str, severity: int, rng: np.random.Generator, rates: tokens.Rates = tokens.RATES
+) -> str:
     """Two neighbouring, different characters swapped."""
 
     def edit(word: str, pos: int, rng: np.random.Generator) -> str:
@@ -142,16 +166,19 @@ def char_swap(question: str, severity: int, rng: np.random.Generator) -> str:
         rng,
         lambda w: [p for p in range(len(w) - 1) if w[p] != w[p + 1]],
         edit,
+        rates,
     )
 
 
 @TEXT_PERTURBATIONS.register(level="char")
-def char_delete(question: str, severity: int, rng: np.random.Generator) -> str:
+def char_delete(
+    question: str, severity: int, rng: np.random.Generator, rates: tokens.Rates = tokens.RATES
+) -> str:
     """A character deleted (words of two or more characters, so no word vanishes)."""
 
     def edit(word: str, pos: int, rng: np.random.Generator) -> str:
         return word[:pos] + word[pos + 1 :]
 
     return _edit_words(
-        question, severity, rng, lambda w: list(range(len(w))) if len(w) > 1 else [], edit
+        question, severity, rng, lambda w: list(range(len(w))) if len(w) > 1 else [], edit, rates
     )

@@ -103,7 +103,7 @@ def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         f"ORDER BY question_id LIMIT {EXAMPLE_CANDIDATES})"
     ).pl()
     if not sets.height:
-        return pl.DataFrame(schema={"perturbation": pl.String, "severity": pl.Int8,
+        return pl.DataFrame(schema={"perturbation": pl.String, "severity": pl.Int16,
                                     "question": pl.String})  # fmt: skip
     by_length = sets.unique("question_id").sort(
         pl.col("original").str.len_chars(), "question_id", descending=[True, False]
@@ -117,7 +117,7 @@ def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     )
     original = pl.DataFrame(
         {"perturbation": ["original"], "severity": [0], "question": [first["original"]]},
-        schema={"perturbation": pl.String, "severity": pl.Int8, "question": pl.String},
+        schema={"perturbation": pl.String, "severity": pl.Int16, "question": pl.String},
     )
     picked = rows.filter(shown).select("perturbation", "severity", "question")
     return pl.concat([original, picked.sort("perturbation", "severity")])
