@@ -41,6 +41,7 @@ rule rewrite_questions:
     params:
         settings=get_sentence_params,
         runtime=get_sentence_runtime,
+        sampled=get_sentence_sampled,
     script:
         "../workflow/scripts/rewrite_questions.py"
 

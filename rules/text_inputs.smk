@@ -28,6 +28,19 @@ def get_sentence_params(wildcards):
     return canonical(settings)
 
 
+def get_sentence_sampled(wildcards):
+    """A sampled rewrite's seed and fidelity filter (empty for a greedy one: neither can
+    change it)."""
+    if config["text"]["sentence"][wildcards.sentence].get("sampling") is None:
+        return {}
+    t = config["text"]
+    fidelity = {}
+    if t["min_similarity"] is not None and "sentence" in t["filter_levels"]:
+        keys = ("min_similarity", "max_tries", "on_low_similarity", "similarity_encoder")
+        fidelity = {k: t[k] for k in keys}
+    return canonical({"seed": config["seed"], "fidelity": fidelity})
+
+
 # A rewriter's batch and whether it may download: they never change a rewrite.
 SENTENCE_RUNTIME = ("batch_size", "allow_download")
 

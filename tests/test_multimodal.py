@@ -30,7 +30,10 @@ def test_the_shipped_config_is_the_papers_protocol():
     assert (config["text"]["char_share"], config["text"]["char_min_length"]) == (0.3, 4)
     assert (config["text"]["min_similarity"], config["text"]["max_tries"]) == (0.9, 100)
     assert config["text"]["on_low_similarity"] == "keep_last"
-    assert config["text"]["filter_levels"] == ["word"]
+    assert config["text"]["filter_levels"] == ["word", "sentence"]
+    styles = [n for n in REWRITES if n != "back_translation"]
+    assert all(config["text"]["sentence"][n]["sampling"] == {"top_k": 50, "top_p": 0.95}
+               for n in styles)  # fmt: skip
     assert sorted(config["text"]["sentence"]) == sorted(REWRITES)
 
 
@@ -55,9 +58,10 @@ def test_its_dag_skips_what_is_absent_and_plans_the_rest(tmp_path):
 @pytest.mark.slow
 def test_a_miniature_runs_end_to_end(tmp_path):
     """Four images, one model, one corruption besides stylize, every text edit at
-    severities 1 and 5, one rewrite with a tiny local T5 (the other four and stylize
-    skipped): the skips reach the database, the filter runs on the word level only,
-    characters are edited at the paper's share, and MMI has both modalities."""
+    severities 1 and 5, one sampled rewrite with a tiny local T5 (the other four and
+    stylize skipped): the skips reach the database, the filter runs on the word level and
+    the sampled rewrite only, characters are edited at the paper's share, and MMI has both
+    modalities."""
     from tests.tiny_checkpoints import tiny_t5
 
     _checkpoints(tmp_path)
@@ -82,7 +86,7 @@ def test_a_miniature_runs_end_to_end(tmp_path):
         modalities = {m for (m,) in mmi.fetchall()}
     filtered = set(sets.filter(sets["similarity"].is_not_null())["perturbation"].to_list())
     assert filtered == {"synonym_replace", "word_insert", "word_swap_random", "word_delete",
-                        "punct_insert"}  # fmt: skip
+                        "punct_insert", "formal"}  # fmt: skip
     assert sets.filter(sets["perturbation"] == "word_delete")["tries"].max() <= 100
     # char_replace at the paper's share: a touched word of n >= 4 letters has
     # ceil(0.3 n) letters replaced; shorter words are never touched.

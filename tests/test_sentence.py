@@ -90,3 +90,54 @@ def test_sentence_rewrites_do_not_depend_on_the_batch(t5):
     rewrites = [Rewriter(str(t5), prompt="rewrite formal : {question}", max_new_tokens=8,
                          batch_size=batch)(questions) for batch in (1, 2, 5)]  # fmt: skip
     assert rewrites[0] == rewrites[1] == rewrites[2]
+
+
+def test_a_sampled_rewrite_is_seeded_per_question_and_draw(t5):
+    sampled = Rewriter(str(t5), max_new_tokens=8, sampling={"top_k": 0, "top_p": 1.0})
+    qs = ["what color is the shape?", "is there a red circle?"]
+    a = sampled(qs, [1, 2])
+    assert a == sampled(qs, [1, 2])  # same seeds, same draws
+    assert sampled(qs[::-1], [2, 1]) == a[::-1]  # a question's draw ignores its batch
+    draws = {sampled(qs[:1], [s])[0] for s in range(8)}
+    assert len(draws) > 1  # it does sample
+    with pytest.raises(ValueError, match="one seed per question"):
+        sampled(qs)
+
+
+def test_the_fidelity_filter_redraws_a_sampled_rewrite(t5, easy_vqa_eval, tmp_path):
+    """Styleformer's sampling under the paper's filter: a draw under the threshold is
+    redrawn from the next seed; keep_last keeps the last draw; a greedy rewrite cannot
+    be filtered."""
+    import numpy as np
+
+    from vqarobust.materialize.questions import Fidelity
+    from vqarobust.seeding import derive_seed
+    from vqarobust.text.sentence import SentenceRewrite
+
+    settings = {"model": str(t5), "max_new_tokens": 8, "sampling": {"top_k": 0}}
+    questions = store.read_questions(easy_vqa_eval["questions"])
+    originals = set(questions.column("question").to_pylist())
+
+    def encode(texts):  # an original is (1, 0); a draw passes (0.95) when its length is even
+        passing = [0.95, 0.312]
+        return np.array([[1.0, 0.0] if t in originals else
+                         passing if len(t) % 2 == 0 else [0.0, 1.0] for t in texts])  # fmt: skip
+
+    out = tmp_path / "formal.parquet"
+    rewrite_question_set(easy_vqa_eval["questions"], out, "formal", settings, global_seed=3,
+                         fidelity=Fidelity(0.9, max_tries=4, on_low_similarity="keep_last"),
+                         encode=encode)  # fmt: skip
+    got = pl.read_parquet(out)
+    assert got["tries"].min() >= 1 and got["tries"].max() <= 4 and got["tries"].max() > 1
+    rewriter = SentenceRewrite("formal", settings)
+    for row in got.unique("original").iter_rows(named=True):
+        q, tries = row["original"], row["tries"]
+        last = rewriter([q], [derive_seed(3, "formal", q, tries - 1)])[0][0]
+        assert row["perturbed"] == last  # the kept draw is the last one made
+        passed = last in originals or len(last) % 2 == 0
+        assert passed == (row["similarity"] > 0.9)
+        assert passed or tries == 4  # stopped early only on a passing draw
+    with pytest.raises(ValueError, match="greedy rewrite cannot be redrawn"):
+        greedy = {"model": str(t5), "max_new_tokens": 8}
+        rewrite_question_set(easy_vqa_eval["questions"], out, "formal", greedy,
+                             fidelity=Fidelity(0.9))  # fmt: skip

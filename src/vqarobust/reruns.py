@@ -86,7 +86,10 @@ RULES: dict[str, Stage] = {
                                 "text.char_min_length"),
                                ("prepare_dataset",)),
     # missing_weights only removes jobs: it reruns the analyses (their skipped list).
-    "rewrite_questions": Stage(("text.sentence",), ("prepare_dataset",)),
+    # A sampled rewrite's seed and fidelity filter too (a greedy one reads neither).
+    "rewrite_questions": Stage(("text.sentence", "seed", "text.min_similarity", "text.max_tries",
+                                "text.on_low_similarity", "text.similarity_encoder",
+                                "text.filter_levels"), ("prepare_dataset",)),
     "embed_questions": Stage(("basic_questions.encoder",), ("prepare_dataset",)),
     "embed_pool": Stage(("basic_questions.encoder", "basic_questions.pool",
                          "basic_questions.pool_files"), ("prepare_dataset",)),

@@ -3,11 +3,17 @@
 import torch
 
 from vqarobust.logs import setup_logging
-from vqarobust.materialize.questions import rewrite_question_set
+from vqarobust.materialize.questions import Fidelity, rewrite_question_set
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 settings = {**snakemake.params.settings, **snakemake.params.runtime.values}
+sampled = dict(snakemake.params.sampled)  # empty for a greedy rewrite
 rewrite_question_set(
-    snakemake.input.questions, snakemake.output[0], snakemake.wildcards.sentence, settings
+    snakemake.input.questions,
+    snakemake.output[0],
+    snakemake.wildcards.sentence,
+    settings,
+    global_seed=sampled.get("seed", 0),
+    fidelity=Fidelity.from_params(sampled["fidelity"]) if sampled else None,
 )

@@ -187,19 +187,57 @@ def rewrite_question_set(
     out_path: str | os.PathLike[str],
     name: str,
     settings: Mapping[str, Any],
+    global_seed: int = 0,
+    fidelity: Fidelity | None = None,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
 ) -> int:
     """Write the questions rewritten by the sentence-level perturbation ``name`` (one
-    level, severity 1) with the models of ``settings``. Returns the number of questions."""
-    from vqarobust.text.sentence import rewrite
+    level, severity 1) with the models of ``settings``, each distinct question once. A
+    rewrite with ``sampling`` draws from the seed of (global seed, name, question,
+    draw), and only it can be under a ``fidelity`` filter (a greedy rewrite would repeat
+    itself). Returns the number of questions."""
+    from vqarobust.seeding import derive_seed
+    from vqarobust.text.sentence import SentenceRewrite
 
     frame = _question_frame(questions_path)
     originals = frame["question"].to_list()
     distinct = list(dict.fromkeys(originals))
-    rewrites, kept = rewrite(distinct, name, settings)
+    rewriter = SentenceRewrite(name, settings)
+    if fidelity is not None and not rewriter.samples:
+        raise ValueError(f"{name}: a greedy rewrite cannot be redrawn by the fidelity filter; "
+                         f"give text.sentence.{name}.sampling")  # fmt: skip
+    empty = 0
+    sim = tries = None
+    if not rewriter.samples:
+        rewrites, empty = rewriter(distinct)
+    else:
+
+        def draw(i: int, attempt: int) -> str:
+            nonlocal empty
+            out, n = rewriter([distinct[i]], [derive_seed(global_seed, name, distinct[i], attempt)])
+            empty += n
+            return out[0]
+
+        if fidelity is None:
+            rewrites = [draw(i, 0) for i in range(len(distinct))]
+        else:
+            if encode is None:
+                from functools import partial
+
+                from vqarobust.text.encoder import encode as encode_with
+
+                encode = partial(encode_with, path=fidelity.similarity_encoder)
+            rewrites, sims, n_tries = fidelity_filter(
+                distinct, draw, fidelity.min_similarity, fidelity.max_tries, encode,
+                fidelity.on_low_similarity,
+            )  # fmt: skip
+            row = {q: i for i, q in enumerate(distinct)}
+            sim = [float(sims[row[q]]) for q in originals]
+            tries = [int(n_tries[row[q]]) for q in originals]
     lookup = dict(zip(distinct, rewrites, strict=True))
-    _write_set(frame, [lookup[q] for q in originals], name, 1, out_path)
+    _write_set(frame, [lookup[q] for q in originals], name, 1, out_path, sim, tries)
     log.info("%s: %d distinct questions rewritten (%d empty rewrites kept the original) -> %s",
-             name, len(distinct), kept, out_path)  # fmt: skip
+             name, len(distinct), empty, out_path)  # fmt: skip
     return frame.height
 
 

@@ -2,7 +2,9 @@
 through configured Hugging Face text-to-text models.
 
 Each is a ``text`` perturbation with one level (severity 1): the whole question is
-rewritten, greedily (deterministic, so no seed). ``back_translation`` runs two models:
+rewritten, greedily (deterministic, so no seed), or with ``sampling`` (top-k and top-p, as
+Styleformer; seeded per question and draw, so that the fidelity filter can redraw it).
+``back_translation`` runs two models:
 to a pivot language and back. Nothing is rewritten unless the config names a model
 (``text.sentence``); the models load with the same offline rules as VQA models (a local
 folder, or a Hub id already in the cache).
@@ -32,7 +34,7 @@ class Rewriter:
     """A seq2seq model that rewrites questions: ``prompt`` (with ``{question}``) is fed to
     ``AutoModelForSeq2SeqLM`` and the greedy output is the rewrite."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - one argument per key of a text.sentence entry
         self,
         path_or_id: str,
         prompt: str = DEFAULT_PROMPT,
@@ -42,6 +44,7 @@ class Rewriter:
         revision: str | None = None,
         allow_download: bool = False,
         name: str = "rewriter",
+        sampling: Mapping[str, Any] | None = None,
     ) -> None:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -54,11 +57,30 @@ class Rewriter:
         self.model = AutoModelForSeq2SeqLM.from_pretrained(local).to(device).eval()
         self.prompt, self.max_new_tokens = prompt, max_new_tokens
         self.batch_size, self.device = batch_size, device
+        self.sampling = None if sampling is None else {"top_k": 50, "top_p": 0.95, **sampling}
 
-    def __call__(self, questions: Sequence[str]) -> list[str]:
-        """The rewrites of ``questions``, in order."""
+    def __call__(self, questions: Sequence[str], seeds: Sequence[int] | None = None) -> list[str]:
+        """The rewrites of ``questions``, in order: greedy, or sampled with one seed per
+        question (``seeds``) when the rewriter samples."""
         import torch
 
+        if self.sampling is not None:
+            if seeds is None or len(seeds) != len(questions):
+                raise ValueError("a sampled rewrite needs one seed per question")
+            # One question per call: generate() draws from torch's generator, which can
+            # only be seeded per call, and a question's draw must not depend on its batch.
+            out = []
+            for question, seed in zip(questions, seeds, strict=True):
+                torch.manual_seed(seed)
+                inputs = self.tokenizer([self.prompt.format(question=question)],
+                                        return_tensors="pt", truncation=True)  # fmt: skip
+                inputs.pop("token_type_ids", None)
+                with torch.inference_mode():
+                    ids = self.model.generate(**inputs.to(self.device),
+                                              max_new_tokens=self.max_new_tokens,
+                                              do_sample=True, **self.sampling)  # fmt: skip
+                out.append(self.tokenizer.decode(ids[0], skip_special_tokens=True).strip())
+            return out
         out: list[str] = []
         for start in range(0, len(questions), self.batch_size):
             batch = [
@@ -74,28 +96,56 @@ class Rewriter:
         return out
 
 
+class SentenceRewrite:
+    """The models of one sentence-level perturbation ``name``, loaded once, from
+    ``settings`` (``model``, and for back-translation ``back_model``;
+    ``prompt``/``back_prompt``, ``max_new_tokens``, ``batch_size``, ``device``,
+    ``revision``, ``allow_download``, ``sampling``)."""
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        if name not in SENTENCE_PERTURBATIONS:
+            raise KeyError(
+                f"unknown sentence perturbation {name!r}; known: {SENTENCE_PERTURBATIONS}"
+            )
+        keys = ("max_new_tokens", "batch_size", "device", "allow_download", "sampling")
+        common = {k: settings[k] for k in keys if k in settings}
+        self.name = name
+        self.samples = settings.get("sampling") is not None
+        first = settings.get("prompt", DEFAULT_PROMPT)
+        self.stages = [Rewriter(settings["model"], first, revision=settings.get("revision"),
+                                name=name, **common)]  # fmt: skip
+        if name == "back_translation":
+            if "back_model" not in settings:
+                raise ValueError(
+                    "back_translation needs back_model (the pivot language -> English)"
+                )
+            self.stages.append(Rewriter(settings["back_model"],
+                                        settings.get("back_prompt", DEFAULT_PROMPT),
+                                        revision=settings.get("back_revision"), name=name,
+                                        **common))  # fmt: skip
+
+    def __call__(
+        self, questions: Sequence[str], seeds: Sequence[int] | None = None
+    ) -> tuple[list[str], int]:
+        """Rewrite ``questions`` (sampled with ``seeds``, one per question, when the
+        rewrite samples). An empty rewrite keeps the original question (never an empty
+        question); returns (rewrites, number kept)."""
+        out = list(questions)
+        for stage, rewriter in enumerate(self.stages):
+            # Each stage draws from its own seed, derived from the question's.
+            stage_seeds = None if seeds is None else [s + stage for s in seeds]
+            out = rewriter(out, stage_seeds if rewriter.sampling is not None else None)
+        empty = [i for i, q in enumerate(out) if not q]
+        if empty:
+            log.warning("%s: %d of %d rewrites came back empty; those questions stay as they "
+                        "were", self.name, len(empty), len(out))  # fmt: skip
+        return [q or original for q, original in zip(out, questions, strict=True)], len(empty)
+
+
 def rewrite(
     questions: Sequence[str], name: str, settings: Mapping[str, Any]
 ) -> tuple[list[str], int]:
-    """Rewrite ``questions`` with the models of ``settings`` (``model``, and for
-    back-translation ``back_model``; ``prompt``/``back_prompt``, ``max_new_tokens``,
-    ``batch_size``, ``device``, ``revision``, ``allow_download``). An empty rewrite keeps
-    the original question (never an empty question); returns (rewrites, number kept)."""
-    if name not in SENTENCE_PERTURBATIONS:
-        raise KeyError(f"unknown sentence perturbation {name!r}; known: {SENTENCE_PERTURBATIONS}")
-    common = {k: settings[k] for k in ("max_new_tokens", "batch_size", "device",
-                                       "allow_download") if k in settings}  # fmt: skip
-    first = Rewriter(settings["model"], settings.get("prompt", DEFAULT_PROMPT),
-                     revision=settings.get("revision"), name=name, **common)  # fmt: skip
-    out = first(questions)
-    if name == "back_translation":
-        if "back_model" not in settings:
-            raise ValueError("back_translation needs back_model (the pivot language -> English)")
-        back = Rewriter(settings["back_model"], settings.get("back_prompt", DEFAULT_PROMPT),
-                        revision=settings.get("back_revision"), name=name, **common)  # fmt: skip
-        out = back(out)
-    empty = [i for i, q in enumerate(out) if not q]
-    if empty:
-        log.warning("%s: %d of %d rewrites came back empty; those questions stay as they were",
-                    name, len(empty), len(out))  # fmt: skip
-    return [q or original for q, original in zip(out, questions, strict=True)], len(empty)
+    """Rewrite ``questions`` greedily with the models of ``settings`` (see
+    :class:`SentenceRewrite`); returns (rewrites, number of empty rewrites kept as the
+    original)."""
+    return SentenceRewrite(name, settings)(questions)
