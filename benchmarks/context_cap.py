@@ -4,10 +4,14 @@
 
 ``context.max_objects`` caps the context objects swapped per question (null: every one,
 the paper's rule). A cap keeps the swaps of the first c objects exactly as they are
-without it (each swap is drawn per question, object and rank), so a run with every
-object swapped holds the answers of every smaller cap: this script drops the swaps of
-each question's objects past the c-th (in the order they are swapped) and recomputes
-reliance (:func:`vqarobust.metrics.context.context_tables`) from the run's database.
+without it (feature swaps are drawn per question, object and rank; pixel swaps draw
+object after object from one generator per question, so the first objects' draws come
+first either way), so a run with every object swapped holds the answers of every smaller
+cap: this script drops the swaps of each question's objects past the c-th (in the order
+they are swapped, which is object id or feature row order on the scenes and GQA; not on
+VQAv2's pixel swaps, largest instance first, which this script does not handle) and
+recomputes reliance (:func:`vqarobust.metrics.context.context_tables`) from the run's
+database.
 Prints one Markdown table: model, reliance (any swap) at each cap and with every object,
 and the share of the run's questions that have more context objects than the cap.
 """

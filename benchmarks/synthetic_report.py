@@ -83,7 +83,7 @@ def main(out: str) -> None:
                 rows.append((qid, answer, model, modality, perturbation, severity, False))
     preds = pl.DataFrame(rows, orient="row", schema=["question_id", "answer", "model",
                          "modality", "perturbation", "severity", "truncated"])  # fmt: skip
-    preds = preds.with_columns(pl.col("severity").cast(pl.Int8))
+    preds = preds.with_columns(pl.col("severity").cast(pl.Int16))
     pred_path = root / "predictions.parquet"
     store.write_table(preds.to_arrow(), pred_path)
     families = {c: family(c) for c in [*corruptions, "blank"]}

@@ -123,7 +123,7 @@ def write_run(out: Path, n_images: int = N_IMAGES) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     write_questions(questions, out / "questions.parquet")
     paths = []
-    preds = scored.drop("score").with_columns(pl.col("severity").cast(pl.Int8))
+    preds = scored.drop("score").with_columns(pl.col("severity").cast(pl.Int16))
     for (model, perturbation), part in preds.group_by("model", "perturbation"):
         path = out / "predictions" / model / f"{perturbation}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,11 @@ SKIPPED_TEXT = {
 }
 TEXT = [p for p in config["text"]["perturbations"] if p not in SKIPPED_TEXT]
 SENTENCE = [n for n in config["text"]["sentence"] if n not in SKIPPED_WEIGHTS]
+if not CORRUPTIONS and not TEXT:
+    sys.exit(
+        "config error at missing_weights: the VRE suite needs image corruptions or text "
+        f"perturbations, and with {', '.join(SKIPPED_WEIGHTS) or 'WordNet'} skipped none is left"
+    )
 # Basic-question perturbations: every ranker on every basic-question dataset (bq_* on the
 # general pool, ynbq_* on its yes/no questions); METEOR without WordNet is skipped like
 # the WordNet text perturbations.

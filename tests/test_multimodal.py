@@ -87,7 +87,9 @@ def test_a_miniature_runs_end_to_end(tmp_path):
     filtered = set(sets.filter(sets["similarity"].is_not_null())["perturbation"].to_list())
     assert filtered == {"synonym_replace", "word_insert", "word_swap_random", "word_delete",
                         "punct_insert", "formal"}  # fmt: skip
-    assert sets.filter(sets["perturbation"] == "word_delete")["tries"].max() <= 100
+    # Every filtered question has its tries, and some needed more than one draw.
+    tried = sets.filter(sets["similarity"].is_not_null())["tries"]
+    assert tried.null_count() == 0 and tried.min() >= 1 and tried.max() > 1
     # char_replace at the paper's share: a touched word of n >= 4 letters has
     # ceil(0.3 n) letters replaced; shorter words are never touched.
     replaced = sets.filter(sets["perturbation"] == "char_replace")

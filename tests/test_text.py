@@ -117,7 +117,7 @@ def test_the_multimodal_papers_rates():
     for n in range(4, 45):
         assert paper.chars(n, n) == theirs._generate_aug_cnt(n, 1, 10, 0.3), n
     assert paper.chars(10, 2) == 2 and tokens.RATES.chars(10, 7) == 1
-    q = "an ox is by the enormous elephant beside two tall giraffes"  # 11 words, 3 short
+    q = "an ox is by the enormous elephant beside two tall giraffes"  # 11 words, 6 short
     for seed in range(30):
         out = text.perturb(q, "char_replace", 5, seed, paper)
         before, after = q.split(), out.split()
@@ -135,6 +135,11 @@ def test_the_multimodal_papers_rates():
     assert text.perturb(q, "word_delete", 1, 0, paper).count(" ") == q.count(" ") - 1
     with pytest.raises(ValueError, match="1..5"):
         tokens.n_touched(10, 6, 10, paper)
+    # Every letter of every word at most: a deletion still leaves each word a letter.
+    everything = tokens.Rates((0.2, 0.4, 0.6, 0.8, 1.0), 1.0, 1)
+    for seed in range(10):
+        out = text.perturb(q, "char_delete", 5, seed, everything)
+        assert len(out.split()) == len(q.split()) and out != q
 
 
 def test_the_configs_default_rates_are_the_librarys():

@@ -593,8 +593,8 @@ def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
         if settings.get("allow_download"):
             continue  # fetched by its job
         for key, revision in (("model", "revision"), ("back_model", "back_revision")):
-            if key not in settings:
-                continue
+            if key not in settings or Path(settings[key]).exists():
+                continue  # a folder that is here: a mistake in it fails in its job, named
             try:
                 resolve_weights(f"text.sentence.{name}.{key}", settings[key], False,
                                 settings.get(revision))  # fmt: skip

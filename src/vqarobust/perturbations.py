@@ -54,5 +54,13 @@ def names(modality: str | None = None) -> list[str]:
 
 
 def severities(name: str) -> list[int]:
-    """The severities (levels) a perturbation defines, 1..n."""
-    return list(range(1, int(entry(name).tags.get("severities", 5)) + 1))
+    """The severities (levels) a perturbation defines, 1..n. A context perturbation has
+    no fixed count (its severities are a question's swap indices, 1..objects x k: see
+    :func:`vqarobust.inference.context_severities`)."""
+    found = entry(name)
+    if found.tags.get("modality") == "context":
+        raise ValueError(
+            f"{name}: a context perturbation's severities are the swap "
+            "indices its question set holds (inference.context_severities)"
+        )
+    return list(range(1, int(found.tags.get("severities", 5)) + 1))

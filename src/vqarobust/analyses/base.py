@@ -65,6 +65,8 @@ class RunOptions:
 OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "metric": ("scoring.metric",),
     "weights": ("vre.preferences",),
+    # With missing_weights: skip, the lists exclude what is skipped; every analysis
+    # reads scoring's table of what was skipped (below), which declares those keys.
     "families": ("corruptions", "controls", "text.perturbations", "text.sentence",
                  "basic_questions.rankers", "basic_questions.datasets"),
     "rscore": ("rscore",),

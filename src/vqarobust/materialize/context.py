@@ -32,7 +32,7 @@ SWAP_SCHEMA = pa.schema(
         ("rank", pa.int8()),  # among the object's swaps of this kind (1..k)
         ("image_id", pa.int64()),  # the swapped image
         ("source_image_id", pa.int64()),
-        ("object_id", pa.int16()),
+        ("object_id", pa.int64()),  # scenes object ids; COCO instance ids pass int32
         ("before", pa.string()),  # "small red circle"
         ("after", pa.string()),
     ]

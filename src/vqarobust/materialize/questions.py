@@ -197,7 +197,7 @@ def rewrite_question_set(
     draw), and only it can be under a ``fidelity`` filter (a greedy rewrite would repeat
     itself). Returns the number of questions."""
     from vqarobust.seeding import derive_seed
-    from vqarobust.text.sentence import SentenceRewrite
+    from vqarobust.text.sentence import SentenceRewrite, keep_originals
 
     frame = _question_frame(questions_path)
     originals = frame["question"].to_list()
@@ -206,20 +206,18 @@ def rewrite_question_set(
     if fidelity is not None and not rewriter.samples:
         raise ValueError(f"{name}: a greedy rewrite cannot be redrawn by the fidelity filter; "
                          f"give text.sentence.{name}.sampling")  # fmt: skip
-    empty = 0
     sim = tries = None
     if not rewriter.samples:
-        rewrites, empty = rewriter(distinct)
+        drawn: list[str | None] = list(rewriter.draw(distinct))
     else:
 
         def draw(i: int, attempt: int) -> str:
-            nonlocal empty
-            out, n = rewriter([distinct[i]], [derive_seed(global_seed, name, distinct[i], attempt)])
-            empty += n
-            return out[0]
+            # As drawn: an empty rewrite scores as one (it is not the original question).
+            seed = derive_seed(global_seed, name, distinct[i], attempt)
+            return rewriter.draw([distinct[i]], [seed])[0]
 
         if fidelity is None:
-            rewrites = [draw(i, 0) for i in range(len(distinct))]
+            drawn = [draw(i, 0) for i in range(len(distinct))]
         else:
             if encode is None:
                 from functools import partial
@@ -227,13 +225,14 @@ def rewrite_question_set(
                 from vqarobust.text.encoder import encode as encode_with
 
                 encode = partial(encode_with, path=fidelity.similarity_encoder)
-            rewrites, sims, n_tries = fidelity_filter(
+            drawn, sims, n_tries = fidelity_filter(
                 distinct, draw, fidelity.min_similarity, fidelity.max_tries, encode,
                 fidelity.on_low_similarity,
             )  # fmt: skip
             row = {q: i for i, q in enumerate(distinct)}
             sim = [float(sims[row[q]]) for q in originals]
             tries = [int(n_tries[row[q]]) for q in originals]
+    rewrites, empty = keep_originals(drawn, distinct, name)
     lookup = dict(zip(distinct, rewrites, strict=True))
     _write_set(frame, [lookup[q] for q in originals], name, 1, out_path, sim, tries)
     log.info("%s: %d distinct questions rewritten (%d empty rewrites kept the original) -> %s",

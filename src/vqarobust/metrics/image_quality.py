@@ -129,8 +129,9 @@ def with_lpips(per_image: pl.DataFrame, paths: Sequence[str | os.PathLike[str]])
     if not paths:
         return per_image
     keys = ["perturbation", "severity", "image_id"]
-    lpips = pl.concat([pl.read_parquet(p) for p in paths]).with_columns(
-        pl.col("severity").cast(pl.Int64)
+    # Each cast on its own: a table written before severities were int16 is int8.
+    lpips = pl.concat(
+        [pl.read_parquet(p).with_columns(pl.col("severity").cast(pl.Int64)) for p in paths]
     )
     out = per_image.join(lpips, on=keys, how="left")
     unmatched = lpips.join(per_image, on=keys, how="anti")

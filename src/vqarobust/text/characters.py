@@ -56,12 +56,13 @@ def _edit_words(
     positions: Callable[[str], list[int]],
     edit: Callable[[str, int, np.random.Generator], str],
     rates: tokens.Rates,
+    keep: int = 0,
 ) -> str:
     """Apply ``edit(word, position, rng)`` to each of the touched words, at one position
     or, with ``rates.char_share``, at that share of its characters (distinct positions,
     edited from the last, so an insertion or deletion moves none still to come); a word
     is eligible when it has ``rates.char_min_length`` characters and ``positions(word)``
-    lists a position that can be edited."""
+    lists a position that can be edited; at least ``keep`` of its characters stay."""
     pieces = tokens.split(question)
     words = list(range(1, len(pieces), 2))
     eligible = [i for i in words
@@ -72,7 +73,7 @@ def _edit_words(
         if rates.char_share is None:
             pieces[i] = edit(pieces[i], options[int(rng.integers(len(options)))], rng)
             continue
-        m = rates.chars(len(pieces[i]), len(options))
+        m = min(rates.chars(len(pieces[i]), len(options)), len(pieces[i]) - keep)
         for pos in sorted((options[int(j)] for j in rng.choice(len(options), m, replace=False)),
                           reverse=True):  # fmt: skip
             pieces[i] = edit(pieces[i], pos, rng)
@@ -180,5 +181,11 @@ def char_delete(
         return word[:pos] + word[pos + 1 :]
 
     return _edit_words(
-        question, severity, rng, lambda w: list(range(len(w))) if len(w) > 1 else [], edit, rates
+        question,
+        severity,
+        rng,
+        lambda w: list(range(len(w))) if len(w) > 1 else [],
+        edit,
+        rates,
+        keep=1,
     )

@@ -32,7 +32,8 @@ for _name in SENTENCE_PERTURBATIONS:
 
 class Rewriter:
     """A seq2seq model that rewrites questions: ``prompt`` (with ``{question}``) is fed to
-    ``AutoModelForSeq2SeqLM`` and the greedy output is the rewrite."""
+    ``AutoModelForSeq2SeqLM`` and its greedy output, or a sample with ``sampling``
+    (``top_k``, ``top_p``), is the rewrite."""
 
     def __init__(  # noqa: PLR0913 - one argument per key of a text.sentence entry
         self,
@@ -57,7 +58,8 @@ class Rewriter:
         self.model = AutoModelForSeq2SeqLM.from_pretrained(local).to(device).eval()
         self.prompt, self.max_new_tokens = prompt, max_new_tokens
         self.batch_size, self.device = batch_size, device
-        self.sampling = None if sampling is None else {"top_k": 50, "top_p": 0.95, **sampling}
+        # The config's defaults (top_k 50, top_p 0.95) are filled in by its validation.
+        self.sampling = None if sampling is None else dict(sampling)
 
     def __call__(self, questions: Sequence[str], seeds: Sequence[int] | None = None) -> list[str]:
         """The rewrites of ``questions``, in order: greedy, or sampled with one seed per
@@ -124,22 +126,36 @@ class SentenceRewrite:
                                         revision=settings.get("back_revision"), name=name,
                                         **common))  # fmt: skip
 
-    def __call__(
-        self, questions: Sequence[str], seeds: Sequence[int] | None = None
-    ) -> tuple[list[str], int]:
-        """Rewrite ``questions`` (sampled with ``seeds``, one per question, when the
-        rewrite samples). An empty rewrite keeps the original question (never an empty
-        question); returns (rewrites, number kept)."""
+    def draw(self, questions: Sequence[str], seeds: Sequence[int] | None = None) -> list[str]:
+        """The models' rewrites of ``questions`` as they come, empty ones included
+        (sampled with ``seeds``, one per question, when the rewrite samples)."""
         out = list(questions)
         for stage, rewriter in enumerate(self.stages):
             # Each stage draws from its own seed, derived from the question's.
             stage_seeds = None if seeds is None else [s + stage for s in seeds]
             out = rewriter(out, stage_seeds if rewriter.sampling is not None else None)
-        empty = [i for i, q in enumerate(out) if not q]
-        if empty:
-            log.warning("%s: %d of %d rewrites came back empty; those questions stay as they "
-                        "were", self.name, len(empty), len(out))  # fmt: skip
-        return [q or original for q, original in zip(out, questions, strict=True)], len(empty)
+        return out
+
+    def __call__(
+        self, questions: Sequence[str], seeds: Sequence[int] | None = None
+    ) -> tuple[list[str], int]:
+        """Rewrite ``questions`` (:meth:`draw`). An empty rewrite keeps the original
+        question (never an empty question); returns (rewrites, number kept)."""
+        return keep_originals(self.draw(questions, seeds), questions, self.name)
+
+
+def keep_originals(
+    rewrites: Sequence[str | None], questions: Sequence[str], name: str
+) -> tuple[list[str | None], int]:
+    """``rewrites`` with each empty one replaced by its original question (a question
+    the fidelity filter dropped, None, stays None), logged; (rewrites, number kept)."""
+    out = list(rewrites)
+    empty = [i for i, q in enumerate(out) if q == ""]
+    if empty:
+        log.warning("%s: %d of %d rewrites came back empty; those questions stay as they "
+                    "were", name, len(empty), len(out))  # fmt: skip
+    return [original if q == "" else q
+            for q, original in zip(out, questions, strict=True)], len(empty)  # fmt: skip
 
 
 def rewrite(

@@ -236,8 +236,7 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
         return None
     dropped = int(drops["n_dropped"].sum()) if drops.height else 0
     return {
-        "skipped": {"n": skipped.height, "names": ", ".join(skipped["perturbation"]),
-                    "reason": "; ".join(sorted(set(skipped["reason"])))}
+        "skipped": {"n": skipped.height, "table": skipped.sort("perturbation")}
         if skipped.height else None,
         "drops": {"n": dropped, "n_sets": int((drops["n_dropped"] > 0).sum()), "table": drops}
         if dropped else None,
