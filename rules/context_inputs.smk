@@ -5,8 +5,12 @@ def get_context_params(wildcards):
     """What changes the swaps: seeds, k, the objects per question, the perturbations (ordered as the rule's outputs),
     the scenes split or, on VQAv2, the smallest instance and the storage encoding."""
     dataset, context = config["dataset"], config["context"]
-    settings = {"perturbations": CONTEXT, "seed": config["seed"], "k": context["k"],
-                "max_objects": context["max_objects"]}
+    settings = {
+        "perturbations": CONTEXT,
+        "seed": config["seed"],
+        "k": context["k"],
+        "max_objects": context["max_objects"],
+    }
     if dataset["adapter"] == "scenes":
         settings.update(scene_seed=dataset.get("scene_seed", 0), split=dataset["split"])
     else:

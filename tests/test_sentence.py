@@ -93,7 +93,7 @@ def test_sentence_rewrites_do_not_depend_on_the_batch(t5):
 
 
 def test_a_sampled_rewrite_is_seeded_per_question_and_draw(t5):
-    sampled = Rewriter(str(t5), max_new_tokens=8, sampling={"top_k": 0, "top_p": 1.0})
+    sampled = Rewriter(str(t5), max_new_tokens=8).with_sampling({"top_k": 0, "top_p": 1.0})
     qs = ["what color is the shape?", "is there a red circle?"]
     a = sampled(qs, [1, 2])
     assert a == sampled(qs, [1, 2])  # same seeds, same draws

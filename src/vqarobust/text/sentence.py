@@ -32,10 +32,12 @@ for _name in SENTENCE_PERTURBATIONS:
 
 class Rewriter:
     """A seq2seq model that rewrites questions: ``prompt`` (with ``{question}``) is fed to
-    ``AutoModelForSeq2SeqLM`` and its greedy output, or a sample with ``sampling``
-    (``top_k``, ``top_p``), is the rewrite."""
+    ``AutoModelForSeq2SeqLM`` and its greedy output, or a sample once
+    :meth:`with_sampling` is given ``top_k`` and ``top_p``, is the rewrite."""
 
-    def __init__(  # noqa: PLR0913 - one argument per key of a text.sentence entry
+    sampling: dict[str, Any] | None = None
+
+    def __init__(
         self,
         path_or_id: str,
         prompt: str = DEFAULT_PROMPT,
@@ -45,7 +47,6 @@ class Rewriter:
         revision: str | None = None,
         allow_download: bool = False,
         name: str = "rewriter",
-        sampling: Mapping[str, Any] | None = None,
     ) -> None:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -58,8 +59,12 @@ class Rewriter:
         self.model = AutoModelForSeq2SeqLM.from_pretrained(local).to(device).eval()
         self.prompt, self.max_new_tokens = prompt, max_new_tokens
         self.batch_size, self.device = batch_size, device
-        # The config's defaults (top_k 50, top_p 0.95) are filled in by its validation.
+
+    def with_sampling(self, sampling: Mapping[str, Any] | None) -> Rewriter:
+        """This rewriter, sampling with ``sampling`` (``top_k``, ``top_p``; the config's
+        defaults are filled in by its validation), or greedy with None."""
         self.sampling = None if sampling is None else dict(sampling)
+        return self
 
     def __call__(self, questions: Sequence[str], seeds: Sequence[int] | None = None) -> list[str]:
         """The rewrites of ``questions``, in order: greedy, or sampled with one seed per
@@ -109,13 +114,14 @@ class SentenceRewrite:
             raise KeyError(
                 f"unknown sentence perturbation {name!r}; known: {SENTENCE_PERTURBATIONS}"
             )
-        keys = ("max_new_tokens", "batch_size", "device", "allow_download", "sampling")
+        keys = ("max_new_tokens", "batch_size", "device", "allow_download")
         common = {k: settings[k] for k in keys if k in settings}
+        sampling = settings.get("sampling")
         self.name = name
         self.samples = settings.get("sampling") is not None
         first = settings.get("prompt", DEFAULT_PROMPT)
         self.stages = [Rewriter(settings["model"], first, revision=settings.get("revision"),
-                                name=name, **common)]  # fmt: skip
+                                name=name, **common).with_sampling(sampling)]  # fmt: skip
         if name == "back_translation":
             if "back_model" not in settings:
                 raise ValueError(
@@ -124,7 +130,7 @@ class SentenceRewrite:
             self.stages.append(Rewriter(settings["back_model"],
                                         settings.get("back_prompt", DEFAULT_PROMPT),
                                         revision=settings.get("back_revision"), name=name,
-                                        **common))  # fmt: skip
+                                        **common).with_sampling(sampling))  # fmt: skip
 
     def draw(self, questions: Sequence[str], seeds: Sequence[int] | None = None) -> list[str]:
         """The models' rewrites of ``questions`` as they come, empty ones included
