@@ -58,16 +58,19 @@ def test_its_dag_skips_what_is_absent_and_plans_the_rest(tmp_path):
 @pytest.mark.slow
 def test_a_miniature_runs_end_to_end(tmp_path):
     """Four images, one model, one corruption besides stylize, every text edit at
-    severities 1 and 5, one sampled rewrite with a tiny local T5 (the other four and
-    stylize skipped): the skips reach the database, the filter runs on the word level and
-    the sampled rewrite only, characters are edited at the paper's share, and MMI has both
-    modalities."""
+    severities 1 and 5 (at most 5 draws of the filter), one sampled rewrite with a tiny
+    local T5 (the other four and stylize skipped): the skips reach the database, the
+    filter runs on the word level and the sampled rewrite only, characters are edited at
+    the paper's share, and MMI has both modalities."""
     from tests.tiny_checkpoints import tiny_t5
 
     _checkpoints(tmp_path)
     config = yaml.safe_load(STUDY.read_text())
     config["dataset"]["n_images"] = 4
     config.update(corruptions=["gaussian_noise", "stylize"], severities=[1, 5])
+    # The paper's 100 draws cost a sampled rewrite one generate call each per question
+    # under the threshold; 5 show the filter at work.
+    config["text"]["max_tries"] = 5
     config["text"]["sentence"]["formal"].update(model=str(tiny_t5(tmp_path / "t5")),
                                                 max_new_tokens=6)  # fmt: skip
     config["models"] = {"cnn-bow": config["models"]["cnn-bow"]}
