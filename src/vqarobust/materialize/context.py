@@ -259,13 +259,12 @@ def swap_context_coco(
     def images() -> Iterator[dict]:
         clean = store.ImageShards(sources.clean)
         with open_images(sources.images) as source:
-            for vid in sorted(made):
-                sw = made[vid]
+            for vid, sw in sorted(made.items()):
                 target = coco.decode(clean.read([sw.target.image_id])[sw.target.image_id])
                 donor = coco.decode(source.read(sw.donor.image_id))
                 pasted = np.asarray(coco.paste(target, sw.target.box, donor, sw.donor.box))
-                data = storage.encode(pasted)
-                yield {"image_id": vid, "bytes": data, "format": storage.image_format,
+                yield {"image_id": vid, "bytes": storage.encode(pasted),
+                       "format": storage.image_format,
                        "width": pasted.shape[1], "height": pasted.shape[0]}  # fmt: skip
 
     n_images = store.write_image_shards(images(), out.image_folder(), storage.shard_bytes)

@@ -134,6 +134,14 @@ class Fidelity:
         """The filter a job's params ask for; None where ``min_similarity`` is null."""
         return None if params.get("min_similarity") is None else cls(**params)
 
+    def encoder(self) -> Callable[[list[str]], np.ndarray]:
+        """The filter's encoder: ``similarity_encoder``'s, or the shipped MiniLM."""
+        from functools import partial
+
+        from vqarobust.text.encoder import encode
+
+        return partial(encode, path=self.similarity_encoder)
+
 
 def perturb_question_set(
     questions_path: str | os.PathLike[str],
@@ -159,11 +167,7 @@ def perturb_question_set(
             _write_set(frame, out, perturbation, severity, path)
         else:
             if encode is None:
-                from functools import partial
-
-                from vqarobust.text.encoder import encode as encode_with
-
-                encode = partial(encode_with, path=fidelity.similarity_encoder)
+                encode = fidelity.encoder()
             out, sim, tries = fidelity_filter(
                 originals,
                 lambda i, attempt, s=severity: text.perturb_item(
@@ -220,11 +224,7 @@ def rewrite_question_set(
             drawn = [draw(i, 0) for i in range(len(distinct))]
         else:
             if encode is None:
-                from functools import partial
-
-                from vqarobust.text.encoder import encode as encode_with
-
-                encode = partial(encode_with, path=fidelity.similarity_encoder)
+                encode = fidelity.encoder()
             drawn, sims, n_tries = fidelity_filter(
                 distinct, draw, fidelity.min_similarity, fidelity.max_tries, encode,
                 fidelity.on_low_similarity,
