@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Rough seconds a test file holds its worker: its heaviest mark's run (one per file: the
+# whole-study files share it among their tests through a module fixture) plus a few
+# seconds per marked test. The costliest files go first: pytest-xdist's own order (files
+# with the most tests first, `--loadscope-reorder`) would start the one-test whole-study
+# files last, leaving one worker alone at the end.
+MARK_SECONDS = {"slurm": 240, "slow": 150, "workflow": 60}
+PER_MARKED_TEST = 5
+
+
+def file_seconds(items: list[pytest.Item]) -> int:
+    """A test file's rough cost from its tests' marks (``MARK_SECONDS``)."""
+    costs = [max((MARK_SECONDS.get(m.name, 0) for m in i.iter_markers()), default=0)
+             for i in items]  # fmt: skip
+    return max(costs, default=0) + PER_MARKED_TEST * sum(c > 0 for c in costs)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Costliest files first (``file_seconds``), each file's tests kept together and in
+    their order: with ``--dist loadfile --no-loadscope-reorder`` the workers take files in
+    this order, so the long ones start early and the short ones fill the end."""
+    by_file: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.path, []).append(item)
+    cost = {path: file_seconds(group) for path, group in by_file.items()}
+    items[:] = [i for path in sorted(by_file, key=lambda p: -cost[p]) for i in by_file[path]]
 
 
 def _prepare(root: Path, split: str, n_images: int) -> dict[str, Path]:
@@ -67,12 +95,34 @@ def checkpoints(easy_vqa_train, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def workflow_run(tmp_path_factory, wordnet) -> tuple[Path, dict]:
+    """The tiny config (tests/data/tiny_config.yaml) run once for the whole test session,
+    in a folder both pytest-xdist workers see: the first to ask builds it under a file
+    lock, the other waits and reuses it (tests/test_workflow.py reads and copies it; the
+    SLURM test compares its cluster run with it). Tests change a copy, never the run."""
+    import fcntl
+
+    import yaml
+
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's folder, above each worker's own
+    workdir, done = shared / "tiny-run", shared / "tiny-run.done"
+    with (shared / "tiny-run.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # a failed build of the other worker
+            workdir.mkdir()
+            run_workflow(workdir, config)
+            done.touch()
+    return workdir, config
+
+
+@pytest.fixture(scope="session")
 def wordnet() -> Path:
     """WordNet 3.0 for the synonym-based text perturbations: Debian's wordnet-base,
     installed here when absent and the tests run as root (as for SLURM); else skipped."""
-    import os
-    import shutil
-
     from vqarobust.text.wordnet import PACKAGE, wordnet_dir
 
     can_install = os.geteuid() == 0 and shutil.which("apt-get")
@@ -92,8 +142,6 @@ APT_LOCK = "/tmp/vqarobust-apt.lock"
 
 def apt_get(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """``apt-get *args`` (non-interactive) after the tests' apt lock is free."""
-    import os
-
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     return subprocess.run(["flock", APT_LOCK, "apt-get", *args], capture_output=True, env=env,
                           timeout=timeout)  # fmt: skip

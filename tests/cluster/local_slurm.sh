@@ -5,7 +5,8 @@
 #                              CPU partition (the default) and of the GPU partition
 #                              (the same node; two names, so that a test sees where a job
 #                              was sent)
-#   local_slurm.sh stop DIR    stop the daemons that `start DIR` started
+#   local_slurm.sh stop DIR    stop the daemons that `start DIR` started and remove its
+#                              links in /etc/slurm
 # Measured facts for Debian's slurm-wlm 22.05: slurmd starts when there is no cgroup.conf
 # with ProctrackType=proctrack/linuxproc and TaskPlugin=task/none; there is no accounting
 # database, so clients use squeue for job status (sacct finds nothing).
@@ -26,8 +27,20 @@ stop() {
   done
 }
 
+# The client config links that `start DIR` made. Left behind, they point clients at a
+# controller that is gone: `scontrol show config`, which the SLURM executor plugin runs
+# whenever Snakemake starts, then waits about 9 s for it, in every later `snakemake` call.
+unlink_config() {
+  for name in slurm.conf gres.conf; do
+    if [ "$(readlink "/etc/slurm/$name" 2>/dev/null)" = "$dir/$name" ]; then
+      rm -f "/etc/slurm/$name"
+    fi
+  done
+}
+
 if [ "$cmd" = stop ]; then
   stop
+  unlink_config
   exit 0
 fi
 
