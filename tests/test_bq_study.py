@@ -47,6 +47,9 @@ def study(tmp_path_factory, checkpoints):
                            str(val["questions"])],
         },
         "threads": {"infer": 1},
+        # No attention maps: this test reads none, and the paper test runs them for both
+        # families.
+        "diagnostics": {"attention": {"n": 0}},
         "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
                             "device": "cpu", "batch_size": 16},
                    # A generative model: VQABQ asks it the chain of questions (the
