@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny prepared easy-VQA splits, built once per session."""
+"""Shared fixtures (tiny prepared easy-VQA splits and checkpoints, the tiny workflow run
+shared by both workers), and the order in which the workers take the test files."""
 
 from __future__ import annotations
 
