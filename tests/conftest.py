@@ -100,7 +100,8 @@ def workflow_run(tmp_path_factory, wordnet) -> tuple[Path, dict]:
     """The tiny config (tests/data/tiny_config.yaml) run once for the whole test session,
     in a folder both pytest-xdist workers see: the first to ask builds it under a file
     lock, the other waits and reuses it (tests/test_workflow.py reads and copies it; the
-    SLURM test compares its cluster run with it). Tests change a copy, never the run."""
+    SLURM test compares its cluster run with it). Tests run changes on a copy; the plan
+    tests of tests/test_workflow.py swap its config file for a dry run and put it back."""
     import fcntl
 
     import yaml

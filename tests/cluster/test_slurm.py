@@ -138,9 +138,10 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     # for the session (asked for only now, so that the other worker builds it meanwhile).
     local, _ = request.getfixturevalue("workflow_run")
     database = Path("results", "easy-vqa", "robustness.duckdb")
+    cluster = {}
     for table, keys in TABLES.items():
-        ours, theirs = rows(workdir / database, local / database, table, keys)
-        assert ours.height > 0 and ours.equals(theirs), table
-    models = rows(workdir / database, local / database, "predictions", keys=("model",))[0]
-    assert set(models["model"]) == {"vilt-tiny"} and set(models["modality"]) == {
-        "clean", "image", "text"}  # fmt: skip
+        cluster[table], theirs = rows(workdir / database, local / database, table, keys)
+        assert cluster[table].height > 0 and cluster[table].equals(theirs), table
+    predictions = cluster["predictions"]
+    assert set(predictions["model"]) == {"vilt-tiny"}
+    assert set(predictions["modality"]) == {"clean", "image", "text"}
