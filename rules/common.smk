@@ -14,6 +14,7 @@ from vqarobust.runtime import Runtime, shard_bytes
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
 from vqarobust.report.outputs import TABLES as REPORT_TABLES
+from vqarobust import warm
 
 # A shipped study (config/paper.yaml, config/scenes.yaml) merged into the default would
 # silently run the default's question study too: refuse it, saying how to run it.

@@ -135,7 +135,7 @@ def test_coco_swaps_materialize_seeded(mini, tmp_path):
         sources = CocoSources(prepared / "img", paths["images"], paths["instances"])
         return swap_context_coco(prepared / "q.parquet", sources,
                                  SwapOutputs(out / "swaps.parquet", sets, out / "images"),
-                                 SwapSettings(seed, k=2))  # fmt: skip
+                                 SwapSettings(seed, k=1, max_objects=2))  # fmt: skip
 
     counts = run(tmp_path / "a")
     assert counts["swaps"] > 0 and counts["swap_class"] > 0 and counts["swap_attribute"] > 0

@@ -293,7 +293,7 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     # No blank control here (the workflow test covers it): 6 fewer jobs.
     config.update(corruptions=["gaussian_noise"], severities=[2], controls=[])
     config["context"].update(k=2, reliance_k=[1, 2])
-    small = {"epochs": 3, "channels": [8, 16], "hidden_dim": 32}
+    small = {"epochs": 1, "channels": [8, 16], "hidden_dim": 32}
     config["models"] = {name: {**config["models"][name],
                                "train": {**config["models"][name]["train"], **small}}
                         for name in ("cnn-film", "cnn-film-swapmix")}  # fmt: skip

@@ -589,35 +589,52 @@ def _kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
 
 @pytest.mark.slow
 def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run, tmp_path):
-    """The fault campaign: a copy of the finished run loses the ViLT's predictions and
-    attention maps (finished chunks too; the CNN's inference is the same code and would
-    only double the time) and everything after them, is rerun and SIGKILLed as a whole
-    process group twice during inference, unlocked and rerun to the end; every DuckDB table
-    then equals the uninterrupted run's, row for row (ViLT's patch choice is seeded per
-    image)."""
+    """The fault campaign: a copy of the finished run loses the ViLT's predictions on one
+    subset of each modality and its attention maps (finished chunks too; the CNN's
+    inference and the other subsets are the same code and would only lengthen the test)
+    and everything after them, is rerun and SIGKILLed as a whole process group twice
+    during inference, unlocked and rerun to the end; every DuckDB table then equals the
+    uninterrupted run's, row for row (ViLT's patch choice is seeded per image). The killed
+    runs are warm (vqarobust.warm), the last is cold and computes the clean subset again:
+    warm and cold answers are the same."""
     from vqarobust.provenance import diff
 
     source, _ = workflow_run
     workdir = tmp_path / "wf"
     shutil.copytree(source, workdir, symlinks=True)
     results = workdir / "results" / "easy-vqa"
-    for folder in ("predictions/vilt-tiny", "attention", "tables", "report"):
+    vilt = results / "predictions" / "vilt-tiny"
+    lost = ("clean", "gaussian_noise", "keyboard", "bq_lasso")
+    for subset in lost:
+        (vilt / f"{subset}.parquet").unlink()
+        shutil.rmtree(vilt / f"{subset}.parquet.chunks")
+    for folder in ("attention", "tables", "report"):
         shutil.rmtree(results / folder)
     (results / "robustness.duckdb").unlink()
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
            "--cores", "2", "--rerun-incomplete"]  # fmt: skip
 
     def chunks() -> int:
-        return len(list((results / "predictions" / "vilt-tiny").glob("*.chunks/*.parquet")))
+        return len(list(vilt.glob("*.chunks/*.parquet")))
 
+    kept = chunks()  # the four subsets left in place keep theirs
     killed = 0
-    for at_least in (1, 6):
+    for at_least in (1, 3):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)  # fmt: skip
-        killed += _kill_when(proc, lambda n=at_least: chunks() >= n)
+        killed += _kill_when(proc, lambda n=at_least: chunks() >= kept + n)
         snakemake(workdir, "--unlock")
     assert killed == 2, "the run finished before it could be killed"
+    logs = workdir / "logs" / "easy-vqa" / "run_model" / "vilt-tiny"
+    warm = "a child of the run's warm process"
+    assert any(warm in (logs / f"{s}.log").read_text() for s in lost
+               if (logs / f"{s}.log").exists())  # fmt: skip
+    (vilt / "clean.parquet").unlink(missing_ok=True)
+    shutil.rmtree(vilt / "clean.parquet.chunks", ignore_errors=True)
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    write_config(workdir, {**config, "warm_start": False})  # changes no job (docs/workflow.md)
     snakemake(workdir, "--rerun-incomplete")
+    assert warm not in (logs / "clean.log").read_text()
     result = diff(source / "results" / "easy-vqa" / "robustness.duckdb",
                   results / "robustness.duckdb")  # fmt: skip
     assert result["tables"] == {} and not result["only_in_a"] and not result["only_in_b"]

@@ -157,6 +157,10 @@ RUNTIME: dict[str, NoRerun] = {
         "tests/test_materialize_images.py::test_corrupted_subset_does_not_depend_on_shard_layout",
     ),
     "threads.infer": _BATCH,
+    "warm_start": NoRerun(
+        "where a job imports torch: in its own process or once, in the process it forks from",
+        "tests/test_workflow.py::test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one",
+    ),
     "models.*.batch_size": _BATCH,
     "models.*.share_image_features": NoRerun(
         "PNP-VQA encodes each image once for all its questions instead of once per question",

@@ -1,5 +1,9 @@
 """Snakemake adapter: rewrite the questions with one sentence-level perturbation's models."""
 
+from vqarobust.warm import hand_over
+
+hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
+
 import torch
 
 from vqarobust.logs import setup_logging

@@ -1,5 +1,9 @@
 """Snakemake adapter: run one model on every severity of one subset."""
 
+from vqarobust.warm import hand_over
+
+hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
+
 import torch
 
 from vqarobust.inference import Subset, context_severities, run_inference

@@ -1,5 +1,9 @@
 """Snakemake adapter: train a reference model and save it in Hugging Face format."""
 
+from vqarobust.warm import hand_over
+
+hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
+
 from vqarobust.logs import setup_logging
 from vqarobust.models.recipe import Recipe
 
