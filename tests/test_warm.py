@@ -124,6 +124,32 @@ def test_a_gpu_job_runs_cold_without_asking(tmp_path, monkeypatch, capsys):
     assert "has ended" in capsys.readouterr().err
 
 
+def test_messages_arrive_whole_and_in_order_with_their_descriptors():
+    import socket
+
+    a, b = socket.socketpair()
+    with a, b, open(os.devnull) as devnull:
+        warm._send(a, {"started": True})
+        warm._send(a, {"exit": 3, "pad": "x" * 50_000})
+        assert warm._receive(b) == ({"started": True}, [])
+        assert warm._receive(b)[0]["exit"] == 3
+        warm._send(a, {"env": {"A": "1"}}, [devnull.fileno()])
+        message, fds = warm._receive(b, 1)
+        assert message == {"env": {"A": "1"}} and len(fds) == 1
+        os.close(fds[0])
+        a.shutdown(socket.SHUT_WR)
+        assert warm._receive(b) == (None, [])
+
+
+def test_an_ended_process_is_ended_even_unreaped():
+    zombie = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while not warm._ended(zombie.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert warm._ended(zombie.pid) and zombie.poll() == 0
+    assert not warm._ended(os.getpid())
+
+
 def test_the_code_digest_covers_the_package_sources():
     assert warm.code_digest() == warm.code_digest()
     assert len(warm.code_digest()) == 64

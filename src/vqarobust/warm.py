@@ -45,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,6 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GO
 # The shell that starts a job script sets its bookkeeping (``_``, ``SHLVL``, ``OLDPWD``).
 PER_JOB = (*THREAD_VARS, "TMPDIR", "TEMP", "TEMPDIR", "TMP", "PWD", "OLDPWD", "SHLVL", "_",
            ENV_SOCKET, ENV_CHILD)  # fmt: skip
-MAX_MESSAGE = 1 << 22
 
 
 def code_digest() -> str:
@@ -91,11 +91,13 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def socket_path(workdir: str | os.PathLike[str] = ".") -> Path:
-    """Where a run's warm process listens: in the working directory's ``.snakemake/``
-    (one per run; a Unix socket path must stay under about 100 bytes, so a deep working
-    directory gets a short folder under /tmp instead)."""
-    path = Path(workdir).resolve() / ".snakemake" / "vqarobust-warm.sock"
+def socket_path(workdir: str | os.PathLike[str] = ".", run: int | None = None) -> Path:
+    """Where the warm process of the run with pid ``run`` (default: this process) listens:
+    in the working directory's ``.snakemake/``, one per run (two runs with different
+    targets may share a folder); a Unix socket path must stay under about 100 bytes, so a
+    deep working directory's goes under /tmp instead."""
+    name = f"vqarobust-warm-{os.getpid() if run is None else run}.sock"
+    path = Path(workdir).resolve() / ".snakemake" / name
     if len(os.fsencode(path)) < 100:
         return path
     digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:16]
@@ -111,7 +113,7 @@ def start(workdir: str | os.PathLike[str] = ".") -> subprocess.Popen | None:
         stale.unlink(missing_ok=True)
     # os.environ, the environment the jobs are given, explicitly: a library's putenv()
     # that bypassed it would otherwise reach the warm process alone.
-    proc = subprocess.Popen([sys.executable, "-m", "vqarobust.warm", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "vqarobust.warm", str(path), str(os.getpid())],
                             stdin=subprocess.DEVNULL, env=dict(os.environ))  # fmt: skip
     pid_path(path).write_text(str(proc.pid))
     os.environ[ENV_SOCKET] = str(path)
@@ -142,36 +144,49 @@ def pid_path(path: Path) -> Path:
 
 
 def _ended(pid: int) -> bool:
+    """No process ``pid`` of ours is running (a zombie, not yet reaped by the run, has
+    ended)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[1].startswith("Z")
+    except (ProcessLookupError, PermissionError, FileNotFoundError):
         return True
-    return False
 
 
 def _send(conn: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    """One message: a 4-byte length, then JSON; ``fds`` travel with the length."""
     data = json.dumps(message).encode()
-    payload = len(data).to_bytes(4, "big") + data
+    head = len(data).to_bytes(4, "big")
     if fds:
-        socket.send_fds(conn, [payload], fds)
+        if socket.send_fds(conn, [head], fds) != len(head):
+            raise OSError("the message's length was cut short")
     else:
-        conn.sendall(payload)
+        conn.sendall(head)
+    conn.sendall(data)
+
+
+def _exactly(conn: socket.socket, n: int, start: bytes = b"") -> bytes | None:
+    """``n`` bytes (``start`` already read); None when the peer closed first."""
+    buf = start
+    while len(buf) < n:
+        more = conn.recv(n - len(buf))
+        if not more:
+            return None
+        buf += more
+    return buf
 
 
 def _receive(conn: socket.socket, n_fds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
-    """One message (and up to ``n_fds`` file descriptors); None when the peer closed."""
-    data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, n_fds) if n_fds else (
-        conn.recv(MAX_MESSAGE), [], 0, None)  # fmt: skip
-    if not data:
-        return None, fds
-    size = int.from_bytes(data[:4], "big")
-    body = data[4:]
-    while len(body) < size:
-        more = conn.recv(size - len(body))
-        if not more:
-            return None, fds
-        body += more
-    return json.loads(body), fds
+    """One message (and up to ``n_fds`` file descriptors); None when the peer closed.
+    Reads exactly one message: the next may already be on its way."""
+    if n_fds:
+        first, fds, _, _ = socket.recv_fds(conn, 4, n_fds)
+    else:
+        first, fds = conn.recv(4), []
+    head = _exactly(conn, 4, first) if first else None
+    body = _exactly(conn, int.from_bytes(head, "big")) if head else None
+    return (None if body is None else json.loads(body)), fds
 
 
 def _wait_ready(path: Path) -> dict[str, Any] | str:
@@ -184,7 +199,10 @@ def _wait_ready(path: Path) -> dict[str, Any] | str:
         if time.monotonic() > deadline:
             return f"no warm process answered at {path} within {READY_WAIT_S:.0f} s"
         time.sleep(0.05)
-    info = json.loads(ready.read_text())
+    try:
+        info = json.loads(ready.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):  # removed as its process ended
+        return f"the warm process of {path} has ended"
     if _ended(info["pid"]):
         return f"the warm process {info['pid']} has ended"
     return info
@@ -219,17 +237,24 @@ def hand_over(job: Any = None) -> None:
         return
     request = {"script": os.path.abspath(sys.argv[0]), "argv": sys.argv, "cwd": os.getcwd(),
                "env": dict(os.environ)}  # fmt: skip
-    _send(conn, request, [0, 1, 2])
-    reply, _ = _receive(conn)
+    try:
+        _send(conn, request, [0, 1, 2])
+        reply, _ = _receive(conn)
+    except OSError as exc:
+        print(f"vqarobust.warm: running cold: {exc}", file=sys.stderr)
+        return
+    if reply is None or "refused" in reply:
+        # Refused, or gone before it began (the warm process ending as the run ends).
+        why = "the warm process ended first" if reply is None else reply["refused"]
+        print(f"vqarobust.warm: running cold: {why}", file=sys.stderr)
+        return
+    reply, _ = _receive(conn)  # after "started": the job's own exit status
     if reply is None:
         # The child died without a word (killed from outside, out of memory): the job
         # failed, and its outputs were never renamed into place.
         print("vqarobust.warm: the job's warm child ended without an exit status",
               file=sys.stderr)  # fmt: skip
         sys.exit(1)
-    if "refused" in reply:
-        print(f"vqarobust.warm: running cold: {reply['refused']}", file=sys.stderr)
-        return
     sys.exit(reply["exit"])
 
 
@@ -279,18 +304,19 @@ def _run_child(conn: socket.socket, environment: dict[str, str]) -> None:
         _send(conn, {"refused": "its environment differs from the warm process's in "
                                 + ", ".join(differ[:8])})  # fmt: skip
         os._exit(0)
-    try:
-        _take_job_environment(request["env"])
-    except ValueError as exc:
-        _send(conn, {"refused": str(exc)})
-        os._exit(0)
     for fd, target in zip(fds, (0, 1, 2), strict=True):
         os.dup2(fd, target)
         os.close(fd)
-    os.chdir(request["cwd"])
+    try:
+        _take_job_environment(request["env"])
+        os.chdir(request["cwd"])
+    except (ValueError, OSError, ImportError) as exc:
+        _send(conn, {"refused": f"{type(exc).__name__}: {exc}"})
+        os._exit(0)
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(request["script"])  # as for ``python script.py``
     os.environ[ENV_CHILD] = "1"
+    _send(conn, {"started": True})
 
     def watch() -> None:
         # The script's process ended (killed with its job): so does this child.
@@ -303,6 +329,8 @@ def _run_child(conn: socket.socket, environment: dict[str, str]) -> None:
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as exc:
         status = _exit_status(exc)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)  # as the interpreter does with sys.exit("why")
     except BaseException:  # the script's own uncaught error: logged as a script's would be
         sys.excepthook(*sys.exc_info())
         status = 1
@@ -311,6 +339,10 @@ def _run_child(conn: socket.socket, environment: dict[str, str]) -> None:
         "warm child: %.1f s CPU, peak %d KiB (forked from the warm process)",
         usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
     )  # fmt: skip
+    # What the interpreter does on its way out: wait for the script's non-daemon threads,
+    # then the exit handlers (the warm process registers none of its own; those of the
+    # libraries it imported are theirs to run in every process that exits).
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
@@ -319,16 +351,29 @@ def _run_child(conn: socket.socket, environment: dict[str, str]) -> None:
     os._exit(status)
 
 
-def serve(path: Path) -> None:
-    """The warm process: import :data:`PRELOAD`, then fork a child per job until the
-    run (the parent) ends or terminates it."""
+def serve(path: Path, parent: int) -> None:
+    """The warm process of the run with pid ``parent``: import :data:`PRELOAD`, then fork
+    a child per job until the run ends or terminates it. Where it cannot serve, it says
+    why and ends: the run's jobs then run cold."""
+    try:
+        _serve(path, parent)
+    finally:
+        for done in (ready_path(path), path, pid_path(path)):
+            done.unlink(missing_ok=True)
+        _reap(block=True)
+
+
+def _serve(path: Path, parent: int) -> None:
     environment = dict(os.environ)
-    parent = os.getppid()
+    code = code_digest()  # before the imports: an edit while they run sends jobs cold
     for name in PRELOAD:
         try:
             importlib.import_module(name)
-        except ImportError as exc:  # that job imports it itself (and fails there if it must)
+        except Exception as exc:  # that job imports it itself (and fails there if it must)
             print(f"vqarobust.warm: not preloaded: {name}: {exc}", file=sys.stderr)
+    # fork() copies one thread. The imports leave a few of their libraries' own (OpenBLAS's
+    # and jemalloc's, which fork through at-fork handlers; polars' spill cleaner); the warm
+    # process computes nothing, so no worker pool (OpenMP, polars, torch's) exists to copy.
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path.unlink(missing_ok=True)
     listener.bind(str(path))
@@ -336,30 +381,27 @@ def serve(path: Path) -> None:
     listener.settimeout(1.0)
     ready = ready_path(path)
     tmp = ready.with_name(ready.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "code": code_digest()}))
+    tmp.write_text(json.dumps({"pid": os.getpid(), "code": code}))
     os.replace(tmp, ready)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        while os.getppid() == parent:
-            _reap()
+    while os.getppid() == parent:  # the run gone (killed): so is its warm process
+        _reap()
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        if os.fork() == 0:
+            listener.close()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            if os.fork() == 0:
-                listener.close()
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                try:
-                    _run_child(conn, environment)
-                finally:
-                    os._exit(1)
-            conn.close()
-    finally:
-        for done in (ready, path, pid_path(path)):
-            done.unlink(missing_ok=True)
-        _reap(block=True)
+                _run_child(conn, environment)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(1)
+        conn.close()
 
 
 def _reap(block: bool = False) -> None:
@@ -374,4 +416,4 @@ def _reap(block: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]))
+    serve(Path(sys.argv[1]), int(sys.argv[2]))
