@@ -150,6 +150,17 @@ def test_an_ended_process_is_ended_even_unreaped():
     assert not warm._ended(os.getpid())
 
 
+def test_no_warm_process_where_it_cannot_start(monkeypatch, capsys):
+    import tempfile
+
+    monkeypatch.delenv(warm.ENV_SOCKET, raising=False)
+    with tempfile.NamedTemporaryFile(dir="/tmp") as file:  # a short path: no /tmp fallback
+        proc = warm.start(file.name)  # no .snakemake folder can be made under a file
+        warm.stop(proc)
+    assert proc is None and "no warm process" in capsys.readouterr().err
+    assert warm.ENV_SOCKET not in os.environ
+
+
 def test_the_code_digest_covers_the_package_sources():
     assert warm.code_digest() == warm.code_digest()
     assert len(warm.code_digest()) == 64

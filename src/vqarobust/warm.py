@@ -108,14 +108,19 @@ def start(workdir: str | os.PathLike[str] = ".") -> subprocess.Popen | None:
     """Start this run's warm process (it imports in the background) and point the jobs
     this process starts at it through :data:`ENV_SOCKET`; None where one cannot start."""
     path = socket_path(workdir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (path, ready_path(path), pid_path(path)):
-        stale.unlink(missing_ok=True)
-    # os.environ, the environment the jobs are given, explicitly: a library's putenv()
-    # that bypassed it would otherwise reach the warm process alone.
-    proc = subprocess.Popen([sys.executable, "-m", "vqarobust.warm", str(path), str(os.getpid())],
-                            stdin=subprocess.DEVNULL, env=dict(os.environ))  # fmt: skip
-    pid_path(path).write_text(str(proc.pid))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in (path, ready_path(path), pid_path(path)):
+            stale.unlink(missing_ok=True)
+        # os.environ, the environment the jobs are given, explicitly: a library's putenv()
+        # that bypassed it would otherwise reach the warm process alone.
+        proc = subprocess.Popen([sys.executable, "-m", "vqarobust.warm", str(path),
+                                 str(os.getpid())], stdin=subprocess.DEVNULL,
+                                env=dict(os.environ))  # fmt: skip
+        pid_path(path).write_text(str(proc.pid))
+    except OSError as exc:  # the jobs run cold, as without warm_start
+        print(f"vqarobust.warm: no warm process: {exc}", file=sys.stderr)
+        return None
     os.environ[ENV_SOCKET] = str(path)
     return proc
 
