@@ -161,9 +161,9 @@ def test_no_warm_process_where_it_cannot_start(monkeypatch, capsys):
     assert warm.ENV_SOCKET not in os.environ
 
 
-def test_the_code_digest_covers_the_package_sources():
-    assert warm.code_digest() == warm.code_digest()
-    assert len(warm.code_digest()) == 64
+def test_the_package_digest_covers_the_package_sources():
+    assert warm.package_digest() == warm.package_digest()
+    assert len(warm.package_digest()) == 64
 
 
 @pytest.mark.parametrize("depth", [1, 40])

@@ -81,9 +81,12 @@ PER_JOB = (*THREAD_VARS, "TMPDIR", "TEMP", "TEMPDIR", "TMP", "PWD", "OLDPWD", "S
            ENV_SOCKET, ENV_CHILD)  # fmt: skip
 
 
-def code_digest() -> str:
-    """SHA-256 of the package's Python files (relative path and bytes): what the warm
-    process imported must be what the job would import."""
+def package_digest() -> str:
+    """SHA-256 of every Python file of the package (relative path and bytes): what the
+    warm process imported must be what the job would import. The whole package, not
+    :func:`vqarobust.code_digest.code_digest` of the preloaded modules: that one reads
+    every file's imports (``ast``) and is made for a job's params, computed once per plan;
+    this one runs in every job, and any edit to the package sending jobs cold is safe."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
@@ -228,7 +231,7 @@ def hand_over(job: Any = None) -> None:
     if isinstance(info, str):
         print(f"vqarobust.warm: running cold: {info}", file=sys.stderr)
         return
-    if info["code"] != code_digest():
+    if info["code"] != package_digest():
         print("vqarobust.warm: running cold: the package changed since the warm process "
               "imported it", file=sys.stderr)  # fmt: skip
         return
@@ -370,7 +373,7 @@ def serve(path: Path, parent: int) -> None:
 
 def _serve(path: Path, parent: int) -> None:
     environment = dict(os.environ)
-    code = code_digest()  # before the imports: an edit while they run sends jobs cold
+    code = package_digest()  # before the imports: an edit while they run sends jobs cold
     for name in PRELOAD:
         try:
             importlib.import_module(name)
