@@ -1,5 +1,9 @@
 # Input functions and params of rules/text.smk (question perturbations, rewrites, basic
 # questions and VQABQ's chain).
+from vqarobust.code_digest import code_digest
+
+# The ranking code (the paper mode's solver included): an edit to it reranks.
+RANKING_CODE = code_digest("vqarobust.text.ranking")
 
 
 def get_text_params(wildcards):

@@ -1,8 +1,9 @@
 """Image corruptions: a registry of ``(image, severity, rng) -> image`` functions.
 
 One module per class: ``noise``, ``blur``, ``weather``, ``attribute``, ``physical``,
-``digital``, ``colour``, ``controls`` (``blank``, not a perturbation), ``stylize``
-(AdaIN, which needs weights and style images passed in as ``stylizer=``); shared image
+``digital``, ``colour``, ``geometric``, ``resolution``, ``occlusion``, ``controls``
+(``blank``, not a perturbation), ``stylize`` (AdaIN, which needs weights and style
+images passed in as ``stylizer=``); shared image
 operations in ``filters``; the reference package, seeded alike, in ``reference`` (tests
 and benchmarks only).
 """
@@ -19,8 +20,11 @@ from vqarobust.corruptions import (  # noqa: F401  (importing registers the corr
     colour,
     controls,
     digital,
+    geometric,
     noise,
+    occlusion,
     physical,
+    resolution,
     stylize,
     weather,
 )

@@ -20,11 +20,13 @@ from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-# One hue per perturbation class (ImageNet-C classes, colour transforms, stylize).
+# One hue per perturbation class (ImageNet-C classes, colour transforms, stylize, the
+# geometric, resolution and occlusion families).
 CLASS_COLOURS = {
     "noise": "#d62728", "blur": "#1f77b4", "weather": "#17becf", "attribute": "#ff7f0e",
     "physical": "#2ca02c", "digital": "#9467bd", "colour": "#8c564b", "stylize": "#e377c2",
-    "char": "#bcbd22", "word": "#393b79",
+    "char": "#bcbd22", "word": "#393b79", "geometric": "#637939", "resolution": "#8c6d31",
+    "occlusion": "#843c39",
 }  # fmt: skip
 RANKER_ORDER = ("lasso", "cosine", "bleu")
 ANSWER_CHARS = 18  # answers longer than this are cut in the answer grid

@@ -11,8 +11,8 @@ itself nor one identical to it after normalization (:func:`normalize_question`);
   fit_intercept=False)`` with ``alpha = lambda / (2 d)`` (d embedding dimensions) over
   the ``prefilter`` cosine-nearest candidates; when fewer than k weights are non-zero,
   alpha is divided by 10 (up to ``LASSO_RETRIES`` times). Paper mode: the paper's
-  unconstrained problem over the whole pool with its lambda (1e-6), solved exactly by
-  LARS (``LassoLars``). Either way ranks still missing (zero or negative weights) are
+  unconstrained problem over the whole pool with its lambda (1e-6), solved exactly
+  (:mod:`vqarobust.text.lasso`). Either way ranks still missing (zero or negative weights) are
   filled by cosine similarity; each ranked question records which (``source``) and the
   alpha used.
 - ``bq_cosine``: cosine similarity of the embeddings.
@@ -49,7 +49,7 @@ from vqarobust.metrics.vqa_accuracy import normalize_answer
 from vqarobust.perturbations import PERTURBATIONS
 from vqarobust.progress import Progress
 from vqarobust.registry import RegistryView
-from vqarobust.text import overlap
+from vqarobust.text import lasso, overlap
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,12 @@ class Candidates:
             self.vectors[keep],
             None if self.yes_no is None else self.yes_no[keep],
         )
+
+    @cached_property
+    def vectors64(self) -> np.ndarray:
+        """The embeddings in float64, one C-ordered copy per pool (the paper mode's
+        whole-pool optimality check reads them once per round)."""
+        return np.ascontiguousarray(self.vectors, dtype=np.float64)
 
     @cached_property
     def words(self) -> list[list[str]]:
@@ -238,23 +244,14 @@ def lasso_scores(
 
 def paper_lasso(vec: np.ndarray, pool: Candidates, idx: np.ndarray, lam: float) -> Scores:
     """The paper's problem min ||Ax - b||^2 + lam ||x||_1 over every candidate, without a
-    sign constraint, solved exactly by LARS (scikit-learn's ``LassoLars`` with
-    ``alpha = lam / (2 d)``): with d-dimensional embeddings at most d weights are
-    non-zero, so the path has at most about d steps however large the pool. Positive
-    weights are the scores; the rest (zero or negative) are ranked by cosine after them."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LassoLars
-
+    sign constraint (scikit-learn's scaling: ``alpha = lam / (2 d)``), solved exactly by
+    LARS on a working set checked against the whole pool
+    (:func:`vqarobust.text.lasso.lasso_working_set`). Positive weights are the scores;
+    the rest (zero or negative) are ranked by cosine after them."""
     if lam <= 0:
         raise ValueError(f"lasso lambda must be positive, got {lam}")
-    a = pool.vectors[idx].T.astype(np.float64)
-    alpha = lam / (2 * a.shape[0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = LassoLars(alpha=alpha, fit_intercept=False, max_iter=20 * a.shape[0])
-        weights = fit.fit(a, vec.astype(np.float64)).coef_
+    alpha = lam / (2 * pool.vectors.shape[1])
+    weights, _ = lasso.lasso_working_set(pool.vectors64, vec.astype(np.float64), alpha, idx)
     scores = (pool.vectors @ vec)[idx].astype(np.float64)
     source = np.full(len(idx), "cosine", dtype=object)
     chosen = weights > 0
