@@ -127,8 +127,17 @@ def agreement(
     return float(np.mean(overlaps)), float(np.nanmean(rhos))
 
 
-def main(pool_size: int = 20000, n_main: int = 200, n_slow: int = 20) -> None:
+def one_thread() -> None:
+    """One thread for torch and for numpy's BLAS, as a workflow job with ``threads: 1``
+    (Snakemake sets OMP_NUM_THREADS and the like for it)."""
+    from threadpoolctl import threadpool_limits
+
     torch.set_num_threads(1)
+    threadpool_limits(1)
+
+
+def main(pool_size: int = 20000, n_main: int = 200, n_slow: int = 20) -> None:
+    one_thread()
     mqs, easy_pool = easy_vqa_questions()
     t = time.perf_counter()
     pool = bq.make_pool(easy_pool)
@@ -196,7 +205,7 @@ def paper_scale(pool_size: int = PAPER_POOL, n_main: int = 200, n_check: int = 2
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LassoLars
 
-    torch.set_num_threads(1)
+    one_thread()
     _, easy_pool = easy_vqa_questions()
     t = time.perf_counter()
     big = generated_pool(pool_size, [*easy_pool, *VQAV2_LIKE])

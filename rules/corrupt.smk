@@ -13,6 +13,7 @@ rule corrupt_images:
         encoding=get_image_encoding,
         engine=ENGINE_VERSION,
         stylize=get_stylize_params,
+        options=get_corruption_options,
         runtime=SHARDS,
     script:
         "../workflow/scripts/corrupt_images.py"

@@ -39,6 +39,13 @@ def get_stylize_params(wildcards):
     return canonical({"style_size": config["stylize"]["style_size"]})
 
 
+def get_corruption_options(wildcards):
+    """The config settings a corruption takes (``geometric.border`` for the geometric ones
+    that uncover a border; none for the others)."""
+    taken = corruption_options(wildcards.corruption)
+    return canonical({key: config["geometric"][key] for key in taken})
+
+
 def get_image_encoding(wildcards):
     encoding = {k: config["storage"][k] for k in ("image_format", "jpeg_quality")}
     return canonical(encoding)

@@ -134,3 +134,42 @@ def test_random_patches_hide_at_most_their_area():
         out = corrupt_item(image, "random_patches", severity, 0, "y")
         hidden = (out != image).any(axis=2).mean()
         assert 0 < hidden <= area + 1e-9
+
+
+@pytest.mark.parametrize("name", ["rotate", "shear", "translate"])
+def test_the_border_policy_fills_what_the_transform_uncovers(name):
+    import albumentations as A
+
+    image = np.full((64, 96, 3), 180, np.uint8)
+    image[:, :48] = 60  # two halves: a mirrored border is not one grey
+    outs = {b: corrupt(image, name, 5, seed=3, border=b) for b in geometric.BORDERS}
+    black = (outs["constant"] == 0).all(axis=2)
+    assert black.any()  # the uncovered part
+    # Away from the uncovered part (whose edge pixels interpolate with the fill), every
+    # policy gives the same pixels.
+    inside = cv2.erode((~black).astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    for border in ("reflect", "replicate"):
+        assert not (outs[border] == 0).all(axis=2).any(), border
+        assert np.array_equal(outs[border][inside], outs["constant"][inside])
+    assert corruptions.options(name) == ("border",)
+    if name == "rotate":  # the draw replayed: albumentations with that border mode
+        rng = np.random.default_rng(3)
+        angle = (1 if rng.random() < 0.5 else -1) * geometric.ROTATE_DEGREES[4]
+        direct = A.Affine(rotate=(angle, angle), border_mode=4, p=1.0)(image=image)["image"]
+        assert np.array_equal(outs["reflect"], direct)
+    with pytest.raises(ValueError, match="border must be one of constant, reflect, replicate"):
+        corrupt(image, name, 1, border="wrap")
+
+
+def test_only_the_corruptions_that_take_an_option_accept_it(tmp_path, easy_vqa_eval):
+    """Perspective and the centre zoom uncover no border: they take no border option."""
+    from vqarobust.materialize.images import corrupt_subset
+
+    for name in ("perspective", "zoom_crop", "snow"):
+        assert corruptions.options(name) == ()
+    n = corrupt_subset(easy_vqa_eval["images"], tmp_path / "rot", "rotate", 2,
+                       options={"border": "reflect"})  # fmt: skip
+    assert n > 0
+    with pytest.raises(ValueError, match="snow takes no option border"):
+        corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow", "snow", 1,
+                       options={"border": "reflect"})  # fmt: skip

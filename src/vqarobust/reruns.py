@@ -65,7 +65,7 @@ RULES: dict[str, Stage] = {
                           "context.word_vectors", *_TRAIN_SCENES),
                          ("prepare_dataset", "extract_features")),
     "corrupt_images": Stage(("seed", "corruptions", "controls", "severities", "stylize",
-                             "storage.image_format", "storage.jpeg_quality"),
+                             "geometric", "storage.image_format", "storage.jpeg_quality"),
                             ("prepare_dataset",)),
     "extract_image_features": Stage(("features.*",), ("corrupt_images", "train_detector")),
     "score_lpips": Stage(("lpips",), ("prepare_dataset", "corrupt_images")),

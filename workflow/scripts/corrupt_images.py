@@ -5,9 +5,9 @@ from vqarobust.logs import setup_logging
 from vqarobust.materialize.images import corrupt_subset
 
 setup_logging(snakemake.log[0])
-stylize = None
+options = dict(snakemake.params.options)
 if snakemake.wildcards.corruption == "stylize":
-    stylize = {"weights": snakemake.input.weights, "styles": snakemake.input.styles,
+    options = {"weights": snakemake.input.weights, "styles": snakemake.input.styles,
                **snakemake.params.stylize}  # fmt: skip
 corrupt_subset(
     snakemake.input.images,
@@ -20,5 +20,5 @@ corrupt_subset(
         shard_bytes=snakemake.params.runtime["shard_bytes"], **snakemake.params.encoding
     ),
     threads=snakemake.threads,
-    stylize=stylize,
+    options=options,
 )

@@ -59,6 +59,12 @@ def max_severity(name: str) -> int:
     return int(CORRUPTIONS.entry(name).tags.get("severities", 5))
 
 
+def options(name: str) -> tuple[str, ...]:
+    """The settings a corruption takes from the config besides the image (keyword
+    arguments; ``border`` for the geometric ones that uncover a border)."""
+    return tuple(CORRUPTIONS.entry(name).tags.get("options", ()))
+
+
 def needs(name: str) -> str | None:
     """What a corruption needs beyond the image (None for the self-contained ones)."""
     return CORRUPTIONS.entry(name).tags.get("needs")

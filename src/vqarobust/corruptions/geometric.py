@@ -4,8 +4,10 @@ each through albumentations (its ``Affine`` and ``Perspective`` transforms, on O
 
 Every random choice (the direction of a rotation, shear or shift; the perspective's
 corner offsets) is drawn from the item's ``rng``, so the output is a function of the
-image, the severity and the item's seed. The border a transform uncovers is filled with
-black (``BORDER``: albumentations' default, constant 0). Severity scales follow
+image, the severity and the item's seed. The border a rotation, shear or shift
+uncovers is filled as the ``border`` option says (``BORDERS``; config key
+``geometric.border``): black (``constant``, albumentations' default), the image mirrored
+(``reflect``) or its edge pixels repeated (``replicate``). Severity scales follow
 VLM-RobustBench's geometric group in spirit (small angles up to about 35 degrees,
 shifts up to a quarter of the image); docs/corruptions.md lists them.
 """
@@ -23,7 +25,17 @@ SHEAR_DEGREES = (5, 10, 15, 20, 25)
 TRANSLATE_FRACTION = (0.05, 0.1, 0.15, 0.2, 0.25)
 PERSPECTIVE_SCALE = (0.02, 0.04, 0.06, 0.08, 0.1)
 ZOOM_KEEP = (0.9, 0.8, 0.7, 0.6, 0.5)  # share of each side the centre zoom keeps
-BORDER = 0  # cv2.BORDER_CONSTANT, filled with 0
+# OpenCV's border modes: constant (filled with 0), reflect_101 (mirrored without
+# repeating the edge pixel), replicate.
+BORDERS = {"constant": 0, "reflect": 4, "replicate": 1}
+DEFAULT_BORDER = "constant"
+BORDER_OPTION = {"options": ("border",)}  # the corruptions that take it
+
+
+def _border(name: str) -> int:
+    if name not in BORDERS:
+        raise ValueError(f"border must be one of {', '.join(BORDERS)}, got {name!r}")
+    return BORDERS[name]
 
 
 def _apply(transform: Any, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -36,46 +48,56 @@ def _sign(rng: np.random.Generator) -> int:
     return 1 if rng.random() < 0.5 else -1
 
 
-@CORRUPTIONS.register(family="geometric")
-def rotate(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
+@CORRUPTIONS.register(family="geometric", **BORDER_OPTION)
+def rotate(
+    image: np.ndarray, severity: int, rng: np.random.Generator, border: str = DEFAULT_BORDER
+) -> np.ndarray:
     """Rotated about the centre by ``ROTATE_DEGREES`` (either direction), size kept."""
     import albumentations as A
 
     angle = _sign(rng) * ROTATE_DEGREES[severity - 1]
-    return _apply(A.Affine(rotate=(angle, angle), border_mode=BORDER, p=1.0), image, rng)
+    return _apply(A.Affine(rotate=(angle, angle), border_mode=_border(border), p=1.0), image, rng)
 
 
-@CORRUPTIONS.register(family="geometric")
-def shear(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
+@CORRUPTIONS.register(family="geometric", **BORDER_OPTION)
+def shear(
+    image: np.ndarray, severity: int, rng: np.random.Generator, border: str = DEFAULT_BORDER
+) -> np.ndarray:
     """Sheared horizontally by ``SHEAR_DEGREES`` (either direction) about the centre."""
     import albumentations as A
 
     angle = _sign(rng) * SHEAR_DEGREES[severity - 1]
-    transform = A.Affine(shear={"x": (angle, angle), "y": (0, 0)}, border_mode=BORDER, p=1.0)
+    transform = A.Affine(
+        shear={"x": (angle, angle), "y": (0, 0)}, border_mode=_border(border), p=1.0
+    )
     return _apply(transform, image, rng)
 
 
-@CORRUPTIONS.register(family="geometric")
-def translate(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
+@CORRUPTIONS.register(family="geometric", **BORDER_OPTION)
+def translate(
+    image: np.ndarray, severity: int, rng: np.random.Generator, border: str = DEFAULT_BORDER
+) -> np.ndarray:
     """Shifted by ``TRANSLATE_FRACTION`` of the image's size in a uniformly drawn
     direction; what leaves the frame is cropped, the uncovered part black."""
     import albumentations as A
 
     theta = rng.uniform(0, 2 * np.pi)
     fx, fy = TRANSLATE_FRACTION[severity - 1] * np.array([np.cos(theta), np.sin(theta)])
-    transform = A.Affine(translate_percent={"x": (fx, fx), "y": (fy, fy)}, border_mode=BORDER,
-                         p=1.0)  # fmt: skip
+    shift = {"x": (fx, fx), "y": (fy, fy)}
+    transform = A.Affine(translate_percent=shift, border_mode=_border(border), p=1.0)
     return _apply(transform, image, rng)
 
 
 @CORRUPTIONS.register(family="geometric")
 def perspective(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
-    """A perspective warp: each corner moved by up to ``PERSPECTIVE_SCALE`` of the size
-    (albumentations' ``Perspective``, its offsets drawn from the item's seed), size kept."""
+    """A perspective warp (albumentations' ``Perspective``): each corner of a
+    quadrilateral lies at a distance |N(0, ``PERSPECTIVE_SCALE``)| of the size from the
+    image's corner, inside it, and the quadrilateral is warped to the full frame, so no
+    border is uncovered; the distances are drawn from the item's seed."""
     import albumentations as A
 
     scale = PERSPECTIVE_SCALE[severity - 1]
-    transform = A.Perspective(scale=(scale, scale), keep_size=True, border_mode=BORDER, p=1.0)
+    transform = A.Perspective(scale=(scale, scale), keep_size=True, p=1.0)
     return _apply(transform, image, rng)
 
 
@@ -86,4 +108,6 @@ def zoom_crop(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.
     import albumentations as A
 
     zoom = 1 / ZOOM_KEEP[severity - 1]
-    return _apply(A.Affine(scale=(zoom, zoom), border_mode=BORDER, p=1.0), image, rng)
+    return _apply(
+        A.Affine(scale=(zoom, zoom), border_mode=BORDERS[DEFAULT_BORDER], p=1.0), image, rng
+    )

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from vqarobust import store
 from vqarobust.corruptions import corrupt_item, max_severity, needs, to_rgb
+from vqarobust.corruptions import options as corruption_options
 from vqarobust.corruptions.digital import jpeg_compression_bytes
 from vqarobust.corruptions.quality import ssim_psnr
 from vqarobust.corruptions.stylize import Stylizer
@@ -30,7 +31,7 @@ def corrupt_subset(
     global_seed: int = 0,
     storage: store.ImageStorage = store.DEFAULT_STORAGE,
     threads: int | None = None,
-    stylize: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> int:
     """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
 
@@ -45,23 +46,26 @@ def corrupt_subset(
     output does not depend on shard layout or job order. Returns the number of images.
 
     ``threads`` caps OpenCV's (process-wide) thread pool, so a job stays within the cores
-    the scheduler gave it; None leaves OpenCV's default (all cores). ``stylize`` holds
-    the ``weights`` and ``styles`` folders (and ``style_size``) the stylize corruption
-    needs; the network is loaded once for the whole subset.
+    the scheduler gave it; None leaves OpenCV's default (all cores). ``options`` are
+    the settings the corruption takes: for stylize the ``weights`` and ``styles`` folders
+    (and ``style_size``), its network loaded once for the whole subset; for the others
+    the config settings :func:`vqarobust.corruptions.options` names (another is an error).
     """
     if threads is not None:
         import cv2
 
         cv2.setNumThreads(int(threads))
-    context: dict[str, Any] = {}
+    context: dict[str, Any] = dict(options or {})
     if corruption == "stylize":
-        if not stylize:
+        if not context:
             raise ValueError(f"{corruption} needs {needs(corruption)}")
         import torch
 
         if threads is not None:
             torch.set_num_threads(int(threads))
-        context["stylizer"] = Stylizer(**stylize)
+        context = {"stylizer": Stylizer(**context)}
+    elif extra := set(context) - set(corruption_options(corruption)):
+        raise ValueError(f"{corruption} takes no option {', '.join(sorted(extra))}")
     if not 1 <= severity <= max_severity(corruption):
         raise ValueError(
             f"{corruption} has severities 1..{max_severity(corruption)}, not {severity}"
