@@ -108,6 +108,7 @@ RUN_OPTIONS = RunOptions(
     reliance_k=config["context"].get("reliance_k") or [config["context"]["k"]],
     feature_sources=FEATURE_SOURCES if CONTEXT else [],
     rankers=get_ranker_methods(None),
+    flip_questions=config["geometric"]["flip_questions"],
 )
 ANALYSES = {a.name: a for a in ANALYSIS_REGISTRY.active(RUN_OPTIONS)}
 

@@ -15,7 +15,7 @@ from vqarobust.corruptions.quality import ssim_psnr
 from vqarobust.corruptions.samples import photo_like
 
 NEW = {
-    "geometric": {"rotate", "shear", "translate", "perspective", "zoom_crop"},
+    "geometric": {"rotate", "shear", "translate", "perspective", "zoom_crop"},  # and the flip
     "resolution": {"downscale_nearest", "downscale_bilinear", "downscale_bicubic", "jpeg_chain"},
     "occlusion": {"cutout", "random_patches"},
 }
@@ -24,9 +24,11 @@ ALL = sorted(set().union(*NEW.values()))
 
 def test_registered_with_their_families_outside_the_benchmark():
     for family, members in NEW.items():
-        assert set(corruptions.names(family=family)) == members
+        extra = {"horizontal_flip"} if family == "geometric" else set()
+        assert set(corruptions.names(family=family)) == members | extra
     assert not set(ALL) & set(corruptions.names(benchmark=True))
     assert all(corruptions.max_severity(n) == 5 for n in ALL)
+    assert corruptions.max_severity("horizontal_flip") == 1  # tests/test_flip.py
 
 
 @pytest.mark.parametrize("name", ALL)

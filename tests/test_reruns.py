@@ -173,6 +173,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "stylize.styles": ("vqav2", put("stylize.styles", "data/images")),
     "stylize.style_size": ("vqav2", put("stylize.style_size", 256)),
     "geometric.border": ("vqav2", put("geometric.border", "reflect")),
+    "geometric.flip_questions": ("tiny", put("geometric.flip_questions", "leave_out")),
     "text.perturbations": ("tiny", put("text.perturbations", ["keyboard", "synonym_replace",
                                                                "char_swap"])),
     "text.min_similarity": ("tiny", put("text.min_similarity", 0.5)),

@@ -57,6 +57,7 @@ class RunOptions:
     reliance_k: Sequence[int] = ()
     feature_sources: Sequence[str] = ()
     rankers: Mapping[str, str] = field(default_factory=dict)
+    flip_questions: str = "flip_answers"
 
 
 # The config keys each option is resolved from (rules/analyze_inputs.smk builds the
@@ -92,6 +93,8 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
                 "basic_questions.lasso_alpha", "basic_questions.prefilter",
                 "basic_questions.bleu_smoothing", "basic_questions.exclude_main",
                 "basic_questions.encoder"),
+    # How questions a horizontal flip changes are scored (vqarobust.metrics.flip).
+    "flip_questions": ("geometric.flip_questions",),
 }  # fmt: skip
 
 

@@ -1,5 +1,6 @@
 """Scoring: every prediction scored against its question's answers, after the fidelity
-filter (docs/text.md); the question sets and what the run skipped."""
+filter (docs/text.md) and, with a horizontal_flip subset, the flip's question marking
+(:mod:`vqarobust.metrics.flip`); the question sets and what the run skipped."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
+from vqarobust.metrics import flip
 from vqarobust.metrics.coverage import fidelity_drops
 from vqarobust.metrics.vqa_accuracy import score_predictions
 
@@ -21,14 +23,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Settings:
-    """``scoring.metric``; the perturbations the run skipped, with the reason."""
+    """``scoring.metric``; the perturbations the run skipped, with the reason; how the
+    horizontal flip's marked questions are scored (``geometric.flip_questions``)."""
 
     metric: str
     skipped: Mapping[str, str]
+    flip_questions: str = "flip_answers"
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
-        return cls(options.metric, dict(options.skipped))
+        return cls(options.metric, dict(options.skipped), options.flip_questions)
 
 
 def read_predictions(paths: list[str]) -> pl.DataFrame:
@@ -67,6 +71,38 @@ def _skipped_tables(info_path: str | None, skipped: Mapping[str, str]) -> dict[s
     return {"skipped_images": Table(images), "skipped_perturbations": Table(perturbations)}
 
 
+FLIP_MARKS_SCHEMA = {"question_id": pl.Int64, "kind": pl.String, "treatment": pl.String}
+
+
+def score_flip(
+    predictions: pl.DataFrame, scored: pl.DataFrame, questions: pl.DataFrame, settings: Settings
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The scores with the horizontal_flip subset's ``answer`` questions rescored against
+    their swapped answers (policy ``flip_answers``), and the marked questions with their
+    treatment (``scored_flipped`` or ``left_out``). Without a flip subset: unchanged, and
+    no marks."""
+    if not (predictions["perturbation"] == flip.HORIZONTAL_FLIP).any():
+        return scored, pl.DataFrame(schema=FLIP_MARKS_SCHEMA)
+    marks = flip.mark(questions)
+    out = set(flip.left_out(marks, settings.flip_questions)["question_id"].to_list())
+    marks = marks.with_columns(
+        pl.when(pl.col("question_id").is_in(sorted(out))).then(pl.lit("left_out"))
+        .otherwise(pl.lit("scored_flipped")).alias("treatment")
+    )  # fmt: skip
+    rescore = marks.filter(pl.col("treatment") == "scored_flipped")["question_id"].to_list()
+    if not rescore:
+        return scored, marks
+    chosen = (pl.col("perturbation") == flip.HORIZONTAL_FLIP) & pl.col("question_id").is_in(rescore)
+    flipped = flip.flipped_answers(questions, rescore)
+    # score_predictions keeps the predictions' order: rows are matched by position.
+    rescored = score_predictions(
+        predictions.with_row_index("_flip_row").filter(chosen), flipped, settings.metric
+    )
+    kept = scored.with_row_index("_flip_row").filter(~chosen)
+    merged = pl.concat([kept, rescored.select(kept.columns)]).sort("_flip_row")
+    return merged.drop("_flip_row"), marks
+
+
 def run(inputs: Inputs, settings: Settings) -> Result:
     """Score the predictions; questions some perturbed set dropped leave every table."""
     questions_path = inputs.one("questions")
@@ -78,9 +114,22 @@ def run(inputs: Inputs, settings: Settings) -> Result:
             f"{unknown.height} predictions refer to question ids not in {questions_path}"
         )
     scored = score_predictions(predictions, questions, settings.metric)
+    scored, flip_marks = score_flip(predictions, scored, questions, settings)
     sets = read_question_sets(inputs.many("question_sets"))
     drops, dropped_ids = fidelity_drops(sets)
     result = Result(info={"metric": settings.metric})
+    flip_out = flip_marks.filter(pl.col("treatment") == "left_out")["question_id"].to_list()
+    if flip_marks.height:
+        # As with the fidelity filter: paired subsets need one question set, so a
+        # question left out of the flipped subset leaves every table.
+        result.warnings.append(
+            f"horizontal_flip (flip_questions: {settings.flip_questions}): of the "
+            f"{flip_marks.height} questions a flip changes, "
+            f"{flip_marks.height - len(flip_out)} are scored against their swapped answers "
+            f"on the flipped images and {len(flip_out)} are left out of every table "
+            "(table flip_marks)"
+        )
+        log.warning("%s", result.warnings[-1])
     if dropped_ids:
         # Paired comparisons need one question set for every subset (docs/text.md).
         keep = ~pl.col("question_id").is_in(dropped_ids)
@@ -91,6 +140,9 @@ def run(inputs: Inputs, settings: Settings) -> Result:
             f"included; {questions.height} questions remain (table fidelity_drops)"
         )
         log.warning("%s", result.warnings[-1])
+    if flip_out:
+        keep = ~pl.col("question_id").is_in(flip_out)
+        questions, scored = questions.filter(keep), scored.filter(keep)
     projected = scored.select(
         "model", "modality", "perturbation", pl.col("severity").cast(pl.Int16), "question_id",
         "answer", "score", "truncated",
@@ -100,6 +152,7 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         "predictions": Table(projected, ordered=True),
         "question_sets": Table(sets, ordered=True),
         "fidelity_drops": Table(drops, ordered=True),
+        "flip_marks": Table(flip_marks, ordered=True),
         **_skipped_tables(inputs.one("info"), settings.skipped),
         "_scored": Table(scored),
         "_questions": Table(questions),
@@ -115,6 +168,7 @@ ANALYSIS = Analysis(
         "predictions": "every scored prediction (model, subset, question, answer, score)",
         "question_sets": "the perturbed questions",
         "fidelity_drops": "questions a perturbed set dropped, and why",
+        "flip_marks": "questions a horizontal flip changes, their kind and treatment",
         "skipped_images": "images the dataset adapter skipped",
         "skipped_perturbations": "configured perturbations that could not run here",
     },

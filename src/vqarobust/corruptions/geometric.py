@@ -1,4 +1,5 @@
-"""Geometric corruptions: rotation, shear, translation, perspective and a centre zoom,
+"""Geometric corruptions: rotation, shear, translation, perspective, a centre zoom and
+the horizontal flip (one severity),
 each through albumentations (its ``Affine`` and ``Perspective`` transforms, on OpenCV's
 ``warpAffine``/``warpPerspective``), which defines how each parameter acts.
 
@@ -111,3 +112,13 @@ def zoom_crop(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.
     return _apply(
         A.Affine(scale=(zoom, zoom), border_mode=BORDERS[DEFAULT_BORDER], p=1.0), image, rng
     )
+
+
+@CORRUPTIONS.register(family="geometric", severities=1)
+def horizontal_flip(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
+    """Mirrored left to right (albumentations' ``HorizontalFlip``). A flip changes the
+    answer of questions about sides and text: scoring marks them and scores them
+    against swapped answers or leaves them out (:mod:`vqarobust.metrics.flip`)."""
+    import albumentations as A
+
+    return _apply(A.HorizontalFlip(p=1.0), image, rng)
