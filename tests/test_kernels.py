@@ -191,6 +191,7 @@ def _point_tables(scored: pl.DataFrame, questions: pl.DataFrame, families: dict[
     point = modality_tables(counted, families={k: v for k, v in families.items()
                                                if k not in controls})  # fmt: skip
     sub, vm, vc = point["submetrics"], point["vre_model"], point["vre_corruption"]
+    vf = point["vre_family"]
     mmi = point["mmi"]
     out = {
         "accuracy": _keyed(acc, "accuracy"),
@@ -200,6 +201,9 @@ def _point_tables(scored: pl.DataFrame, questions: pl.DataFrame, families: dict[
             _keyed(vm, "relative_drop"), _keyed(vc, "relative_drop", model=None),
             _keyed(sub, "relative_drop")]),
         "relative_drop_eq8": _keyed(vc, "relative_drop_eq8", model=None),
+        "vre_family": _keyed(vf, "vre", perturbation="family", key=pl.lit("family")),
+        "relative_drop_family": _keyed(vf, "relative_drop", perturbation="family",
+                                       key=pl.lit("family")),
         "mmi": _keyed(mmi, "mmi", perturbation="group", key="scope"),
         "perturbed_accuracy": _keyed(mmi.filter(pl.col("scope") == "all"), "perturbed",
                                      perturbation=None),

@@ -248,3 +248,38 @@ def test_a_model_that_never_degrades_has_the_minimum_vre(cube, top):
         t = robustness_tables(_table(data, clean))
     steady = _row(t.vre_model, model="steady")["vre"]
     assert steady <= t.vre_model["vre"].min() + 1e-12
+
+
+def test_vre_per_family_hand_computed_and_averaging_to_vre():
+    """Two models, three corruptions (two of family a, one of b). A family's VRE weighs
+    the scaled sub-metrics of its own corruptions; weighted by their counts, the
+    families' VREs average to VRE(v), and likewise their accuracies and drops."""
+    acc = {
+        ("m1", "c1"): [0.7, 0.6, 0.5, 0.4, 0.3], ("m1", "c2"): [0.8, 0.8, 0.7, 0.7, 0.6],
+        ("m1", "c3"): [0.5, 0.4, 0.3, 0.3, 0.2], ("m2", "c1"): [0.6, 0.6, 0.5, 0.5, 0.5],
+        ("m2", "c2"): [0.7, 0.6, 0.6, 0.5, 0.4], ("m2", "c3"): [0.6, 0.6, 0.6, 0.5, 0.5],
+    }  # fmt: skip
+    families = {"c1": "a", "c2": "a", "c3": "b"}
+    t = robustness_tables(_table(acc, {"m1": 0.9, "m2": 0.7}), families=families)
+    vf = t.vre_family
+    assert vf.select("model", "family", "n_perturbations").rows() == [
+        ("m1", "a", 2), ("m1", "b", 1), ("m2", "a", 2), ("m2", "b", 1)]  # fmt: skip
+    sub = t.submetrics
+    w = softmax_weights()
+    for model in ("m1", "m2"):
+        for family, members in (("a", ["c1", "c2"]), ("b", ["c3"])):
+            rows = sub.filter(pl.col("model") == model, pl.col("corruption").is_in(members))
+            expected = sum(w[m] * rows[f"{m}_scaled"].mean() for m in METRIC_NAMES)
+            got = _row(vf, model=model, family=family)
+            assert got["vre"] == pytest.approx(expected, abs=1e-12)
+            assert got["accuracy"] == pytest.approx(rows["accuracy"].mean(), abs=1e-12)
+            assert got["relative_drop"] == pytest.approx(rows["relative_drop"].mean(), abs=1e-12)
+        mine = vf.filter(pl.col("model") == model)
+        for column, table_column in (("vre", "vre"), ("accuracy", "accuracy"),
+                                     ("relative_drop", "relative_drop")):  # fmt: skip
+            weighted = (mine[column] * mine["n_perturbations"]).sum() / 3
+            assert weighted == pytest.approx(_row(t.vre_model, model=model)[table_column])
+    # m1 loses most on family b (c3): its largest relative drop.
+    m1 = vf.filter(pl.col("model") == "m1").sort("relative_drop")
+    assert m1["family"][-1] == "b"
+    assert robustness_tables(_table(acc, {"m1": 0.9, "m2": 0.7})).vre_family is None

@@ -130,6 +130,7 @@ ANALYSIS = Analysis(
         "submetrics": "VRE's five sub-metrics per model x perturbation",
         "vre_model": "VRE per model and modality",
         "vre_corruption": "VRE per perturbation (over the models)",
+        "vre_family": "VRE, accuracy and relative drop per model x perturbation family",
         "vre_sweep": "VRE under other preference weights",
         "mmi": "MMI (relative drop) per model and modality",
         "rscore": "R_score per model x basic-question level",

@@ -29,6 +29,7 @@ from vqarobust.metrics.robustness import (
     CLEAN,
     METRIC_NAMES,
     cube_layout,
+    family_groups,
     softmax_weights,
     vre_arrays,
 )
@@ -369,7 +370,8 @@ def _vre(
         warnings.simplefilter("ignore")
         layout = cube_layout(table.with_columns(pl.Series("accuracy", acc[0, table["row"]])))
         cube = layout.fill(acc[:, table["row"].to_numpy()])
-        arr = vre_arrays(cube, weights)
+        groups = family_groups(layout.corruptions, families)
+        arr = vre_arrays(cube, weights, groups)
     ms = pl.DataFrame({"model": layout.models, "modality": modality})
     cs = pl.DataFrame({"modality": modality, "perturbation": layout.corruptions})
     grid = ms.join(cs, on="modality")  # model-major, like the (model x corruption) arrays
@@ -379,6 +381,11 @@ def _vre(
     b.add("relative_drop_paper", ms, arr["rel_v"])
     b.add("relative_drop_paper", cs, arr["rel_c"])
     b.add("relative_drop_eq8", cs, arr["rel_c_eq8"])
+    fs = ms.join(pl.DataFrame({"modality": modality, "perturbation": list(groups),
+                               "key": "family"}), on="modality",
+                 maintain_order="left_right")  # fmt: skip
+    b.add("vre_family", fs, arr["vre_f"].reshape(flat))
+    b.add("relative_drop_family", fs, arr["rel_f"].reshape(flat))
     b.add("relative_drop_paper", grid, arr["rel_vc"].reshape(flat))
     for m in METRIC_NAMES:
         b.add(m, grid, arr[m].reshape(flat))

@@ -45,9 +45,9 @@ def modality_tables(
     rscore_maximum: float = DEFAULT_MAXIMUM,
     on_missing: str = "error",
 ) -> dict[str, pl.DataFrame]:
-    """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_sweep``, ``mmi``,
-    ``rscore`` and ``rscore_overall``, each with a ``modality`` column (``perturbation``
-    where it names one).
+    """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_family``, ``vre_sweep``,
+    ``mmi``, ``rscore`` and ``rscore_overall``, each with a ``modality`` column
+    (``perturbation`` where it names one).
 
     ``on_missing`` says what a gap is (:func:`vqarobust.metrics.coverage.check_coverage`):
     an error (default), or ``drop`` (with a warning naming what was left out)."""
@@ -59,6 +59,7 @@ def modality_tables(
             "submetrics",
             "vre_model",
             "vre_corruption",
+            "vre_family",
             "vre_sweep",
             "mmi",
             "rscore",
@@ -70,11 +71,13 @@ def modality_tables(
         single = [p for p, f in (families or {}).items() if f in SINGLE_LEVEL_FAMILIES]
         graded = table.filter(~pl.col("corruption").is_in(single))
         if modality in VRE_MODALITIES and graded.filter(pl.col("severity") > 0).height:
-            t = robustness_tables(graded, weights, on_missing)
+            t = robustness_tables(graded, weights, on_missing, families or {})
             parts["submetrics"].append(
                 _back(t.submetrics, modality).join(fam, on="perturbation", how="left")
             )
             parts["vre_model"].append(_back(t.vre_model, modality))
+            if t.vre_family is not None:
+                parts["vre_family"].append(_back(t.vre_family, modality))
             parts["vre_corruption"].append(
                 _back(t.vre_corruption, modality).join(fam, on="perturbation", how="left")
             )

@@ -20,7 +20,7 @@ Degenerate inputs get defined results and a :class:`RobustnessWarning`:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -285,9 +285,25 @@ class RobustnessTables:
     vre_model: pl.DataFrame
     vre_corruption: pl.DataFrame
     vre_sweep: pl.DataFrame
+    vre_family: pl.DataFrame | None = None
 
 
-def vre_arrays(acc: np.ndarray, weights: Mapping[str, float]) -> dict[str, np.ndarray]:
+def family_groups(
+    corruptions: Sequence[str], families: Mapping[str, str] | None
+) -> dict[str, list[int]]:
+    """The column of each corruption of ``corruptions`` per family (sorted; a corruption
+    ``families`` does not name is of family ``unknown``)."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(corruptions):
+        groups.setdefault((families or {}).get(c, "unknown"), []).append(i)
+    return dict(sorted(groups.items()))
+
+
+def vre_arrays(
+    acc: np.ndarray,
+    weights: Mapping[str, float],
+    groups: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, np.ndarray]:
     """The VRE suite of accuracy cubes ``acc[replicate, model, corruption, severity]``.
 
     Every statistic is computed per replicate (axis 0), the min-max scaling included, so
@@ -297,7 +313,10 @@ def vre_arrays(acc: np.ndarray, weights: Mapping[str, float]) -> dict[str, np.nd
     corruption), ``a_v``, ``rel_v``, ``m_v.{name}``, ``vre_v`` (replicate, model) and
     ``a_c``, ``rel_c`` (the mean over models of ``rel_vc``, as the paper's tables),
     ``rel_c_eq8`` (the paper's Eq. 8, a ratio of sums over models), ``m_c.{name}``,
-    ``vre_c`` (replicate, corruption).
+    ``vre_c`` (replicate, corruption). With ``groups`` (a family's corruption columns,
+    :func:`family_groups`), per family: ``a_f`` and ``rel_f``, the means over its
+    corruptions of ``a_vc`` and ``rel_vc``, and ``vre_f``, VRE with each scaled
+    sub-metric averaged over its corruptions only (replicate, model, family).
     """
     a_clean = acc[:, :, 0, 0]  # per model; identical over corruptions when given once
     a_vc = np.nanmean(acc, axis=-1)
@@ -331,6 +350,20 @@ def vre_arrays(acc: np.ndarray, weights: Mapping[str, float]) -> dict[str, np.nd
         vre_v = vre_v + weights[m] * out[f"m_v.{m}"]
         vre_c = vre_c + weights[m] * out[f"m_c.{m}"]
     out["vre_v"], out["vre_c"] = vre_v, vre_c
+    if groups is not None:
+        # The scaling stays over the whole matrix: a family's VRE is comparable with
+        # every other family's and with VRE(v).
+        cols = list(groups.values())
+        out["a_f"] = np.stack([a_vc[..., c].mean(axis=-1) for c in cols], axis=-1)
+        out["rel_f"] = np.stack([np.nanmean(out["rel_vc"][..., c], axis=-1) for c in cols],
+                                axis=-1)  # fmt: skip
+        vre_f = np.zeros_like(out["a_f"])
+        for m in METRIC_NAMES:
+            scaled = out[f"{m}_scaled"]
+            vre_f = vre_f + weights[m] * np.stack(
+                [np.nanmean(scaled[..., c], axis=-1) for c in cols], axis=-1
+            )
+        out["vre_f"] = vre_f
     return out
 
 
@@ -338,8 +371,11 @@ def robustness_tables(
     accuracy: pl.DataFrame,
     weights: Mapping[str, float] | None = None,
     on_missing: str = "error",
+    families: Mapping[str, str] | None = None,
 ) -> RobustnessTables:
-    """Compute the whole VRE suite from a long accuracy table.
+    """Compute the whole VRE suite from a long accuracy table; with ``families`` also
+    ``vre_family`` (model x family: ``accuracy``, ``relative_drop``, ``vre`` over its
+    corruptions, :func:`vre_arrays`).
 
     ``weights`` maps each sub-metric to its weight (default: uniform 0.2). A model
     without clean rows, or lacking a (corruption, severity) another model has, is an
@@ -354,7 +390,8 @@ def robustness_tables(
     accuracy = check_coverage(accuracy, on_missing, "VRE")
     cube = accuracy_cube(accuracy)
     acc = cube.acc
-    a = {k: v[0] for k, v in vre_arrays(acc[None], w).items()}
+    groups = family_groups(cube.corruptions, families) if families is not None else None
+    a = {k: v[0] for k, v in vre_arrays(acc[None], w, groups).items()}
     m_v = {m: a[f"m_v.{m}"] for m in METRIC_NAMES}
     m_c = {m: a[f"m_c.{m}"] for m in METRIC_NAMES}
 
@@ -403,4 +440,16 @@ def robustness_tables(
             for name, value in zip(names, vre(ms, ws), strict=True):
                 sweep_rows.append((scope, name, label, float(value)))
     vre_sweep = pl.DataFrame(sweep_rows, schema=["scope", "name", "weighting", "vre"], orient="row")
-    return RobustnessTables(sub, vre_model, vre_corruption, vre_sweep)
+    vre_family = None
+    if groups is not None:
+        names = list(groups)
+        f_idx, m_idx = np.meshgrid(range(len(names)), range(len(cube.models)))
+        vre_family = pl.DataFrame({
+            "model": np.array(cube.models, dtype=object)[m_idx.ravel()].tolist(),
+            "family": np.array(names, dtype=object)[f_idx.ravel()].tolist(),
+            "n_perturbations": [len(groups[names[i]]) for i in f_idx.ravel()],
+            "accuracy": a["a_f"].ravel(),
+            "relative_drop": a["rel_f"].ravel(),
+            "vre": a["vre_f"].ravel(),
+        })  # fmt: skip
+    return RobustnessTables(sub, vre_model, vre_corruption, vre_sweep, vre_family)

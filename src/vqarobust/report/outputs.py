@@ -9,7 +9,7 @@ FIGURES = ("relative_drop", "average_error", "error_vs_severity", "radar", "vre_
            "vre_intervals", "effective_robustness", "question_type_perturbation", "image_quality",
            "attention_shift",
            *(f"answer_grid_{k}" for k in range(1, N_ANSWER_GRIDS + 1)))  # fmt: skip
-TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "mmi", "rscore",
+TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "vre_family", "mmi", "rscore",
           "question_type_accuracy", "answer_type_accuracy", "answer_flips",
           "skipped_images", "text_accuracy", "vre_text", "mmi_modalities",
           "rscore_basic_questions", "rscore_text", "question_examples",

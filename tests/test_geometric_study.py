@@ -1,0 +1,85 @@
+"""config/geometric.yaml: the geometric, resolution and occlusion families beside the
+benchmark's ImageNet-C corruptions. Its plan as shipped, and a miniature end to end with
+the per-family tables, their intervals, the flip's marking and the report's answer to
+"which family hurts this model most?"."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.study_run import run_study
+from vqarobust import corruptions
+
+STUDY = REPO / "config" / "geometric.yaml"
+
+
+def _checkpoints(workdir):  # noqa: ANN001, ANN202
+    (workdir / "checkpoints").symlink_to(REPO / "checkpoints")
+
+
+def test_the_shipped_config_sets_the_new_families_beside_imagenet_c():
+    config = yaml.safe_load(STUDY.read_text())
+    names = config["corruptions"]
+    assert set(corruptions.names(benchmark=True)) <= set(names)
+    families = {corruptions.family(n) for n in names}
+    assert {"geometric", "resolution", "occlusion"} <= families
+    assert set(corruptions.names(family="geometric")) <= set(names)
+    assert set(corruptions.names(family="occlusion")) <= set(names)
+    assert config["study"] == "geometric" and config["dataset"]["n_images"] == 200
+
+
+def test_its_dag_plans_every_subset_for_both_models(tmp_path):
+    """24 corruptions: 23 at 5 severities, the flip at 1, and the blank control, one
+    corrupt_images job each; both models on the clean images and on each corruption's
+    and the control's subsets (one run_model job each, all severities)."""
+    _checkpoints(tmp_path)
+    out = run_study(STUDY, tmp_path, {}, "-n", "--quiet", "rules")
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
+    assert counts["corrupt_images"] == 23 * 5 + 1 + 1
+    assert counts["run_model"] == 2 * (1 + 24 + 1)  # one job per model and subset kind
+
+
+@pytest.mark.workflow
+@pytest.mark.slow
+def test_a_miniature_runs_end_to_end(tmp_path):
+    """Four images, one model, a corruption of each new family and noise at severities 1
+    and 5, and the flip: the database holds VRE per family with intervals, the flip's
+    marks, and the report says which family costs the model most."""
+    _checkpoints(tmp_path)
+    config = yaml.safe_load(STUDY.read_text())
+    config["dataset"]["n_images"] = 4
+    config.update(corruptions=["gaussian_noise", "rotate", "downscale_bilinear", "cutout",
+                               "horizontal_flip"], severities=[1, 5])  # fmt: skip
+    config["models"] = {"cnn-bow": config["models"]["cnn-bow"]}
+    config["uncertainty"] = {"resamples": 50}
+    miniature = tmp_path / "geometric-miniature.yaml"
+    miniature.write_text(yaml.safe_dump(config))
+    run_study(miniature, tmp_path, {})
+    db = tmp_path / "results" / "easy-vqa-geometric" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        family = con.sql("SELECT family, n_perturbations, relative_drop, vre FROM vre_family "
+                         "WHERE modality = 'image' ORDER BY family").pl()  # fmt: skip
+        intervals = con.sql(
+            "SELECT perturbation, estimate, low, high FROM intervals "
+            "WHERE metric = 'relative_drop_family' ORDER BY perturbation"
+        ).pl()
+        marks = con.sql("SELECT count(*) FROM flip_marks").fetchall()[0][0]
+        questions = con.sql("SELECT count(*) FROM questions").fetchall()[0][0]
+    assert family["family"].to_list() == ["geometric", "noise", "occlusion", "resolution"]
+    # rotate and the flip are the geometric family; the flip has one severity.
+    assert family.filter(family["family"] == "geometric")["n_perturbations"].item() == 2
+    assert intervals["perturbation"].to_list() == family["family"].to_list()
+    assert intervals["estimate"].to_list() == family["relative_drop"].to_list()
+    assert (intervals["low"] <= intervals["estimate"]).all()
+    # easy-VQA's questions (shapes and colours) name no side and read no text: the flip
+    # changes none, and none leaves the tables (hand-written ones: tests/test_flip.py).
+    assert marks == 0 and questions > 0
+    report = (tmp_path / "results" / "easy-vqa-geometric" / "report" / "index.html").read_text()
+    assert "Per perturbation family: which hurts each model most" in report
+    top = family.sort("relative_drop", descending=True)["family"][0]
+    assert f"cnn-bow: the {top} perturbations cost the most" in report
