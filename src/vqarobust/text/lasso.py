@@ -3,8 +3,8 @@ walking the whole pool at every step.
 
 The problem is ``min (1 / (2 d)) ||A x - b||^2 + alpha ||x||_1`` (scikit-learn's
 scaling, d the embedding dimension) with A the candidates' embeddings as columns. LARS
-over all n candidates reads the (d x n) matrix at each of its hundreds of steps: at the
-paper's 186,027 candidates that is about 49 s per main question, bound by memory traffic.
+over all n candidates reads the (d x n) matrix at each of its hundreds of steps, which at
+the paper's 186,027 candidates is bound by memory traffic (docs/text.md, "Time").
 
 The solution has at most about d non-zero weights, and the optimality (KKT) conditions
 say which: x solves the problem exactly when every candidate's correlation with the
@@ -15,6 +15,11 @@ matrix-vector product, adds the candidates that violate them and solves again, u
 does. It ends only when the working set's solution is optimal for the whole pool, so its
 result is the whole-pool LARS solution (the problem's solution is unique when the
 embeddings are in general position); ``tests/test_lasso.py`` compares the two.
+
+scikit-learn's LARS ends its path once alpha is within float32's epsilon (1.2e-7) of the
+target, which at the paper's lambda (alpha = 1e-6 / 768, about 1.3e-9) means it stops
+far above it. The solution scales with b and alpha together (x(s b, s alpha) = s x(b,
+alpha)), so :func:`_lars` solves for b / alpha at alpha 1 and scales the weights back.
 """
 
 from __future__ import annotations
