@@ -35,6 +35,14 @@ HAND_WRITTEN = [
     ("Is the light bright?", ["yes"], None),  # 'bright' is not 'right'
     ("What is the leftover food?", ["pizza"], None),  # nor 'leftover' 'left'
     ("What number of players are there?", ["11"], None),
+    ("Which is the rightmost dog?", ["brown"], "question"),
+    ("Which way does the wheel turn?", ["clockwise"], "question"),  # only sides are swapped
+    ("What is the bus number?", ["12"], "text"),
+    ("What is the player's number?", ["7"], "text"),
+    ("What is the name of the store?", ["gap"], "text"),
+    ("What is the time?", ["noon"], "text"),
+    ("What is the name of the dog?", ["rex"], None),
+    ("Which plate is fuller?", ["The Left one", "the left one", "left"], "answer"),
 ]
 
 
@@ -58,12 +66,13 @@ def test_marking_hand_written_questions():
 
 def test_swapped_answers_swap_whole_words_only():
     q = _questions()
-    out = flip.flipped_answers(q, [1, 2, 3, 16])
+    out = flip.flipped_answers(q, [1, 2, 3, 16, 26])
     answers = dict(zip(out["question_id"], out["answers"].to_list(), strict=True))
     assert answers[1] == ["right", "right", "right side"]
     assert answers[2] == ["on the left", "on the left", "left"]
     assert answers[3] == ["right hand", "right hand", "righthand"]
     assert answers[16] == ["yes"]
+    assert answers[26] == ["The Right one", "the right one", "right"]  # case kept
     assert answers[4] == ["fork"]  # not chosen: unchanged
     assert out.height == q.height and out["question_id"].to_list() == q["question_id"].to_list()
 
@@ -106,7 +115,7 @@ def test_scoring_rescores_or_leaves_out_the_marked_questions(tmp_path, policy):
     questions = _questions()
     truth = [a[0] for _, a, _ in HAND_WRITTEN]
     # On the flipped images the model answers as the flip makes right: the other side.
-    on_flip = [{1: "right", 2: "on the left", 3: "right hand"}.get(i, a)
+    on_flip = [{1: "right", 2: "on the left", 3: "right hand", 26: "The Right one"}.get(i, a)
                for i, a in enumerate(truth, 1)]  # fmt: skip
     result = run(_inputs(tmp_path, questions, _predictions(truth, on_flip)),
                  Settings("exact_match", {}, policy))  # fmt: skip
@@ -117,12 +126,13 @@ def test_scoring_rescores_or_leaves_out_the_marked_questions(tmp_path, policy):
     if policy == "flip_answers":
         assert left == {i for i, k in kinds.items() if k != "answer"}
         assert set(marks.filter(pl.col("treatment") == "scored_flipped")["question_id"]) == {
-            1, 2, 3}  # fmt: skip
+            1, 2, 3, 26}  # fmt: skip
     else:
         assert left == set(kinds)
     # Left-out questions leave every table, the clean subset's too (paired subsets).
     assert not set(predictions["question_id"]) & left
-    assert set(result.tables["questions"].frame["question_id"]) == set(range(1, 19)) - left
+    every = set(range(1, len(HAND_WRITTEN) + 1))
+    assert set(result.tables["questions"].frame["question_id"]) == every - left
     flipped = predictions.filter(pl.col("perturbation") == "horizontal_flip")
     # Every remaining answer on the flipped images is right: questions 1-3 against the
     # swapped answers, the unmarked ones against their own.
@@ -145,3 +155,19 @@ def test_without_a_flip_subset_nothing_is_marked(tmp_path):
     assert Settings.from_options(RunOptions(flip_questions="leave_out")).flip_questions == (
         "leave_out"
     )
+
+
+def test_with_vqa_accuracy_the_swapped_answers_keep_their_case(tmp_path):
+    """The official metric does not lower-case its reference answers: a swapped answer
+    keeps its case, so a flipped-image answer scores as the clean one does."""
+    questions = _questions()
+    truth = [a[0] for _, a, _ in HAND_WRITTEN]
+    on_flip = [{1: "right", 2: "on the left", 3: "right hand", 26: "The Right one"}.get(i, a)
+               for i, a in enumerate(truth, 1)]  # fmt: skip
+    result = run(_inputs(tmp_path, questions, _predictions(truth, on_flip)),
+                 Settings("vqa_accuracy", {}, "flip_answers"))  # fmt: skip
+    scores = result.tables["predictions"].frame.filter(pl.col("question_id").is_in([1, 26]))
+    by = {(p, q): s for p, q, s in scores.select("perturbation", "question_id", "score").rows()}
+    for qid in (1, 26):
+        assert by[("horizontal_flip", qid)] == by[("clean", qid)]
+    assert by[("clean", 1)] > 0

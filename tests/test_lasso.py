@@ -134,3 +134,16 @@ def test_the_ranking_jobs_code_digest_covers_the_solver():
         'RANKING_CODE = code_digest("vqarobust.text.ranking")'
         in (Path(__file__).parents[1] / "rules" / "text_inputs.smk").read_text()
     )
+
+
+def test_a_lars_that_stops_short_is_an_error(monkeypatch):
+    """Where LARS stops before the optimum (degenerate columns, its step limit), the
+    conditions inside the working set fail and the solver says so instead of ranking."""
+    vectors, b = pool(5, 300, 16)
+    alpha = PAPER_LAMBDA / 32
+    exact, _ = lasso.lasso_working_set(vectors, b, alpha)
+    short = lasso._lars
+    monkeypatch.setattr(lasso, "_lars", lambda a, bb, al: short(a, bb, al) * 0.999)
+    with pytest.raises(RuntimeError, match="LARS stopped short of the LASSO's optimum"):
+        lasso.lasso_working_set(vectors, b, alpha)
+    assert np.count_nonzero(exact) > 0

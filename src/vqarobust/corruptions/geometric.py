@@ -78,8 +78,9 @@ def shear(
 def translate(
     image: np.ndarray, severity: int, rng: np.random.Generator, border: str = DEFAULT_BORDER
 ) -> np.ndarray:
-    """Shifted by ``TRANSLATE_FRACTION`` of the image's size in a uniformly drawn
-    direction; what leaves the frame is cropped, the uncovered part black."""
+    """Shifted by (f cos t) of the width and (f sin t) of the height, f from
+    ``TRANSLATE_FRACTION`` and the direction t drawn uniformly; what leaves the frame is
+    cropped, the uncovered part filled as ``border`` says."""
     import albumentations as A
 
     theta = rng.uniform(0, 2 * np.pi)

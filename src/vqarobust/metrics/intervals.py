@@ -374,7 +374,8 @@ def _vre(
         arr = vre_arrays(cube, weights, groups)
     ms = pl.DataFrame({"model": layout.models, "modality": modality})
     cs = pl.DataFrame({"modality": modality, "perturbation": layout.corruptions})
-    grid = ms.join(cs, on="modality")  # model-major, like the (model x corruption) arrays
+    # Model-major, like the (model x corruption) arrays.
+    grid = ms.join(cs, on="modality", maintain_order="left_right")
     flat = (arr["vre_v"].shape[0], -1)
     b.add("vre_model", ms, arr["vre_v"])
     b.add("vre_perturbation", cs, arr["vre_c"])

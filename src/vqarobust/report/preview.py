@@ -26,7 +26,9 @@ def preview_cells(
     """``{(corruption, severity): image}`` for severity 0 (clean) to each corruption's
     highest (at most 5). With ``image_id``, each cell is seeded as the workflow seeds that
     dataset image (global ``seed``, image id, corruption, severity), so it is the image
-    the ``corrupt_images`` job stores; without, every cell uses ``seed`` itself."""
+    the ``corrupt_images`` job stores (with the default border of the geometric
+    corruptions: ``geometric.border`` is not applied here); without, every cell uses
+    ``seed`` itself."""
     image = corruptions.to_rgb(image)
     out = {}
     for name in names:

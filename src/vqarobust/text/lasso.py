@@ -14,7 +14,9 @@ candidates most correlated with b), checks the conditions over the whole pool wi
 matrix-vector product, adds the candidates that violate them and solves again, until none
 does. It ends only when the working set's solution is optimal for the whole pool, so its
 result is the whole-pool LARS solution (the problem's solution is unique when the
-embeddings are in general position); ``tests/test_lasso.py`` compares the two.
+embeddings are in general position); ``tests/test_lasso.py`` compares the two. The
+conditions inside the working set are checked too: where LARS stops short of the
+optimum, the solver raises.
 
 scikit-learn's LARS ends its path once alpha is within float32's epsilon (1.2e-7) of the
 target, which at the paper's lambda (alpha = 1e-6 / 768, about 1.3e-9) means it stops
@@ -95,6 +97,25 @@ def lasso_working_set(
         violators = violators[np.argsort(-corr[violators], kind="stable")[:grow]]
         working = np.concatenate([working, violators])
         outside[violators] = False
+    _check_optimal(sub, residual, weights, alpha)
     full = np.zeros(len(vectors))
     full[working] = weights
     return full[idx], rounds
+
+
+def _check_optimal(
+    sub: np.ndarray, residual: np.ndarray, weights: np.ndarray, alpha: float
+) -> None:
+    """The optimality conditions inside the working set (outside it the loop checked
+    them): a zero weight's correlation at most alpha, a non-zero one's equal to alpha
+    with the weight's sign. LARS can stop short (degenerate columns, its step limit);
+    then the result is not the problem's solution, and that is an error, not a ranking."""
+    corr = sub @ residual / sub.shape[1]
+    zero = weights == 0
+    excess = float(np.max(np.abs(corr[zero]) / alpha - 1, initial=-1.0))
+    off = float(np.max(np.abs(corr[~zero] * np.sign(weights[~zero]) / alpha - 1), initial=0.0))
+    if excess > RTOL or off > RTOL:
+        raise RuntimeError(
+            f"LARS stopped short of the LASSO's optimum (a correlation {excess:.2g} above "
+            f"alpha, a non-zero weight's {off:.2g} off it): the weights are not the solution"
+        )
