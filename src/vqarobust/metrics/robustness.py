@@ -440,16 +440,21 @@ def robustness_tables(
             for name, value in zip(names, vre(ms, ws), strict=True):
                 sweep_rows.append((scope, name, label, float(value)))
     vre_sweep = pl.DataFrame(sweep_rows, schema=["scope", "name", "weighting", "vre"], orient="row")
-    vre_family = None
-    if groups is not None:
-        names = list(groups)
-        f_idx, m_idx = np.meshgrid(range(len(names)), range(len(cube.models)))
-        vre_family = pl.DataFrame({
-            "model": np.array(cube.models, dtype=object)[m_idx.ravel()].tolist(),
-            "family": np.array(names, dtype=object)[f_idx.ravel()].tolist(),
-            "n_perturbations": [len(groups[names[i]]) for i in f_idx.ravel()],
-            "accuracy": a["a_f"].ravel(),
-            "relative_drop": a["rel_f"].ravel(),
-            "vre": a["vre_f"].ravel(),
-        })  # fmt: skip
+    vre_family = _family_table(cube.models, groups, a) if groups is not None else None
     return RobustnessTables(sub, vre_model, vre_corruption, vre_sweep, vre_family)
+
+
+def _family_table(
+    models: Sequence[str], groups: Mapping[str, Sequence[int]], a: Mapping[str, np.ndarray]
+) -> pl.DataFrame:
+    """``vre_family``: model x family (model-major, as :func:`vre_arrays` lays them out)."""
+    names = list(groups)
+    f_idx, m_idx = np.meshgrid(range(len(names)), range(len(models)))
+    return pl.DataFrame({
+        "model": np.array(models, dtype=object)[m_idx.ravel()].tolist(),
+        "family": np.array(names, dtype=object)[f_idx.ravel()].tolist(),
+        "n_perturbations": [len(groups[names[i]]) for i in f_idx.ravel()],
+        "accuracy": a["a_f"].ravel(),
+        "relative_drop": a["rel_f"].ravel(),
+        "vre": a["vre_f"].ravel(),
+    })  # fmt: skip
