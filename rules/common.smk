@@ -6,6 +6,7 @@ from vqarobust.config import ConfigError, missing_weights, validate_config
 from vqarobust import perturbations, text
 from vqarobust.corruptions import ENGINE_VERSION, family, max_severity
 from vqarobust.corruptions import options as corruption_options
+from vqarobust.corruptions import resizes as corruption_resizes
 from vqarobust.datasets import dataset_job
 from vqarobust.features import word_vectors
 from vqarobust.models import FEATURE_FAMILIES, exposes_attention, family_code_digest

@@ -32,3 +32,24 @@ rule score_lpips:
     threads: 1
     script:
         "../workflow/scripts/score_lpips.py"
+
+
+# Where each eval image's objects are and which its questions depend on: the boxes that
+# object_crop keeps in frame and occlude_context leaves uncovered (scene graphs, COCO
+# instances or GQA's graphs; docs/corruptions.md, "Box-aware corruptions").
+rule object_boxes:
+    input:
+        unpack(get_box_sources),
+        questions="resources/datasets/{dataset}/eval/questions.parquet",
+    output:
+        "results/{dataset}/boxes.parquet",
+    log:
+        "logs/{dataset}/object_boxes.log",
+    benchmark:
+        "benchmarks/out/{dataset}/object_boxes.tsv"
+    threads: 1
+    params:
+        settings=get_box_params,
+        code=BOX_CODE,
+    script:
+        "../workflow/scripts/object_boxes.py"

@@ -90,8 +90,10 @@ ATTENTION_MODELS = (
 
 
 def get_attention_subsets(wildcards):
-    """(perturbation, severity) of the clean and every corrupted image folder (no controls)."""
-    return [("clean", 0)] + [(c, s) for c in CORRUPTIONS for s in corruption_severities(c)]
+    """(perturbation, severity) of the clean and every corrupted image folder (no controls;
+    no resizing corruption, whose token grid need not be the clean image's)."""
+    kept = [c for c in CORRUPTIONS if not corruption_resizes(c)]
+    return [("clean", 0)] + [(c, s) for c in kept for s in corruption_severities(c)]
 
 
 def get_attention_input(wildcards):

@@ -21,9 +21,10 @@ RANDOM = {"gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "sno
           "elastic_transform", "spatter", "glass_blur", "motion_blur", "frost", "fog"}  # fmt: skip
 
 
-# Corruptions that need nothing but the image (stylize needs weights and styles; it has
-# its own tests in tests/test_stylize.py).
-SELF_CONTAINED = [n for n in names() if needs(n) is None]
+# Corruptions that need nothing but the image (stylize needs weights and styles, the
+# box-aware ones boxes: tests/test_stylize.py, tests/test_box_corruptions.py) and keep its
+# size (low_resolution: tests/test_low_resolution.py).
+SELF_CONTAINED = [n for n in names() if needs(n) is None and not corruptions.resizes(n)]
 
 
 def _image(h, w, seed=0):

@@ -23,8 +23,12 @@ ALL = sorted(set().union(*NEW.values()))
 
 
 def test_registered_with_their_families_outside_the_benchmark():
+    # The flip (tests/test_flip.py), the box-aware ones (tests/test_box_corruptions.py) and
+    # native low resolution (tests/test_low_resolution.py).
+    others = {"geometric": {"horizontal_flip", "object_crop"}, "occlusion": {"occlude_context"},
+              "resolution": {"low_resolution"}}  # fmt: skip
     for family, members in NEW.items():
-        extra = {"horizontal_flip"} if family == "geometric" else set()
+        extra = others.get(family, set())
         assert set(corruptions.names(family=family)) == members | extra
     assert not set(ALL) & set(corruptions.names(benchmark=True))
     assert all(corruptions.max_severity(n) == 5 for n in ALL)

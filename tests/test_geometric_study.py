@@ -28,33 +28,36 @@ def test_the_shipped_config_sets_the_new_families_beside_imagenet_c():
     assert set(corruptions.names(benchmark=True)) <= set(names)
     families = {corruptions.family(n) for n in names}
     assert {"geometric", "resolution", "occlusion"} <= families
-    assert set(corruptions.names(family="geometric")) <= set(names)
-    assert set(corruptions.names(family="occlusion")) <= set(names)
+    # Every one easy-VQA can run: it has no boxes (tests/test_box_corruptions.py).
+    boxfree = {n for n in corruptions.names() if corruptions.needs(n) is None}
+    assert set(corruptions.names(family="geometric")) & boxfree <= set(names)
+    assert set(corruptions.names(family="occlusion")) & boxfree <= set(names)
     assert config["study"] == "geometric" and config["dataset"]["n_images"] == 200
 
 
 def test_its_dag_plans_every_subset_for_both_models(tmp_path):
-    """24 corruptions: 23 at 5 severities, the flip at 1, and the blank control, one
+    """25 corruptions: 24 at 5 severities, the flip at 1, and the blank control, one
     corrupt_images job each; both models on the clean images and on each corruption's
     and the control's subsets (one run_model job each, all severities)."""
     _checkpoints(tmp_path)
     out = run_study(STUDY, tmp_path, {}, "-n", "--quiet", "rules")
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
-    assert counts["corrupt_images"] == 23 * 5 + 1 + 1
-    assert counts["run_model"] == 2 * (1 + 24 + 1)  # one job per model and subset kind
+    assert counts["corrupt_images"] == 24 * 5 + 1 + 1
+    assert counts["run_model"] == 2 * (1 + 25 + 1)  # one job per model and subset kind
 
 
 @pytest.mark.workflow
 @pytest.mark.slow
 def test_a_miniature_runs_end_to_end(tmp_path):
-    """Four images, one model, noise, rotate and cutout at severities 1 and 5, and the
-    flip: the database holds VRE per family with intervals, the flip's marks, and the
-    report says which family costs the model most."""
+    """Four images, one model, noise, rotate, native low resolution and cutout at
+    severities 1 and 5, and the flip: the database holds VRE per family with intervals,
+    the flip's marks, the small images' sizes, and the report says which family costs
+    the model most."""
     _checkpoints(tmp_path)
     config = yaml.safe_load(STUDY.read_text())
     config["dataset"]["n_images"] = 4
-    config.update(corruptions=["gaussian_noise", "rotate", "cutout", "horizontal_flip"],
-                  controls=[], severities=[1, 5])  # fmt: skip
+    config.update(corruptions=["gaussian_noise", "rotate", "low_resolution", "cutout",
+                               "horizontal_flip"], controls=[], severities=[1, 5])  # fmt: skip
     config["models"] = {"cnn-bow": config["models"]["cnn-bow"]}
     config["uncertainty"] = {"resamples": 20}
     miniature = tmp_path / "geometric-miniature.yaml"
@@ -69,8 +72,20 @@ def test_a_miniature_runs_end_to_end(tmp_path):
             "WHERE metric = 'relative_drop_family' ORDER BY perturbation"
         ).pl()
         marks = con.sql("SELECT count(*) FROM flip_marks").fetchall()[0][0]
+        results = tmp_path / "results" / "easy-vqa-geometric"
+        low = con.sql(
+            f"SELECT DISTINCT regexp_extract(filename, '/(\\d)/shard', 1)::INT, width, height "
+            f"FROM read_parquet('{results}/images/low_resolution/*/shard-*.parquet', "
+            "filename = true) ORDER BY ALL"
+        ).fetchall()
+        answered = con.sql(
+            f"SELECT count(*) FROM '{results}/predictions/cnn-bow/low_resolution.parquet'"
+        ).fetchall()[0][0]
         questions = con.sql("SELECT count(*) FROM questions").fetchall()[0][0]
-    assert family["family"].to_list() == ["geometric", "noise", "occlusion"]
+    assert family["family"].to_list() == ["geometric", "noise", "occlusion", "resolution"]
+    # easy-VQA's 64x64 images stored at 1/2 and 1/8 of each side; the model's processor
+    # scaled them up and answered every question at both severities.
+    assert low == [(1, 32, 32), (5, 8, 8)] and answered == 2 * questions
     # rotate and the flip are the geometric family; the flip has one severity.
     assert family.filter(family["family"] == "geometric")["n_perturbations"].item() == 2
     assert intervals["perturbation"].to_list() == family["family"].to_list()

@@ -280,6 +280,27 @@ def test_config_checks_the_context_study():
         validate_config({**base, "dataset": {"name": "d", "adapter": "easy-vqa", "scene_seed": 1}})
 
 
+def _occlusion_spares_the_questions_objects(results) -> None:  # noqa: ANN001
+    """Every image has boxes; no pixel of an object some question depends on changed."""
+    from vqarobust import store
+    from vqarobust.corruptions.boxes import covered
+    from vqarobust.datasets.object_boxes import read_boxes, relevant_boxes
+
+    boxes = relevant_boxes(read_boxes(results / "boxes.parquet"))
+    clean = store.ImageShards(results.parent.parent / "resources" / "datasets" / "scenes"
+                              / "eval" / "images")  # fmt: skip
+    occluded = list(store.iter_images(results / "images" / "occlude_context" / "2"))
+    assert len(occluded) == 8 and set(boxes) == {r["image_id"] for r in occluded}
+    changed = 0
+    for row in occluded:
+        after = store.decode_image(row["bytes"])
+        before = store.decode_image(clean.read([row["image_id"]])[row["image_id"]])
+        inside = covered(boxes[row["image_id"]], *before.shape[:2])
+        assert np.array_equal(after[inside], before[inside])
+        changed += bool((after != before).any())
+    assert changed >= 6  # a scene whose objects leave no room would be left as it is
+
+
 @pytest.mark.workflow
 @pytest.mark.slow
 def test_the_context_study_runs_end_to_end(tmp_path):
@@ -290,8 +311,9 @@ def test_the_context_study_runs_end_to_end(tmp_path):
 
     config = yaml.safe_load((REPO / "config" / "scenes.yaml").read_text())
     config["dataset"].update(n_images=8, train_n_images=150)
-    # No blank control here (the workflow test covers it): 6 fewer jobs.
-    config.update(corruptions=["gaussian_noise"], severities=[2], controls=[])
+    # No blank control here (the workflow test covers it): 6 fewer jobs. The corruption is
+    # the box-aware occlusion, which reads the scene graphs' boxes (object_boxes).
+    config.update(corruptions=["occlude_context"], severities=[2], controls=[])
     config["context"].update(k=2, reliance_k=[1, 2])
     small = {"epochs": 1, "channels": [8, 16], "hidden_dim": 32}
     config["models"] = {name: {**config["models"][name],
@@ -307,6 +329,7 @@ def test_the_context_study_runs_end_to_end(tmp_path):
                                           "train": {**lxmert, "swapmix": {"k": 2}}}  # fmt: skip
     config["models"]["lx-sight"] = {"family": "lxmert", "features": "sight", "train": lxmert}
     run_workflow(tmp_path, config)
+    _occlusion_spares_the_questions_objects(tmp_path / "results" / "scenes")
     db = tmp_path / "results" / "scenes" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         models = ("cnn-film", "cnn-film-swapmix", "lx-det-swapmix", "lx-sight")

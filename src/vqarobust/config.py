@@ -262,12 +262,37 @@ def _check_corruptions(config: Mapping[str, Any]) -> None:
                 f"config error at severities: {name!r} has severities 1..{top} only, "
                 f"and none of them is configured ({config['severities']})"
             )
+    _check_boxes(config)
     known_controls = corruptions.names(family="control")
     for i, name in enumerate(config["controls"]):
         if name not in known_controls:
             raise ConfigError(
                 f"config error at controls[{i}]: {_unknown('control', name, known_controls)}"
             )
+
+
+def _check_boxes(config: Mapping[str, Any]) -> None:
+    """Box-aware corruptions need a dataset that says where its objects are."""
+    from vqarobust import corruptions
+    from vqarobust.corruptions.boxes import NEEDS
+    from vqarobust.datasets.object_boxes import SOURCES
+
+    boxed = [n for n in config["corruptions"] if corruptions.needs(n) == NEEDS]
+    if not boxed:
+        return
+    adapter = config["dataset"]["adapter"]
+    where = f"config error at corruptions[{config['corruptions'].index(boxed[0])}]"
+    if adapter not in SOURCES:
+        raise ConfigError(
+            f"{where}: {boxed[0]!r} needs object boxes, which the {', '.join(SOURCES)} "
+            f"datasets give (scene graphs, COCO instances); dataset.adapter {adapter!r} has "
+            "none (zoom_crop and random_patches are the box-free versions)"
+        )
+    if adapter == "vqav2" and not config["context"].get("instances"):
+        raise ConfigError(
+            f"{where}: {boxed[0]!r} on vqav2 needs COCO's instance annotations; set "
+            "context.instances to instances_val2014.json (docs/context.md)"
+        )
 
 
 def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -503,6 +528,7 @@ FEATURE_NEEDS = {"detector": "a CNN trained on the scenes' objects",
 def _check_pixels(config: dict[str, Any]) -> None:
     """What needs pixels has them: a dataset read without images (GQA) or models on
     released features (of the clean images only) cannot have image perturbations."""
+    from vqarobust import corruptions
     from vqarobust.features.gqa import RELEASED_FILES
 
     models, dataset = config["models"], config["dataset"]
@@ -527,6 +553,15 @@ def _check_pixels(config: dict[str, Any]) -> None:
             f"config error at {perturbed[0]}: models.{released[0]} reads released features, "
             f"which are of the clean images only; set {perturbed[0]}: [] (or run the image "
             "perturbations in a config of their own)"
+        )
+    resized = [c for c in config["corruptions"] if corruptions.resizes(c)]
+    detected = [m for m, e in models.items() if kinds.get(e.get("features")) == "detector"]
+    if resized and detected:
+        raise ConfigError(
+            f"config error at corruptions[{config['corruptions'].index(resized[0])}]: "
+            f"{resized[0]!r} stores smaller images, and models.{detected[0]} reads a detector "
+            "source, whose crops are windows of a fixed pixel size (the objects would look "
+            "smaller, not blurrier); run it in a config without detector features"
         )
     if config["context"]["perturbations"] and dataset["adapter"] == "gqa" and pixel_models:
         raise ConfigError(

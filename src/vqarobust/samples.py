@@ -38,10 +38,14 @@ def sample_questions(questions: pl.DataFrame, seed: int, n: int = N_SAMPLES) -> 
     return ranked.unique("image_id", keep="first", maintain_order=True).head(n).drop("_key")
 
 
-def thumbnail(data: bytes, size: int = THUMBNAIL) -> bytes:
-    """A PNG of the image with its longest side at ``size`` (aspect kept)."""
+def thumbnail(data: bytes, size: int = THUMBNAIL, shown_as: tuple[int, int] | None = None) -> bytes:
+    """A PNG of the image with its longest side at ``size`` (aspect kept). ``shown_as``
+    (width, height): a smaller image (``low_resolution``'s) is first scaled up to it,
+    nearest-neighbour so its pixels show, and its cell matches the clean image's."""
     with Image.open(io.BytesIO(data)) as im:
         im = im.convert("RGB")
+        if shown_as is not None and im.size != tuple(shown_as):
+            im = im.resize(tuple(shown_as), Image.Resampling.NEAREST)
         im.thumbnail((size, size), Image.Resampling.BILINEAR)
         buf = io.BytesIO()
         im.save(buf, format="PNG")
@@ -54,8 +58,15 @@ def sample_images(
 ) -> pl.DataFrame:
     """Thumbnails of the sample questions' images in each (perturbation, severity, image
     folder) of ``subsets`` (the clean folder as ("clean", 0, ...))."""
+    from vqarobust.corruptions import CORRUPTIONS, resizes
+
     ids = samples["image_id"].to_list()
     rows: dict[str, list] = {k: [] for k in SAMPLE_SCHEMA}
+    clean = next((folder for p, _, folder in subsets if p == "clean"), None)
+    small = {p for p, _, _ in subsets if p in CORRUPTIONS and resizes(p)}
+    sizes = {}
+    if small and clean is not None:
+        sizes = {i: store.image_info(d)[1:] for i, d in store.ImageShards(clean).read(ids).items()}
     for perturbation, severity, folder in subsets:
         images = store.ImageShards(folder).read(ids)
         for qid, iid in samples.select("question_id", "image_id").iter_rows():
@@ -63,5 +74,6 @@ def sample_images(
             rows["image_id"].append(iid)
             rows["perturbation"].append(perturbation)
             rows["severity"].append(severity)
-            rows["png"].append(thumbnail(images[iid]))
+            shown_as = sizes.get(iid) if perturbation in small else None
+            rows["png"].append(thumbnail(images[iid], shown_as=shown_as))
     return pl.DataFrame(rows, schema=SAMPLE_SCHEMA)

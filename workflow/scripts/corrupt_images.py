@@ -9,6 +9,8 @@ options = dict(snakemake.params.options)
 if snakemake.wildcards.corruption == "stylize":
     options = {"weights": snakemake.input.weights, "styles": snakemake.input.styles,
                **snakemake.params.stylize}  # fmt: skip
+elif snakemake.input.get("boxes"):
+    options = {"boxes": snakemake.input.boxes}
 corrupt_subset(
     snakemake.input.images,
     snakemake.output[0],

@@ -65,9 +65,30 @@ def options(name: str) -> tuple[str, ...]:
     return tuple(CORRUPTIONS.entry(name).tags.get("options", ()))
 
 
+def resizes(name: str) -> bool:
+    """Whether a corruption returns a smaller image than it is given (``low_resolution``:
+    a model's processor does the rest); every other keeps the size."""
+    return bool(CORRUPTIONS.entry(name).tags.get("resizes", False))
+
+
 def needs(name: str) -> str | None:
     """What a corruption needs beyond the image (None for the self-contained ones)."""
     return CORRUPTIONS.entry(name).tags.get("needs")
+
+
+def box_shortfall(
+    name: str, height: int, width: int, severity: int, boxes: np.ndarray | None
+) -> str | None:
+    """Why a box-aware corruption (``needs`` ``"boxes"``) does less than its severity
+    says on an image with these relevant ``boxes``, or None where it does all of it: no
+    box data, no relevant object, or its own reason (a widened crop window, no room for
+    a patch). The materializing job counts and logs these."""
+    if boxes is None:
+        return "no box data"
+    if not len(boxes):
+        return "no relevant object"
+    check = CORRUPTIONS.entry(name).tags.get("shortfall")
+    return check(height, width, severity, boxes) if check else None
 
 
 def to_rgb(image: np.ndarray) -> np.ndarray:
@@ -94,7 +115,9 @@ def corrupt(
     """Apply corruption ``name`` at ``severity`` (0 = unchanged) with a seeded generator.
 
     ``context`` goes to corruptions that need more than the image (``stylize`` takes
-    ``stylizer=``). Returns an array of the input's height and width, HxWx3 uint8.
+    ``stylizer=``, ``object_crop`` and ``occlude_context`` take ``boxes=``). Returns an HxWx3
+    uint8 array of the input's height and width, or of at most them for a corruption that
+    :func:`resizes`.
     """
     image = to_rgb(image)
     h, w = image.shape[:2]
@@ -107,10 +130,15 @@ def corrupt(
     if severity == 0:
         return image.copy()
     out = fn(image, int(severity), np.random.default_rng(seed), **context)
-    if out.dtype != np.uint8 or out.shape != image.shape:
-        raise RuntimeError(
-            f"{name} severity {severity} returned {out.dtype} {out.shape}, not uint8 {image.shape}"
-        )
+    if resizes(name):
+        oh, ow = out.shape[:2]
+        fits = out.ndim == 3 and out.shape[2] == 3 and 0 < oh <= h and 0 < ow <= w
+        expected = f"uint8 HxWx3 of at most {image.shape}"
+    else:
+        fits, expected = out.shape == image.shape, f"uint8 {image.shape}"
+    if out.dtype != np.uint8 or not fits:
+        raise RuntimeError(f"{name} severity {severity} returned {out.dtype} {out.shape}, "
+                           f"not {expected}")  # fmt: skip
     return out
 
 
@@ -130,10 +158,12 @@ def corrupt_item(
 __all__ = [
     "CORRUPTIONS",
     "ENGINE_VERSION",
+    "box_shortfall",
     "corrupt",
     "corrupt_item",
     "family",
     "max_severity",
     "names",
     "needs",
+    "resizes",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from vqarobust.corruptions.boxes import NEEDS, pixel_bounds
 from vqarobust.corruptions.registry import CORRUPTIONS
 
 ROTATE_DEGREES = (5, 10, 15, 25, 35)
@@ -106,13 +107,67 @@ def perspective(image: np.ndarray, severity: int, rng: np.random.Generator) -> n
 @CORRUPTIONS.register(family="geometric")
 def zoom_crop(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
     """The centre ``ZOOM_KEEP`` of each side, scaled back up to the full size (a centre
-    crop; a crop that keeps the question's objects needs their boxes)."""
+    crop; ``object_crop`` is the crop that keeps the questions' objects)."""
     import albumentations as A
 
     zoom = 1 / ZOOM_KEEP[severity - 1]
     return _apply(
         A.Affine(scale=(zoom, zoom), border_mode=BORDERS[DEFAULT_BORDER], p=1.0), image, rng
     )
+
+
+def crop_size(height: int, width: int, severity: int, boxes: np.ndarray) -> tuple[int, int, bool]:
+    """``object_crop``'s window (height, width): ``ZOOM_KEEP`` of each side, widened (the
+    image's aspect kept to a pixel) until it holds the union of ``boxes``; and whether it
+    had to be widened (then the image is zoomed less than its severity says)."""
+    keep = ZOOM_KEEP[severity - 1]
+    b = pixel_bounds(boxes, height, width)
+    uh = int(b[:, 3].max() - b[:, 1].min()) if len(b) else 0
+    uw = int(b[:, 2].max() - b[:, 0].min()) if len(b) else 0
+    scale = max(keep, uh / height, uw / width)
+    ch = min(height, max(round(scale * height), uh))
+    cw = min(width, max(round(scale * width), uw))
+    return ch, cw, scale > keep
+
+
+def crop_window(
+    height: int, width: int, severity: int, boxes: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int, int, int]:
+    """``object_crop``'s window (x, y, width, height): :func:`crop_size`, at a position
+    drawn uniformly among those that hold every one of ``boxes`` (at least one)."""
+    b = pixel_bounds(boxes, height, width)
+    ch, cw, _ = crop_size(height, width, severity, b)
+    x = int(rng.integers(max(0, b[:, 2].max() - cw), min(b[:, 0].min(), width - cw) + 1))
+    y = int(rng.integers(max(0, b[:, 3].max() - ch), min(b[:, 1].min(), height - ch) + 1))
+    return x, y, cw, ch
+
+
+def _crop_shortfall(height: int, width: int, severity: int, boxes: np.ndarray) -> str | None:
+    widened = crop_size(height, width, severity, boxes)[2]
+    return "window widened to hold the objects" if widened else None
+
+
+@CORRUPTIONS.register(family="geometric", needs=NEEDS, shortfall=_crop_shortfall)
+def object_crop(
+    image: np.ndarray, severity: int, rng: np.random.Generator, boxes: np.ndarray | None
+) -> np.ndarray:
+    """A random crop that keeps the questions' objects: a window of ``ZOOM_KEEP`` of each
+    side (widened where the objects need it, :func:`crop_size`) at a uniformly drawn
+    position among those that hold every box in ``boxes``, scaled back up (bilinear) to
+    the full size with albumentations' ``Crop`` and ``Resize``. ``boxes`` are the objects
+    the image's questions depend on (:mod:`vqarobust.datasets.object_boxes`); without
+    any (None: no box data; or none relevant) it is ``zoom_crop``, the centre crop."""
+    import albumentations as A
+    import cv2
+
+    h, w = image.shape[:2]
+    b = pixel_bounds(boxes if boxes is not None else np.zeros((0, 4)), h, w)
+    if not len(b):
+        return zoom_crop(image, severity, rng)
+    x, y, cw, ch = crop_window(h, w, severity, b, rng)
+    crop = A.Crop(x_min=x, y_min=y, x_max=x + cw, y_max=y + ch, p=1.0)(image=image)["image"]
+    resize = A.Resize(height=h, width=w, interpolation=cv2.INTER_LINEAR, p=1.0)
+    return np.ascontiguousarray(resize(image=crop)["image"])
 
 
 @CORRUPTIONS.register(family="geometric", severities=1)

@@ -24,6 +24,16 @@ PAD = (WINDOW - 1) // 2  # the border the mean leaves out
 K1, K2 = 0.01, 0.03
 
 
+def at_size(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``image`` scaled to height x width (bicubic, ``cv2.INTER_CUBIC``) where it has
+    another size. The quality scores (SSIM, PSNR, LPIPS) compare a resizing corruption's
+    small image with its clean one there, so ``low_resolution``'s scores are those of
+    ``downscale_bicubic`` at the same severity: the detail lost, not the size."""
+    if image.shape[:2] == (height, width):
+        return image
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_CUBIC)
+
+
 def ssim_psnr(clean: np.ndarray, corrupted: np.ndarray) -> tuple[float, float]:
     """SSIM and PSNR in dB of two HxWx3 uint8 images of one size; PSNR is +inf for
     identical images (and SSIM then exactly 1)."""

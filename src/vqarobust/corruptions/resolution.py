@@ -1,6 +1,7 @@
 """Resolution corruptions: the image downsampled and scaled back up (the detail a low
-resolution loses), with the upsampling filter named in the corruption, and JPEG
-re-encoding chains.
+resolution loses), with the upsampling filter named in the corruption; the image
+downsampled and left small (``low_resolution``: the model's own processor scales it up,
+so its resize policy is part of what is measured); and JPEG re-encoding chains.
 
 Downsampling is OpenCV's area average (``INTER_AREA``, no aliasing), upsampling nearest,
 bilinear or bicubic, both through albumentations' ``Downscale``. A JPEG chain re-encodes
@@ -50,6 +51,19 @@ def downscale_bilinear(image: np.ndarray, severity: int, rng: np.random.Generato
 def downscale_bicubic(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
     """Area-downsampled to ``DOWNSCALE_FACTOR`` of each side, bicubic back up."""
     return _downscale(image, severity, 2)  # cv2.INTER_CUBIC
+
+
+@CORRUPTIONS.register(family="resolution", resizes=True)
+def low_resolution(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
+    """Area-downsampled to ``DOWNSCALE_FACTOR`` of each side and stored at that size (the
+    first half of albumentations' ``Downscale``, the same ``cv2.resize`` call, so
+    ``downscale_*`` scale exactly this image back up). At 1/8 of ``corrupt()``'s
+    smallest input a side keeps 4 pixels."""
+    import cv2
+
+    factor = DOWNSCALE_FACTOR[severity - 1]
+    small = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(small)
 
 
 @CORRUPTIONS.register(family="resolution")

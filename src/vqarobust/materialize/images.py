@@ -13,14 +13,48 @@ import numpy as np
 import pyarrow as pa
 
 from vqarobust import store
-from vqarobust.corruptions import corrupt_item, max_severity, needs, to_rgb
+from vqarobust.corruptions import (
+    box_shortfall,
+    corrupt_item,
+    max_severity,
+    needs,
+    resizes,
+    to_rgb,
+)
 from vqarobust.corruptions import options as corruption_options
+from vqarobust.corruptions.boxes import NEEDS as BOXES
 from vqarobust.corruptions.digital import jpeg_compression_bytes
-from vqarobust.corruptions.quality import ssim_psnr
+from vqarobust.corruptions.quality import at_size, ssim_psnr
 from vqarobust.corruptions.stylize import Stylizer
 from vqarobust.progress import Progress
 
 log = logging.getLogger(__name__)
+
+
+def _subset_context(
+    corruption: str, options: Mapping[str, Any] | None, threads: int | None
+) -> tuple[dict[str, Any], dict[int, np.ndarray] | None]:
+    """The keyword arguments every image of a subset gets (:func:`corrupt_subset`'s
+    ``options`` checked and loaded) and, for a box-aware corruption, the relevant boxes
+    per image id (None for the others)."""
+    context: dict[str, Any] = dict(options or {})
+    if corruption == "stylize":
+        if not context:
+            raise ValueError(f"{corruption} needs {needs(corruption)}")
+        import torch
+
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        return {"stylizer": Stylizer(**context)}, None
+    if needs(corruption) == BOXES:
+        if set(context) != {"boxes"}:
+            raise ValueError(f"{corruption} needs boxes=, the object boxes table, and only it")
+        from vqarobust.datasets.object_boxes import read_boxes, relevant_boxes
+
+        return {}, relevant_boxes(read_boxes(context["boxes"]))
+    if extra := set(context) - set(corruption_options(corruption)):
+        raise ValueError(f"{corruption} takes no option {', '.join(sorted(extra))}")
+    return context, None
 
 
 def corrupt_subset(
@@ -40,7 +74,10 @@ def corrupt_subset(
     records the encoding of each image.
 
     Each image also gets its SSIM and PSNR against the clean image, on the image as
-    stored (columns ``ssim`` and ``psnr``; :mod:`vqarobust.corruptions.quality`).
+    stored (columns ``ssim`` and ``psnr``; :mod:`vqarobust.corruptions.quality`); a
+    resizing corruption's smaller image is scaled back to the clean size for them
+    (:func:`~vqarobust.corruptions.quality.at_size`), and ``width`` and ``height`` are
+    the stored image's.
 
     Each image's seed derives from (global seed, image id, corruption, severity), so the
     output does not depend on shard layout or job order. Returns the number of images.
@@ -49,28 +86,23 @@ def corrupt_subset(
     the scheduler gave it; None leaves OpenCV's default (all cores). ``options`` are
     the settings the corruption takes: for stylize the ``weights`` and ``styles`` folders
     (and ``style_size``), its network loaded once for the whole subset; for the others
-    the config settings :func:`vqarobust.corruptions.options` names (another is an error).
+    the config settings :func:`vqarobust.corruptions.options` names (another is an error);
+    for the box-aware ones (``object_crop``, ``occlude_context``) ``boxes``, the path of
+    the dataset's object boxes table (:mod:`vqarobust.datasets.object_boxes`): each image
+    gets its relevant boxes, and the images that get less than the severity (no box data,
+    no relevant object, a widened crop, no room for a patch) are counted in the log.
     """
     if threads is not None:
         import cv2
 
         cv2.setNumThreads(int(threads))
-    context: dict[str, Any] = dict(options or {})
-    if corruption == "stylize":
-        if not context:
-            raise ValueError(f"{corruption} needs {needs(corruption)}")
-        import torch
-
-        if threads is not None:
-            torch.set_num_threads(int(threads))
-        context = {"stylizer": Stylizer(**context)}
-    elif extra := set(context) - set(corruption_options(corruption)):
-        raise ValueError(f"{corruption} takes no option {', '.join(sorted(extra))}")
+    context, boxes = _subset_context(corruption, options, threads)
     if not 1 <= severity <= max_severity(corruption):
         raise ValueError(
             f"{corruption} has severities 1..{max_severity(corruption)}, not {severity}"
         )
 
+    shortfalls: dict[str, list[int]] = {}  # reason -> image ids (box-aware corruptions)
     scoring = [0.0]  # seconds spent on quality scores, logged: their cost is a goal
     started = time.perf_counter()
 
@@ -89,27 +121,35 @@ def corrupt_subset(
                 data, fmt = jpeg_compression_bytes(clean, severity), "jpeg"
                 seen = store.decode_image(data)
             else:
+                if boxes is not None:
+                    b = context["boxes"] = boxes.get(int(row["image_id"]))
+                    reason = box_shortfall(corruption, *clean.shape[:2], severity, b)
+                    if reason:
+                        shortfalls.setdefault(reason, []).append(int(row["image_id"]))
                 out = corrupt_item(image, corruption, severity, global_seed, row["image_id"],
                                    **context)  # fmt: skip
                 data, fmt = storage.encode(out), storage.image_format
                 # PNG is lossless: the array is what a model will read; JPEG is not.
                 seen = out if fmt == "png" else store.decode_image(data)
             t = time.perf_counter()
-            ssim, psnr = ssim_psnr(clean, seen)
+            ssim, psnr = ssim_psnr(clean, at_size(seen, *clean.shape[:2]))
             scoring[0] += time.perf_counter() - t
             progress.advance()
             yield {
                 "image_id": row["image_id"],
                 "bytes": data,
                 "format": fmt,
-                "width": image.shape[1],
-                "height": image.shape[0],
+                "width": seen.shape[1],
+                "height": seen.shape[0],
                 "ssim": ssim,
                 "psnr": psnr,
             }
 
     n = store.write_image_shards(rows(), out_dir, storage.shard_bytes,
                                  store.CORRUPTED_IMAGE_SCHEMA)  # fmt: skip
+    for reason, ids in sorted(shortfalls.items()):
+        log.warning("%s severity %d: %d of %d images get less than the severity (%s), e.g. %s",
+                    corruption, severity, len(ids), n, reason, ids[:5])  # fmt: skip
     total = time.perf_counter() - started
     log.info("%s severity %d: %d images -> %s in %.2f s, %.2f s of it quality scores",
              corruption, severity, n, out_dir, total, scoring[0])  # fmt: skip
@@ -133,7 +173,8 @@ def score_lpips(
 ) -> int:
     """LPIPS (:mod:`vqarobust.corruptions.lpips`) of every image of a corrupted subset
     against its clean image, on the images as stored: one row per image (LPIPS_SCHEMA).
-    Pairs go through the network in batches of one image size. Returns the rows."""
+    Pairs go through the network in batches of one image size; a resizing corruption's
+    images are scaled back to the clean size first (``at_size``). Returns the rows."""
     import torch
 
     from vqarobust.corruptions.lpips import load_lpips
@@ -160,6 +201,8 @@ def score_lpips(
             image_id = int(row["image_id"])
             seen = to_rgb(store.decode_image(row["bytes"]))
             original = to_rgb(store.decode_image(originals[image_id]))
+            if resizes(perturbation):
+                seen = at_size(seen, *original.shape[:2])
             if original.shape != seen.shape:
                 sizes = f"{seen.shape[:2]}, its clean image {original.shape[:2]}"
                 raise ValueError(f"image {image_id}: {corrupted_dir} holds size {sizes}")

@@ -9,6 +9,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from vqarobust import corruptions, store
+from vqarobust.corruptions.boxes import NEEDS as BOXES
 from vqarobust.corruptions.stylize import Stylizer
 
 GAP = 2  # pixels between cells
@@ -28,11 +29,15 @@ def preview_cells(
     dataset image (global ``seed``, image id, corruption, severity), so it is the image
     the ``corrupt_images`` job stores (with the default border of the geometric
     corruptions: ``geometric.border`` is not applied here); without, every cell uses
-    ``seed`` itself."""
+    ``seed`` itself. A preview has no questions, so the box-aware corruptions
+    (``object_crop``, ``occlude_context``) show what they do to an image without boxes:
+    ``zoom_crop``'s and ``random_patches``' cells."""
     image = corruptions.to_rgb(image)
     out = {}
     for name in names:
-        context = {"stylizer": stylizer} if name == "stylize" else {}
+        context: dict = {"stylizer": stylizer} if name == "stylize" else {}
+        if corruptions.needs(name) == BOXES:
+            context["boxes"] = None
         for s in range(min(corruptions.max_severity(name), 5) + 1):
             if image_id is None:
                 out[name, s] = corruptions.corrupt(image, name, s, seed=seed, **context)

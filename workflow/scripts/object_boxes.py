@@ -1,0 +1,12 @@
+"""Snakemake adapter: the object boxes of the eval images (datasets.object_boxes)."""
+
+from vqarobust.datasets.object_boxes import write_boxes
+from vqarobust.logs import setup_logging
+
+setup_logging(snakemake.log[0])
+write_boxes(
+    snakemake.input.questions,
+    snakemake.output[0],
+    sources={k: v for k, v in snakemake.input.items() if k != "questions"},
+    **snakemake.params.settings,
+)
