@@ -16,7 +16,7 @@ from vqarobust.runtime import Runtime, shard_bytes
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
 from vqarobust.report.outputs import TABLES as REPORT_TABLES
-from vqarobust import warm
+from vqarobust import plugins, warm
 
 # A shipped study (config/paper.yaml, config/scenes.yaml) merged into the default would
 # silently run the default's question study too: refuse it, saying how to run it.
@@ -29,12 +29,25 @@ if _cli_config.get("study") and not workflow.config_settings.replace_workflow_co
     )
 # Validate before any job runs: a wrong key or value fails here, naming it. The message
 # is all a person needs; a traceback would only bury it.
+# Plugins (docs/extending.md) load inside, first: validation checks corruption names and
+# model families against the registries. The jobs load the same modules (vqarobust.jobs).
 try:
     validate_config(config)
 except ConfigError as exc:
     sys.exit(str(exc))
+os.environ[plugins.ENV] = ",".join(config["plugins"])
 
 DATASET = config["dataset"]["name"]
+
+
+def perturbation_engine(version, name):
+    """A perturbation job's engine param: the package's engine version for a built-in;
+    for a plugin's, that and the digest of the plugin's source, so that editing it reruns
+    exactly its jobs (docs/extending.md)."""
+    digest = plugins.digest_of(perturbations.entry(name).origin)
+    return version if digest is None else canonical({"engine": version, "plugin": digest})
+
+
 SHARDS = shard_bytes(config["storage"])
 MODELS = list(config["models"])
 # With missing_weights: skip, stylize and sentence rewrites whose weights are not here are

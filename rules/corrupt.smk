@@ -11,7 +11,7 @@ rule corrupt_images:
     params:
         seed=config["seed"],
         encoding=get_image_encoding,
-        engine=ENGINE_VERSION,
+        engine=get_corruption_engine,
         stylize=get_stylize_params,
         options=get_corruption_options,
         runtime=SHARDS,

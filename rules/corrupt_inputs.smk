@@ -17,6 +17,10 @@ def get_corrupt_input(wildcards):
     return inputs
 
 
+def get_corruption_engine(wildcards):
+    return perturbation_engine(ENGINE_VERSION, wildcards.corruption)
+
+
 def get_box_sources(wildcards):
     """The annotations that say where objects are: COCO's instances (vqav2), GQA's
     questions and scene graphs; none for scenes (its graphs are generated)."""

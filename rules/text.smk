@@ -17,7 +17,7 @@ rule perturb_questions:
     threads: 1
     params:
         seed=config["seed"],
-        engine=text.TEXT_ENGINE_VERSION,
+        engine=get_text_engine,
         severities=SEVERITIES,
         fidelity=get_text_params,
         rates=get_text_rates,

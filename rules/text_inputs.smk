@@ -6,6 +6,10 @@ from vqarobust.code_digest import code_digest
 RANKING_CODE = code_digest("vqarobust.text.ranking")
 
 
+def get_text_engine(wildcards):
+    return perturbation_engine(text.TEXT_ENGINE_VERSION, wildcards.perturbation)
+
+
 def get_text_params(wildcards):
     t = config["text"]
     # A perturbation of a level the filter leaves alone is unfiltered, as with it off.

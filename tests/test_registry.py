@@ -1,6 +1,6 @@
 import pytest
 
-from vqarobust.registry import Registry
+from vqarobust.registry import Registry, RegistryClash
 
 
 def test_register_get_list_create():
@@ -29,11 +29,18 @@ def test_unknown_name_lists_known_ones():
         reg.get("fog")
 
 
-def test_duplicate_name_is_an_error():
+def test_duplicate_name_is_an_error_naming_both_modules():
     reg: Registry = Registry("thing")
     reg.register("x")(lambda: None)
-    with pytest.raises(ValueError, match="already registered"):
+    here = "module tests.test_registry"
+    both = f"thing 'x' of {here} clashes with the one of {here}"
+    with pytest.raises(RegistryClash, match=both):
         reg.register("x")(lambda: None)
+    builtin = lambda: None  # noqa: E731
+    builtin.__module__ = "vqarobust.corruptions.noise"
+    reg.register("y")(builtin)
+    with pytest.raises(RegistryClash, match=r"with the one of built-in \(vqarobust.corruptions"):
+        reg.register("y")(lambda: None)
 
 
 def test_create_passes_a_name_keyword_through():

@@ -23,8 +23,8 @@ TEMPLATES = Path(vqarobust.report.__file__).parent / "templates"
 def test_one_block_per_section_in_registry_order():
     names = [s.name for s in SECTIONS]
     assert names == ["summary", "settings", "figures", "calibration", "attention",
-                     "uncertainty", "questions", "context", "failures", "tables", "warnings",
-                     "provenance"]  # fmt: skip
+                     "uncertainty", "questions", "context", "failures", "tables", "plugins",
+                     "warnings", "provenance"]  # fmt: skip
     assert list(page_template().blocks) == names
     page = (TEMPLATES / "report.html.j2").read_text()
     for s in SECTIONS:

@@ -137,6 +137,9 @@ def put(path: str, value: Any, *, drop: tuple[str, ...] = ()) -> Edit:
 CHANGES: dict[str, tuple[str, Edit]] = {
     "study": ("tiny", put("study", "mine")),
     "seed": ("tiny", put("seed", 1)),
+    # A module importable anywhere that registers nothing (tests/test_plugins.py loads
+    # real plugins).
+    "plugins": ("tiny", put("plugins", ["json"])),
     "dataset.name": ("tiny", put("dataset.name", "easy")),
     "dataset.adapter": ("tiny", put("dataset.adapter", "scenes")),
     "dataset.scene_seed": ("scenes", put("dataset.scene_seed", 1)),

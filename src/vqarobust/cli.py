@@ -12,16 +12,31 @@ from typing import Any
 from vqarobust.logs import setup_logging
 
 
-def _corruptions(args: argparse.Namespace) -> int:
-    from vqarobust import corruptions
+def _load_plugins(args: argparse.Namespace) -> int | None:
+    """Load the installed plugins and ``--plugin`` modules; 2 (printed) where one fails."""
+    from vqarobust import plugins
 
-    print(f"{'name':20s} {'class':10s} {'severities':10s} {'benchmark':9s} needs")
-    for name in corruptions.names(family=args.family):
-        entry = corruptions.CORRUPTIONS.entry(name)
-        bench = "yes" if entry.tags.get("benchmark") else ""
-        sev = f"1..{corruptions.max_severity(name)}"
-        need = corruptions.needs(name) or ""
-        print(f"{name:20s} {entry.tags['family']:10s} {sev:10s} {bench:9s} {need}".rstrip())
+    try:
+        plugins.load(getattr(args, "plugin", None) or [])
+    except plugins.PluginError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return None
+
+
+def _corruptions(args: argparse.Namespace) -> int:
+    from vqarobust.listings import corruption_rows, format_rows
+
+    columns = ["name", "class", "severities", "benchmark", "needs", "from"]
+    print(format_rows(corruption_rows(args.family), columns))
+    return 0
+
+
+def _listing(args: argparse.Namespace) -> int:
+    from vqarobust.listings import LISTINGS, format_rows
+
+    rows = LISTINGS[args.command]()
+    print(format_rows(rows, list(rows[0]) if rows else ["name", "from"]))
     return 0
 
 
@@ -352,14 +367,27 @@ def main(argv: list[str] | None = None) -> int:
     _add_checkpoint_commands(sub)
     args = parser.parse_args(argv)
     setup_logging()
+    # Installed plugins (and --plugin modules) before any command looks a name up.
+    if (failed := _load_plugins(args)) is not None:
+        return failed
     return args.func(args)
 
 
 def _add_config_and_metrics(sub: Any) -> None:
-    """The commands ``corruptions``, ``validate-config`` and ``metrics``."""
-    p = sub.add_parser("corruptions", help="list registered corruptions")
+    """The commands ``corruptions`` (and the other registries' listings),
+    ``validate-config`` and ``metrics``."""
+    plugin_help = ("a module to load as a plugin, as the config's plugins: key does "
+                   "(repeatable; installed plugins load anyway)")  # fmt: skip
+    p = sub.add_parser("corruptions", help="list registered corruptions, and where each is from")
     p.add_argument("--family", help="only this class (noise, blur, weather, ...)")
+    p.add_argument("--plugin", action="append", help=plugin_help)
     p.set_defaults(func=_corruptions)
+    for name, what in (("text-perturbations", "question perturbations"),
+                       ("rankers", "basic-question rankers"), ("families", "model families"),
+                       ("analyses", "analyses, in the order they run")):  # fmt: skip
+        p = sub.add_parser(name, help=f"list registered {what}, and where each is from")
+        p.add_argument("--plugin", action="append", help=plugin_help)
+        p.set_defaults(func=_listing)
     p = sub.add_parser("validate-config", help="validate a workflow config file")
     p.add_argument("config")
     p.set_defaults(func=_validate)

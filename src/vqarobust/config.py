@@ -13,7 +13,7 @@ import copy
 import difflib
 import os
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +199,7 @@ def validate_config(
     Raises :class:`ConfigError` naming the first offending key.
     """
     explicit = _check_schema(config, load_schema(schema_path))
+    _load_plugins(config["plugins"])
     r = config["rscore"]
     if not r["tolerance"] < r["maximum"]:
         raise ConfigError(
@@ -229,6 +230,17 @@ def validate_config(
     return config
 
 
+def _load_plugins(modules: Sequence[str]) -> None:
+    """The installed plugins and the config's ``plugins`` modules, imported before the
+    names they register are checked (:mod:`vqarobust.plugins`)."""
+    from vqarobust import plugins
+
+    try:
+        plugins.load(modules)
+    except plugins.PluginError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _check_schema(config: MutableMapping[str, Any], schema: dict[str, Any]) -> set[str]:
     """Coerce, fill the schema's defaults in and validate ``config`` in place; the
     ``dataset`` keys the user wrote (before the defaults)."""
@@ -255,6 +267,7 @@ def _check_corruptions(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"config error at corruptions[{i}]: {_unknown('corruption', name, known)}"
             )
+        _check_plugin_corruption(i, name)
         # A corruption with fewer levels runs at the configured severities it has.
         top = corruptions.max_severity(name)
         if not [s for s in config["severities"] if 1 <= s <= top]:
@@ -269,6 +282,21 @@ def _check_corruptions(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"config error at controls[{i}]: {_unknown('control', name, known_controls)}"
             )
+
+
+def _check_plugin_corruption(i: int, name: str) -> None:
+    """A plugin's corruption keeps the contract on a sample image (the package's own are
+    tested)."""
+    from vqarobust import corruptions, plugins
+
+    origin = corruptions.CORRUPTIONS.entry(name).origin
+    if plugins.plugin_of(origin) is None or corruptions.needs(name) not in (None, "boxes"):
+        return
+    try:
+        corruptions.check_contract(name)
+    except ValueError as exc:
+        raise ConfigError(f"config error at corruptions[{i}]: corruption {name!r} of "
+                          f"{plugins.describe(origin)} is refused: {exc}") from None  # fmt: skip
 
 
 def _check_boxes(config: Mapping[str, Any]) -> None:

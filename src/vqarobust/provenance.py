@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from vqarobust import store
+from vqarobust import plugins, store
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256
 from vqarobust.environment import lock_record, machine
 from vqarobust.models.checkpoints import reference_record
@@ -174,6 +174,13 @@ def collect(
     info["machine"] = machine()
     for package in PACKAGES[1:]:
         info[f"version.{package}"] = package_version(package)
+    # The plugins this process loaded (the installed ones and the config's), with the
+    # digest of each one's source (docs/extending.md).
+    info["plugins"] = [
+        {"name": p.name, "module": p.module, "package": p.package, "version": p.version,
+         "source_sha256": plugins.source_digest(p.module)}
+        for p in plugins.load((config or {}).get("plugins") or [])
+    ]  # fmt: skip
     resolved = json.dumps(canonical(dict(config)), sort_keys=True) if config else None
     info["config_sha256"] = text_sha256(resolved) if resolved else "no config given"
     info["seed"] = seed

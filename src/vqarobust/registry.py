@@ -14,6 +14,21 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+class RegistryClash(ValueError):
+    """A name registered twice: by the package and a plugin, or by two plugins."""
+
+
+def origin(obj: object) -> str:
+    """The module that defines a registered object (a function's, a class's, an
+    analysis's ``module``)."""
+    return str(getattr(obj, "module", None) or getattr(obj, "__module__", None) or "?")
+
+
+def describe_origin(module: str) -> str:
+    """``built-in (vqarobust.x)`` for the package's own modules, else ``module m``."""
+    return f"built-in ({module})" if module.split(".")[0] == "vqarobust" else f"module {module}"
+
+
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     """One registered object with its tags."""
@@ -21,6 +36,11 @@ class Entry(Generic[T]):
     name: str
     obj: T
     tags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def origin(self) -> str:
+        """The module that registered it (:func:`origin`)."""
+        return origin(self.obj)
 
 
 class Registry(Generic[T]):
@@ -38,7 +58,10 @@ class Registry(Generic[T]):
             if not key:
                 raise TypeError(f"cannot infer a {self.kind} name for {obj!r}")
             if key in self._entries:
-                raise ValueError(f"{self.kind} {key!r} is already registered")
+                raise RegistryClash(
+                    f"{self.kind} {key!r} of {describe_origin(origin(obj))} clashes with the "
+                    f"one of {describe_origin(self._entries[key].origin)}"
+                )
             self._entries[key] = Entry(key, obj, dict(tags))
             return obj
 

@@ -161,6 +161,11 @@ RUNTIME: dict[str, NoRerun] = {
         "tests/test_materialize_images.py::test_corrupted_subset_does_not_depend_on_shard_layout",
     ),
     "threads.infer": _BATCH,
+    "plugins": NoRerun(
+        "loading a module reruns nothing; a job that runs a plugin's code carries the digest "
+        "of its source, so an edit reruns exactly those (docs/extending.md)",
+        "tests/test_plugins.py::test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs",
+    ),
     "warm_start": NoRerun(
         "where a job imports torch: in its own process or once, in the process it forks from",
         "tests/test_workflow.py::test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one",

@@ -2,9 +2,9 @@
 
 from vqarobust.analyses.registry import get
 from vqarobust.analyses.runner import run_analysis
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 analysis = get(snakemake.wildcards.analysis)
 # A Namedlist iterates over its values: the names come from keys().
 names = list(snakemake.input.keys())  # noqa: SIM118

@@ -1,8 +1,8 @@
 """Snakemake adapter: VQABQ's question sets (first 1, 2, 3 basic questions) for one model."""
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import chain_question_set
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 chain_question_set(snakemake.input.questions, snakemake.input.rankings, list(snakemake.output),
                    snakemake.params.prompt)  # fmt: skip

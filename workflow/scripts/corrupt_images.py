@@ -1,10 +1,10 @@
 """Snakemake adapter: materialize one (corruption, severity) subset as image shards."""
 
 from vqarobust import store
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.images import corrupt_subset
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 options = dict(snakemake.params.options)
 if snakemake.wildcards.corruption == "stylize":
     options = {"weights": snakemake.input.weights, "styles": snakemake.input.styles,

@@ -8,11 +8,11 @@ from functools import partial
 
 import torch
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import embed_questions
 from vqarobust.text.encoder import encode
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 encoder = partial(encode, path=snakemake.params.encoder_path,
                   allow_download=snakemake.params.runtime["allow_download"])  # fmt: skip

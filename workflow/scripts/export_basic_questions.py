@@ -1,8 +1,8 @@
 """Snakemake adapter: one basic-question dataset in the paper's structure."""
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import export_basic_questions
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 export_basic_questions(snakemake.input.questions, snakemake.input.rankings,
                        snakemake.output.parquet, snakemake.output.json)  # fmt: skip

@@ -5,9 +5,9 @@ from vqarobust.warm import hand_over
 hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
 
 from vqarobust.features.extract import FeatureInputs, extract_features
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 settings.pop("word_vectors", None)  # named in params for reruns; the file is an input
 inputs = FeatureInputs(

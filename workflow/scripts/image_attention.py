@@ -7,10 +7,10 @@ hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.
 import torch
 
 from vqarobust.attention import attention_maps
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.models import ModelRef
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 spec = dict(snakemake.params.spec)
 trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names

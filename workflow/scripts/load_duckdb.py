@@ -3,9 +3,9 @@
 from pathlib import Path
 
 from vqarobust.analyses.assemble import assemble_database
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 assemble_database(
     snakemake.output[0],
     list(snakemake.input.tables),

@@ -1,9 +1,9 @@
 """Snakemake adapter: write one ranker's basic-question noise levels."""
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import basic_question_sets
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 basic_question_sets(
     snakemake.input.questions,
     snakemake.input.rankings,

@@ -1,9 +1,9 @@
 """Snakemake adapter: the object boxes of the eval images (datasets.object_boxes)."""
 
 from vqarobust.datasets.object_boxes import write_boxes
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 write_boxes(
     snakemake.input.questions,
     snakemake.output[0],

@@ -1,9 +1,9 @@
 """Snakemake adapter: write a dataset split's questions, image shards, manifest and info."""
 
 from vqarobust.datasets import PreparedOutputs, prepare_dataset
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 out = PreparedOutputs(
     snakemake.output.questions,
     snakemake.output.images,

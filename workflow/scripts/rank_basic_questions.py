@@ -1,10 +1,10 @@
 """Snakemake adapter: rank the basic questions of every distinct question for one ranker."""
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import rank_basic_questions
 from vqarobust.text.ranking import RankSettings
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 # Only LASSO's params carry its mode, alpha, lambda and the pre-filter, only BLEU's its
 # smoothing; exclude_main only when it is not the default (own).
 names = {"k": "k", "lasso_alpha": "alpha", "prefilter": "prefilter", "lasso_mode": "lasso_mode",

@@ -1,7 +1,7 @@
 """Snakemake adapter: render the HTML report from the DuckDB results file."""
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.report import render_report
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 render_report(snakemake.input[0], snakemake.output.html)

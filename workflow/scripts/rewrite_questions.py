@@ -6,10 +6,10 @@ hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.
 
 import torch
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import Fidelity, rewrite_question_set
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 settings = {**snakemake.params.settings, **snakemake.params.runtime.values}
 sampled = dict(snakemake.params.sampled)  # empty for a greedy rewrite

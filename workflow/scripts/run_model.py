@@ -7,10 +7,10 @@ hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.
 import torch
 
 from vqarobust.inference import Subset, context_severities, run_inference
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.models import ModelRef
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 severities = snakemake.params.severities
 modality = snakemake.params.modality

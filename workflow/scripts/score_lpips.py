@@ -1,9 +1,9 @@
 """Snakemake adapter: LPIPS of one corrupted subset's images against the clean ones."""
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.images import score_lpips
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 score_lpips(
     snakemake.input.clean,
     snakemake.input.images,

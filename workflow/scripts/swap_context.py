@@ -1,7 +1,7 @@
 """Snakemake adapter: materialize the SwapMix context subsets of the eval split."""
 
 from vqarobust import store
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.context import (
     CocoSources,
     SwapOutputs,
@@ -10,7 +10,7 @@ from vqarobust.materialize.context import (
     swap_context_coco,
 )
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True))
 out = SwapOutputs(snakemake.output.swaps, sets, snakemake.output.images)

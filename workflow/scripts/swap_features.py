@@ -4,11 +4,11 @@ from vqarobust.warm import hand_over
 
 hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.materialize.context import SwapOutputs
 from vqarobust.materialize.feature_context import FeatureSwapSettings, swap_features
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 settings = dict(snakemake.params.settings)
 settings.pop("word_vectors")  # named in params for reruns; a file is an input
 sets = dict(zip(settings.pop("perturbations"), snakemake.output.sets, strict=True))

@@ -4,10 +4,10 @@ from vqarobust.warm import hand_over
 
 hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
 
-from vqarobust.logs import setup_logging
+from vqarobust.jobs import start_job
 from vqarobust.models.recipe import Recipe
 
-setup_logging(snakemake.log[0])
+start_job(snakemake.log[0])
 settings = dict(snakemake.params.train)
 settings.pop("word_vectors", None)  # named in params for reruns; the file is an input
 recipe = Recipe.from_params(settings)

@@ -1,5 +1,6 @@
 """The registry of analyses: every family of results tables, in an order where each
-comes after the analyses it reads (docs/architecture.md says how to add one)."""
+comes after the analyses it reads (docs/architecture.md says how to add one; a plugin
+adds one with :func:`register`, docs/extending.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from vqarobust.analyses import (  # noqa: I001
     vqabq,
 )
 from vqarobust.analyses.base import Analysis, RunOptions
+from vqarobust.registry import RegistryClash, describe_origin
 
 ANALYSES: dict[str, Analysis] = {
     a.name: a
@@ -42,6 +44,30 @@ ANALYSES: dict[str, Analysis] = {
         model_cards.ANALYSIS,
     )
 }
+
+
+def register(analysis: Analysis) -> Analysis:
+    """Add a plugin's analysis after those registered so far (so after every analysis it
+    may require). A name taken by another analysis, or a table name another analysis
+    writes, is an error naming both; so is a required analysis not registered yet."""
+    if analysis.name in ANALYSES:
+        other = ANALYSES[analysis.name]
+        raise RegistryClash(f"analysis {analysis.name!r} of {describe_origin(analysis.module)} "
+                            f"clashes with the one of {describe_origin(other.module)}")  # fmt: skip
+    for other in ANALYSES.values():
+        shared = sorted(set(analysis.tables) & set(other.tables))
+        if shared:
+            raise RegistryClash(
+                f"analysis {analysis.name!r} of {describe_origin(analysis.module)} writes "
+                f"table {shared[0]!r}, as analysis {other.name!r} of "
+                f"{describe_origin(other.module)} does"
+            )
+    missing = sorted(set(analysis.requires) - set(ANALYSES))
+    if missing:
+        raise ValueError(f"analysis {analysis.name!r} requires {missing}, which no analysis "
+                         f"registered before it is; known: {sorted(ANALYSES)}")  # fmt: skip
+    ANALYSES[analysis.name] = analysis
+    return analysis
 
 
 def get(name: str) -> Analysis:
@@ -81,4 +107,4 @@ def _check_order() -> None:
 
 _check_order()
 
-__all__ = ["ANALYSES", "Analysis", "RunOptions", "active", "affected", "get"]
+__all__ = ["ANALYSES", "Analysis", "RunOptions", "active", "affected", "get", "register"]

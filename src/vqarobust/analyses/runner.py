@@ -20,7 +20,7 @@ from vqarobust.analyses.base import (
     write_result,
 )
 from vqarobust.analyses.registry import ANALYSES, active
-from vqarobust.code_digest import code_digest
+from vqarobust.plugins import module_digest
 
 
 def table_reader(folders: Sequence[str | os.PathLike[str]]) -> Any:
@@ -47,7 +47,7 @@ def run_analysis(
     """Run ``analysis`` and write its folder ``out`` (tables and manifest)."""
     result = analysis.run(Inputs(files, table_reader(required)), settings)
     manifest = {"analysis": analysis.name, "settings": settings_params(settings),
-                "code": code_digest(analysis.module)}  # fmt: skip
+                "code": module_digest(analysis.module)}  # fmt: skip
     write_result(out, result, manifest)
 
 

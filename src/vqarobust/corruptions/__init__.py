@@ -142,6 +142,33 @@ def corrupt(
     return out
 
 
+def check_contract(name: str, seed: int = 0) -> None:
+    """Run ``name`` on a sample image (:func:`~vqarobust.corruptions.samples.photo_like`,
+    48x64) at each of its severities, twice with one seed, and raise ``ValueError``
+    with the reason where it breaks the contract every corruption keeps: uint8 HxWx3 of
+    the input's size (of at most it, for one that :func:`resizes`), the input left as it
+    was, and the same pixels for the same seed (every draw from the ``rng`` it is
+    given). The workflow runs it on each plugin corruption a config names before any
+    job (a box-aware one without boxes)."""
+    from vqarobust.corruptions.samples import photo_like
+
+    image = photo_like(48, 64, seed)
+    context = {"boxes": None} if needs(name) == "boxes" else {}
+    for severity in range(1, max_severity(name) + 1):
+        before = image.copy()
+        try:
+            first = corrupt(image, name, severity, seed, **context)
+            second = corrupt(image, name, severity, seed, **context)
+        except Exception as exc:
+            raise ValueError(f"severity {severity} on a 48x64 sample image: "
+                             f"{type(exc).__name__}: {exc}") from None  # fmt: skip
+        if not np.array_equal(image, before):
+            raise ValueError(f"severity {severity} changed its input image in place")
+        if not np.array_equal(first, second):
+            raise ValueError(f"severity {severity} gave other pixels for the same seed: it "
+                             "must draw only from the rng it is given")  # fmt: skip
+
+
 def corrupt_item(
     image: np.ndarray,
     name: str,
@@ -159,6 +186,7 @@ __all__ = [
     "CORRUPTIONS",
     "ENGINE_VERSION",
     "box_shortfall",
+    "check_contract",
     "corrupt",
     "corrupt_item",
     "family",

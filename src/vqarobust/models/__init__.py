@@ -148,11 +148,14 @@ def family_code_digest(family: str) -> str | None:
     finished chunks, so an adapter edit is never answered from chunks of the old code."""
     if family not in FAMILIES:
         return None
-    from vqarobust.code_digest import code_digest, file_digest
+    from vqarobust.code_digest import file_digest
     from vqarobust.digests import text_sha256
+    from vqarobust.plugins import module_digest
 
-    module = FAMILIES.entry(family).tags["module"]
-    return text_sha256(f"{code_digest(module)}\n{file_digest('vqarobust.inference')}\n")
+    # A plugin family's module is its factory's, unless it names its adapter's.
+    entry = FAMILIES.entry(family)
+    module = entry.tags.get("module", entry.origin)
+    return text_sha256(f"{module_digest(module)}\n{file_digest('vqarobust.inference')}\n")
 
 
 def default_batch_size(family: str | None) -> int:

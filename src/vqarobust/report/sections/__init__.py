@@ -12,6 +12,7 @@ from vqarobust.report.sections import (
     context,
     failures,
     figures,
+    plugins,
     provenance,
     questions,
     settings,
@@ -25,7 +26,7 @@ from vqarobust.report.sections.base import Run, Section
 SECTIONS: tuple[Section, ...] = tuple(
     m.SECTION
     for m in (summary, settings, figures, calibration, attention, uncertainty, questions,
-              context, failures, tables, warnings, provenance)
+              context, failures, tables, plugins, warnings, provenance)
 )  # fmt: skip
 
 __all__ = ["SECTIONS", "Run", "Section"]
