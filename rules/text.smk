@@ -98,7 +98,7 @@ rule rank_basic_questions:
     threads: 1
     params:
         ranking=get_ranking_params,
-        code=RANKING_CODE,
+        code=get_ranking_code,
     script:
         "../workflow/scripts/rank_basic_questions.py"
 

@@ -6,6 +6,11 @@ from vqarobust.code_digest import code_digest
 RANKING_CODE = code_digest("vqarobust.text.ranking")
 
 
+def get_ranking_code(wildcards):
+    """The ranking code's digest; for a plugin's ranker, with its source's digest too."""
+    return perturbation_engine(RANKING_CODE, wildcards.ranker)
+
+
 def get_text_engine(wildcards):
     return perturbation_engine(text.TEXT_ENGINE_VERSION, wildcards.perturbation)
 

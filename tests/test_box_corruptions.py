@@ -9,6 +9,7 @@ import json
 import cv2
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -107,6 +108,9 @@ def test_a_crop_widened_for_wide_objects_is_reported():
     assert box_shortfall("object_crop", 96, 128, 5, SMALL) is None
     assert box_shortfall("object_crop", 96, 128, 5, None) == "no box data"
     assert box_shortfall("occlude_context", 96, 128, 5, np.zeros((0, 4))) == "no relevant object"
+    outside = np.array([[200.0, 10.0, 220.0, 20.0]])
+    reason = box_shortfall("object_crop", 96, 128, 5, outside)
+    assert reason == "no relevant object inside the image"
 
 
 @settings(max_examples=60, deadline=None)
@@ -182,6 +186,9 @@ def test_coco_boxes_by_hand(tmp_path):
     kept = object_boxes.relevant_boxes(table)
     assert sorted(kept) == [1, 3] and kept[1].tolist() == [[5, 6, 15, 26], [30, 5, 40, 15]]
     assert kept[3].shape == (0, 4)  # boxes, none relevant; image 2: no box data at all
+    # A set where no question names an annotated object: every image, no relevant box.
+    none = object_boxes.relevant_boxes(table.filter(pc.equal(table["image_id"], 3)))
+    assert list(none) == [3] and none[3].shape == (0, 4)
 
 
 def test_gqa_boxes_follow_the_reasoning_steps():

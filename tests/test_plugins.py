@@ -191,6 +191,13 @@ BAD = {
                                "def noisy(image, severity, rng):\n"
                                "    return (image ^ np.random.randint(0, 2, image.shape))"
                                ".astype(np.uint8)\n"),
+    "unknown_needs": ("needy", "from vqarobust.corruptions import CORRUPTIONS\n\n"
+                               "@CORRUPTIONS.register(family='odd', needs='depth maps')\n"
+                               "def needy(image, severity, rng, depth):\n    return image\n"),
+    "foreign_option": ("optioned", "from vqarobust.corruptions import CORRUPTIONS\n\n"
+                                   "@CORRUPTIONS.register(family='odd', options=('gamma',))\n"
+                                   "def optioned(image, severity, rng, gamma=1.0):\n"
+                                   "    return image\n"),
 }  # fmt: skip
 MESSAGES = {
     "import_error": "plugin module broken (config plugins): cannot import broken: "
@@ -208,6 +215,12 @@ MESSAGES = {
     "global_random": "config error at corruptions[0]: corruption 'noisy' of module noisy "
                      "(config plugins) is refused: severity 1 gave other pixels for the same "
                      "seed: it must draw only from the rng it is given",
+    "unknown_needs": "config error at corruptions[0]: corruption 'needy' of module needy "
+                     "(config plugins) needs 'depth maps', which the workflow cannot give a "
+                     "plugin corruption (only 'boxes')",
+    "foreign_option": "config error at corruptions[0]: corruption 'optioned' of module "
+                      "optioned (config plugins) takes options ['gamma'], which are not keys "
+                      "of the config's geometric section (['border', 'flip_questions'])",
 }  # fmt: skip
 
 
@@ -297,3 +310,29 @@ def test_every_registry_lists_where_its_names_come_from(tmp_path):
     assert families["blip"].endswith("built-in")
     assert families["local-family"].endswith("module local_family (config plugins)")
     assert [line.split()[0] for line in out["analyses"][1:3]] == ["scoring", "accuracy"]
+
+
+def test_a_plugin_digest_follows_relative_imports_and_the_package(tmp_path, monkeypatch):
+    """source_digest reads ``from .helpers import`` (an edit there changes it);
+    module_digest adds the package modules the plugin imports."""
+    from vqarobust import code_digest, plugins
+
+    package = tmp_path / "relplugin"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("SCALE = 2\n")
+    (package / "family.py").write_text("from vqarobust.models.base import VQAModel\n"
+                                       "from .helpers import SCALE\n")  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = plugins.source_digest("relplugin.family")
+    assert {p.name for p in code_digest.module_files("relplugin.family")} == {
+        "__init__.py", "family.py", "helpers.py"}  # fmt: skip
+    (package / "helpers.py").write_text("SCALE = 3\n")
+    assert plugins.source_digest("relplugin.family") != before
+    first = plugins.module_digest("relplugin.family")
+    real = code_digest.code_digest
+    edited = "vqarobust.models.base"
+    monkeypatch.setattr(code_digest, "code_digest", lambda m: "x" if m == edited else real(m))
+    assert plugins.module_digest("relplugin.family") != first
+    assert plugins.digest_of("relplugin.family") == plugins.source_digest("relplugin.family")
+    assert plugins.digest_of("vqarobust.models.base") is None

@@ -11,6 +11,9 @@ from typing import Any
 
 from vqarobust.logs import setup_logging
 
+PLUGIN_HELP = ("a module to load as a plugin, as the config's plugins: key does "
+               "(repeatable; installed plugins load anyway)")  # fmt: skip
+
 
 def _load_plugins(args: argparse.Namespace) -> int | None:
     """Load the installed plugins and ``--plugin`` modules; 2 (printed) where one fails."""
@@ -365,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     _add_image_commands(sub)
     _add_run_commands(sub)
     _add_checkpoint_commands(sub)
+    # Every command loads the installed plugins, and the modules --plugin names (those a
+    # study lists under plugins:), before it looks a name up (docs/extending.md).
+    for command in sub.choices.values():
+        if not any("--plugin" in a.option_strings for a in command._actions):
+            command.add_argument("--plugin", action="append", help=PLUGIN_HELP)
     args = parser.parse_args(argv)
     setup_logging()
     # Installed plugins (and --plugin modules) before any command looks a name up.
@@ -376,17 +384,15 @@ def main(argv: list[str] | None = None) -> int:
 def _add_config_and_metrics(sub: Any) -> None:
     """The commands ``corruptions`` (and the other registries' listings),
     ``validate-config`` and ``metrics``."""
-    plugin_help = ("a module to load as a plugin, as the config's plugins: key does "
-                   "(repeatable; installed plugins load anyway)")  # fmt: skip
     p = sub.add_parser("corruptions", help="list registered corruptions, and where each is from")
     p.add_argument("--family", help="only this class (noise, blur, weather, ...)")
-    p.add_argument("--plugin", action="append", help=plugin_help)
+    p.add_argument("--plugin", action="append", help=PLUGIN_HELP)
     p.set_defaults(func=_corruptions)
     for name, what in (("text-perturbations", "question perturbations"),
                        ("rankers", "basic-question rankers"), ("families", "model families"),
                        ("analyses", "analyses, in the order they run")):  # fmt: skip
         p = sub.add_parser(name, help=f"list registered {what}, and where each is from")
-        p.add_argument("--plugin", action="append", help=plugin_help)
+        p.add_argument("--plugin", action="append", help=PLUGIN_HELP)
         p.set_defaults(func=_listing)
     p = sub.add_parser("validate-config", help="validate a workflow config file")
     p.add_argument("config")

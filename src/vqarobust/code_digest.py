@@ -18,16 +18,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def _module_names(node: ast.AST, package: str) -> set[str]:
-    """The ``package`` modules one import statement names."""
+def _module_names(node: ast.AST, package: str, here: str = "") -> set[str]:
+    """The ``package`` modules one import statement names; a relative import resolves
+    against ``here``, the package of the importing module (a plugin's ``from .x``)."""
     if isinstance(node, ast.Import):
         return {a.name for a in node.names if a.name.split(".")[0] == package}
-    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-        if node.module.split(".")[0] != package:
-            return set()
-        # ``from vqarobust.metrics import intervals`` imports a module too.
-        return {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
-    return set()
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    module = node.module or ""
+    if node.level:
+        parts = here.split(".") if here else []
+        if node.level - 1 >= len(parts):
+            return set()  # beyond the top package: not importable
+        anchor = ".".join(parts[: len(parts) - (node.level - 1)])
+        module = f"{anchor}.{module}" if module else anchor
+    if not module or module.split(".")[0] != package:
+        return set()
+    # ``from vqarobust.metrics import intervals`` imports a module too.
+    return {module, *(f"{module}.{a.name}" for a in node.names)}
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -43,7 +51,9 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _read(path: str, mtime_ns: int, size: int, package: str) -> tuple[frozenset[str], bytes]:
+def _read(
+    path: str, mtime_ns: int, size: int, package: str, here: str = ""
+) -> tuple[frozenset[str], bytes]:
     # Keyed by the file's stat: an edited file is read again, an unchanged one once per
     # process (the Snakefile digests every analysis at each parse).
     data = Path(path).read_bytes()
@@ -52,13 +62,19 @@ def _read(path: str, mtime_ns: int, size: int, package: str) -> tuple[frozenset[
     # lazy loaders of its members (e.g. the model families' factories), followed only
     # where an analysis imports that member itself.
     nodes = body if Path(path).name == "__init__.py" else _statements(body)
-    return frozenset(name for node in nodes for name in _module_names(node, package)), data
+    return frozenset(name for node in nodes for name in _module_names(node, package, here)), data
 
 
-def _file(path: Path, package: str) -> tuple[frozenset[str], bytes]:
-    """The ``package`` modules a source file imports, and its bytes."""
+def _file(path: Path, package: str, here: str = "") -> tuple[frozenset[str], bytes]:
+    """The ``package`` modules a source file imports (relative ones against ``here``,
+    the package it belongs to), and its bytes."""
     stat = path.stat()
-    return _read(str(path), stat.st_mtime_ns, stat.st_size, package)
+    return _read(str(path), stat.st_mtime_ns, stat.st_size, package, here)
+
+
+def imports_of(path: Path, package: str) -> frozenset[str]:
+    """The ``package`` modules (and names) a source file imports by absolute import."""
+    return _file(path, package)[0]
 
 
 def _package_dir(package: str) -> Path | None:
@@ -97,7 +113,8 @@ def module_files(module: str) -> list[Path]:
             path = seen[prefix] = _source(prefix, root)
             if path is None:
                 continue
-            todo.extend(_file(path, package)[0])
+            here = prefix if path.name == "__init__.py" else prefix.rpartition(".")[0]
+            todo.extend(_file(path, package, here)[0])
     return sorted({path for path in seen.values() if path is not None})
 
 

@@ -267,7 +267,7 @@ def _check_corruptions(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"config error at corruptions[{i}]: {_unknown('corruption', name, known)}"
             )
-        _check_plugin_corruption(i, name)
+        _check_plugin_corruption(i, name, config["geometric"])
         # A corruption with fewer levels runs at the configured severities it has.
         top = corruptions.max_severity(name)
         if not [s for s in config["severities"] if 1 <= s <= top]:
@@ -284,19 +284,28 @@ def _check_corruptions(config: Mapping[str, Any]) -> None:
             )
 
 
-def _check_plugin_corruption(i: int, name: str) -> None:
-    """A plugin's corruption keeps the contract on a sample image (the package's own are
-    tested)."""
+def _check_plugin_corruption(i: int, name: str, geometric: Mapping[str, Any]) -> None:
+    """A plugin's corruption (any registered outside the package) needs only what the
+    workflow gives (boxes), takes only ``geometric`` settings as options, and keeps the
+    contract on a sample image (the package's own are tested)."""
     from vqarobust import corruptions, plugins
 
     origin = corruptions.CORRUPTIONS.entry(name).origin
-    if plugins.plugin_of(origin) is None or corruptions.needs(name) not in (None, "boxes"):
+    if origin.split(".")[0] == "vqarobust":
         return
+    where = f"config error at corruptions[{i}]: corruption {name!r} of {plugins.describe(origin)}"
+    need = corruptions.needs(name)
+    if need not in (None, "boxes"):
+        raise ConfigError(f"{where} needs {need!r}, which the workflow cannot give a "
+                          "plugin corruption (only 'boxes')")  # fmt: skip
+    unknown = sorted(set(corruptions.options(name)) - set(geometric))
+    if unknown:
+        raise ConfigError(f"{where} takes options {unknown}, which are not keys of the "
+                          f"config's geometric section ({sorted(geometric)})")  # fmt: skip
     try:
         corruptions.check_contract(name)
     except ValueError as exc:
-        raise ConfigError(f"config error at corruptions[{i}]: corruption {name!r} of "
-                          f"{plugins.describe(origin)} is refused: {exc}") from None  # fmt: skip
+        raise ConfigError(f"{where} is refused: {exc}") from None
 
 
 def _check_boxes(config: Mapping[str, Any]) -> None:

@@ -113,6 +113,13 @@ def load(modules: Sequence[str] | None = None) -> list[Plugin]:
     return list(_LOADED.values())
 
 
+def records() -> list[dict[str, str | None]]:
+    """The plugins this process loaded, each with the SHA-256 of its source, as
+    provenance records them (``provenance.plugins``)."""
+    return [{"name": p.name, "module": p.module, "package": p.package, "version": p.version,
+             "source_sha256": source_digest(p.module)} for p in _LOADED.values()]  # fmt: skip
+
+
 def plugin_of(module: str) -> Plugin | None:
     """The loaded plugin that ``module`` belongs to (its module or a module of the same
     top-level package), or None for the package's own and unknown modules."""
@@ -133,20 +140,29 @@ def describe(module: str) -> str:
     return plugin.describe().removeprefix("plugin ")
 
 
-def source_digest(module: str) -> str:
-    """SHA-256 of a plugin module's source: the module and every module of its own
-    package it imports (:func:`vqarobust.code_digest.code_digest`), or the one file of
-    a top-level module. An edit to any of them changes it."""
-    from vqarobust.code_digest import code_digest
+def _plugin_files(module: str) -> list[Path]:
+    """The source files a plugin module runs: its own package's (:func:`~vqarobust.
+    code_digest.module_files`, relative imports followed) or its one file."""
+    from vqarobust.code_digest import module_files
 
     spec = importlib.util.find_spec(module.split(".")[0])
     if spec is not None and spec.submodule_search_locations:
-        return code_digest(module)
+        return module_files(module)
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not Path(spec.origin).is_file():
         raise ModuleNotFoundError(f"no source file of plugin module {module!r}")
-    path = Path(spec.origin)
-    return hashlib.sha256(path.name.encode() + b"\0" + path.read_bytes() + b"\0").hexdigest()
+    return [Path(spec.origin)]
+
+
+def source_digest(module: str) -> str:
+    """SHA-256 of a plugin module's own source: the module and every module of its own
+    package it imports, or the one file of a top-level module (a single-file module's
+    sibling modules are not followed: put helpers in a package). An edit to any of them
+    changes it."""
+    h = hashlib.sha256()
+    for path in _plugin_files(module):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def digest_of(module: str) -> str | None:
@@ -157,7 +173,20 @@ def digest_of(module: str) -> str | None:
 
 def module_digest(module: str) -> str:
     """The digest that reruns the jobs running ``module``: the package's own
-    :func:`~vqarobust.code_digest.code_digest`, or a plugin's :func:`source_digest`."""
-    from vqarobust.code_digest import code_digest
+    :func:`~vqarobust.code_digest.code_digest`; for a plugin's, its
+    :func:`source_digest` with the code digest of every package module it imports (an
+    edit to ``vqarobust.models.base`` reruns a plugin family as it reruns the built-in
+    ones)."""
+    from vqarobust.code_digest import code_digest, imports_of
 
-    return digest_of(module) or code_digest(module)
+    if module.split(".")[0] == "vqarobust":
+        return code_digest(module)
+    used = sorted({name for path in _plugin_files(module)
+                   for name in imports_of(path, "vqarobust")})  # fmt: skip
+    h = hashlib.sha256(source_digest(module).encode())
+    for name in used:
+        try:
+            h.update(f"\n{name} {code_digest(name)}".encode())
+        except ModuleNotFoundError:
+            continue  # a name imported from a module, not a module
+    return h.hexdigest()

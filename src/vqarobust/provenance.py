@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from vqarobust import plugins, store
+from vqarobust import store
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256
 from vqarobust.environment import lock_record, machine
 from vqarobust.models.checkpoints import reference_record
@@ -152,6 +152,7 @@ def collect(
     dataset_info: Mapping[str, Any],
     seed: int,
     workflow_dir: str | os.PathLike[str] | None = None,
+    plugin_records: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, str]:
     """The ``provenance.*`` run_info keys (values as strings, JSON where structured).
 
@@ -159,7 +160,8 @@ def collect(
     manifest); ``dataset_info`` the prepared dataset's ``dataset.json`` (its ``sources``
     digests, made when the dataset was prepared). Models: one key per model with the
     checkpoint identity its predictions carry and, for a model the workflow trained, the
-    SHA-256 of its ``train`` settings.
+    SHA-256 of its ``train`` settings. ``plugin_records``: the loaded plugins
+    (:func:`vqarobust.plugins.records`).
     """
     info: dict[str, Any] = {"version": package_version("vqarobust")}
     # The workflow's own checkout (rules, scripts, configs), then the package that ran.
@@ -174,13 +176,9 @@ def collect(
     info["machine"] = machine()
     for package in PACKAGES[1:]:
         info[f"version.{package}"] = package_version(package)
-    # The plugins this process loaded (the installed ones and the config's), with the
-    # digest of each one's source (docs/extending.md).
-    info["plugins"] = [
-        {"name": p.name, "module": p.module, "package": p.package, "version": p.version,
-         "source_sha256": plugins.source_digest(p.module)}
-        for p in plugins.load((config or {}).get("plugins") or [])
-    ]  # fmt: skip
+    # The plugins the process loaded (docs/extending.md), given by the caller: importing
+    # vqarobust.plugins here would put it in the code digest of every analysis.
+    info["plugins"] = list(plugin_records)
     resolved = json.dumps(canonical(dict(config)), sort_keys=True) if config else None
     info["config_sha256"] = text_sha256(resolved) if resolved else "no config given"
     info["seed"] = seed

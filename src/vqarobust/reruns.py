@@ -162,8 +162,10 @@ RUNTIME: dict[str, NoRerun] = {
     ),
     "threads.infer": _BATCH,
     "plugins": NoRerun(
-        "loading a module reruns nothing; a job that runs a plugin's code carries the digest "
-        "of its source, so an edit reruns exactly those (docs/extending.md)",
+        "loading a module reruns no job (one that registers an analysis adds that analysis's "
+        "job, and the DuckDB file and report that gather every analysis); a job that runs a "
+        "plugin's code carries the digest of its source, so an edit reruns exactly those "
+        "(docs/extending.md)",
         "tests/test_plugins.py::test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs",
     ),
     "warm_start": NoRerun(

@@ -52,21 +52,24 @@ def thumbnail(data: bytes, size: int = THUMBNAIL, shown_as: tuple[int, int] | No
     return buf.getvalue()
 
 
+def thumbnail_beside(data: bytes, clean: bytes, size: int = THUMBNAIL) -> bytes:
+    """:func:`thumbnail` of a subset's image shown beside its clean image: one stored at
+    another size (``low_resolution``'s) is first scaled to the clean image's size."""
+    shown_as = store.image_info(clean)[1:]
+    return thumbnail(data, size, shown_as if store.image_info(data)[1:] != shown_as else None)
+
+
 def sample_images(
     samples: pl.DataFrame,
     subsets: Sequence[tuple[str, int, str | os.PathLike[str]]],
 ) -> pl.DataFrame:
     """Thumbnails of the sample questions' images in each (perturbation, severity, image
-    folder) of ``subsets`` (the clean folder as ("clean", 0, ...))."""
-    from vqarobust.corruptions import CORRUPTIONS, resizes
-
+    folder) of ``subsets`` (the clean folder as ("clean", 0, ...)), each at its clean
+    image's size (:func:`thumbnail_beside`)."""
     ids = samples["image_id"].to_list()
     rows: dict[str, list] = {k: [] for k in SAMPLE_SCHEMA}
-    clean = next((folder for p, _, folder in subsets if p == "clean"), None)
-    small = {p for p, _, _ in subsets if p in CORRUPTIONS and resizes(p)}
-    sizes = {}
-    if small and clean is not None:
-        sizes = {i: store.image_info(d)[1:] for i, d in store.ImageShards(clean).read(ids).items()}
+    clean_folder = next((folder for p, _, folder in subsets if p == "clean"), None)
+    clean = store.ImageShards(clean_folder).read(ids) if clean_folder is not None else {}
     for perturbation, severity, folder in subsets:
         images = store.ImageShards(folder).read(ids)
         for qid, iid in samples.select("question_id", "image_id").iter_rows():
@@ -74,6 +77,6 @@ def sample_images(
             rows["image_id"].append(iid)
             rows["perturbation"].append(perturbation)
             rows["severity"].append(severity)
-            shown_as = sizes.get(iid) if perturbation in small else None
-            rows["png"].append(thumbnail(images[iid], shown_as=shown_as))
+            rows["png"].append(thumbnail_beside(images[iid], clean[iid]) if iid in clean
+                               else thumbnail(images[iid]))  # fmt: skip
     return pl.DataFrame(rows, schema=SAMPLE_SCHEMA)

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from vqarobust import store
+from vqarobust import plugins, store
 from vqarobust.analyses.base import MANIFEST, PRIVATE, read_manifest
 from vqarobust.provenance import PACKAGES, package_version
 from vqarobust.provenance import collect as collect_provenance
@@ -76,7 +76,8 @@ def assemble_database(
         files["manifest"] = manifest
     info.update(collect_provenance(config=config, prediction_paths=prediction_paths,
                                    dataset_files=files, dataset_info=dataset_info,
-                                   seed=seed, workflow_dir=workflow_dir))  # fmt: skip
+                                   seed=seed, workflow_dir=workflow_dir,
+                                   plugin_records=plugins.records()))  # fmt: skip
     counts: dict[str, int] = {}
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
         for name, path in _tables(folders).items():

@@ -81,12 +81,18 @@ def box_shortfall(
 ) -> str | None:
     """Why a box-aware corruption (``needs`` ``"boxes"``) does less than its severity
     says on an image with these relevant ``boxes``, or None where it does all of it: no
-    box data, no relevant object, or its own reason (a widened crop window, no room for
-    a patch). The materializing job counts and logs these."""
+    box data, no relevant object (or none inside the image), or its own reason (a
+    widened crop window, no room for a patch). The materializing job counts and logs
+    these."""
+    from vqarobust.corruptions.boxes import pixel_bounds
+
     if boxes is None:
         return "no box data"
     if not len(boxes):
         return "no relevant object"
+    boxes = pixel_bounds(boxes, height, width)
+    if not len(boxes):
+        return "no relevant object inside the image"
     check = CORRUPTIONS.entry(name).tags.get("shortfall")
     return check(height, width, severity, boxes) if check else None
 

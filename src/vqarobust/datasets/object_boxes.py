@@ -149,6 +149,8 @@ def relevant_boxes(table: pa.Table) -> dict[int, np.ndarray]:
     x1, y1 (n = 0 where no question depends on an annotated object)."""
     out = {int(i): np.zeros((0, 4), np.float32) for i in pc.unique(table["image_id"]).to_pylist()}
     kept = table.filter(table["relevant"])
+    if not kept.num_rows:
+        return out
     ids = kept["image_id"].to_numpy()
     boxes = np.stack([kept[k].to_numpy() for k in ("x0", "y0", "x1", "y1")], axis=1)
     order = np.argsort(ids, kind="stable")

@@ -153,7 +153,7 @@ def misprediction_examples(
     the image the model saw (``folders``: (perturbation, severity) -> image folder, with
     ``("clean", 0)``; a question perturbation was asked about the clean image)."""
     from vqarobust import store
-    from vqarobust.samples import thumbnail
+    from vqarobust.samples import thumbnail, thumbnail_beside
     from vqarobust.seeding import derive_seed
 
     if rows.is_empty():
@@ -180,9 +180,10 @@ def misprediction_examples(
     images = {f: store.ImageShards(f).read(sorted(ids)) for f, ids in shown.items()}
     clean_png = [thumbnail(images[str(clean_dir)][i]) for i in picked["image_id"]]
     seen_png = [
-        thumbnail(images[str(folders.get((p, int(s)), clean_dir))][i])
+        thumbnail_beside(images[str(folders.get((p, int(s)), clean_dir))][i],
+                         images[str(clean_dir)][i])
         for p, s, i in picked.select("perturbation", "severity", "image_id").iter_rows()
-    ]
+    ]  # fmt: skip
     out = picked.with_columns(pl.Series("clean_png", clean_png, pl.Binary),
                               pl.Series("perturbed_png", seen_png, pl.Binary))  # fmt: skip
     order = {k: i for i, k in enumerate(KINDS)}
