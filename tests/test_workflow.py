@@ -679,8 +679,8 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
                       "2": str(image_id)}  # fmt: skip
         ran += run_commands(block.text, tmp_path, substitute)
     assert [argv[1] for argv, _, _ in ran] == [
-        "corruptions", "preview", "preview", "images", "metrics", "validate-config",
-        "provenance", "diff", "export", "plan-size", "export",
+        "corruptions", "families", "preview", "preview", "images", "metrics",
+        "validate-config", "provenance", "diff", "export", "plan-size", "export",
     ]  # fmt: skip
     assert (tmp_path / "grid.png").exists() and (tmp_path / "g.png").exists()
     assert any((tmp_path / "snow3").iterdir()) and (tmp_path / "metrics" / "vre_model.csv").exists()
