@@ -27,7 +27,7 @@ SCENES = {
     "seed": 0,
     "dataset": {"name": "scenes", "adapter": "scenes", "scene_seed": 0, "n_images": 4,
                 "train_n_images": 8},
-    "corruptions": ["gaussian_noise", "object_crop"],
+    "corruptions": ["gaussian_noise"],
     "severities": [1, 2],
     "context": {"perturbations": ["swap_class", "swap_attribute"], "k": 2, "reliance_k": [1, 2],
                 "word_vectors": "data/words.txt"},
