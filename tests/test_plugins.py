@@ -244,14 +244,18 @@ out = {}
 for case, folder in json.loads(sys.argv[1]).items():
     read, write = os.pipe()
     if os.fork() == 0:
-        os.close(read)
-        os.chdir(folder)
-        sys.path.insert(0, folder)
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            code = main(["validate-config", os.path.join(folder, "study.yaml")])
-        os.write(write, json.dumps([code, err.getvalue()]).encode())
-        os._exit(0)
+        try:
+            os.close(read)
+            os.chdir(folder)
+            sys.path.insert(0, folder)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = main(["validate-config", os.path.join(folder, "study.yaml")])
+            os.write(write, json.dumps([code, err.getvalue()]).encode())
+        except BaseException as exc:
+            os.write(write, json.dumps([-1, repr(exc)]).encode())
+        finally:
+            os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
         out[case] = json.loads(pipe.read())

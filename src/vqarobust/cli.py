@@ -370,8 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_checkpoint_commands(sub)
     # Every command loads the installed plugins, and the modules --plugin names (those a
     # study lists under plugins:), before it looks a name up (docs/extending.md).
-    for command in sub.choices.values():
-        if not any("--plugin" in a.option_strings for a in command._actions):
+    commands = list(sub.choices.values())
+    while commands:
+        command = commands.pop()
+        nested = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            commands += [c for a in nested for c in a.choices.values()]
+        elif not any("--plugin" in a.option_strings for a in command._actions):
             command.add_argument("--plugin", action="append", help=PLUGIN_HELP)
     args = parser.parse_args(argv)
     setup_logging()

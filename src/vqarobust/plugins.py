@@ -159,9 +159,14 @@ def source_digest(module: str) -> str:
     package it imports, or the one file of a top-level module (a single-file module's
     sibling modules are not followed: put helpers in a package). An edit to any of them
     changes it."""
+    files = _plugin_files(module)
+    top = importlib.util.find_spec(module.split(".")[0])
+    root = Path(next(iter(top.submodule_search_locations))).parent if (
+        top is not None and top.submodule_search_locations) else files[0].parent  # fmt: skip
     h = hashlib.sha256()
-    for path in _plugin_files(module):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in files:
+        # Each file by its path inside its package: a move between files changes it too.
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -177,7 +182,7 @@ def module_digest(module: str) -> str:
     :func:`source_digest` with the code digest of every package module it imports (an
     edit to ``vqarobust.models.base`` reruns a plugin family as it reruns the built-in
     ones)."""
-    from vqarobust.code_digest import code_digest, imports_of
+    from vqarobust.code_digest import code_digest, file_digest, imports_of
 
     if module.split(".")[0] == "vqarobust":
         return code_digest(module)
@@ -186,7 +191,10 @@ def module_digest(module: str) -> str:
     h = hashlib.sha256(source_digest(module).encode())
     for name in used:
         try:
-            h.update(f"\n{name} {code_digest(name)}".encode())
+            # A registry's own file only: through it every registered module would count,
+            # and an edit to any built-in analysis would rerun a plugin's.
+            digest = file_digest(name) if name.endswith(".registry") else code_digest(name)
         except ModuleNotFoundError:
             continue  # a name imported from a module, not a module
+        h.update(f"\n{name} {digest}".encode())
     return h.hexdigest()

@@ -166,7 +166,7 @@ RUNTIME: dict[str, NoRerun] = {
         "job, and the DuckDB file and report that gather every analysis); a job that runs a "
         "plugin's code carries the digest of its source, so an edit reruns exactly those "
         "(docs/extending.md)",
-        "tests/test_plugins.py::test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs",
+        "tests/test_reruns.py::test_each_key_reruns_exactly_its_declared_dependents",
     ),
     "warm_start": NoRerun(
         "where a job imports torch: in its own process or once, in the process it forks from",

@@ -19,6 +19,14 @@ from vqarobust.provenance import collect as collect_provenance
 
 log = logging.getLogger(__name__)
 
+
+def _plugin_records(config: Mapping[str, Any] | None) -> list[dict]:
+    """The loaded plugins with the config's own modules among them (a caller of
+    build_database may not have loaded those)."""
+    plugins.load((config or {}).get("plugins") or [])
+    return plugins.records()
+
+
 # run_info's keys an analysis describes itself by, in the order the file has always had
 # them (warnings sit after rscore).
 _FIRST = ("metric", "weights", "rscore")
@@ -77,7 +85,7 @@ def assemble_database(
     info.update(collect_provenance(config=config, prediction_paths=prediction_paths,
                                    dataset_files=files, dataset_info=dataset_info,
                                    seed=seed, workflow_dir=workflow_dir,
-                                   plugin_records=plugins.records()))  # fmt: skip
+                                   plugin_records=_plugin_records(config)))  # fmt: skip
     counts: dict[str, int] = {}
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
         for name, path in _tables(folders).items():
