@@ -13,6 +13,7 @@ rule run_model:
     resources:
         gpu=get_model_gpus,
         gpu_model=get_model_gpu_model,
+        gpu_memory_gb=get_model_gpu_memory,
         mem_mb=get_model_mem_mb,
         runtime=get_model_runtime,
     params:
@@ -40,6 +41,7 @@ rule image_attention:
     resources:
         gpu=get_model_gpus,
         gpu_model=get_model_gpu_model,
+        gpu_memory_gb=get_model_gpu_memory,
         mem_mb=get_model_mem_mb,
         runtime=get_model_runtime,
     params:

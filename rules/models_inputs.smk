@@ -80,6 +80,23 @@ def get_model_gpu_model(wildcards):
     return entry.get("gpu_model", "") if get_model_gpus(wildcards) else ""
 
 
+_GPU_MEMORY = {}
+
+
+def get_model_gpu_memory(wildcards):
+    """GB of GPU memory a GPU job of the model requests (0 on the CPU or when unknown):
+    the entry's gpu_memory_gb, or its estimate from the cached checkpoint (auto), once
+    per model."""
+    model = wildcards.model
+    if not get_model_gpus(wildcards):
+        return 0
+    if model not in _GPU_MEMORY:
+        from vqarobust.models.memory import entry_gpu_memory_gb
+
+        _GPU_MEMORY[model] = entry_gpu_memory_gb(model, config["models"][model]) or 0
+    return _GPU_MEMORY[model]
+
+
 def get_model_mem_mb(wildcards):
     return config["models"][wildcards.model]["mem_mb"]
 

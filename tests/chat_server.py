@@ -18,6 +18,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from PIL import Image
 
 
+class _Backlogged(ThreadingHTTPServer):
+    # The listen backlog is set before the socket listens: a class attribute. The
+    # default 5 resets connections that a burst of 32 opens at once.
+    request_queue_size = 256
+    daemon_threads = True
+
+
+def _serve(handle: Callable[[BaseHTTPRequestHandler], None]) -> ThreadingHTTPServer:
+    """An HTTP/1.1 server on a free port of 127.0.0.1 whose POSTs go to ``handle``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, so a client can pool connections
+        # Headers and body leave in two writes: with Nagle's algorithm on, the client's
+        # delayed ACK holds the body back ~40 ms, a cost no real server has.
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            handle(self)
+
+    return _Backlogged(("127.0.0.1", 0), Handler)
+
+
 class ChatServer:
     """``with ChatServer(answer) as server:`` serves ``server.base_url``."""
 
@@ -45,19 +70,7 @@ class ChatServer:
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, so a client can pool connections
-
-            def log_message(self, *args: object) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                server._handle(self)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _serve(self._handle)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def __enter__(self) -> ChatServer:
@@ -118,3 +131,76 @@ class ChatServer:
         with self._lock:
             self.answered += 1
         return 200, {"choices": [{"message": {"role": "assistant", "content": answer}}]}
+
+
+class CostServer:
+    """A chat-completions server on 127.0.0.1 that simulates an inference server's cost
+    model instead of running one: ``slots`` requests compute at once (a batch on the GPU),
+    each takes ``prefill_s`` for its image, or ``prefill_s * cached`` when that image is
+    among the ``cache_images`` most recently computed (a prefix cache), plus
+    ``decode_s``; with more than ``max_queue`` requests waiting or computing it answers
+    429. It counts requests, 429s, cache hits and the largest number in flight."""
+
+    def __init__(
+        self,
+        slots: int = 8,
+        prefill_s: float = 0.04,
+        decode_s: float = 0.01,
+        cached: float = 0.1,
+        cache_images: int = 4,
+        max_queue: int = 16,
+    ) -> None:
+        self.prefill_s, self.decode_s, self.cached = prefill_s, decode_s, cached
+        self.cache_images, self.max_queue = cache_images, max_queue
+        self.requests = self.refused = self.hits = self.in_flight = self.max_in_flight = 0
+        self._slots = threading.Semaphore(slots)
+        self._lock = threading.Lock()
+        self._recent: list[str] = []
+        self._httpd = _serve(self._handle)
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> CostServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+        content = body["messages"][0]["content"]
+        image = next(c["image_url"]["url"] for c in content if c["type"] == "image_url")
+        with self._lock:
+            self.requests += 1
+            refused = self.in_flight >= self.max_queue
+            if refused:
+                self.refused += 1
+            else:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if refused:
+            self._send(handler, 429, {"error": "overloaded"})
+            return
+        with self._slots:
+            with self._lock:
+                hit = image in self._recent
+                self.hits += hit
+                if hit:
+                    self._recent.remove(image)
+                self._recent = [*self._recent, image][-self.cache_images :]
+            time.sleep(self.prefill_s * (self.cached if hit else 1.0) + self.decode_s)
+        with self._lock:
+            self.in_flight -= 1
+        self._send(handler, 200, {"choices": [{"message": {"role": "assistant",
+                                                           "content": "Yes."}}]})  # fmt: skip
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)

@@ -98,22 +98,24 @@ def test_machine_records_the_kernel_level_and_threads_the_process_runs_with() ->
     assert here["cores"] >= 1
 
 
-def test_the_readmes_torch_recipes_match_the_lock_and_pyproject(tmp_path: Path) -> None:
-    """The README's CPU and GPU install recipes: the lock pins the CPU build, the GPU
-    recipe's filter removes exactly that pin, PyPI's CUDA build of the same version meets
-    pyproject's pin, and the summary's lock check then names torch."""
+def test_the_readmes_torch_recipes_match_the_lock_and_pyproject() -> None:
+    """The lock and pyproject pin one torch and torchvision pair, the README names it, and
+    PyTorch's CPU builds of the pair (``2.14.1+cpu``, the README's CPU-only recipe) meet
+    both the lock's pins and pyproject's."""
+    from packaging.specifiers import SpecifierSet
+
     readme = " ".join((ROOT / "README.md").read_text().split())
     lock = read_lock(ROOT / LOCK_FILE)
-    assert lock["torch"] == "2.13.0+cpu"
-    (torch_req,) = [r for r in _requirements() if r.name == "torch"]
-    cuda_build = lock["torch"].split("+", 1)[0]
-    assert torch_req.specifier.contains(cuda_build) and torch_req.specifier.contains(lock["torch"])
-    assert f"`torch=={lock['torch']}`" in readme
-    assert f"pip install torch=={cuda_build} && grep -v '^torch==' {LOCK_FILE} >" in readme
-    filtered = tmp_path / "gpu-constraints.txt"
-    lines = (ROOT / LOCK_FILE).read_text().splitlines()
-    filtered.write_text("\n".join(line for line in lines if not line.startswith("torch==")))
-    assert read_lock(filtered).keys() == lock.keys() - {"torch"}
-    assert lock_differences({"torch": lock["torch"]}, {"torch": cuda_build}) == {
-        "torch": {"locked": lock["torch"], "installed": cuda_build}
-    }
+    requirements = {r.name: r for r in _requirements()}
+    for name in ("torch", "torchvision"):
+        pinned = lock[name]
+        assert "+" not in pinned, f"the lock pins a local build of {name}: {pinned}"
+        assert f"`{name}=={pinned}`" in readme
+        assert requirements[name].specifier.contains(pinned)
+        cpu_build = f"{pinned}+cpu"
+        assert SpecifierSet(f"=={pinned}").contains(cpu_build)
+        assert requirements[name].specifier.contains(cpu_build)
+    assert (
+        "pip install --extra-index-url https://download.pytorch.org/whl/cpu "
+        f"-c {LOCK_FILE} -e '.[dev]'" in readme
+    )

@@ -202,9 +202,9 @@ class ImagesSeen(VQAModel):
         super().__init__(batch_size=4)
         self.distinct_per_call: list[int] = []
 
-    def answer_all(self, images, questions, progress=None):
+    def respond_all(self, images, questions, progress=None):
         self.distinct_per_call.append(len({id(im) for im in images}))
-        return super().answer_all(images, questions, progress)
+        return super().respond_all(images, questions, progress)
 
     def answer(self, images, questions):
         return [f"{im.size[0]}" for im in images]

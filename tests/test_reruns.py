@@ -288,6 +288,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.model": ("vqav2", put("models.served.model", "qwen")),
     "models.*.api_key_env": ("vqav2", put("models.served.api_key_env", "KEY")),
     "models.*.max_concurrency": ("vqav2", put("models.served.max_concurrency", 2)),
+    "models.*.adaptive_concurrency": ("vqav2", put("models.served.adaptive_concurrency", False)),
     "models.*.timeout_s": ("vqav2", put("models.served.timeout_s", 5)),
     "models.*.max_retries": ("vqav2", put("models.served.max_retries", 1)),
     "models.*.seed": ("vqav2", put("models.served.seed", 3)),

@@ -369,6 +369,13 @@ def _check_model(name: str, entry: dict[str, Any], config: Mapping[str, Any]) ->
         unknown = _unknown("family", entry["family"], FAMILIES.list())
         raise ConfigError(f"config error at models.{name}.family: {unknown}")
     _check_family_keys(name, entry)
+    from vqarobust.models.memory import AUTO_FAMILIES
+
+    if entry.get("gpu_memory_gb") == "auto" and entry["family"] not in AUTO_FAMILIES:
+        raise ConfigError(
+            f"config error at models.{name}.gpu_memory_gb: auto estimates a chat "
+            f"checkpoint ({' or '.join(AUTO_FAMILIES)}), not family {entry['family']}; give GB"
+        )
     train = entry.get("train")
     needs_weights = entry["family"] not in ("openai-chat", "pnp-vqa")
     if train is None and "path_or_id" not in entry and needs_weights:
@@ -421,7 +428,8 @@ def architecture_keys(architecture: str) -> set[str]:
 
 
 # Keys only a served model (family openai-chat) reads, and keys it cannot use.
-SERVED_KEYS = ("base_url", "model", "api_key_env", "max_concurrency", "timeout_s",
+SERVED_KEYS = ("base_url", "model", "api_key_env", "max_concurrency", "adaptive_concurrency",
+               "timeout_s",
                "max_retries", "seed")  # fmt: skip
 # PNP-VQA's three checkpoints replace path_or_id.
 PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")

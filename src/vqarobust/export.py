@@ -3,10 +3,10 @@
 
 One record per (model, subset, question): the subset (modality, perturbation, severity),
 the question and the text the model was asked (the perturbed question of a text or
-basic-question set, else the question itself), the human answers, the prediction, its
-normalized form (the official VQA normalization), its score, whether the model cut the
-question, and the run's ``git_commit`` and ``config_sha256``, so a record names what it
-was computed from.
+basic-question set, else the question itself), the human answers, a generative model's
+raw reply (null for a classifier), the prediction cut from it, its normalized form (the
+official VQA normalization), its score, whether the model cut the question, and the
+run's ``git_commit`` and ``config_sha256``, so a record names what it was computed from.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def sample_records(
             f"""SELECT p.model, p.modality, p.perturbation, p.severity, p.question_id,
                        q.image_id, q.question_type, q.answer_type, q.question,
                        coalesce(s.perturbed, q.question) AS asked, q.answers,
-                       p.answer AS prediction, p.score, p.truncated
+                       p.raw_answer AS raw_prediction, p.answer AS prediction, p.score,
+                       p.truncated
                 FROM predictions p JOIN questions q USING (question_id)
                 LEFT JOIN question_sets s ON s.question_id = p.question_id
                   AND s.perturbation = p.perturbation AND s.severity = p.severity
@@ -63,7 +64,7 @@ def sample_records(
         ).pl()
     records = normalize_column(records, "prediction", "normalized_prediction")
     keys = [pl.lit(info.get(f"provenance.{k}")).alias(k) for k in PROVENANCE_KEYS]
-    ordered = [*records.columns[:12], "normalized_prediction", "score", "truncated"]
+    ordered = [*records.columns[:13], "normalized_prediction", "score", "truncated"]
     return records.select(ordered).with_columns(keys)
 
 

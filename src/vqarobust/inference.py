@@ -125,12 +125,13 @@ def predict_subset(
             f"e.g. {missing[:10]}"
         )
     texts = questions.column("question").to_pylist()
-    answers = model.answer_all([images[i] for i in image_ids], texts, progress)
+    answers, raw = model.respond_all([images[i] for i in image_ids], texts, progress)
     n = questions.num_rows
     return pa.table(
         {
             "question_id": questions.column("question_id"),
             "answer": pa.array(answers, pa.string()),
+            "raw_answer": pa.array(raw, pa.string()),
             "model": pa.array([model_name] * n, pa.string()),
             "modality": pa.array([subset.modality] * n, pa.string()),
             "perturbation": pa.array([subset.perturbation] * n, pa.string()),

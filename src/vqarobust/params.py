@@ -17,7 +17,14 @@ from typing import Any
 # family (tests/test_batch_invariance.py; docs/paper.md notes the bf16 caveat).
 # For a served model, where it is served and how hard it is pushed change no answer either.
 SERVED_RUNTIME_KEYS = frozenset(
-    {"base_url", "api_key_env", "max_concurrency", "timeout_s", "max_retries"}
+    {
+        "base_url",
+        "api_key_env",
+        "max_concurrency",
+        "adaptive_concurrency",
+        "timeout_s",
+        "max_retries",
+    }
 )
 RUNTIME_KEYS = frozenset(
     {"batch_size", "gpu_memory_gb", "mem_mb", "runtime", "gpu_model", "allow_download",

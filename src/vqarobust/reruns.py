@@ -184,7 +184,7 @@ RUNTIME: dict[str, NoRerun] = {
         "tests/test_sentence.py::test_sentence_rewrites_do_not_depend_on_the_batch",
     ),
     "basic_questions.allow_download": _DOWNLOAD,
-    "models.*.gpu_memory_gb": NoRerun("a planning hint of docs/paper.md",
+    "models.*.gpu_memory_gb": NoRerun("a GPU job's resource request (docs/models.md)",
                                       "tests/test_reruns.py::test_runtime_keys_reach_no_params"),
     "models.*.mem_mb": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
     "models.*.runtime": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
@@ -192,6 +192,7 @@ RUNTIME: dict[str, NoRerun] = {
     "models.*.base_url": _SERVED,
     "models.*.api_key_env": _SERVED,
     "models.*.max_concurrency": _SERVED,
+    "models.*.adaptive_concurrency": _SERVED,
     "models.*.timeout_s": _SERVED,
     "models.*.max_retries": _SERVED,
 }  # fmt: skip

@@ -83,11 +83,13 @@ QUESTION_SET_SCHEMA = pa.schema(
     ]
 )
 
-# ``truncated``: the model cut the question to its text-length limit.
+# ``truncated``: the model cut the question to its text-length limit. ``raw_answer``: the
+# generated reply the answer was cut from (docs/models.md), null for a classifier's label.
 PREDICTION_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),
         ("answer", pa.string()),
+        ("raw_answer", pa.string()),
         ("model", pa.string()),
         ("modality", pa.string()),
         ("perturbation", pa.string()),

@@ -41,7 +41,7 @@ def read_predictions(paths: list[str]) -> pl.DataFrame:
     questions twice."""
     if not paths:
         raise ValueError("no prediction files given")
-    df = pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
+    df = pl.concat([_with_raw_answer(pl.read_parquet(p)) for p in paths], how="vertical_relaxed")
     missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns)
     if missing:
         raise ValueError(f"prediction files lack columns {sorted(missing)}")
@@ -50,6 +50,14 @@ def read_predictions(paths: list[str]) -> pl.DataFrame:
     if dup.height:
         raise ValueError(f"{dup.height} duplicated predictions, e.g.\n{dup.head(5)}")
     return df
+
+
+def _with_raw_answer(df: pl.DataFrame) -> pl.DataFrame:
+    # Predictions written by another tool, or before replies were kept, hold no raw
+    # reply: null, as for a classifier's label (the export shows it as such).
+    if "raw_answer" in df.columns:
+        return df
+    return df.with_columns(pl.lit(None, pl.String).alias("raw_answer"))
 
 
 def read_question_sets(paths: list[str]) -> pl.DataFrame:
@@ -145,7 +153,7 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         questions, scored = questions.filter(keep), scored.filter(keep)
     projected = scored.select(
         "model", "modality", "perturbation", pl.col("severity").cast(pl.Int16), "question_id",
-        "answer", "score", "truncated",
+        "answer", "raw_answer", "score", "truncated",
     )  # fmt: skip
     result.tables = {
         "questions": Table(questions),

@@ -16,8 +16,8 @@ Neither set of weights ships here: the hub and torchvision's downloads are unrea
 A user gives both files (``lpips.backbone`` and ``lpips.linear``, docs/metrics.md): the
 AlexNet weights torchvision downloads (``alexnet-owt-7be5be79.pth``) and the linear
 layers, which the
-``lpips`` wheel on PyPI carries (its package imports torchvision, so this module reads
-the files and never imports it).
+``lpips`` wheel on PyPI carries (this module reads the files and computes the formula;
+it does not import the package).
 """
 
 from __future__ import annotations

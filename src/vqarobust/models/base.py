@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 class VQAModel(ABC):
     """A loaded VQA model. Constructor keyword arguments are the model's config entry.
 
-    Subclasses implement :meth:`answer` for one batch; :meth:`answer_all` sorts
+    Subclasses implement :meth:`answer` for one batch; :meth:`answer_all` (and
+    :meth:`respond_all`, which keeps generated replies beside the answers) sorts
     requests by question length (so an out-of-memory error shows on the first batch),
     batches them and restores the input order. A batch that runs out of memory is halved
     and retried. Other exceptions propagate: an empty answer would be a silently wrong
@@ -65,6 +66,19 @@ class VQAModel(ABC):
         (docs/metrics.md, "Attention shift"). Adapters that can override it."""
         return None
 
+    def request_order(self, images: Sequence[Any], questions: Sequence[str]) -> np.ndarray:
+        """The order in which requests are batched: longest question first, so that the
+        batch most likely to run out of memory comes first."""
+        return np.argsort([-len(q) for q in questions], kind="stable")
+
+    def answer_batch(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> tuple[list[str], list[str | None]]:
+        """One batch's answers and, per answer, the raw reply it was cut from (None for a
+        model that replies with a label: its answer is the reply)."""
+        answers = self.answer(images, questions)
+        return answers, [None] * len(answers)
+
     def answer_all(
         self,
         images: Sequence[Image.Image],
@@ -74,16 +88,28 @@ class VQAModel(ABC):
         """Answer any number of requests in batches; returns answers in input order.
 
         ``progress`` is called with the number of requests of each finished batch."""
+        return self.respond_all(images, questions, progress)[0]
+
+    def respond_all(
+        self,
+        images: Sequence[Image.Image],
+        questions: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[list[str], list[str | None]]:
+        """As :meth:`answer_all`, with the raw replies beside the answers (in input order;
+        None where the model replies with a label)."""
         if len(images) != len(questions):
             raise ValueError(f"{len(images)} images but {len(questions)} questions")
-        # Longest first: the batch most likely to run out of memory comes first.
-        order = np.argsort([-len(q) for q in questions], kind="stable")
+        order = self.request_order(images, questions)
         answers: list[str | None] = [None] * len(questions)
+        raw: list[str | None] = [None] * len(questions)
         start = 0
         while start < len(order):
             idx = order[start : start + self.batch_size]
             try:
-                batch = self.answer([images[i] for i in idx], [questions[i] for i in idx])
+                batch, replies = self.answer_batch(
+                    [images[i] for i in idx], [questions[i] for i in idx]
+                )
             except Exception as exc:
                 if not is_out_of_memory(exc) or self.batch_size == 1:
                     raise
@@ -92,17 +118,40 @@ class VQAModel(ABC):
                 log.warning("out of memory; batch size halved to %d", self.batch_size)
                 _empty_cache()
                 continue
-            if len(batch) != len(idx):
+            if len(batch) != len(idx) or len(replies) != len(idx):
                 raise RuntimeError(
                     f"{type(self).__name__}.answer returned {len(batch)} answers "
                     f"for {len(idx)} questions"
                 )
-            for i, a in zip(idx, batch, strict=True):
-                answers[i] = a
+            for i, a, r in zip(idx, batch, replies, strict=True):
+                answers[i], raw[i] = a, r
             start += len(idx)
             if progress is not None:
                 progress(len(idx))
-        return answers  # type: ignore[return-value]
+        return answers, raw  # type: ignore[return-value]
+
+
+class GeneratesReplies(VQAModel):
+    """Mixin of the adapters that generate text: :meth:`reply` gives the raw replies of
+    one batch, the answers are their :func:`~vqarobust.models.postprocess.short_answer`
+    (docs/models.md, "From reply to answer"), and predictions keep both."""
+
+    @abstractmethod
+    def reply(self, images: Sequence[Any], questions: Sequence[str]) -> list[str]:
+        """The raw replies of one batch, new tokens only, stripped of whitespace."""
+
+    def answer(self, images: Sequence[Any], questions: Sequence[str]) -> list[str]:
+        """Short answers of one batch."""
+        return self.answer_batch(images, questions)[0]
+
+    def answer_batch(
+        self, images: Sequence[Any], questions: Sequence[str]
+    ) -> tuple[list[str], list[str | None]]:
+        """The short answers of one batch beside its raw replies."""
+        from vqarobust.models.postprocess import short_answer
+
+        replies = [r.strip() for r in self.reply(images, questions)]
+        return [short_answer(r) for r in replies], list(replies)
 
 
 class SharesImageFeatures(VQAModel):
@@ -115,17 +164,17 @@ class SharesImageFeatures(VQAModel):
 
     share_image_features: bool = True
 
-    def answer_all(
+    def respond_all(
         self,
         images: Sequence[Image.Image],
         questions: Sequence[str],
         progress: Callable[[int], None] | None = None,
-    ) -> list[str]:
-        """As :meth:`VQAModel.answer_all`, with image features shared across batches."""
+    ) -> tuple[list[str], list[str | None]]:
+        """As :meth:`VQAModel.respond_all`, with image features shared across batches."""
         self._features: dict[int, Any] = {}
         self._in_call = True
         try:
-            return super().answer_all(images, questions, progress)
+            return super().respond_all(images, questions, progress)
         finally:
             self._features, self._in_call = {}, False
 

@@ -16,12 +16,11 @@ import torch
 from PIL import Image
 from transformers import BlipForQuestionAnswering
 
-from vqarobust.models.base import SharesImageFeatures
+from vqarobust.models.base import GeneratesReplies, SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
-from vqarobust.models.postprocess import short_answer
 
 
-class BlipVQA(SharesImageFeatures, HFVQAModel):
+class BlipVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
     """BLIP for VQA (e.g. ``Salesforce/blip-vqa-base``)."""
 
     model_class = BlipForQuestionAnswering
@@ -43,8 +42,8 @@ class BlipVQA(SharesImageFeatures, HFVQAModel):
         return self.model.vision_model(pixel_values=pixels.to(self.device, self.model.dtype))[0]
 
     @torch.inference_mode()
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Greedy answers for one batch."""
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy replies for one batch."""
         text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
         text = {k: v.to(self.device) for k, v in text.items()}
         m = self.model
@@ -82,7 +81,7 @@ class BlipVQA(SharesImageFeatures, HFVQAModel):
             decoded = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
             for i, reply in zip(idx.tolist(), decoded, strict=True):
                 replies[i] = reply
-        return [short_answer(r) for r in replies]
+        return replies
 
     @torch.inference_mode()
     def image_attention(

@@ -2,12 +2,14 @@
 
 Each question becomes a one-turn conversation (an image, then the question and an
 instruction to answer with a single word or phrase), rendered with the processor's chat
-template. Batches are left-padded, decoded greedily, and only the new tokens are decoded
-and cut to a short answer.
+template; PaliGemma, which has none, takes its task prefix (``answer en``). Batches are
+left-padded and decoded greedily; only the new tokens are decoded (the raw reply), and the
+answer is the reply cut to a short answer (docs/models.md, "From reply to answer").
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,14 +19,17 @@ from PIL import Image
 from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
 
 from vqarobust.models import SMALL_BATCH_SIZE
-from vqarobust.models.base import SharesImageFeatures
+from vqarobust.models.base import GeneratesReplies, SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
-from vqarobust.models.postprocess import short_answer
 
 DEFAULT_PROMPT = "{question}\nAnswer the question using a single word or phrase."
+# PaliGemma's mix checkpoints answer VQA after this task prefix (its model card's format).
+PREFIX_PROMPT = "answer en {question}"
+# Architectures prompted by a task prefix, not a chat template (config.model_type).
+PREFIX_MODELS = ("paligemma",)
 
 
-class ChatVQA(HFVQAModel):
+class ChatVQA(GeneratesReplies, HFVQAModel):
     """A chat-template image-text-to-text model answering one question per conversation."""
 
     model_class = AutoModelForImageTextToText
@@ -34,24 +39,32 @@ class ChatVQA(HFVQAModel):
         path_or_id: str,
         batch_size: int = SMALL_BATCH_SIZE,
         max_new_tokens: int = 10,
-        prompt: str = DEFAULT_PROMPT,
+        prompt: str | None = None,
         **kwargs: Any,
     ) -> None:
         name = kwargs.get("name", "model")
-        if "{question}" not in prompt:
+        if prompt is not None and "{question}" not in prompt:
             raise ValueError(f"model {name!r}: prompt must contain '{{question}}', got {prompt!r}")
         super().__init__(path_or_id, batch_size=batch_size, **kwargs)
-        if getattr(self.processor, "chat_template", None) is None:
+        self.prefix = self.model.config.model_type in PREFIX_MODELS
+        if not self.prefix and getattr(self.processor, "chat_template", None) is None:
             raise ValueError(f"model {name!r}: its processor has no chat template")
+        tokenizer = self.processor.tokenizer
         # Generation continues the last token of each row: pad on the left.
-        self.processor.tokenizer.padding_side = "left"
-        if self.processor.tokenizer.pad_token is None:
-            self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
         self.max_new_tokens = max_new_tokens
-        self.prompt = prompt
+        self.prompt = prompt or (PREFIX_PROMPT if self.prefix else DEFAULT_PROMPT)
+        # What the model's forward takes: a processor may return more (PaliGemma's labels).
+        self._accepted = set(inspect.signature(self.model.forward).parameters)
 
     def _prompts(self, questions: Sequence[str]) -> list[str]:
-        """Each question as a one-turn conversation rendered by the chat template."""
+        """Each question as a one-turn conversation rendered by the chat template (or, for
+        a prefix model, its image token and the task prefix)."""
+        if self.prefix:
+            image = self.processor.image_token
+            return [image + self.prompt.format(question=q) for q in questions]
         prompts = []
         for q in questions:
             text = {"type": "text", "text": self.prompt.format(question=q)}
@@ -61,19 +74,26 @@ class ChatVQA(HFVQAModel):
             )
         return prompts
 
-    @torch.inference_mode()
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Greedy short answers for one batch."""
-        texts = self._prompts(questions)
-        inputs = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
-        inputs = {
+    def _inputs(self, images: Sequence[Image.Image], questions: Sequence[str]) -> dict[str, Any]:
+        """The processor's batch on the model's device: one image per conversation (a list
+        per request, as multi-image processors expect), floating tensors in its dtype."""
+        batch = self.processor(
+            images=[[im] for im in images], text=self._prompts(questions), padding=True,
+            return_tensors="pt",
+        )  # fmt: skip
+        return {
             k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
-            for k, v in inputs.items()
+            for k, v in batch.items()
+            if k in self._accepted
         }
+
+    @torch.inference_mode()
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy replies for one batch: the new tokens only."""
+        inputs = self._inputs(images, questions)
         out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
         new_tokens = out[:, inputs["input_ids"].shape[1] :]
-        replies = self.processor.batch_decode(new_tokens, skip_special_tokens=True)
-        return [short_answer(r) for r in replies]
+        return self.processor.batch_decode(new_tokens, skip_special_tokens=True)
 
 
 class LlavaVQA(SharesImageFeatures, ChatVQA):
@@ -101,10 +121,10 @@ class LlavaVQA(SharesImageFeatures, ChatVQA):
         ).pooler_output
 
     @torch.inference_mode()
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Greedy short answers for one batch, encoding each distinct image once."""
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """Greedy replies for one batch, encoding each distinct image once."""
         if not self.share_image_features:
-            return super().answer(images, questions)
+            return super().reply(images, questions)
         texts = self._prompts(questions)
         # The processor expands each image placeholder to the image's token count.
         text = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
@@ -122,8 +142,7 @@ class LlavaVQA(SharesImageFeatures, ChatVQA):
             max_new_tokens=self.max_new_tokens,
             do_sample=False,
         )
-        replies = self.processor.batch_decode(out, skip_special_tokens=True)
-        return [short_answer(r) for r in replies]
+        return self.processor.batch_decode(out, skip_special_tokens=True)
 
     @torch.inference_mode()
     def image_attention(
@@ -133,12 +152,7 @@ class LlavaVQA(SharesImageFeatures, ChatVQA):
         that emits the first answer token) over the image tokens, mean over heads, on the
         square grid of the image's tokens. Eager attention is switched on for the call
         (fused kernels return no weights) and switched back."""
-        texts = self._prompts(questions)
-        inputs = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
-        inputs = {
-            k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
-            for k, v in inputs.items()
-        }
+        inputs = self._inputs(images, questions)
         before = self.model.config._attn_implementation
         self.model.set_attn_implementation("eager")
         try:

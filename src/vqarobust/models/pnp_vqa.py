@@ -49,9 +49,8 @@ import torch
 from PIL import Image
 
 from vqarobust.models import SMALL_BATCH_SIZE
-from vqarobust.models.base import SharesImageFeatures, VQAModel, torch_dtype
+from vqarobust.models.base import GeneratesReplies, SharesImageFeatures, VQAModel, torch_dtype
 from vqarobust.models.loading import Loading, resolve_weights
-from vqarobust.models.postprocess import short_answer
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +217,7 @@ def enc_token_id(tokenizer: Any, vocab_size: int, override: int | None = None) -
     return chosen
 
 
-class PnpVQA(SharesImageFeatures, VQAModel):
+class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
     """PNP-VQA from three checkpoints: ``itm_model``, ``caption_model``, ``qa_model``
     (Hub ids or local folders); ``pnp`` overrides the method's settings (:data:`DEFAULTS`)."""
 
@@ -368,8 +367,8 @@ class PnpVQA(SharesImageFeatures, VQAModel):
                 break
         return kept
 
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Answers for one batch (the three stages, per-item seeded)."""
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """UnifiedQA's replies for one batch (the three stages, per-item seeded)."""
         s = self.settings
         normalized = [normalize_question(q) for q in questions]
         features = self.image_features(images, self._encode)
@@ -390,4 +389,4 @@ class PnpVQA(SharesImageFeatures, VQAModel):
         with torch.no_grad():
             replies = fid_generate(self.reader, self.qa_tokenizer, contexts, s["qa_max_length"],
                                    s["qa_min_length"], s["num_beams"])  # fmt: skip
-        return [short_answer(r) for r in replies]
+        return list(replies)

@@ -27,19 +27,21 @@ import logging
 import os
 import random
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import numpy as np
 import tenacity
 from PIL import Image
 
 from vqarobust.models import DEFAULT_BATCH_SIZE
-from vqarobust.models.base import VQAModel
+from vqarobust.models.base import GeneratesReplies
 from vqarobust.models.chat import DEFAULT_PROMPT
-from vqarobust.models.postprocess import short_answer
+from vqarobust.models.concurrency import OVERLOAD_STATUS, ConcurrencyLimit
 
 log = logging.getLogger(__name__)
 
@@ -88,16 +90,19 @@ def retry_after_seconds(value: str | None, now: dt.datetime | None = None) -> fl
 @dataclass(frozen=True)
 class Transport:
     """How requests reach the server: the environment variable holding the API key
-    (``api_key_env``; None sends none), concurrent requests, the timeout of one request
-    and the retries of a failed one (backoff with jitter, ``Retry-After`` honoured)."""
+    (``api_key_env``; None sends none), concurrent requests (``max_concurrency``: the
+    number, or with ``adaptive_concurrency`` the ceiling of a limit that adapts to the
+    server, :mod:`vqarobust.models.concurrency`), the timeout of one request and the
+    retries of a failed one (backoff with jitter, ``Retry-After`` honoured)."""
 
     api_key_env: str | None = None
     max_concurrency: int = 8
     timeout_s: float = 60.0
     max_retries: int = 3
+    adaptive_concurrency: bool = True
 
 
-class OpenAIChatVQA(VQAModel):
+class OpenAIChatVQA(GeneratesReplies):
     """A VQA model behind ``{base_url}/chat/completions``."""
 
     def __init__(
@@ -139,6 +144,7 @@ class OpenAIChatVQA(VQAModel):
                 )
             self._headers["Authorization"] = f"Bearer {key}"
         self._lock = threading.Lock()
+        self.limit = ConcurrencyLimit(max_concurrency, adaptive=link.adaptive_concurrency)
         self.requests_sent = 0
         self._random = random.Random(f"{name}:{seed}")  # jitter only: never an answer
         self._client = httpx.Client(
@@ -153,8 +159,17 @@ class OpenAIChatVQA(VQAModel):
         """Close the pooled connections."""
         self._client.close()
 
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Short answers for one batch, ``max_concurrency`` requests at a time; the first
+    def request_order(self, images: Sequence[Any], questions: Sequence[str]) -> np.ndarray:
+        """Requests about one image together, images in their first appearance's order
+        (the inference loop passes a chunk in image order): a server with a prefix cache
+        then computes each image's tokens once for all of its questions."""
+        first: dict[int, int] = {}
+        for i, im in enumerate(images):
+            first.setdefault(id(im), i)
+        return np.argsort([first[id(im)] for im in images], kind="stable")
+
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+        """The server's replies for one batch, ``max_concurrency`` requests at a time; the first
         request that fails for good stops the rest of the batch."""
         urls: dict[int, str] = {}
         for im in images:  # each distinct image object encoded once
@@ -179,7 +194,7 @@ class OpenAIChatVQA(VQAModel):
         fatal = [e for e in failed if not isinstance(e, _Stopped)]
         if fatal or failed:
             raise (fatal or failed)[0]
-        return [short_answer(f.result()) for f in futures]
+        return [f.result() for f in futures]
 
     def _body(self, image_url: str, question: str) -> bytes:
         content = [
@@ -235,14 +250,18 @@ class OpenAIChatVQA(VQAModel):
             ) from None
 
     def _attempt(self, body: bytes, stop: threading.Event) -> str:
-        if stop.is_set():
+        if stop.is_set() or not self.limit.acquire(stop):
             raise _Stopped("the batch stopped after another request failed")
         with self._lock:
             self.requests_sent += 1
+        started = time.monotonic()
         try:
             response = self._client.post(self.url, content=body)
         except httpx.TransportError as exc:  # refused, reset, timed out
+            self.limit.release()
             raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+        overloaded = response.status_code in OVERLOAD_STATUS
+        self.limit.release(None if overloaded else time.monotonic() - started, overloaded)
         if response.status_code in RETRY_STATUS:
             raise _Retryable(
                 f"HTTP {response.status_code}",

@@ -236,8 +236,9 @@ def _tensors(questions: Any, images: dict[int, Image.Image]) -> _Data:
         raise ValueError(f"training expects images of one size, found {sorted(sizes)[:5]}")
     image_size = min(next(iter(sizes)))
     tokenizer = build_tokenizer(texts)
-    # The PIL processor by name: "ViltImageProcessor" now means the torchvision one, which
-    # is never installed here (docs/models.md); asking for it prints a fallback warning.
+    # The PIL processor by name: "ViltImageProcessor" means the torchvision one, whose
+    # resampling differs; the name saved with the checkpoint keeps its preprocessing
+    # whether torchvision is installed or not (README, "Notes on dependencies").
     image_processor = ViltImageProcessorPil(
         size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
     )
