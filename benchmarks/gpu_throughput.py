@@ -3,17 +3,23 @@ without image-feature reuse, and the GPU-hours of config/paper.yaml they imply.
 
     .venv/bin/python benchmarks/gpu_throughput.py                       # tiny models, CPU
     .venv/bin/python benchmarks/gpu_throughput.py --scale real --device cuda   # on a GPU
+    .venv/bin/python benchmarks/gpu_throughput.py --scale hub --device cuda    # cached chat VLMs
 
-``tiny``: the test suite's random tiny ViLT, BLIP, VLE, PNP-VQA and LLaVA (the code
-paths, not the cost). ``real``: the published architectures with random weights in
-bf16, written offline: ViLT-B/32, BLIP base (ViT-B/16 at 384 px), VLE base (CLIP
-ViT-B/16 at 384 px, the resolution of its VQA fine-tuning, + DeBERTa-v3-base + 6 fusion
-layers), PNP-VQA large (two BLIP ViT-L/16 at 384 px with BERT-base text models, and
-T5-large; 100 captions per question as in LAVIS), LLaVA-1.5 7B and 13B (CLIP ViT-L/14 at
-336 px + Llama 7B/13B). Cost does not depend on weight values, but output length does:
-the random LLaVA and UnifiedQA are made to generate all their tokens (10 and 20), an
-upper bound on the 1-3 tokens real answers take; the random captioner samples 10-20
-tokens per caption like the real one. ``--count-only`` builds the real
+``tiny``: the test suite's random tiny ViLT, BLIP, VLE, PNP-VQA and LLaVA, and its tiny
+chat VLMs of each architecture (tests/tiny_vlms.py; the code paths, not the cost).
+``hub``: the model repository's chat checkpoints of config/modern.yaml (Qwen2-VL 2B,
+Qwen2.5-VL 3B, Qwen3-VL 2B, SmolVLM 256M, Idefics3 8B, LLaVA-OneVision 0.5B, PaliGemma 2
+3B, Gemma 3 4B) with their real weights, from the local Hugging Face cache (fill it first
+on a machine with network access; a missing one fails naming the ``hf download``).
+``real``: the published architectures with random weights in bf16, written offline:
+ViLT-B/32, BLIP base (ViT-B/16 at 384 px), VLE base (CLIP ViT-B/16 at 384 px, the
+resolution of its VQA fine-tuning, + DeBERTa-v3-base + 6 fusion layers), PNP-VQA large
+(two BLIP ViT-L/16 at 384 px with BERT-base text models, and T5-large; 100 captions per
+question as in LAVIS), LLaVA-1.5 7B and 13B (CLIP ViT-L/14 at 336 px + Llama 7B/13B).
+Cost does not depend on weight values, but output length does: the random LLaVA and
+UnifiedQA are made to generate all their tokens (10 and 20), an upper bound on the 1-3
+tokens real answers take; the random captioner samples 10-20 tokens per caption like the
+real one. ``--count-only`` builds the real
 architectures on the meta device and prints their parameter counts (no memory; runs
 anywhere) to check the dimensions. Questions are asked about 640x480 photo-like images,
 16,000 / 3,000 questions per image as in the paper protocol; the GPU-hours are
@@ -39,7 +45,11 @@ QUESTIONS = ["What is the man holding in his right hand?", "How many people are 
              "What sport is being played?", "Are the lights on?"]  # fmt: skip
 PAPER_QUESTIONS, PAPER_IMAGES, PAPER_SUBSETS = 16_000, 3_000, 71
 REAL = ("vilt-b32", "blip-base", "vle-base", "pnp-vqa-large", "llava-1.5-7b", "llava-1.5-13b")
-TINY = ("vilt", "blip", "vle", "pnp-vqa", "llava")
+TINY = ("vilt", "blip", "vle", "pnp-vqa", "llava", "qwen2-vl", "qwen2.5-vl", "qwen3-vl",
+        "idefics3", "smolvlm", "llava-onevision", "gemma3", "paligemma2")  # fmt: skip
+# The model repository's chat checkpoints (config/modern.yaml), read from the local cache.
+HUB = ("qwen2-vl-2b", "qwen2.5-vl-3b", "qwen3-vl-2b", "smolvlm-256m", "idefics3-8b",
+       "llava-onevision-0.5b", "paligemma2-3b-mix-224", "gemma-3-4b-it")  # fmt: skip
 TINY_PNP = {"block_num": 0, "num_captions": 5, "num_patches": 4}
 
 
@@ -249,7 +259,11 @@ def _save_pnp(models: dict, folder: Path) -> dict:  # noqa: ANN001
 
 def write_tiny(name: str, folder: Path) -> dict:
     from tests.tiny_checkpoints import tiny_blip, tiny_llava, tiny_pnp, tiny_vle
+    from tests.tiny_vlms import BUILDERS
 
+    if name in BUILDERS:
+        path = BUILDERS[name](folder)
+        return {"family": "image-text-to-text", "path_or_id": str(path), "max_new_tokens": 10}
     if name == "blip":
         return {"family": "blip", "path_or_id": str(tiny_blip(folder)), "max_new_tokens": 10}
     if name == "llava":
@@ -309,7 +323,7 @@ def measure(entry: dict, device: str, batch: int, n_questions: int, reuse: bool 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--scale", choices=["tiny", "real"], default="tiny")
+    parser.add_argument("--scale", choices=["tiny", "real", "hub"], default="tiny")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--models", default=None, help="comma-separated subset")
     parser.add_argument("--batch-sizes", default="1,8,32")
@@ -320,8 +334,8 @@ def main() -> None:
         return count_real()
     if args.scale == "real" and not args.device.startswith("cuda"):
         sys.exit("--scale real builds 0.1-13 B parameter models: run it with --device cuda")
-    names = args.models.split(",") if args.models else (
-        list(REAL) if args.scale == "real" else list(TINY))  # fmt: skip
+    default = {"real": REAL, "hub": HUB, "tiny": TINY}[args.scale]
+    names = args.models.split(",") if args.models else list(default)
     memory = "peak GPU GiB" if "cuda" in args.device else "peak RSS GiB"
     print(f"| model | batch | image-feature reuse | questions/s | {memory} | "
           "GPU-hours for paper.yaml |")  # fmt: skip
@@ -329,8 +343,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             folder = Path(tmp) / name
-            entry = (write_real(name, folder, args.device) if args.scale == "real"
-                     else write_tiny(name, folder))  # fmt: skip
+            if args.scale == "hub":
+                from vqarobust.models.repository import resolve_spec
+
+                entry = resolve_spec(name)
+            elif args.scale == "real":
+                entry = write_real(name, folder, args.device)
+            else:
+                entry = write_tiny(name, folder)
             shares = ("blip", "llava", "vle", "pnp-vqa")
             reuse_options = [True, False] if entry["family"] in shares else [None]
             for batch in (int(b) for b in args.batch_sizes.split(",")):
@@ -340,7 +360,7 @@ def main() -> None:
                     label = "-" if reuse is None else ("yes" if reuse else "no")
                     print(f"| {name} | {batch} | {label} | {r['q_per_s']:.1f} | "
                           f"{r['peak_gib']:.2f} | {hours:.1f} |", flush=True)  # fmt: skip
-            shutil.rmtree(folder)  # the 13B checkpoint alone takes 25 GB of disk
+            shutil.rmtree(folder, ignore_errors=True)  # the 13B checkpoint alone: 25 GB
 
 
 if __name__ == "__main__":

@@ -56,8 +56,7 @@ def run(base_url: str, images: list, questions: list, concurrency: int, adaptive
     client.answer_all(images, questions)
     seconds = time.perf_counter() - t
     client.close()
-    limits = client.limit.history or [concurrency]
-    return len(questions) / seconds, client.requests_sent, float(np.mean(limits))
+    return len(questions) / seconds, client.requests_sent, client.limit.mean_limit
 
 
 def main() -> None:

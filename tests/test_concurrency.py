@@ -11,13 +11,19 @@ from PIL import Image
 from tests.chat_server import CostServer
 from vqarobust.models import load_model
 from vqarobust.models.base import VQAModel
-from vqarobust.models.concurrency import ConcurrencyLimit
+from vqarobust.models.concurrency import BASELINE_REPLIES, ConcurrencyLimit, Outcome
 
 
 def _replies(limit: ConcurrencyLimit, n: int, latency_s: float = 1.0) -> None:
     for _ in range(n):
         assert limit.acquire()
-        limit.release(latency_s)
+        limit.release(Outcome.REPLY, latency_s)
+
+
+def _ends(limit: ConcurrencyLimit, n: int, outcome: Outcome) -> None:
+    for _ in range(n):
+        assert limit.acquire()
+        limit.release(outcome)
 
 
 def test_slow_start_doubles_per_window_up_to_the_ceiling():
@@ -37,8 +43,7 @@ def test_overload_halves_then_growth_is_one_per_window():
     limit = ConcurrencyLimit(ceiling=32)
     _replies(limit, 1 + 2 + 4 + 8)
     assert limit.limit == 16
-    assert limit.acquire()
-    limit.release(overloaded=True)
+    _ends(limit, 1, Outcome.OVERLOADED)
     assert (limit.limit, limit.slow_start) == (8, False)
     _replies(limit, 7)
     assert limit.limit == 8
@@ -50,15 +55,12 @@ def test_overload_halves_then_growth_is_one_per_window():
 
 def test_the_limit_never_drops_below_one_and_fixed_never_moves():
     limit = ConcurrencyLimit(ceiling=4)
-    for _ in range(5):
-        assert limit.acquire()
-        limit.release(overloaded=True)
+    _ends(limit, 5, Outcome.OVERLOADED)
     assert limit.limit == 1
     fixed = ConcurrencyLimit(ceiling=4, adaptive=False)
-    for _ in range(3):
-        assert fixed.acquire()
-        fixed.release(overloaded=True)
-    assert fixed.limit == 4 and fixed.history == []
+    _ends(fixed, 3, Outcome.OVERLOADED)
+    _replies(fixed, 3, latency_s=100.0)
+    assert fixed.limit == 4 and fixed.mean_limit == 4
     with pytest.raises(ValueError, match="max_concurrency must be >= 1"):
         ConcurrencyLimit(ceiling=0)
 
@@ -76,11 +78,30 @@ def test_a_rising_smoothed_latency_cuts_once_per_window():
     _replies(limit, 1, latency_s=10.0)  # 4.24: cut, with 3 still in flight
     assert limit.limit == 8
     for _ in range(3):  # the three sent before the cut, slow too
-        limit.release(10.0)
+        limit.release(Outcome.REPLY, 10.0)
     assert limit.limit == 8
-    assert limit.acquire()
-    limit.release(overloaded=True)
+    _ends(limit, 1, Outcome.OVERLOADED)
     assert limit.limit == 4  # a new signal after the window cuts again
+
+
+def test_failures_that_are_not_overload_move_the_limit_neither_way():
+    limit = ConcurrencyLimit(ceiling=32)
+    _replies(limit, 1 + 2)
+    assert limit.limit == 4
+    _ends(limit, 40, Outcome.FAILED)  # 502s, refused connections, malformed bodies
+    assert limit.limit == 4 and limit.replies == 3
+
+
+def test_an_early_fast_fluke_leaves_the_baseline_after_a_window_of_replies():
+    """Three replies at 2 ms (an error page, a warm cache), then a steady 50 ms: the
+    baseline is the lowest moving average of the last 200 replies, so once the fluke has
+    left it the limit grows again instead of staying at 1."""
+    limit = ConcurrencyLimit(ceiling=32)
+    _replies(limit, 3, latency_s=0.002)
+    _replies(limit, 2000, latency_s=0.05)
+    assert limit.lowest_s == pytest.approx(0.05)
+    assert limit.limit == 32
+    assert BASELINE_REPLIES < 2000
 
 
 def test_acquire_waits_for_a_slot_and_can_be_cancelled():
@@ -125,5 +146,5 @@ def test_the_adaptive_limit_keeps_a_server_below_its_queue():
         assert answers == ["yes"] * len(questions)
         refused[adaptive] = server.refused
         if adaptive:
-            assert max(client.limit.history) <= 32 and min(client.limit.history) >= 1
+            assert 1 <= client.limit.lowest_limit <= client.limit.highest_limit <= 32
     assert refused[True] < refused[False]

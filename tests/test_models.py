@@ -356,3 +356,16 @@ def test_an_entry_without_a_batch_size_gets_its_familys():
     models = validate_config(cfg)["models"]
     assert (DEFAULT_BATCH_SIZE, SMALL_BATCH_SIZE) == (64, 8)
     assert [models[m]["batch_size"] for m in ("blip", "chat", "pnp")] == [64, 8, 4]
+
+
+def test_an_adapter_overriding_answer_all_alone_is_refused():
+    from vqarobust.models.base import VQAModel
+
+    with pytest.raises(TypeError, match="Old overrides answer_all.*override respond_all"):
+
+        class Old(VQAModel):
+            def answer(self, images, questions):
+                return ["x"] * len(questions)
+
+            def answer_all(self, images, questions, progress=None):
+                return ["x"] * len(questions)

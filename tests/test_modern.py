@@ -39,10 +39,13 @@ def test_the_study_lists_one_checkpoint_per_tested_architecture():
     assert set(STAND_INS.values()) == set(BUILDERS)
 
 
-def test_modern_plan_at_3000_images_requests_the_estimated_gpu_memory(tmp_path):
+def test_modern_plan_at_3000_images_requests_the_estimated_gpu_memory(tmp_path, monkeypatch):
     """The study plans 16 jobs per model; a GPU entry with gpu_memory_gb: auto requests
     its checkpoint's estimate (a tiny local one here), the hub ids not in the cache none."""
     from vqarobust.models.memory import estimate_checkpoint
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
     mini = write_mini_vqav2(tmp_path / "vqav2", n_images=3000, images="none")
     tiny = BUILDERS["qwen2.5-vl"](tmp_path / "qwen")

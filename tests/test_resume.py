@@ -138,3 +138,17 @@ def test_a_familys_code_digest_covers_its_adapter_and_nothing_of_the_others():
     assert {"classifier.py", "cnn_bow.py", "hf.py"} <= files
     assert not files & {"blip.py", "chat.py", "pnp_vqa.py", "inference.py"}
     assert family_code_digest("not-a-family") is None
+
+
+def test_the_image_backend_is_part_of_a_jobs_fingerprint():
+    """With and without torchvision, a checkpoint naming the plain image processor gets
+    another class: chunks computed under one backend are not reused under the other."""
+    from vqarobust.resume import changed_inputs, image_backend, job_fingerprint
+
+    here = job_fingerprint("m", {"family": "blip"}, {}, "code", "questions", "cpu", 8)
+    assert here["image_backend"] == image_backend()
+    assert image_backend().startswith("torchvision ")  # the lock installs it
+    elsewhere = {**here, "image_backend": "pil"}
+    assert changed_inputs({**here, "subsets": []}, {**elsewhere, "subsets": []}) == [
+        "the image backend (torchvision)"
+    ]

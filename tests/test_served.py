@@ -56,7 +56,8 @@ def test_answers_are_the_served_models(llava):
 def test_concurrency_reaches_the_limit_and_no_more(llava):
     _, answer = llava
     with ChatServer(answer, delay_s=0.3) as server:
-        client = _client(server.base_url, max_concurrency=4, batch_size=12)
+        client = _client(server.base_url, max_concurrency=4, batch_size=12,
+                         adaptive_concurrency=False)  # fmt: skip
         client.answer_all(_images(12), QUESTIONS * 3)
     assert server.max_in_flight == 4
 
@@ -181,7 +182,9 @@ def test_connections_are_pooled(llava):
 def test_retries_are_jittered_so_failed_threads_do_not_return_in_lockstep(llava, caplog):
     _, answer = llava
     with ChatServer(answer, fail_first=8) as server:
-        client = _client(server.base_url, max_concurrency=8, batch_size=8, max_retries=3)
+        # Eight in flight at once from the start, so that eight fail together.
+        client = _client(server.base_url, max_concurrency=8, batch_size=8, max_retries=3,
+                         adaptive_concurrency=False)  # fmt: skip
         with caplog.at_level(logging.WARNING):
             client.answer_all(_images(8), QUESTIONS * 2)
     assert server.requests == 16

@@ -146,6 +146,7 @@ def _qwen(path: Path, arch: str) -> Path:
            "vision_start_token_id": tok.convert_tokens_to_ids("<|vision_start|>"),
            "vision_end_token_id": tok.convert_tokens_to_ids("<|vision_end|>")}  # fmt: skip
     text = {**TEXT, "vocab_size": len(tok), "pad_token_id": tok.pad_token_id,
+            "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
             "rope_parameters": _mrope(16)}  # fmt: skip
     patch = 16 if arch == "qwen3-vl" else 14
     # Images of 40-70 px become 2x2 to 3x3 groups of merged patches.

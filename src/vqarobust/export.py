@@ -44,6 +44,14 @@ def sample_records(
             if unknown:
                 raise ValueError(f"no {kind} {unknown} in {db_path}; it holds {sorted(known)}")
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+        columns = {c for (c,) in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'predictions'").fetchall()}  # fmt: skip
+        if "raw_answer" not in columns:
+            raise ValueError(
+                f"{db_path} was built before predictions kept raw replies (no column "
+                "raw_answer): rerun the workflow, which rebuilds it"
+            )
         where = []
         if models:
             where.append(f"p.model IN ({', '.join(_quote(m) for m in models)})")

@@ -84,7 +84,10 @@ def job_fingerprint(
     :func:`~vqarobust.models.family_code_digest`), the device
     type and dtype the answers are computed in (``precision``: a GPU run with ``device:
     auto`` answers in bfloat16, a CPU run in float32), the questions file's SHA-256
-    (``questions``) and the chunk size."""
+    (``questions``), the chunk size, and the image backend: whether torchvision is
+    installed, and which version, decides which image processor class a checkpoint that
+    names the plain one (``ViltImageProcessor``) gets, and the two resample differently
+    (README, "Notes on dependencies")."""
     return {
         "model": model_name,
         "spec": dict(spec),
@@ -93,7 +96,18 @@ def job_fingerprint(
         "precision": resolved_precision(spec, device),
         "questions": questions,
         "chunk_size": chunk_size,
+        "image_backend": image_backend(),
     }
+
+
+def image_backend() -> str:
+    """``torchvision <version>``, or ``pil`` where torchvision is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"torchvision {version('torchvision')}"
+    except PackageNotFoundError:
+        return "pil"
 
 
 def subset_fingerprint(subset: SubsetInputs, digest: Callable[[Any], str | None]) -> dict:
@@ -121,8 +135,10 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     old_job, new_job = old.get("job", old), new.get("job", new)
     changed = []
     names = {"questions": "the questions file", "precision": "the device type or dtype",
-             "code": "the code of the model's family (adapter, inference.py)"}  # fmt: skip
-    for key in ("model", "spec", "code", "precision", "questions", "chunk_size"):
+             "code": "the code of the model's family (adapter, inference.py)",
+             "image_backend": "the image backend (torchvision)"}  # fmt: skip
+    for key in ("model", "spec", "code", "precision", "questions", "chunk_size",
+                "image_backend"):  # fmt: skip
         if old_job.get(key) != new_job.get(key):
             detail = ""
             if key == "precision":

@@ -41,7 +41,13 @@ def read_predictions(paths: list[str]) -> pl.DataFrame:
     questions twice."""
     if not paths:
         raise ValueError("no prediction files given")
-    df = pl.concat([_with_raw_answer(pl.read_parquet(p)) for p in paths], how="vertical_relaxed")
+    frames = [pl.read_parquet(p) for p in paths]
+    without = [p for p, f in zip(paths, frames, strict=True) if "raw_answer" not in f.columns]
+    if without:
+        log.warning("%d of %d prediction files hold no raw replies (written before replies "
+                    "were kept, or by another tool), e.g. %s: raw_answer is null for their "
+                    "rows", len(without), len(paths), without[0])  # fmt: skip
+    df = pl.concat([_with_raw_answer(f) for f in frames], how="vertical_relaxed")
     missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns)
     if missing:
         raise ValueError(f"prediction files lack columns {sorted(missing)}")

@@ -26,6 +26,15 @@ class VQAModel(ABC):
     score.
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Inference calls respond_all: an override of answer_all alone would be skipped.
+        if "answer_all" in vars(cls) and "respond_all" not in vars(cls):
+            raise TypeError(
+                f"{cls.__name__} overrides answer_all, which inference does not call: "
+                "override respond_all (docs/extending.md)"
+            )
+
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -120,8 +129,8 @@ class VQAModel(ABC):
                 continue
             if len(batch) != len(idx) or len(replies) != len(idx):
                 raise RuntimeError(
-                    f"{type(self).__name__}.answer returned {len(batch)} answers "
-                    f"for {len(idx)} questions"
+                    f"{type(self).__name__}.answer_batch returned {len(batch)} answers and "
+                    f"{len(replies)} replies for {len(idx)} questions"
                 )
             for i, a, r in zip(idx, batch, replies, strict=True):
                 answers[i], raw[i] = a, r

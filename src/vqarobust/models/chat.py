@@ -9,7 +9,6 @@ answer is the reply cut to a short answer (docs/models.md, "From reply to answer
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +26,10 @@ DEFAULT_PROMPT = "{question}\nAnswer the question using a single word or phrase.
 PREFIX_PROMPT = "answer en {question}"
 # Architectures prompted by a task prefix, not a chat template (config.model_type).
 PREFIX_MODELS = ("paligemma",)
+# Processor outputs that are training targets, not inputs: PaliGemma's processor returns
+# ``labels``, on which a forward pass would compute a loss. Anything else it returns goes
+# to the model, which rejects what it does not take.
+TARGETS = ("labels",)
 
 
 class ChatVQA(GeneratesReplies, HFVQAModel):
@@ -56,8 +59,6 @@ class ChatVQA(GeneratesReplies, HFVQAModel):
             tokenizer.pad_token = tokenizer.eos_token
         self.max_new_tokens = max_new_tokens
         self.prompt = prompt or (PREFIX_PROMPT if self.prefix else DEFAULT_PROMPT)
-        # What the model's forward takes: a processor may return more (PaliGemma's labels).
-        self._accepted = set(inspect.signature(self.model.forward).parameters)
 
     def _prompts(self, questions: Sequence[str]) -> list[str]:
         """Each question as a one-turn conversation rendered by the chat template (or, for
@@ -84,7 +85,7 @@ class ChatVQA(GeneratesReplies, HFVQAModel):
         return {
             k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
             for k, v in batch.items()
-            if k in self._accepted
+            if k not in TARGETS
         }
 
     @torch.inference_mode()

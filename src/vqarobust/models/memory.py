@@ -72,14 +72,14 @@ def kv_bytes_per_token(config: Any, dtype_bytes: int) -> int:
     return 2 * text.num_hidden_layers * kv_heads * head_dim * dtype_bytes
 
 
-def parameter_count(config: Any) -> int:
+def parameter_count(config: Any, trust_remote_code: bool = False) -> int:
     """The exact parameter count of the model ``config`` describes, built on the meta
     device (shared tensors, such as tied embeddings, counted once)."""
     import torch
     from transformers import AutoModelForImageTextToText
 
     with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(config)
+        model = AutoModelForImageTextToText.from_config(config, trust_remote_code=trust_remote_code)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -95,7 +95,7 @@ def request_tokens(processor: Any, prompt: str, max_new_tokens: int) -> int:
 
 def estimate_checkpoint(
     local: str, batch_size: int, dtype: str = "bfloat16", max_new_tokens: int = 10,
-    prompt: str | None = None,
+    prompt: str | None = None, trust_remote_code: bool = False,
 ) -> MemoryEstimate:  # fmt: skip
     """The estimate for the checkpoint folder ``local`` answering ``batch_size``
     requests at once in ``dtype`` (the chat adapter's prompt unless ``prompt``)."""
@@ -107,8 +107,8 @@ def estimate_checkpoint(
         raise ValueError(
             f"dtype must be one of {sorted(DTYPE_BYTES)} for an estimate, got {dtype!r}"
         )
-    config = AutoConfig.from_pretrained(local)
-    processor = AutoProcessor.from_pretrained(local)
+    config = AutoConfig.from_pretrained(local, trust_remote_code=trust_remote_code)
+    processor = AutoProcessor.from_pretrained(local, trust_remote_code=trust_remote_code)
     if config.model_type in PREFIX_MODELS:
         text = processor.image_token + (prompt or PREFIX_PROMPT).format(question="What is it?")
     else:
@@ -118,7 +118,7 @@ def estimate_checkpoint(
                                              add_generation_prompt=True)  # fmt: skip
     nbytes = DTYPE_BYTES[dtype]
     return MemoryEstimate(
-        parameters=parameter_count(config),
+        parameters=parameter_count(config, trust_remote_code),
         dtype_bytes=nbytes,
         kv_bytes_per_token=kv_bytes_per_token(config, nbytes),
         tokens_per_request=request_tokens(processor, text, max_new_tokens),
@@ -145,5 +145,6 @@ def entry_gpu_memory_gb(name: str, entry: Mapping[str, Any]) -> int | None:
     estimate = estimate_checkpoint(
         local, entry.get("batch_size", 8), "bfloat16" if dtype == "auto" else dtype,
         entry.get("max_new_tokens", 10), entry.get("prompt"),
+        entry.get("trust_remote_code", False),
     )  # fmt: skip
     return math.ceil(estimate.total_gb)

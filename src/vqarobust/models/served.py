@@ -41,7 +41,7 @@ from PIL import Image
 from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.base import GeneratesReplies
 from vqarobust.models.chat import DEFAULT_PROMPT
-from vqarobust.models.concurrency import OVERLOAD_STATUS, ConcurrencyLimit
+from vqarobust.models.concurrency import OVERLOAD_STATUS, ConcurrencyLimit, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +56,14 @@ class ServerError(RuntimeError):
 
 
 class _Retryable(Exception):
-    """A failed attempt worth repeating; ``retry_after`` is the server's wish, if any."""
+    """A failed attempt worth repeating; ``retry_after`` is the server's wish, if any;
+    ``overload`` whether it says the server has too much to do (429, 503, a timeout)."""
 
-    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, problem: str, retry_after: float | None = None, overload: bool = False
+    ) -> None:
         super().__init__(problem)
-        self.problem, self.retry_after = problem, retry_after
+        self.problem, self.retry_after, self.overload = problem, retry_after, overload
 
 
 class _Stopped(Exception):
@@ -254,18 +257,32 @@ class OpenAIChatVQA(GeneratesReplies):
             raise _Stopped("the batch stopped after another request failed")
         with self._lock:
             self.requests_sent += 1
-        started = time.monotonic()
+        outcome, started = Outcome.FAILED, time.monotonic()
+        try:
+            text, outcome = self._exchange(body), Outcome.REPLY
+            return text
+        except _Retryable as exc:
+            if exc.overload:
+                outcome = Outcome.OVERLOADED
+            raise
+        finally:
+            # Every path gives the slot back, a reply with its latency.
+            latency = time.monotonic() - started if outcome is Outcome.REPLY else None
+            self.limit.release(outcome, latency)
+
+    def _exchange(self, body: bytes) -> str:
+        """Post ``body`` once: the reply's text, or :class:`_Retryable` / :class:`ServerError`."""
         try:
             response = self._client.post(self.url, content=body)
         except httpx.TransportError as exc:  # refused, reset, timed out
-            self.limit.release()
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
-        overloaded = response.status_code in OVERLOAD_STATUS
-        self.limit.release(None if overloaded else time.monotonic() - started, overloaded)
+            # A server that queues requests answers late, then not at all: overload.
+            overload = isinstance(exc, httpx.TimeoutException)
+            raise _Retryable(f"{type(exc).__name__}: {exc}", overload=overload) from None
         if response.status_code in RETRY_STATUS:
             raise _Retryable(
                 f"HTTP {response.status_code}",
                 retry_after_seconds(response.headers.get("Retry-After")),
+                overload=response.status_code in OVERLOAD_STATUS,
             )
         if response.status_code >= 400:
             detail = response.content[:300].decode("utf-8", "replace")
