@@ -22,10 +22,14 @@ PER_MARKED_TEST = 5
 
 
 def file_seconds(items: list[pytest.Item]) -> int:
-    """A test file's rough cost from its tests' marks (``MARK_SECONDS``)."""
+    """A test file's rough cost from its tests' marks (``MARK_SECONDS``), or its module's
+    ``COST_SECONDS`` where it says more (an unmarked file of many slow unit tests, which
+    would otherwise run last and leave the other worker idle)."""
     costs = [max((MARK_SECONDS.get(m.name, 0) for m in i.iter_markers()), default=0)
              for i in items]  # fmt: skip
-    return max(costs, default=0) + PER_MARKED_TEST * sum(c > 0 for c in costs)
+    marked = max(costs, default=0) + PER_MARKED_TEST * sum(c > 0 for c in costs)
+    declared = max((getattr(i.module, "COST_SECONDS", 0) for i in items if i.module), default=0)
+    return max(marked, declared)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,6 +1,7 @@
 """config/modern.yaml: its plan at 3,000 images, and the same study shape end to end on a
 VQAv2 miniature with a tiny checkpoint of each chat architecture (tests/tiny_vlms.py) in
-place of each hub id, on the CPU."""
+place of each hub id, on the CPU, beside a served model (the workflow's test of the
+openai-chat family)."""
 
 from __future__ import annotations
 
@@ -64,39 +65,61 @@ def test_modern_plan_at_3000_images_requests_the_estimated_gpu_memory(tmp_path, 
 
 @pytest.fixture(scope="module")
 def modern_run(tmp_path_factory):
+    """The study on a 3-image miniature, each hub entry replaced by its tiny stand-in,
+    beside a served model (the tiny LLaVA behind a chat-completions server on
+    127.0.0.1), as vLLM would serve one of today's models."""
+    from tests.chat_server import ChatServer
+    from tests.tiny_checkpoints import tiny_llava
+    from vqarobust.models import load_model
+
     root = tmp_path_factory.mktemp("modern")
     mini = write_mini_vqav2(root / "vqav2", n_images=3)
     cpu = {"device": "cpu", "dtype": "float32", "batch_size": 8, "max_new_tokens": 4}
     models = {name: {"path_or_id": str(BUILDERS[arch](root / arch.replace(".", "_"))), **cpu}
               for name, arch in STAND_INS.items()}  # fmt: skip
-    override = {
-        "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
-                    "images": str(mini["images"])},
-        "corruptions": ["gaussian_noise"],
-        "severities": [3],
-        "controls": [],
-        "threads": {"infer": 1},
-        "models": models,
-    }  # fmt: skip
-    workdir = root / "run"
-    workdir.mkdir()
-    run_study(MODERN, workdir, override)
-    return workdir
+    llava = load_model({"family": "llava", "path_or_id": str(tiny_llava(root / "llava")),
+                        "prompt": "{question}", "max_new_tokens": 4}, device="cpu")  # fmt: skip
+    with ChatServer(lambda image, text: llava.answer([image], [text])[0]) as server:
+        # A fixed limit of 4 per job, so that the server's count can be checked.
+        models["served"] = {"family": "openai-chat", "base_url": server.base_url,
+                            "model": "tiny-llava", "max_new_tokens": 4, "max_concurrency": 4,
+                            "adaptive_concurrency": False}  # fmt: skip
+        override = {
+            "dataset": {"questions": str(mini["questions"]),
+                        "annotations": str(mini["annotations"]), "images": str(mini["images"])},
+            "corruptions": ["gaussian_noise"],
+            "severities": [3],
+            "controls": [],
+            "threads": {"infer": 1},
+            "models": models,
+        }  # fmt: skip
+        workdir = root / "run"
+        workdir.mkdir()
+        run_study(MODERN, workdir, override)
+    return workdir, server
 
 
 @pytest.mark.slow
 def test_modern_study_end_to_end_keeps_raw_replies(modern_run):
-    db = modern_run / "results" / "vqav2-val-3000" / "robustness.duckdb"
+    workdir, server = modern_run
+    db = workdir / "results" / "vqav2-val-3000" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
         per_model = dict(con.execute(
             "SELECT model, count(*) FROM predictions GROUP BY model").fetchall())  # fmt: skip
         rows = con.execute("SELECT answer, raw_answer FROM predictions").fetchall()
+        served = con.execute(
+            "SELECT DISTINCT modality FROM accuracy WHERE model = 'served'").fetchall()  # fmt: skip
     # clean and gaussian_noise at severity 3
-    assert per_model == {name: 2 * n_q for name in STAND_INS}
+    assert per_model == {name: 2 * n_q for name in [*STAND_INS, "served"]}
     assert all(raw is not None and answer == short_answer(raw) for answer, raw in rows)
     records = sample_records(db)
     assert records.columns.index("raw_prediction") + 1 == records.columns.index("prediction")
     assert records["raw_prediction"].null_count() == 0
-    html = (modern_run / "results" / "vqav2-val-3000" / "report" / "index.html").read_text()
+    html = (workdir / "results" / "vqav2-val-3000" / "report" / "index.html").read_text()
     assert all(name in html for name in STAND_INS)
+    # The served model: one request per question and subset; the limit holds per job,
+    # and two run_model jobs run at once with --cores 2.
+    assert {m for (m,) in served} == {"clean", "image"}
+    assert server.requests == 2 * n_q
+    assert 4 <= server.max_in_flight <= 2 * 4

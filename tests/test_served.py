@@ -18,6 +18,9 @@ from vqarobust.models import ModelRef, load_model
 from vqarobust.models.served import ServerError
 from vqarobust.params import answer_spec
 
+# Servers with delays, timeouts and retries: about 25 s (tests/conftest.py orders by it).
+COST_SECONDS = 25
+
 QUESTIONS = ["what color is the shape?", "is there a red circle?", "how many dogs?",
              "does the image contain a triangle?"]  # fmt: skip
 

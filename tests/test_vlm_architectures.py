@@ -24,6 +24,8 @@ QUESTIONS = [
     "does the image contain a red triangle?",
 ]
 SIZES = [(40, 50), (40, 50), (70, 30), (50, 50), (30, 64)]
+# Eight checkpoints built and loaded, 40 tests: about 30 s (tests/conftest.py orders by it).
+COST_SECONDS = 30
 CLASSES = {
     "qwen2-vl": ("Qwen2VLForConditionalGeneration", "Qwen2VLProcessor"),
     "qwen2.5-vl": ("Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLProcessor"),

@@ -284,71 +284,6 @@ def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_ru
                     "all": 1}  # fmt: skip
 
 
-def test_a_sentence_rewrite_runs_through_to_the_tables(workflow_run, tmp_path):
-    from tests.tiny_checkpoints import tiny_t5
-
-    source, config = workflow_run
-    workdir = tmp_path / "wf"
-    shutil.copytree(source, workdir, symlinks=True)
-    changed = yaml.safe_load(yaml.safe_dump(config))
-    changed["text"]["sentence"] = {
-        "formal": {"model": str(tiny_t5(tmp_path / "t5")), "prompt": "formal : {question}",
-                   "max_new_tokens": 6}
-    }  # fmt: skip
-    write_config(workdir, changed)
-    jobs = plan(workdir)
-    assert jobs == {"rewrite_questions": 1, "run_model": 2, **analyses(*FROM_PREDICTIONS),
-                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
-    snakemake(workdir)
-    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
-    with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute(
-            "SELECT DISTINCT model, modality, severity FROM accuracy WHERE perturbation = 'formal'"
-        ).fetchall()
-        assert sorted(rows) == [("cnn-bow", "text", 1), ("vilt-tiny", "text", 1)]
-        # One level: in MMI and R_score, not in the VRE suite.
-        vre = con.execute("SELECT count(*) FROM vre_corruption WHERE perturbation = 'formal'")
-        assert vre.fetchone()[0] == 0
-        mmi = con.execute("SELECT count(*) FROM mmi WHERE \"group\" = 'formal'").fetchone()[0]
-        assert mmi == 2
-
-
-def test_a_served_model_runs_through_the_workflow_without_a_gpu(workflow_run, tmp_path):
-    from tests.chat_server import ChatServer
-    from tests.tiny_checkpoints import tiny_llava
-    from vqarobust.models import load_model
-
-    source, config = workflow_run
-    workdir = tmp_path / "wf"
-    shutil.copytree(source, workdir, symlinks=True)
-    llava = load_model({"family": "llava", "path_or_id": str(tiny_llava(tmp_path / "llava")),
-                        "prompt": "{question}", "max_new_tokens": 4}, device="cpu")  # fmt: skip
-    with ChatServer(lambda image, text: llava.answer([image], [text])[0]) as server:
-        changed = yaml.safe_load(yaml.safe_dump(config))
-        # The image side only, to keep the test short (the question side needs nothing else).
-        changed["text"]["perturbations"], changed["basic_questions"]["rankers"] = [], []
-        changed["models"]["served"] = {"family": "openai-chat", "base_url": server.base_url,
-                                       "model": "tiny-llava", "max_new_tokens": 4,
-                                       "max_concurrency": 4}  # fmt: skip
-        write_config(workdir, changed)
-        out = snakemake(workdir, "-n")
-        # clean, 2 corruptions, blank; no GPU asked.
-        assert planned_jobs(out) == {"run_model": 4, **analyses(*FROM_PREDICTIONS),
-                                      "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
-        assert "gpu=1" not in out
-        snakemake(workdir)
-    n_q = len(pl.read_parquet(workdir / "resources/datasets/easy-vqa/eval/questions.parquet"))
-    assert server.requests == n_q * (1 + 2 * 2 + 1)
-    # The limit is per job; two run_model jobs run at once with --cores 2.
-    assert 4 <= server.max_in_flight <= 2 * 4
-    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
-    with duckdb.connect(str(db), read_only=True) as con:
-        modalities = con.execute(
-            "SELECT DISTINCT modality FROM accuracy WHERE model = 'served'"
-        ).fetchall()
-    assert {m for (m,) in modalities} == {"clean", "image"}
-
-
 def test_bad_config_fails_before_any_job(tmp_path):
     tiny = (REPO / "tests" / "data" / "tiny_config.yaml").read_text()
     config = yaml.safe_load(tiny)
@@ -419,26 +354,41 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
     assert f"{n_q:,} questions" in out
 
 
-def test_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_path):
-    from tests.tiny_checkpoints import style_images, tiny_adain
+def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_path):
+    """Three perturbations added to a finished run, in one rerun (one run's aggregation
+    instead of two): a sentence rewrite (one text level), stylize and grayscale (one
+    level). Only their own subsets and inference rerun, then the aggregation."""
+    from tests.tiny_checkpoints import style_images, tiny_adain, tiny_t5
 
     source, config = workflow_run
     workdir = tmp_path / "wf"
     shutil.copytree(source, workdir, symlinks=True)
     changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["text"]["sentence"] = {
+        "formal": {"model": str(tiny_t5(tmp_path / "t5")), "prompt": "formal : {question}",
+                   "max_new_tokens": 6}
+    }  # fmt: skip
     # Grayscale has one level: beside severities [1, 3] it runs at 1 only.
     changed["corruptions"] += ["stylize", "grayscale"]
     changed["stylize"] = {"weights": str(tiny_adain(tmp_path / "adain")),
                           "styles": str(style_images(tmp_path / "styles"))}  # fmt: skip
     write_config(workdir, changed)
     jobs = plan(workdir)
-    # Only their own subsets and inference, then aggregation: nothing else reruns.
-    assert jobs == {"corrupt_images": 3, "run_model": 4, "image_attention": 1,
-                    **analyses(*FROM_PREDICTIONS, "attention"), "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {"rewrite_questions": 1, "corrupt_images": 3, "run_model": 6,
+                    "image_attention": 1, **analyses(*FROM_PREDICTIONS, "attention"),
+                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
     snakemake(workdir)
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT DISTINCT model, modality, severity FROM accuracy WHERE perturbation = 'formal'"
+        ).fetchall()
+        assert sorted(rows) == [("cnn-bow", "text", 1), ("vilt-tiny", "text", 1)]
+        # One level: in MMI and R_score, not in the VRE suite.
+        vre = con.execute("SELECT count(*) FROM vre_corruption WHERE perturbation = 'formal'")
+        assert vre.fetchone()[0] == 0
+        mmi = con.execute("SELECT count(*) FROM mmi WHERE \"group\" = 'formal'").fetchone()[0]
+        assert mmi == 2
         row = con.execute(
             "SELECT family, vre FROM vre_corruption WHERE perturbation = 'stylize'"
         ).fetchone()
