@@ -28,7 +28,8 @@ def file_seconds(items: list[pytest.Item]) -> int:
     costs = [max((MARK_SECONDS.get(m.name, 0) for m in i.iter_markers()), default=0)
              for i in items]  # fmt: skip
     marked = max(costs, default=0) + PER_MARKED_TEST * sum(c > 0 for c in costs)
-    declared = max((getattr(i.module, "COST_SECONDS", 0) for i in items if i.module), default=0)
+    modules = [getattr(i, "module", None) for i in items]
+    declared = max((getattr(m, "COST_SECONDS", 0) for m in modules if m), default=0)
     return max(marked, declared)
 
 

@@ -66,9 +66,9 @@ def test_the_limit_never_drops_below_one_and_fixed_never_moves():
 
 
 def test_a_rising_smoothed_latency_cuts_once_per_window():
-    """Latencies 1 s, then 10 s: the moving average (weight 0.2) is 2.8, 4.24 after the
-    second and third slow replies, so the cut comes on the third (4.24 > 4 x 1). The
-    requests in flight at the cut cannot cut again."""
+    """Latencies 1 s, then 10 s: the moving average (weight 0.2) is 2.8 after the first
+    slow reply and 4.24 after the second, so the cut comes on the second (4.24 > 4 x 1).
+    The requests in flight at the cut cannot cut again."""
     limit = ConcurrencyLimit(ceiling=16)
     _replies(limit, 1 + 2 + 4 + 8)  # limit 16, all at 1 s
     assert limit.limit == 16

@@ -79,7 +79,9 @@ def modern_run(tmp_path_factory):
               for name, arch in STAND_INS.items()}  # fmt: skip
     llava = load_model({"family": "llava", "path_or_id": str(tiny_llava(root / "llava")),
                         "prompt": "{question}", "max_new_tokens": 4}, device="cpu")  # fmt: skip
-    with ChatServer(lambda image, text: llava.answer([image], [text])[0]) as server:
+    # A short delay per request, so that concurrent requests overlap on the server.
+    with ChatServer(lambda image, text: llava.answer([image], [text])[0],
+                    delay_s=0.05) as server:  # fmt: skip
         # A fixed limit of 4 per job, so that the server's count can be checked.
         models["served"] = {"family": "openai-chat", "base_url": server.base_url,
                             "model": "tiny-llava", "max_new_tokens": 4, "max_concurrency": 4,

@@ -1,5 +1,6 @@
 """The openai-chat adapter against a local chat-completions server backed by the tiny LLaVA."""
 
+import contextlib
 import logging
 import socket
 import time
@@ -83,6 +84,7 @@ def test_a_slow_server_times_out_and_fails_naming_the_url(llava):
         with pytest.raises(ServerError, match=f"{server.base_url}/chat/completions failed 2 "):
             client.answer_all(_images(1), QUESTIONS[:1])
     assert time.perf_counter() - t < 10  # seconds, not the default 60 s timeout x retries
+    assert client.limit.in_flight == 0  # every attempt gave its slot back
 
 
 def test_a_server_that_is_down_fails_within_seconds():
@@ -99,9 +101,10 @@ def test_a_server_that_is_down_fails_within_seconds():
 def test_a_refused_request_is_not_retried(llava):
     _, answer = llava
     server = ChatServer(answer, fail_first=5, fail_status=400)
+    client = _client(server.base_url, max_retries=3)
     with server, pytest.raises(ServerError, match="HTTP 400"):
-        _client(server.base_url, max_retries=3).answer_all(_images(1), QUESTIONS[:1])
-    assert server.requests == 1
+        client.answer_all(_images(1), QUESTIONS[:1])
+    assert server.requests == 1 and client.limit.in_flight == 0
 
 
 def test_api_key_comes_from_the_environment_and_stays_out_of_logs(llava, monkeypatch, caplog):
@@ -247,6 +250,7 @@ def test_a_fatal_error_stops_the_rest_of_the_batch(llava):
         client = _client(server.base_url, max_concurrency=2, batch_size=40)
         with pytest.raises(ServerError, match="HTTP 400"):
             client.answer_all(_images(40), QUESTIONS * 10)
+    assert client.limit.in_flight == 0  # the stopped requests never took a slot
     # What was answered, the refused one and at most one more already in flight beside
     # it; nothing of the other ~35 questions is sent.
     assert server.requests <= server.answered + 2 and server.requests < 10
@@ -261,3 +265,35 @@ def test_the_docs_name_exactly_the_retried_statuses():
     text = " ".join((REPO / "docs" / "models.md").read_text().split())
     listed = re.search(r"HTTP ((?:\d{3}, )+\d{3} and \d{3}), timeouts", text).group(1)
     assert {int(n) for n in re.findall(r"\d{3}", listed)} == set(RETRY_STATUS)
+
+
+def test_each_way_a_request_ends_reaches_the_limit_as_its_outcome(llava):
+    """What the adaptive limit hears: a reply with its latency; a 429, a 503 or a timeout
+    as overload; a 502, a malformed body or a refused request as a failure that moves it
+    neither way."""
+    from vqarobust.models.concurrency import ConcurrencyLimit, Outcome
+
+    class Recording(ConcurrencyLimit):
+        def release(self, outcome, latency_s=None):
+            self.outcomes.append((outcome, latency_s is not None))
+            super().release(outcome, latency_s)
+
+    _, answer = llava
+    cases = [({"fail_first": 1, "fail_status": 429}, {}, Outcome.OVERLOADED),
+             ({"fail_first": 1, "fail_status": 503}, {}, Outcome.OVERLOADED),
+             ({"fail_first": 1, "fail_status": 502}, {}, Outcome.FAILED),
+             ({"malformed_first": 1}, {}, Outcome.FAILED),
+             ({"delay_s": 1.0}, {"timeout_s": 0.2, "max_retries": 0}, Outcome.OVERLOADED),
+             ({"fail_first": 1, "fail_status": 400}, {}, Outcome.FAILED)]  # fmt: skip
+    for server_kw, client_kw, first in cases:
+        with ChatServer(answer, **server_kw) as server:
+            client = _client(server.base_url, **client_kw)
+            client.limit = Recording(ceiling=8)
+            client.limit.outcomes = []
+            # The 400 and the timeout without retries end the batch; the rest recover.
+            with contextlib.suppress(ServerError):
+                client.answer_all(_images(1), QUESTIONS[:1])
+        assert client.limit.outcomes[0] == (first, False), server_kw
+        if len(client.limit.outcomes) > 1:  # the retry's reply, with its latency
+            assert client.limit.outcomes[1] == (Outcome.REPLY, True), server_kw
+        assert client.limit.in_flight == 0

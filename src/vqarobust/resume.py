@@ -96,7 +96,8 @@ def job_fingerprint(
         "precision": resolved_precision(spec, device),
         "questions": questions,
         "chunk_size": chunk_size,
-        "image_backend": image_backend(),
+        # A served model's images go to the server as PNG: no processor runs here.
+        "image_backend": None if spec.get("family") == "openai-chat" else image_backend(),
     }
 
 
