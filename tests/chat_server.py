@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 
 from PIL import Image
 
@@ -43,7 +44,24 @@ def _serve(handle: Callable[[BaseHTTPRequestHandler], None]) -> ThreadingHTTPSer
     return _Backlogged(("127.0.0.1", 0), Handler)
 
 
-class ChatServer:
+class _LocalServer:
+    """Serves ``handle`` on 127.0.0.1 at ``base_url`` inside ``with``."""
+
+    def __init__(self, handle: Callable[[BaseHTTPRequestHandler], None]) -> None:
+        self._httpd = _serve(handle)
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class ChatServer(_LocalServer):
     """``with ChatServer(answer) as server:`` serves ``server.base_url``."""
 
     def __init__(
@@ -70,17 +88,7 @@ class ChatServer:
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
-        self._httpd = _serve(self._handle)
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> ChatServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        _LocalServer.__init__(self, self._handle)
 
     def _reply(self, handler: BaseHTTPRequestHandler, status: int, payload: dict | bytes) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -133,7 +141,7 @@ class ChatServer:
         return 200, {"choices": [{"message": {"role": "assistant", "content": answer}}]}
 
 
-class CostServer:
+class CostServer(_LocalServer):
     """A chat-completions server on 127.0.0.1 that simulates an inference server's cost
     model instead of running one: ``slots`` requests compute at once (a batch on the GPU),
     each takes ``prefill_s`` for its image, or ``prefill_s * cached`` when that image is
@@ -156,17 +164,7 @@ class CostServer:
         self._slots = threading.Semaphore(slots)
         self._lock = threading.Lock()
         self._recent: list[str] = []
-        self._httpd = _serve(self._handle)
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> CostServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        _LocalServer.__init__(self, self._handle)
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
