@@ -1,18 +1,25 @@
-"""Questions per second of the BLIP adapter with and without sharing image features.
+"""Questions per second with and without sharing image features, on CPU.
 
-    .venv/bin/python benchmarks/feature_reuse.py [n_images] [questions_per_image]
+    .venv/bin/python benchmarks/feature_reuse.py [--images 40] [--per-image 5]
+        [--models blip paligemma2 qwen2-vl]
 
-Builds a tiny random-initialised BLIP offline whose vision tower (224x224, 16x16 patches,
-4 layers, hidden 128) outweighs its 1-layer text side, as in real BLIP, and answers
-~5 questions per image on CPU, once encoding each distinct image once per batch and once
-encoding the image of every question.
+Builds tiny random-initialised checkpoints offline whose vision tower outweighs their
+text side, as in the real models (a 4-layer, 128-wide vision tower on 224x224 images,
+16- or 14-pixel patches; a 1- or 2-layer, 32-wide text side), and answers ~5 questions
+per image in questions' length order (as inference does), once encoding each distinct
+image once per call and once encoding the image of every question. BLIP shares through
+its own adapter; PaliGemma 2 (196 image tokens) and Qwen2-VL (dynamic resolution, 64
+merged tokens) through the chat adapter's precomputed encoder outputs. Prints a
+Markdown table.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,32 +29,58 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.tiny_checkpoints import tiny_blip  # noqa: E402
+from tests.tiny_vlms import tiny_paligemma2, tiny_qwen2_vl  # noqa: E402
 from vqarobust.models import load_model  # noqa: E402
 
+QUESTIONS = ["what color is the shape?", "is there a circle?", "how many dog?",
+             "does the image contain a triangle?", "what is the shape?"]  # fmt: skip
+SIGLIP = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+          "intermediate_size": 512, "image_size": 224, "patch_size": 16}  # fmt: skip
+# (family, batch size, builder): the batch sizes are the families' defaults.
+MODELS: dict[str, tuple[str, int, Callable[[Path], Path]]] = {
+    "blip": ("blip", 32, lambda p: tiny_blip(p, SIGLIP)),
+    "paligemma2": ("image-text-to-text", 8, lambda p: tiny_paligemma2(p, SIGLIP)),
+    "qwen2-vl": ("image-text-to-text", 8, lambda p: tiny_qwen2_vl(
+        p, {"depth": 4, "embed_dim": 128, "num_heads": 4}, max_patches=256)),
+}  # fmt: skip
 
-def main(n_images: int = 40, per_image: int = 5) -> None:
+
+def rate(model, images: list, questions: list[str]) -> float:
+    """Questions per second of one ``answer_all`` call, after a warm-up batch."""
+    model.answer_all(images[: model.batch_size], questions[: model.batch_size])
+    t0 = time.perf_counter()
+    model.answer_all(images, questions)
+    return len(questions) / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--images", type=int, default=40)
+    parser.add_argument("--per-image", type=int, default=5)
+    parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
+    args = parser.parse_args()
     torch.set_num_threads(2)
     rng = np.random.default_rng(0)
-    images = [Image.fromarray(rng.integers(0, 256, (224, 224, 3), dtype=np.uint8))
-              for _ in range(int(n_images))]  # fmt: skip
-    qs = ["what color is the shape?", "is there a circle?", "how many dog?",
-          "does the image contain a triangle?", "what is the shape?"]  # fmt: skip
-    req_images = [im for im in images for _ in range(int(per_image))]
-    req_questions = [qs[k % len(qs)] for k in range(len(req_images))]
-    vision = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
-              "intermediate_size": 512, "image_size": 224, "patch_size": 16}  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        path = str(tiny_blip(Path(tmp), vision))
-        for share in (True, False):
-            model = load_model({"family": "blip", "path_or_id": path, "batch_size": 32,
-                                "max_new_tokens": 3, "share_image_features": share})  # fmt: skip
-            model.answer_all(req_images[:8], req_questions[:8])  # warm-up
-            t0 = time.perf_counter()
-            model.answer_all(req_images, req_questions)
-            dt = time.perf_counter() - t0
-            print(f"share_image_features={share!s:5s} {len(req_questions) / dt:7.1f} questions/s "
-                  f"({len(req_questions)} questions, {len(images)} images)")  # fmt: skip
+    distinct = [Image.fromarray(rng.integers(0, 256, (224, 224, 3), dtype=np.uint8))
+                for _ in range(args.images)]  # fmt: skip
+    images = [im for im in distinct for _ in range(args.per_image)]
+    questions = [QUESTIONS[k % len(QUESTIONS)] for k in range(len(images))]
+    print(f"{len(questions)} questions about {len(distinct)} images, CPU, 2 threads\n")
+    print("| model | batch | questions/s, shared | questions/s, every request | ratio |")
+    print("|---|---|---|---|---|")
+    for name in args.models:
+        family, batch, build = MODELS[name]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(build(Path(tmp)))
+            rates = {}
+            for share in (True, False):
+                model = load_model({"family": family, "path_or_id": path, "batch_size": batch,
+                                    "max_new_tokens": 3, "share_image_features": share},
+                                   name=name)  # fmt: skip
+                rates[share] = rate(model, images, questions)
+        print(f"| {name} | {batch} | {rates[True]:.1f} | {rates[False]:.1f} | "
+              f"{rates[True] / rates[False]:.1f}x |")  # fmt: skip
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main()

@@ -351,7 +351,7 @@ def main() -> None:
                 entry = write_real(name, folder, args.device)
             else:
                 entry = write_tiny(name, folder)
-            shares = ("blip", "llava", "vle", "pnp-vqa")
+            shares = ("blip", "llava", "image-text-to-text", "vle", "pnp-vqa")
             reuse_options = [True, False] if entry["family"] in shares else [None]
             for batch in (int(b) for b in args.batch_sizes.split(",")):
                 for reuse in reuse_options:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from tests.tiny_checkpoints import tiny_blip
@@ -90,3 +91,51 @@ def test_llava_shared_image_features_match_the_plain_path(llava_path):
     plain = load_model({**spec, "share_image_features": False})
     images, questions = _requests()
     assert shared.answer_all(images, questions) == plain.answer_all(images, questions)
+
+
+def _encoder_output(**fields):
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import (
+        BaseModelOutputWithDeepstackFeatures,
+    )
+
+    deep = "deepstack_features" in fields
+    cls = BaseModelOutputWithDeepstackFeatures if deep else BaseModelOutputWithPooling
+    return cls(last_hidden_state=torch.zeros(1), **fields)
+
+
+@pytest.mark.parametrize("layout", ["batched tensor", "tuple per image", "list per image"])
+def test_encoder_outputs_split_per_image_and_join_in_request_order(layout):
+    """Image a has 2 feature rows, image b 1 (a batched tensor has 1 each): the batch
+    [b, a, b] joins b's rows, a's, b's again, and the hidden states are not kept."""
+    from vqarobust.models.chat import join_encoder_outputs, split_encoder_output
+
+    a, b = torch.tensor([[1.0], [2.0]]), torch.tensor([[3.0]])
+    pooled = {"batched tensor": torch.tensor([[[1.0]], [[3.0]]]),
+              "tuple per image": (a, b), "list per image": [a, b]}[layout]  # fmt: skip
+    per_image = split_encoder_output(_encoder_output(pooler_output=pooled), 2)
+    joined = join_encoder_outputs([per_image[1], per_image[0], per_image[1]], torch.device("cpu"))
+    assert joined.last_hidden_state is None
+    if layout == "batched tensor":
+        assert joined.pooler_output.tolist() == [[[3.0]], [[1.0]], [[3.0]]]
+    else:
+        assert type(joined.pooler_output) is type(pooled)
+        assert [t.tolist() for t in joined.pooler_output] == [[[3.0]], [[1.0], [2.0]], [[3.0]]]
+
+
+def test_deepstack_features_split_per_layer_then_image():
+    from vqarobust.models.chat import join_encoder_outputs, split_encoder_output
+
+    a, b = torch.tensor([[1.0]]), torch.tensor([[2.0]])
+    layers = [(a, b), (a + 10, b + 10)]
+    output = _encoder_output(pooler_output=(a, b), deepstack_features=layers)
+    per_image = split_encoder_output(output, 2)
+    joined = join_encoder_outputs([per_image[1], per_image[0]], torch.device("cpu"))
+    assert [[t.item() for t in layer] for layer in joined.deepstack_features] == [[2, 1], [12, 11]]
+
+
+def test_an_encoder_output_that_does_not_split_per_image_is_refused():
+    from vqarobust.models.chat import split_encoder_output
+
+    with pytest.raises(ValueError, match="3 parts for 2 images.*share_image_features: false"):
+        split_encoder_output(_encoder_output(pooler_output=torch.zeros(3, 4, 8)), 2)

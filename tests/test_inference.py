@@ -196,7 +196,7 @@ def test_an_undecodable_image_is_named(easy_vqa_eval, tmp_path):
 
 
 class ImagesSeen(VQAModel):
-    """Records how many distinct images each answer_all call received."""
+    """Records how many distinct images each respond_all call received."""
 
     def __init__(self):
         super().__init__(batch_size=4)

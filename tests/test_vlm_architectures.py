@@ -121,3 +121,46 @@ def test_the_memory_estimate_counts_the_weights_and_the_cache_that_run(vlm):
     # The probe is one 640x480 image: its tokens are what the processor makes of it.
     probe = model._inputs([Image.new("RGB", (640, 480))], ["What is it?"])
     assert estimate.tokens_per_request == probe["input_ids"].shape[1] + 4
+
+
+def test_shared_image_features_answer_as_the_plain_path(vlm, monkeypatch):
+    """Each distinct image is encoded once per call, across batches, and the replies equal
+    those of the path that encodes every request's pixels inside ``generate``."""
+    arch, model, _ = vlm
+    distinct = _images()
+    # Repeats fall into different batches of 2: the second batch reuses the first's.
+    images = [distinct[0], distinct[2], distinct[0], distinct[3], distinct[2], distinct[0]]
+    questions = [*QUESTIONS, "what?"]
+    encoded = []
+    encode = model._encode
+    monkeypatch.setattr(model, "_encode", lambda ims: encoded.extend(ims) or encode(ims))
+    monkeypatch.setattr(model, "batch_size", 2)
+    assert model.share_image_features
+    shared = model.respond_all(images, questions)
+    assert sorted(map(id, encoded)) == sorted({id(im) for im in images})
+    monkeypatch.setattr(model, "share_image_features", False)
+    assert shared == model.respond_all(images, questions)
+    assert len(set(shared[1])) >= 3, shared[1]
+
+
+def test_a_model_that_takes_no_precomputed_features_encodes_every_request(tmp_path, caplog):
+    """A model class whose ``forward`` takes no ``mm_encoder_outputs`` (as a remote-code
+    model may) shares nothing by default, says so, and refuses an explicit request."""
+    from transformers import PaliGemmaForConditionalGeneration
+
+    from vqarobust.models.chat import ChatVQA
+
+    class PixelsOnly(PaliGemmaForConditionalGeneration):
+        def forward(self, input_ids=None, attention_mask=None, pixel_values=None, **kwargs):
+            return super().forward(input_ids, pixel_values, attention_mask, **kwargs)
+
+    class PixelsOnlyVQA(ChatVQA):
+        model_class = PixelsOnly
+
+    path = str(BUILDERS["paligemma2"](tmp_path))
+    with caplog.at_level("WARNING", logger="vqarobust.models.chat"):
+        assert not PixelsOnlyVQA(path, name="m").share_image_features
+    assert "'m': PixelsOnly takes no precomputed image features" in caplog.text
+    assert PixelsOnlyVQA(path, name="m", share_image_features=False).share_image_features is False
+    with pytest.raises(ValueError, match="'m': share_image_features is true, but PixelsOnly"):
+        PixelsOnlyVQA(path, name="m", share_image_features=True)

@@ -142,7 +142,7 @@ def _mrope(head_dim: int) -> dict:
     return {"rope_type": "default", "mrope_section": [half - 2 * (half // 3), half // 3, half // 3]}
 
 
-def _qwen(path: Path, arch: str) -> Path:
+def _qwen(path: Path, arch: str, vision: dict | None = None, max_patches: int = 36) -> Path:
     from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil
 
     tok = word_tokenizer(_QWEN_SPECIAL, "<|endoftext|>", "<|im_end|>", pad="<|endoftext|>")
@@ -157,7 +157,7 @@ def _qwen(path: Path, arch: str) -> Path:
     # Images of 40-70 px become 2x2 to 3x3 groups of merged patches.
     image_processor = Qwen2VLImageProcessorPil(
         patch_size=patch, merge_size=2, size={"shortest_edge": 4 * patch * patch,
-                                              "longest_edge": 36 * patch * patch}
+                                              "longest_edge": max_patches * patch * patch}
     )  # fmt: skip
     if arch == "qwen2-vl":
         from transformers import (
@@ -167,7 +167,7 @@ def _qwen(path: Path, arch: str) -> Path:
             Qwen2VLVideoProcessor,
         )
 
-        vision = {"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2}
+        vision = {"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, **(vision or {})}
         model = Qwen2VLForConditionalGeneration(
             Qwen2VLConfig(vision_config=vision, text_config=text, **ids)
         )
@@ -209,9 +209,10 @@ def _qwen(path: Path, arch: str) -> Path:
     return _finish(model, processor, tok, "<|im_end|>", path)
 
 
-def tiny_qwen2_vl(path: Path) -> Path:
-    """Qwen2-VL: dynamic resolution (``image_grid_thw``), M-RoPE."""
-    return _qwen(path, "qwen2-vl")
+def tiny_qwen2_vl(path: Path, vision: dict | None = None, max_patches: int = 36) -> Path:
+    """Qwen2-VL: dynamic resolution (``image_grid_thw``), M-RoPE. ``vision`` overrides the
+    vision config, ``max_patches`` caps the patches per image (benchmarks size them up)."""
+    return _qwen(path, "qwen2-vl", vision, max_patches)
 
 
 def tiny_qwen2_5_vl(path: Path) -> Path:
@@ -342,19 +343,26 @@ def tiny_gemma3(path: Path) -> Path:
     return _finish(model, processor, tok, "<end_of_turn>", path)
 
 
-def tiny_paligemma2(path: Path) -> Path:
-    """PaliGemma 2: SigLIP tower and a Gemma 2 decoder; a task prefix, no chat template."""
+def tiny_paligemma2(path: Path, vision: dict | None = None) -> Path:
+    """PaliGemma 2: SigLIP tower and a Gemma 2 decoder; a task prefix, no chat template.
+    ``vision`` overrides the vision config (its ``image_size`` and ``patch_size`` set the
+    processor's size and image tokens too)."""
     from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, PaliGemmaProcessor
     from transformers.models.siglip import SiglipImageProcessorPil
 
+    vision = {**VISION, "projection_dim": 32, **(vision or {})}
+    side = vision["image_size"]
+
     tok = word_tokenizer([], "<bos>", "<eos>")
     processor = PaliGemmaProcessor(
-        image_processor=SiglipImageProcessorPil(size={"height": 32, "width": 32},
-                                                image_seq_length=16),
+        image_processor=SiglipImageProcessorPil(
+            size={"height": side, "width": side},
+            image_seq_length=(side // vision["patch_size"]) ** 2,
+        ),
         tokenizer=tok,
     )  # fmt: skip
     config = PaliGemmaConfig(
-        vision_config={**VISION, "projection_dim": 32},
+        vision_config=vision,
         text_config={**TEXT, "model_type": "gemma2", "vocab_size": len(tok), "head_dim": 16,
                      "sliding_window": 16, "pad_token_id": tok.pad_token_id},
         image_token_index=processor.image_token_id, projection_dim=32, hidden_size=32,

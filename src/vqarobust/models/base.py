@@ -164,7 +164,8 @@ class GeneratesReplies(VQAModel):
 
 
 class SharesImageFeatures(VQAModel):
-    """Mixin: encode each distinct image once per :meth:`answer_all` call.
+    """Mixin: encode each distinct image once per :meth:`respond_all` call (which
+    :meth:`answer_all` wraps).
 
     Features are cached by image object id, which is valid only while the caller holds
     the images, that is, within one call (the inference loop passes a chunk of questions

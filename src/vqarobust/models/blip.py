@@ -1,6 +1,6 @@
 """Adapter for BLIP VQA models (``BlipForQuestionAnswering``): generative answer decoder.
 
-Each distinct image is encoded once by the vision model per ``answer_all`` call (one
+Each distinct image is encoded once by the vision model per ``respond_all`` call (one
 chunk of a job) and its features are shared by all of its questions; the question
 encoder and answer decoder then run as in
 ``BlipForQuestionAnswering.generate`` (greedy decoding).

@@ -9,6 +9,8 @@ answer is the reply cut to a short answer (docs/models.md, "From reply to answer
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +23,8 @@ from vqarobust.models import SMALL_BATCH_SIZE
 from vqarobust.models.base import GeneratesReplies, SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
 
+log = logging.getLogger(__name__)
+
 DEFAULT_PROMPT = "{question}\nAnswer the question using a single word or phrase."
 # PaliGemma's mix checkpoints answer VQA after this task prefix (its model card's format).
 PREFIX_PROMPT = "answer en {question}"
@@ -32,8 +36,17 @@ PREFIX_MODELS = ("paligemma",)
 TARGETS = ("labels",)
 
 
-class ChatVQA(GeneratesReplies, HFVQAModel):
-    """A chat-template image-text-to-text model answering one question per conversation."""
+class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
+    """A chat-template image-text-to-text model answering one question per conversation.
+
+    With ``share_image_features`` (the default where the architecture takes them), the
+    vision encoder runs once per distinct image per :meth:`respond_all` call (a chunk of a
+    job), and ``generate`` receives the encoder's outputs for every question about it
+    (transformers' ``mm_encoder_outputs``) instead of pixels: the language side, its
+    placeholder tokens and position ids (Qwen's M-RoPE, Gemma 3's image attention) are the
+    model's own path. The cached outputs wait in host memory, so the GPU holds only one
+    batch's, as without sharing.
+    """
 
     model_class = AutoModelForImageTextToText
 
@@ -43,6 +56,7 @@ class ChatVQA(GeneratesReplies, HFVQAModel):
         batch_size: int = SMALL_BATCH_SIZE,
         max_new_tokens: int = 10,
         prompt: str | None = None,
+        share_image_features: bool | None = None,
         **kwargs: Any,
     ) -> None:
         name = kwargs.get("name", "model")
@@ -59,6 +73,25 @@ class ChatVQA(GeneratesReplies, HFVQAModel):
             tokenizer.pad_token = tokenizer.eos_token
         self.max_new_tokens = max_new_tokens
         self.prompt = prompt or (PREFIX_PROMPT if self.prefix else DEFAULT_PROMPT)
+        self.share_image_features = self._sharing(name, share_image_features)
+
+    def _sharing(self, name: str, requested: bool | None) -> bool:
+        """Whether to share encoder outputs: as requested, and by default where the model's
+        ``forward`` takes precomputed ones (every architecture of this transformers; a
+        remote-code model may not)."""
+        takes = "mm_encoder_outputs" in inspect.signature(self.model.forward).parameters
+        if requested and not takes:
+            raise ValueError(
+                f"model {name!r}: share_image_features is true, but "
+                f"{type(self.model).__name__}.forward takes no precomputed image features "
+                "(mm_encoder_outputs); set it to false"
+            )
+        if requested is None and not takes:
+            log.warning(
+                "model %r: %s takes no precomputed image features; every request's image "
+                "is encoded", name, type(self.model).__name__,
+            )  # fmt: skip
+        return takes if requested is None else requested
 
     def _prompts(self, questions: Sequence[str]) -> list[str]:
         """Each question as a one-turn conversation rendered by the chat template (or, for
@@ -75,75 +108,103 @@ class ChatVQA(GeneratesReplies, HFVQAModel):
             )
         return prompts
 
-    def _inputs(self, images: Sequence[Image.Image], questions: Sequence[str]) -> dict[str, Any]:
+    def _inputs(
+        self, images: Sequence[Image.Image], questions: Sequence[str], pixels: bool = True
+    ) -> dict[str, Any]:
         """The processor's batch on the model's device: one image per conversation (a list
-        per request, as multi-image processors expect), floating tensors in its dtype."""
+        per request, as multi-image processors expect), floating tensors in its dtype.
+        Without ``pixels``, the pixel values stay behind (the tokens, image sizes and
+        grids that the text side needs come along)."""
         batch = self.processor(
             images=[[im] for im in images], text=self._prompts(questions), padding=True,
             return_tensors="pt",
         )  # fmt: skip
-        return {
-            k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
-            for k, v in batch.items()
-            if k not in TARGETS
-        }
+        dropped = TARGETS if pixels else (*TARGETS, "pixel_values")
+        return {k: self._on_device(v) for k, v in batch.items() if k not in dropped}
+
+    def _on_device(self, value: torch.Tensor) -> torch.Tensor:
+        if value.is_floating_point():
+            return value.to(self.device, self.model.dtype)
+        return value.to(self.device)
+
+    def _encode(self, images: list[Image.Image]) -> list[Any]:
+        """The vision encoder's output for each image, one encoder call for all of them,
+        split per image and kept in host memory."""
+        batch = self.processor(
+            images=[[im] for im in images], text=self._prompts([""] * len(images)),
+            padding=True, return_tensors="pt",
+        )  # fmt: skip
+        encoder = self.model.base_model.get_image_features
+        wanted = inspect.signature(encoder).parameters
+        kwargs = {k: self._on_device(v) for k, v in batch.items() if k in wanted}
+        return split_encoder_output(encoder(**kwargs, return_dict=True), len(images))
 
     @torch.inference_mode()
     def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Greedy replies for one batch: the new tokens only."""
-        inputs = self._inputs(images, questions)
+        inputs = self._inputs(images, questions, pixels=not self.share_image_features)
+        if self.share_image_features:
+            per_request = self.image_features(images, self._encode)
+            inputs["mm_encoder_outputs"] = {"image": join_encoder_outputs(per_request, self.device)}
         out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
         new_tokens = out[:, inputs["input_ids"].shape[1] :]
         return self.processor.batch_decode(new_tokens, skip_special_tokens=True)
 
 
-class LlavaVQA(SharesImageFeatures, ChatVQA):
-    """LLaVA-1.5 (``LlavaForConditionalGeneration``), e.g. ``llava-hf/llava-1.5-7b-hf``.
+def split_encoder_output(output: Any, n: int) -> list[Any]:
+    """One vision-encoder output for ``n`` images as ``n`` outputs of one image each, in
+    host memory, keeping only what the language side reads: the projected features
+    (``pooler_output``: per image a sequence element, or a row of a batched tensor) and
+    Qwen3-VL's ``deepstack_features`` (per layer, then per image). Hidden states would only
+    fill the cache. :func:`join_encoder_outputs` is its inverse."""
+    fields = {"pooler_output": _per_image(output.pooler_output, n)}
+    deepstack = getattr(output, "deepstack_features", None)
+    if deepstack is not None:
+        layers = [_per_image(layer, n) for layer in deepstack]
+        fields["deepstack_features"] = [[layer[i] for layer in layers] for i in range(n)]
+    return [type(output)(**{k: v[i] for k, v in fields.items()}) for i in range(n)]
 
-    The vision tower and projector run once per distinct image per ``answer_all`` call
-    (a chunk of a job); the projected
-    features are scattered into the placeholder tokens of every question about it, and
-    the language model generates from those embeddings.
-    """
+
+def join_encoder_outputs(outputs: Sequence[Any], device: torch.device) -> Any:
+    """Outputs of one image each (one per request, repeats allowed) as one output of the
+    batch's images in request order, on ``device``."""
+    first = outputs[0]
+    fields = {"pooler_output": _concat([o.pooler_output for o in outputs], device)}
+    if getattr(first, "deepstack_features", None) is not None:
+        depth = len(first.deepstack_features)
+        fields["deepstack_features"] = [
+            _concat([o.deepstack_features[d] for o in outputs], device) for d in range(depth)
+        ]
+    return type(first)(**fields)
+
+
+def _per_image(value: Any, n: int) -> list[Any]:
+    """Per image, a part of ``value`` of the same kind: a one-element sequence, or a
+    one-row tensor."""
+    if isinstance(value, torch.Tensor):
+        parts = [value[i : i + 1].cpu() for i in range(value.shape[0])]
+    else:
+        parts = [type(value)([v.cpu()]) for v in value]
+    if len(parts) != n:
+        # An encoder that packs images otherwise: its parts would go to the wrong requests.
+        raise ValueError(
+            f"the vision encoder returned {len(parts)} parts for {n} images; "
+            "set share_image_features: false for this model"
+        )
+    return parts
+
+
+def _concat(parts: Sequence[Any], device: torch.device) -> Any:
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts, dim=0).to(device)
+    return type(parts[0])(t.to(device) for part in parts for t in part)
+
+
+class LlavaVQA(ChatVQA):
+    """LLaVA-1.5 (``LlavaForConditionalGeneration``), e.g. ``llava-hf/llava-1.5-7b-hf``:
+    the chat path, and the language model's attention over the image tokens."""
 
     model_class = LlavaForConditionalGeneration
-
-    def __init__(self, path_or_id: str, share_image_features: bool = True, **kwargs: Any) -> None:
-        super().__init__(path_or_id, **kwargs)
-        self.share_image_features = share_image_features
-
-    def _encode(self, images: list[Image.Image]) -> list[torch.Tensor]:
-        pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
-        cfg = self.model.config
-        return self.model.model.get_image_features(
-            pixel_values=pixels.to(self.device, self.model.dtype),
-            vision_feature_layer=cfg.vision_feature_layer,
-            vision_feature_select_strategy=cfg.vision_feature_select_strategy,
-        ).pooler_output
-
-    @torch.inference_mode()
-    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
-        """Greedy replies for one batch, encoding each distinct image once."""
-        if not self.share_image_features:
-            return super().reply(images, questions)
-        texts = self._prompts(questions)
-        # The processor expands each image placeholder to the image's token count.
-        text = self.processor(images=list(images), text=texts, padding=True, return_tensors="pt")
-        input_ids = text["input_ids"].to(self.device)
-        attention_mask = text["attention_mask"].to(self.device)
-        cfg = self.model.config
-        per_request = torch.cat(self.image_features(images, self._encode), dim=0)
-        embeds = self.model.get_input_embeddings()(input_ids)
-        mask = (input_ids == cfg.image_token_id).unsqueeze(-1).expand_as(embeds)
-        embeds = embeds.masked_scatter(mask, per_request.to(embeds.dtype))
-        # With embeddings only, generate returns just the new tokens.
-        out = self.model.generate(
-            inputs_embeds=embeds,
-            attention_mask=attention_mask,
-            max_new_tokens=self.max_new_tokens,
-            do_sample=False,
-        )
-        return self.processor.batch_decode(out, skip_special_tokens=True)
 
     @torch.inference_mode()
     def image_attention(

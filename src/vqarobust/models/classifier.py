@@ -58,7 +58,7 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
 
     def logits(self, images: Sequence[Image.Image], questions: Sequence[str]) -> torch.Tensor:
         """The answer logits of one batch, one row per request; within
-        :meth:`answer_all`, each distinct image's side is computed once."""
+        :meth:`respond_all`, each distinct image's side is computed once."""
         text = self.processor.tokenizer(
             list(questions),
             padding="longest",

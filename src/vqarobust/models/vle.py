@@ -339,7 +339,7 @@ def load_vle(path: str | Path) -> tuple[VLEForVQA, dict[int, str]]:
 class VLEVQA(SharesImageFeatures, HFVQAModel):
     """A VLE VQA checkpoint (e.g. ``hfl/vle-base-for-vqa``): argmax over its answer labels.
 
-    Each distinct image goes through the vision tower once per ``answer_all`` call.
+    Each distinct image goes through the vision tower once per ``respond_all`` call.
     """
 
     def __init__(self, path_or_id: str, share_image_features: bool = True, **kwargs: Any) -> None:
