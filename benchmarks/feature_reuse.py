@@ -5,7 +5,8 @@
 
 Builds tiny random-initialised checkpoints offline whose vision tower outweighs their
 text side, as in the real models (a 4-layer, 128-wide vision tower on 224x224 images,
-16- or 14-pixel patches; a 1- or 2-layer, 32-wide text side), and answers ~5 questions
+16- or 14-pixel patches; a 1-layer text side as wide as the tower for BLIP, a 2-layer,
+32-wide one for the chat models), and answers ~5 questions
 per image in questions' length order (as inference does), once encoding each distinct
 image once per call and once encoding the image of every question. BLIP shares through
 its own adapter; PaliGemma 2 (196 image tokens) and Qwen2-VL (dynamic resolution, 64
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.tiny_checkpoints import tiny_blip  # noqa: E402
 from tests.tiny_vlms import tiny_paligemma2, tiny_qwen2_vl  # noqa: E402
 from vqarobust.models import load_model  # noqa: E402
+from vqarobust.models.base import VQAModel  # noqa: E402
 
 QUESTIONS = ["what color is the shape?", "is there a circle?", "how many dog?",
              "does the image contain a triangle?", "what is the shape?"]  # fmt: skip
@@ -45,7 +47,7 @@ MODELS: dict[str, tuple[str, int, Callable[[Path], Path]]] = {
 }  # fmt: skip
 
 
-def rate(model, images: list, questions: list[str]) -> float:
+def rate(model: VQAModel, images: list[Image.Image], questions: list[str]) -> float:
     """Questions per second of one ``answer_all`` call, after a warm-up batch."""
     model.answer_all(images[: model.batch_size], questions[: model.batch_size])
     t0 = time.perf_counter()

@@ -174,3 +174,33 @@ def test_lpips_config_needs_both_files(tmp_path, monkeypatch):
         validate_config({**base, "lpips": {"backbone": "alexnet.pth", "linear": "alex.pth"}})
     with pytest.raises(ConfigError, match="lpips"):
         validate_config({**base, "lpips": {"backbone": "alexnet.pth", "weights": "a"}})
+
+
+def test_lpips_equals_the_lpips_package_with_its_shipped_linear_layers(tmp_path):
+    """The ``lpips`` package's own v0.1 AlexNet metric, on a random backbone (its
+    pretrained one would download) and the linear layers its wheel ships: this module,
+    given the same backbone in torchvision's layout and the wheel's ``alex.pth``, gives
+    the package's distances."""
+    from pathlib import Path
+
+    import lpips
+
+    torch.manual_seed(0)
+    reference = lpips.LPIPS(net="alex", pnet_rand=True, verbose=False).eval()
+    # "net.slice1.0.weight" is torchvision's "features.0.weight".
+    state = {f"features.{k.split('.', 2)[2]}": v
+             for k, v in reference.state_dict().items() if k.startswith("net.")}  # fmt: skip
+    torch.save(state, tmp_path / "alexnet.pth")
+    shipped = Path(lpips.__file__).parent / "weights" / "v0.1" / "alex.pth"
+    metric = load_lpips(tmp_path / "alexnet.pth", shipped)
+    rng = np.random.default_rng(1)
+    clean = rng.integers(0, 256, size=(4, 64, 96, 3), dtype=np.uint8)
+    noisy = np.clip(clean + rng.normal(0, 30, clean.shape), 0, 255).astype(np.uint8)
+
+    def scaled(images):
+        return torch.tensor(images, dtype=torch.float32).permute(0, 3, 1, 2) / 127.5 - 1
+
+    with torch.no_grad():
+        want = reference(scaled(clean), scaled(noisy)).flatten().double().numpy()
+    np.testing.assert_allclose(metric.distance(clean, noisy), want, rtol=1e-5)
+    assert len(set(np.round(want, 6))) == 4

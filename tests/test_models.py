@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -9,7 +11,7 @@ from PIL import Image
 from vqarobust import store
 from vqarobust.models import FAMILIES, load_model
 from vqarobust.models.architectures import ARCHITECTURES, build_architecture
-from vqarobust.models.base import VQAModel
+from vqarobust.models.base import SharesImageFeatures, VQAModel
 from vqarobust.models.loading import MissingWeightsError
 from vqarobust.models.recipe import Recipe
 from vqarobust.models.training import train_reference_model
@@ -103,6 +105,51 @@ def test_answer_all_sorts_longest_first_and_restores_order():
     assert m.batches[0] == ["dddd", "ccc"]
     with pytest.raises(ValueError, match="5 images but 4 questions"):
         m.answer_all([None] * 5, qs[:4])
+
+
+class Cached(SharesImageFeatures):
+    """Encodes through the shared cache and records, per batch, what it encoded and
+    which images the cache still holds afterwards."""
+
+    def __init__(self):
+        super().__init__(batch_size=1)
+        self.encoded: list[list[str]] = []
+        self.held: list[set[str]] = []
+
+    def answer(self, images, questions):
+        features = self.image_features(images, self._encode)
+        self.held.append(set(self._features.values()) if self._in_call else set())
+        return features
+
+    def _encode(self, images):
+        self.encoded.append([im.label for im in images])
+        return [im.label for im in images]
+
+
+class Labelled:
+    def __init__(self, label):
+        self.label = label
+
+
+def test_a_shared_image_leaves_the_cache_after_its_last_request():
+    """Requests about a, b, a, c, longest question first, one per batch: a is encoded
+    once and held until its second request, b and c leave with their only one; a retried
+    batch (out of memory) re-encodes, never misanswers."""
+    a, b, c = Labelled("a"), Labelled("b"), Labelled("c")
+    model = Cached()
+    answers = model.answer_all([a, b, a, c], ["aaaa", "bbb", "cc", "d"])
+    assert answers == ["a", "b", "a", "c"]
+    assert model.encoded == [["a"], ["b"], ["c"]]
+    assert model.held == [{"a"}, {"a"}, set(), set()]
+    assert model._features == {} and not model._in_call
+    # The same batch twice (a retry) counts a's requests down early: a is encoded again.
+    model = Cached()
+    model._features, model._pending, model._in_call = {}, Counter({id(a): 2}), True
+    assert model.image_features([a], model._encode) == ["a"]
+    assert model.image_features([a], model._encode) == ["a"]
+    assert model._features == {}
+    assert model.image_features([a], model._encode) == ["a"]
+    assert model.encoded == [["a"], ["a"]]
 
 
 def test_missing_weights_fail_fast_with_a_clear_message(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ loaded by ``path_or_id`` as a config entry loads them."""
 from __future__ import annotations
 
 import pytest
+import torch
 from PIL import Image
 
 from tests.tiny_checkpoints import random_images
@@ -141,6 +142,48 @@ def test_shared_image_features_answer_as_the_plain_path(vlm, monkeypatch):
     monkeypatch.setattr(model, "share_image_features", False)
     assert shared == model.respond_all(images, questions)
     assert len(set(shared[1])) >= 3, shared[1]
+    # Some tiny models' replies barely read the image (Gemma 3 pools random pixels to 4
+    # tokens): the features each batch hands to generate are checked directly against
+    # what the plain path's encoder gives the batch's images.
+    monkeypatch.setattr(model, "share_image_features", True)
+    handed = []
+    generate = model.model.generate
+    monkeypatch.setattr(model.model, "generate", lambda **kw: handed.append(kw) or generate(**kw))
+    model.respond_all(images, questions)
+    batches = [[images[j] for j in model.request_order(images, questions)[i : i + 2]]
+               for i in range(0, len(images), 2)]  # fmt: skip
+    assert len(handed) == len(batches) == 3
+    for kwargs, batch in zip(handed, batches, strict=True):
+        given = kwargs["mm_encoder_outputs"]["image"]
+        plain = _plain_encoder_output(model, batch)
+        # Encoded in other batches: equal up to float32 rounding (Qwen's windowed attention).
+        close = {"rtol": 1e-4, "atol": 1e-4}
+        torch.testing.assert_close(
+            _token_rows(given.pooler_output), _token_rows(plain.pooler_output), **close
+        )
+        for got, want in zip(getattr(given, "deepstack_features", None) or [],
+                             getattr(plain, "deepstack_features", None) or [],
+                             strict=True):  # fmt: skip
+            torch.testing.assert_close(_token_rows(got), _token_rows(want), **close)
+
+
+def _plain_encoder_output(model, images):
+    """The encoder's output for a batch's images as ``generate`` computes it without
+    sharing: from the processor's pixels for the whole batch."""
+    import inspect
+
+    batch = model.processor(images=[[im] for im in images], padding=True, return_tensors="pt",
+                            text=model._prompts(["q"] * len(images)))  # fmt: skip
+    encoder = model.model.base_model.get_image_features
+    wanted = inspect.signature(encoder).parameters
+    return encoder(**{k: v for k, v in batch.items() if k in wanted}, return_dict=True)
+
+
+def _token_rows(features):
+    """Image-token rows in the order the placeholder tokens take them."""
+    if isinstance(features, torch.Tensor):
+        return features.reshape(-1, features.shape[-1])
+    return torch.cat([f.reshape(-1, f.shape[-1]) for f in features])
 
 
 def test_a_model_that_takes_no_precomputed_features_encodes_every_request(tmp_path, caplog):
@@ -160,7 +203,9 @@ def test_a_model_that_takes_no_precomputed_features_encodes_every_request(tmp_pa
     path = str(BUILDERS["paligemma2"](tmp_path))
     with caplog.at_level("WARNING", logger="vqarobust.models.chat"):
         assert not PixelsOnlyVQA(path, name="m").share_image_features
-    assert "'m': PixelsOnly takes no precomputed image features" in caplog.text
+    assert (
+        "'m': PixelsOnly takes no precomputed image features; every request's image" in caplog.text
+    )
     assert PixelsOnlyVQA(path, name="m", share_image_features=False).share_image_features is False
     with pytest.raises(ValueError, match="'m': share_image_features is true, but PixelsOnly"):
         PixelsOnlyVQA(path, name="m", share_image_features=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -169,7 +170,10 @@ class SharesImageFeatures(VQAModel):
 
     Features are cached by image object id, which is valid only while the caller holds
     the images, that is, within one call (the inference loop passes a chunk of questions
-    whose images it keeps alive). A bare :meth:`answer` call caches nothing.
+    whose images it keeps alive). An image's features leave the cache with its call's last
+    request about it, so the cache holds the images that are half answered, not the
+    chunk's. A bare :meth:`answer` call caches nothing. Adapters call
+    :meth:`image_features` once per batch.
     """
 
     share_image_features: bool = True
@@ -182,24 +186,34 @@ class SharesImageFeatures(VQAModel):
     ) -> tuple[list[str], list[str | None]]:
         """As :meth:`VQAModel.respond_all`, with image features shared across batches."""
         self._features: dict[int, Any] = {}
+        self._pending: Counter[int] = Counter(map(id, images))
         self._in_call = True
         try:
             return super().respond_all(images, questions, progress)
         finally:
-            self._features, self._in_call = {}, False
+            self._features, self._pending, self._in_call = {}, Counter(), False
 
     def image_features(self, images: Sequence[Image.Image], encode: Any) -> list[Any]:
         """Per request, the features ``encode(list_of_images)`` gives its image (row i)."""
         if not self.share_image_features:
             encoded = encode(list(images))
             return [encoded[i] for i in range(len(images))]
-        cache = self._features if getattr(self, "_in_call", False) else {}
+        in_call = getattr(self, "_in_call", False)
+        cache = self._features if in_call else {}
         distinct, _ = distinct_images(images)
         missing = [im for im in distinct if id(im) not in cache]
         if missing:
             encoded = encode(missing)
             cache.update({id(im): encoded[i] for i, im in enumerate(missing)})
-        return [cache[id(im)] for im in images]
+        features = [cache[id(im)] for im in images]
+        if in_call:
+            # A batch retried after running out of memory counts twice: its images then
+            # leave early and are encoded again, never answered from the wrong features.
+            self._pending.subtract(map(id, images))
+            for im in distinct:
+                if self._pending[id(im)] <= 0:
+                    cache.pop(id(im), None)
+        return features
 
 
 def distinct_images(images: Sequence[Image.Image]) -> tuple[list[Image.Image], Any]:

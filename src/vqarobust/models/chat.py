@@ -32,14 +32,21 @@ PREFIX_PROMPT = "answer en {question}"
 PREFIX_MODELS = ("paligemma",)
 # Processor outputs that are training targets, not inputs: PaliGemma's processor returns
 # ``labels``, on which a forward pass would compute a loss. Anything else it returns goes
-# to the model, which rejects what it does not take.
+# to the model (less the pixels when their encoder outputs are shared), which rejects
+# what it does not take.
 TARGETS = ("labels",)
+# The architectures (config.model_type) whose shared image features are tested to give
+# the plain path's replies (tests/test_vlm_architectures.py, tests/test_generative_models.py):
+# shared by default. Another architecture's layout may differ (features per question, or
+# not one part per image), so it shares only when its entry asks.
+SHARED_ENCODERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics3", "smolvlm",
+                   "llava_onevision", "gemma3", "paligemma", "llava")  # fmt: skip
 
 
 class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
     """A chat-template image-text-to-text model answering one question per conversation.
 
-    With ``share_image_features`` (the default where the architecture takes them), the
+    With ``share_image_features`` (the default for ``SHARED_ENCODERS``), the
     vision encoder runs once per distinct image per :meth:`respond_all` call (a chunk of a
     job), and ``generate`` receives the encoder's outputs for every question about it
     (transformers' ``mm_encoder_outputs``) instead of pixels: the language side, its
@@ -76,22 +83,43 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         self.share_image_features = self._sharing(name, share_image_features)
 
     def _sharing(self, name: str, requested: bool | None) -> bool:
-        """Whether to share encoder outputs: as requested, and by default where the model's
-        ``forward`` takes precomputed ones (every architecture of this transformers; a
-        remote-code model may not)."""
-        takes = "mm_encoder_outputs" in inspect.signature(self.model.forward).parameters
-        if requested and not takes:
-            raise ValueError(
-                f"model {name!r}: share_image_features is true, but "
-                f"{type(self.model).__name__}.forward takes no precomputed image features "
-                "(mm_encoder_outputs); set it to false"
-            )
-        if requested is None and not takes:
-            log.warning(
-                "model %r: %s takes no precomputed image features; every request's image "
-                "is encoded", name, type(self.model).__name__,
-            )  # fmt: skip
-        return takes if requested is None else requested
+        """Whether to share encoder outputs: by default for the architectures whose sharing
+        is tested (``SHARED_ENCODERS``); where asked for, wherever the model takes
+        precomputed outputs and its encoder reads no text."""
+        model, kind = self.model, self.model.config.model_type
+        takes = "mm_encoder_outputs" in inspect.signature(model.forward).parameters
+        encoder = getattr(model.base_model, "get_image_features", None)
+        # An encoder that reads the question (InstructBLIP's Q-Former) has no features per
+        # image to share.
+        reads_text = encoder is None or any(
+            "input_ids" in p for p in inspect.signature(encoder).parameters
+        )
+        cls = type(model).__name__
+        if requested:
+            if not takes or reads_text:
+                raise ValueError(
+                    f"model {name!r}: share_image_features is true, but {cls} "
+                    + ("takes no precomputed image features (mm_encoder_outputs)" if not takes
+                       else "has no image features independent of the question")
+                    + "; set it to false"
+                )  # fmt: skip
+            if kind not in SHARED_ENCODERS:
+                log.warning(
+                    "model %r: sharing image features is untested for %s; its encoder's "
+                    "output is checked to hold one part per image", name, kind,
+                )  # fmt: skip
+            return True
+        if requested is False:
+            return False
+        if takes and not reads_text and kind in SHARED_ENCODERS:
+            return True
+        why = (
+            "takes no precomputed image features"
+            if not takes
+            else (f"is not among the architectures whose shared features are tested ({kind})")
+        )
+        log.warning("model %r: %s %s; every request's image is encoded", name, cls, why)
+        return False
 
     def _prompts(self, questions: Sequence[str]) -> list[str]:
         """Each question as a one-turn conversation rendered by the chat template (or, for
@@ -137,7 +165,15 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         encoder = self.model.base_model.get_image_features
         wanted = inspect.signature(encoder).parameters
         kwargs = {k: self._on_device(v) for k, v in batch.items() if k in wanted}
-        return split_encoder_output(encoder(**kwargs, return_dict=True), len(images))
+        output = encoder(**kwargs, return_dict=True)
+        try:
+            return split_encoder_output(output, len(images))
+        except (ValueError, TypeError, AttributeError) as exc:
+            # Another layout than the tested ones (an entry that asked to share).
+            raise ValueError(
+                f"model {self.name!r}: its image features do not split per image ({exc}); "
+                "set share_image_features: false"
+            ) from exc
 
     @torch.inference_mode()
     def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
@@ -187,10 +223,7 @@ def _per_image(value: Any, n: int) -> list[Any]:
         parts = [type(value)([v.cpu()]) for v in value]
     if len(parts) != n:
         # An encoder that packs images otherwise: its parts would go to the wrong requests.
-        raise ValueError(
-            f"the vision encoder returned {len(parts)} parts for {n} images; "
-            "set share_image_features: false for this model"
-        )
+        raise ValueError(f"the vision encoder returned {len(parts)} parts for {n} images")
     return parts
 
 
