@@ -176,6 +176,9 @@ def test_lpips_config_needs_both_files(tmp_path, monkeypatch):
         validate_config({**base, "lpips": {"backbone": "alexnet.pth", "weights": "a"}})
 
 
+# lpips 0.1.4 builds its AlexNet with torchvision's deprecated ``pretrained`` argument.
+@pytest.mark.filterwarnings("ignore:The parameter 'pretrained' is deprecated:UserWarning")
+@pytest.mark.filterwarnings("ignore:Arguments other than a weight enum:UserWarning")
 def test_lpips_equals_the_lpips_package_with_its_shipped_linear_layers(tmp_path):
     """The ``lpips`` package's own v0.1 AlexNet metric, on a random backbone (its
     pretrained one would download) and the linear layers its wheel ships: this module,
