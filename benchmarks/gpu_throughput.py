@@ -24,7 +24,9 @@ architectures on the meta device and prints their parameter counts (no memory; r
 anywhere) to check the dimensions. Questions are asked about 640x480 photo-like images,
 16,000 / 3,000 questions per image as in the paper protocol; the GPU-hours are
 16,000 questions x 71 subsets / measured questions per second. On the CPU the memory
-column is the process's peak RSS so far, not per row. Each real checkpoint is written to
+column is the process's peak RSS so far, not per row. For the chat families a column
+sets the estimate of ``gpu_memory_gb: auto`` (weights and KV cache, without its 2 GB of
+workspace) beside the measured peak. Each real checkpoint is written to
 a temporary folder (25 GB for 13B) and removed after its rows.
 """
 
@@ -321,6 +323,23 @@ def measure(entry: dict, device: str, batch: int, n_questions: int, reuse: bool 
     return {"q_per_s": rate, "peak_gib": peak}
 
 
+def estimated_gib(entry: dict, device: str, batch: int) -> float | None:
+    """For a chat entry, the weights and KV cache that ``gpu_memory_gb: auto`` estimates
+    (vqarobust.models.memory, without its workspace) in GiB, to set beside the measured
+    peak; None for the other families."""
+    if entry["family"] not in ("llava", "image-text-to-text"):
+        return None
+    from vqarobust.models.base import resolved_precision
+    from vqarobust.models.loading import resolve_weights
+    from vqarobust.models.memory import estimate_checkpoint
+
+    local = resolve_weights("bench", entry["path_or_id"], False, entry.get("revision"))
+    dtype = resolved_precision(entry, device)["dtype"]
+    estimate = estimate_checkpoint(local, batch, dtype, entry.get("max_new_tokens", 10),
+                                   entry.get("prompt"))  # fmt: skip
+    return (estimate.weights_gb + estimate.kv_cache_gb) * 1e9 / 2**30
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=["tiny", "real", "hub"], default="tiny")
@@ -338,8 +357,8 @@ def main() -> None:
     names = args.models.split(",") if args.models else list(default)
     memory = "peak GPU GiB" if "cuda" in args.device else "peak RSS GiB"
     print(f"| model | batch | image-feature reuse | questions/s | {memory} | "
-          "GPU-hours for paper.yaml |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
+          "estimated GiB (weights + KV cache) | GPU-hours for paper.yaml |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             folder = Path(tmp) / name
@@ -354,12 +373,15 @@ def main() -> None:
             shares = ("blip", "llava", "image-text-to-text", "vle", "pnp-vqa")
             reuse_options = [True, False] if entry["family"] in shares else [None]
             for batch in (int(b) for b in args.batch_sizes.split(",")):
+                estimate = estimated_gib(entry, args.device, batch)
+                estimated = "-" if estimate is None else f"{estimate:.2f}"
                 for reuse in reuse_options:
                     r = measure(entry, args.device, batch, args.questions, reuse)
                     hours = PAPER_QUESTIONS * PAPER_SUBSETS / r["q_per_s"] / 3600
                     label = "-" if reuse is None else ("yes" if reuse else "no")
                     print(f"| {name} | {batch} | {label} | {r['q_per_s']:.1f} | "
-                          f"{r['peak_gib']:.2f} | {hours:.1f} |", flush=True)  # fmt: skip
+                          f"{r['peak_gib']:.2f} | {estimated} | {hours:.1f} |",
+                          flush=True)  # fmt: skip
             shutil.rmtree(folder, ignore_errors=True)  # the 13B checkpoint alone: 25 GB
 
 
