@@ -38,7 +38,8 @@ QUESTIONS = ["what color is the shape?", "is there a circle?", "how many dog?",
              "does the image contain a triangle?", "what is the shape?"]  # fmt: skip
 SIGLIP = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
           "intermediate_size": 512, "image_size": 224, "patch_size": 16}  # fmt: skip
-# (family, batch size, builder): the batch sizes are the families' defaults.
+# (family, batch size, builder): BLIP at the 32 of this benchmark's earlier BLIP-only
+# rows, the chat models at their family's default.
 MODELS: dict[str, tuple[str, int, Callable[[Path], Path]]] = {
     "blip": ("blip", 32, lambda p: tiny_blip(p, SIGLIP)),
     "paligemma2": ("image-text-to-text", 8, lambda p: tiny_paligemma2(p, SIGLIP)),

@@ -335,7 +335,7 @@ def estimated_gib(entry: dict, device: str, batch: int) -> float | None:
 
     local = resolve_weights("bench", entry["path_or_id"], False, entry.get("revision"))
     dtype = resolved_precision(entry, device)["dtype"]
-    estimate = estimate_checkpoint(local, batch, dtype, entry.get("max_new_tokens", 10),
+    estimate = estimate_checkpoint(local, batch, dtype, entry.get("max_new_tokens"),
                                    entry.get("prompt"))  # fmt: skip
     return (estimate.weights_gb + estimate.kv_cache_gb) * 1e9 / 2**30
 

@@ -85,13 +85,14 @@ def test_chat_prompt_must_hold_the_question(llava_path):
         load_model({"family": "llava", "path_or_id": str(llava_path), "prompt": "Answer!"})
 
 
-def test_llava_shared_image_features_match_the_plain_path(llava_path):
-    # Batches of 2 over 3 images x 3 questions: later batches reuse earlier ones' images.
+def test_llava_shared_image_features_match_the_plain_path(llava_path, monkeypatch):
+    """As every chat architecture's (tests/test_vlm_architectures.py): batches of 2 over 3
+    images x 3 questions, so later batches reuse earlier ones' images."""
+    from tests.tiny_vlms import check_shared_path
+
     spec = {"family": "llava", "path_or_id": str(llava_path), "batch_size": 2, "max_new_tokens": 3}
-    shared = load_model(spec)
-    plain = load_model({**spec, "share_image_features": False})
     images, questions = _requests()
-    assert shared.answer_all(images, questions) == plain.answer_all(images, questions)
+    check_shared_path(load_model(spec), images, questions, monkeypatch)
 
 
 def _encoder_output(**fields):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pytest
 from PIL import Image
@@ -142,14 +140,30 @@ def test_a_shared_image_leaves_the_cache_after_its_last_request():
     assert model.encoded == [["a"], ["b"], ["c"]]
     assert model.held == [{"a"}, {"a"}, set(), set()]
     assert model._features == {} and not model._in_call
-    # The same batch twice (a retry) counts a's requests down early: a is encoded again.
-    model = Cached()
-    model._features, model._pending, model._in_call = {}, Counter({id(a): 2}), True
-    assert model.image_features([a], model._encode) == ["a"]
-    assert model.image_features([a], model._encode) == ["a"]
-    assert model._features == {}
-    assert model.image_features([a], model._encode) == ["a"]
-    assert model.encoded == [["a"], ["a"]]
+
+
+class RunsOutOnce(Cached):
+    """Runs out of memory once, after encoding, on its first batch of two."""
+
+    def answer(self, images, questions):
+        features = super().answer(images, questions)
+        if len(images) == 2 and not getattr(self, "ran_out", False):
+            self.ran_out = True
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return features
+
+
+def test_a_batch_retried_after_running_out_of_memory_re_encodes_but_answers_right():
+    """Batch [a, b] fails after counting its requests down (b's to 0: b leaves). Halved,
+    the retry [a] finds a cached and counts it down again (to 0: a leaves early); [b] then
+    encodes b again, and so does the last request about a: two encodes more, and every
+    answer from its own image."""
+    a, b, c = Labelled("a"), Labelled("b"), Labelled("c")
+    model = RunsOutOnce()
+    model.batch_size = 2
+    assert model.answer_all([a, b, a, c], ["aaaa", "bbb", "cc", "d"]) == ["a", "b", "a", "c"]
+    assert model.batch_size == 1
+    assert model.encoded == [["a", "b"], ["b"], ["a"], ["c"]]
 
 
 def test_missing_weights_fail_fast_with_a_clear_message(tmp_path, monkeypatch):

@@ -5,11 +5,10 @@ loaded by ``path_or_id`` as a config entry loads them."""
 from __future__ import annotations
 
 import pytest
-import torch
 from PIL import Image
 
 from tests.tiny_checkpoints import random_images
-from tests.tiny_vlms import BUILDERS, RENDERED
+from tests.tiny_vlms import BUILDERS, RENDERED, check_shared_path
 from vqarobust.models import load_model
 from vqarobust.models.chat import DEFAULT_PROMPT, PREFIX_PROMPT
 from vqarobust.models.postprocess import short_answer
@@ -25,7 +24,7 @@ QUESTIONS = [
     "does the image contain a red triangle?",
 ]
 SIZES = [(40, 50), (40, 50), (70, 30), (50, 50), (30, 64)]
-# Eight checkpoints built and loaded, 40 tests: about 30 s (tests/conftest.py orders by it).
+# Nine checkpoints built and loaded, 49 tests: about 30 s (tests/conftest.py orders by it).
 COST_SECONDS = 30
 CLASSES = {
     "qwen2-vl": ("Qwen2VLForConditionalGeneration", "Qwen2VLProcessor"),
@@ -125,87 +124,51 @@ def test_the_memory_estimate_counts_the_weights_and_the_cache_that_run(vlm):
 
 
 def test_shared_image_features_answer_as_the_plain_path(vlm, monkeypatch):
-    """Each distinct image is encoded once per call, across batches, and the replies equal
-    those of the path that encodes every request's pixels inside ``generate``."""
+    """Each distinct image is encoded once per call, across batches of 2, and replies and
+    handed features equal the plain path's (tests/tiny_vlms.py, check_shared_path)."""
     arch, model, _ = vlm
     distinct = _images()
     # Repeats fall into different batches of 2: the second batch reuses the first's.
     images = [distinct[0], distinct[2], distinct[0], distinct[3], distinct[2], distinct[0]]
-    questions = [*QUESTIONS, "what?"]
-    encoded = []
-    encode = model._encode
-    monkeypatch.setattr(model, "_encode", lambda ims: encoded.extend(ims) or encode(ims))
     monkeypatch.setattr(model, "batch_size", 2)
-    assert model.share_image_features
-    shared = model.respond_all(images, questions)
-    assert sorted(map(id, encoded)) == sorted({id(im) for im in images})
-    monkeypatch.setattr(model, "share_image_features", False)
-    assert shared == model.respond_all(images, questions)
-    assert len(set(shared[1])) >= 3, shared[1]
-    # Some tiny models' replies barely read the image (Gemma 3 pools random pixels to 4
-    # tokens): the features each batch hands to generate are checked directly against
-    # what the plain path's encoder gives the batch's images.
-    monkeypatch.setattr(model, "share_image_features", True)
-    handed = []
-    generate = model.model.generate
-    monkeypatch.setattr(model.model, "generate", lambda **kw: handed.append(kw) or generate(**kw))
-    model.respond_all(images, questions)
-    batches = [[images[j] for j in model.request_order(images, questions)[i : i + 2]]
-               for i in range(0, len(images), 2)]  # fmt: skip
-    assert len(handed) == len(batches) == 3
-    for kwargs, batch in zip(handed, batches, strict=True):
-        given = kwargs["mm_encoder_outputs"]["image"]
-        plain = _plain_encoder_output(model, batch)
-        # Encoded in other batches: equal up to float32 rounding (Qwen's windowed attention).
-        close = {"rtol": 1e-4, "atol": 1e-4}
-        torch.testing.assert_close(
-            _token_rows(given.pooler_output), _token_rows(plain.pooler_output), **close
-        )
-        for got, want in zip(getattr(given, "deepstack_features", None) or [],
-                             getattr(plain, "deepstack_features", None) or [],
-                             strict=True):  # fmt: skip
-            torch.testing.assert_close(_token_rows(got), _token_rows(want), **close)
+    replies = check_shared_path(model, images, [*QUESTIONS, "what?"], monkeypatch)[1]
+    assert len(set(replies)) >= 3, replies
 
 
-def _plain_encoder_output(model, images):
-    """The encoder's output for a batch's images as ``generate`` computes it without
-    sharing: from the processor's pixels for the whole batch."""
-    import inspect
-
-    batch = model.processor(images=[[im] for im in images], padding=True, return_tensors="pt",
-                            text=model._prompts(["q"] * len(images)))  # fmt: skip
-    encoder = model.model.base_model.get_image_features
-    wanted = inspect.signature(encoder).parameters
-    return encoder(**{k: v for k, v in batch.items() if k in wanted}, return_dict=True)
-
-
-def _token_rows(features):
-    """Image-token rows in the order the placeholder tokens take them."""
-    if isinstance(features, torch.Tensor):
-        return features.reshape(-1, features.shape[-1])
-    return torch.cat([f.reshape(-1, f.shape[-1]) for f in features])
-
-
-def test_a_model_that_takes_no_precomputed_features_encodes_every_request(tmp_path, caplog):
+def test_only_a_tested_architecture_that_takes_precomputed_features_shares(
+    tmp_path, caplog, monkeypatch
+):
     """A model class whose ``forward`` takes no ``mm_encoder_outputs`` (as a remote-code
-    model may) shares nothing by default, says so, and refuses an explicit request."""
+    model may), or an architecture outside ``SHARED_ENCODERS``, shares nothing by default,
+    says why, and refuses an explicit request; a tested one shares unless told not to."""
     from transformers import PaliGemmaForConditionalGeneration
 
-    from vqarobust.models.chat import ChatVQA
+    import vqarobust.models.chat as chat
 
     class PixelsOnly(PaliGemmaForConditionalGeneration):
         def forward(self, input_ids=None, attention_mask=None, pixel_values=None, **kwargs):
             return super().forward(input_ids, pixel_values, attention_mask, **kwargs)
 
-    class PixelsOnlyVQA(ChatVQA):
+    class PixelsOnlyVQA(chat.ChatVQA):
         model_class = PixelsOnly
 
     path = str(BUILDERS["paligemma2"](tmp_path))
+    no_input = "PixelsOnly.forward takes no precomputed image features"
     with caplog.at_level("WARNING", logger="vqarobust.models.chat"):
         assert not PixelsOnlyVQA(path, name="m").share_image_features
-    assert (
-        "'m': PixelsOnly takes no precomputed image features; every request's image" in caplog.text
-    )
+    assert f"'m': {no_input}; every request's image is encoded" in caplog.text
     assert PixelsOnlyVQA(path, name="m", share_image_features=False).share_image_features is False
-    with pytest.raises(ValueError, match="'m': share_image_features is true, but PixelsOnly"):
+    with pytest.raises(ValueError, match=f"'m': share_image_features is true, but {no_input}"):
         PixelsOnlyVQA(path, name="m", share_image_features=True)
+
+    assert chat.ChatVQA(path, name="m").share_image_features
+    assert not chat.ChatVQA(path, name="m", share_image_features=False).share_image_features
+    tested = tuple(t for t in chat.SHARED_ENCODERS if t != "paligemma")
+    monkeypatch.setattr(chat, "SHARED_ENCODERS", tested)
+    untested = f"sharing image features is tested for {', '.join(tested)}, not paligemma"
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="vqarobust.models.chat"):
+        assert not chat.ChatVQA(path, name="m").share_image_features
+    assert f"'m': {untested}; every request's image is encoded" in caplog.text
+    with pytest.raises(ValueError, match=f"'m': share_image_features is true, but {untested}"):
+        chat.ChatVQA(path, name="m", share_image_features=True)

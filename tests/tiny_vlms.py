@@ -382,3 +382,59 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "gemma3": tiny_gemma3,
     "paligemma2": tiny_paligemma2,
 }
+
+
+def check_shared_path(model: Any, images: list, questions: list[str], monkeypatch: Any) -> Any:
+    """Run a chat adapter's requests with shared image features and without, and assert
+    that each distinct image was encoded once, that the answers and replies are equal, and
+    that the features each batch hands to ``generate`` equal what ``generate``'s own
+    encoder call computes for that batch without sharing: features handed to the wrong
+    request would show even where a tiny model's reply barely reads the image (Gemma 3
+    pools random pixels to 4 tokens). Returns the shared run's answers and replies."""
+    import functools
+
+    import torch
+
+    encoded: list = []
+    handed: list = []
+    computed: list = []
+    encode = model._encode
+    monkeypatch.setattr(model, "_encode", lambda ims: encoded.extend(ims) or encode(ims))
+    generate = model.model.generate
+
+    def handing(**kwargs: Any) -> Any:
+        handed.append(kwargs.get("mm_encoder_outputs"))
+        return generate(**kwargs)
+
+    monkeypatch.setattr(model.model, "generate", handing)
+    assert model.share_image_features
+    shared = model.respond_all(images, questions)
+    assert sorted(map(id, encoded)) == sorted({id(im) for im in images})
+    base = model.model.base_model
+    own = base.get_image_features
+    # generate reads the encoder's signature to pick its arguments: keep it (wraps).
+    recorded = functools.wraps(own)(lambda *a, **k: computed.append(own(*a, **k)) or computed[-1])
+    monkeypatch.setattr(base, "get_image_features", recorded)
+    monkeypatch.setattr(model, "share_image_features", False)
+    assert shared == model.respond_all(images, questions)
+    given = [h["image"] for h in handed if h]
+    assert len(given) == len(computed) >= 2
+    # Encoded in other batches: equal up to float32 rounding (Qwen's windowed attention).
+    close = {"rtol": 1e-4, "atol": 1e-4}
+    for got, want in zip(given, computed, strict=True):
+        torch.testing.assert_close(
+            _token_rows(got.pooler_output), _token_rows(want.pooler_output), **close
+        )
+        for g, w in zip(getattr(got, "deepstack_features", None) or [],
+                        getattr(want, "deepstack_features", None) or [], strict=True):  # fmt: skip
+            torch.testing.assert_close(_token_rows(g), _token_rows(w), **close)
+    return shared
+
+
+def _token_rows(features: Any) -> Any:
+    """Image-token rows in the order the placeholder tokens take them."""
+    import torch
+
+    if isinstance(features, torch.Tensor):
+        return features.reshape(-1, features.shape[-1])
+    return torch.cat([f.reshape(-1, f.shape[-1]) for f in features])

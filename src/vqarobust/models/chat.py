@@ -26,6 +26,8 @@ from vqarobust.models.hf import HFVQAModel
 log = logging.getLogger(__name__)
 
 DEFAULT_PROMPT = "{question}\nAnswer the question using a single word or phrase."
+# Short answers take 1-3 tokens; the memory estimate counts this many per request.
+DEFAULT_MAX_NEW_TOKENS = 10
 # PaliGemma's mix checkpoints answer VQA after this task prefix (its model card's format).
 PREFIX_PROMPT = "answer en {question}"
 # Architectures prompted by a task prefix, not a chat template (config.model_type).
@@ -36,9 +38,9 @@ PREFIX_MODELS = ("paligemma",)
 # what it does not take.
 TARGETS = ("labels",)
 # The architectures (config.model_type) whose shared image features are tested to give
-# the plain path's replies (tests/test_vlm_architectures.py, tests/test_generative_models.py):
-# shared by default. Another architecture's layout may differ (features per question, or
-# not one part per image), so it shares only when its entry asks.
+# the plain path's replies (tests/test_vlm_architectures.py, tests/test_generative_models.py).
+# Another architecture's encoder output may differ (features per question, as InstructBLIP's
+# Q-Former gives; fields the split drops, as Fuyu's), so it never shares.
 SHARED_ENCODERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics3", "smolvlm",
                    "llava_onevision", "gemma3", "paligemma", "llava")  # fmt: skip
 
@@ -46,7 +48,7 @@ SHARED_ENCODERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics3", "smolvlm",
 class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
     """A chat-template image-text-to-text model answering one question per conversation.
 
-    With ``share_image_features`` (the default for ``SHARED_ENCODERS``), the
+    For the architectures of ``SHARED_ENCODERS`` (unless ``share_image_features`` is false), the
     vision encoder runs once per distinct image per :meth:`respond_all` call (a chunk of a
     job), and ``generate`` receives the encoder's outputs for every question about it
     (transformers' ``mm_encoder_outputs``) instead of pixels: the language side, its
@@ -61,7 +63,7 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         self,
         path_or_id: str,
         batch_size: int = SMALL_BATCH_SIZE,
-        max_new_tokens: int = 10,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         prompt: str | None = None,
         share_image_features: bool | None = None,
         **kwargs: Any,
@@ -83,42 +85,25 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         self.share_image_features = self._sharing(name, share_image_features)
 
     def _sharing(self, name: str, requested: bool | None) -> bool:
-        """Whether to share encoder outputs: by default for the architectures whose sharing
-        is tested (``SHARED_ENCODERS``); where asked for, wherever the model takes
-        precomputed outputs and its encoder reads no text."""
+        """Whether to share encoder outputs: yes for a tested architecture
+        (``SHARED_ENCODERS``) whose ``forward`` takes them, unless the entry says no. Any
+        other model encodes every request: logged by default, an error where asked."""
         model, kind = self.model, self.model.config.model_type
         takes = "mm_encoder_outputs" in inspect.signature(model.forward).parameters
-        encoder = getattr(model.base_model, "get_image_features", None)
-        # An encoder that reads the question (InstructBLIP's Q-Former) has no features per
-        # image to share.
-        reads_text = encoder is None or any(
-            "input_ids" in p for p in inspect.signature(encoder).parameters
-        )
-        cls = type(model).__name__
-        if requested:
-            if not takes or reads_text:
-                raise ValueError(
-                    f"model {name!r}: share_image_features is true, but {cls} "
-                    + ("takes no precomputed image features (mm_encoder_outputs)" if not takes
-                       else "has no image features independent of the question")
-                    + "; set it to false"
-                )  # fmt: skip
-            if kind not in SHARED_ENCODERS:
-                log.warning(
-                    "model %r: sharing image features is untested for %s; its encoder's "
-                    "output is checked to hold one part per image", name, kind,
-                )  # fmt: skip
-            return True
-        if requested is False:
-            return False
-        if takes and not reads_text and kind in SHARED_ENCODERS:
-            return True
+        if kind in SHARED_ENCODERS and takes:
+            return requested is not False
         why = (
-            "takes no precomputed image features"
+            f"{type(model).__name__}.forward takes no precomputed image features"
             if not takes
-            else (f"is not among the architectures whose shared features are tested ({kind})")
+            else f"sharing image features is tested for {', '.join(SHARED_ENCODERS)}, not {kind}"
         )
-        log.warning("model %r: %s %s; every request's image is encoded", name, cls, why)
+        if requested:
+            # Another layout may hold features per question, or fields the split drops.
+            raise ValueError(
+                f"model {name!r}: share_image_features is true, but {why}; leave it out"
+            )
+        if requested is None:
+            log.warning("model %r: %s; every request's image is encoded", name, why)
         return False
 
     def _prompts(self, questions: Sequence[str]) -> list[str]:
@@ -217,10 +202,11 @@ def join_encoder_outputs(outputs: Sequence[Any], device: torch.device) -> Any:
 def _per_image(value: Any, n: int) -> list[Any]:
     """Per image, a part of ``value`` of the same kind: a one-element sequence, or a
     one-row tensor."""
+    # Copies: a view would keep the whole call's tensor alive until its last image leaves.
     if isinstance(value, torch.Tensor):
-        parts = [value[i : i + 1].cpu() for i in range(value.shape[0])]
+        parts = [value[i : i + 1].to("cpu", copy=True) for i in range(value.shape[0])]
     else:
-        parts = [type(value)([v.cpu()]) for v in value]
+        parts = [type(value)([v.to("cpu", copy=True)]) for v in value]
     if len(parts) != n:
         # An encoder that packs images otherwise: its parts would go to the wrong requests.
         raise ValueError(f"the vision encoder returned {len(parts)} parts for {n} images")

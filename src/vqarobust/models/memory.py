@@ -94,14 +94,23 @@ def request_tokens(processor: Any, prompt: str, max_new_tokens: int) -> int:
 
 
 def estimate_checkpoint(
-    local: str, batch_size: int, dtype: str = "bfloat16", max_new_tokens: int = 10,
+    local: str, batch_size: int, dtype: str = "bfloat16", max_new_tokens: int | None = None,
     prompt: str | None = None, trust_remote_code: bool = False,
 ) -> MemoryEstimate:  # fmt: skip
     """The estimate for the checkpoint folder ``local`` answering ``batch_size``
-    requests at once in ``dtype`` (the chat adapter's prompt unless ``prompt``)."""
+    requests at once in ``dtype`` (the chat adapter's prompt and answer length unless
+    ``prompt`` and ``max_new_tokens`` say otherwise)."""
     from transformers import AutoConfig, AutoProcessor
 
-    from vqarobust.models.chat import DEFAULT_PROMPT, PREFIX_MODELS, PREFIX_PROMPT
+    from vqarobust.models.chat import (
+        DEFAULT_MAX_NEW_TOKENS,
+        DEFAULT_PROMPT,
+        PREFIX_MODELS,
+        PREFIX_PROMPT,
+    )
+
+    if max_new_tokens is None:
+        max_new_tokens = DEFAULT_MAX_NEW_TOKENS
 
     if dtype not in DTYPE_BYTES:
         raise ValueError(
@@ -144,7 +153,7 @@ def entry_gpu_memory_gb(name: str, entry: Mapping[str, Any]) -> int | None:
     dtype = entry.get("dtype", "auto")
     estimate = estimate_checkpoint(
         local, entry.get("batch_size", 8), "bfloat16" if dtype == "auto" else dtype,
-        entry.get("max_new_tokens", 10), entry.get("prompt"),
+        entry.get("max_new_tokens"), entry.get("prompt"),
         entry.get("trust_remote_code", False),
     )  # fmt: skip
     return math.ceil(estimate.total_gb)
