@@ -330,13 +330,10 @@ def estimated_gib(entry: dict, device: str, batch: int) -> float | None:
     if entry["family"] not in ("llava", "image-text-to-text"):
         return None
     from vqarobust.models.base import resolved_precision
-    from vqarobust.models.loading import resolve_weights
-    from vqarobust.models.memory import estimate_checkpoint
+    from vqarobust.models.memory import estimate_entry
 
-    local = resolve_weights("bench", entry["path_or_id"], False, entry.get("revision"))
     dtype = resolved_precision(entry, device)["dtype"]
-    estimate = estimate_checkpoint(local, batch, dtype, entry.get("max_new_tokens"),
-                                   entry.get("prompt"))  # fmt: skip
+    estimate = estimate_entry("bench", {**entry, "batch_size": batch}, dtype)
     return (estimate.weights_gb + estimate.kv_cache_gb) * 1e9 / 2**30
 
 

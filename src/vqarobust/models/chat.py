@@ -128,12 +128,16 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         per request, as multi-image processors expect), floating tensors in its dtype.
         Without ``pixels``, the pixel values stay behind (the tokens, image sizes and
         grids that the text side needs come along)."""
-        batch = self.processor(
-            images=[[im] for im in images], text=self._prompts(questions), padding=True,
-            return_tensors="pt",
-        )  # fmt: skip
+        batch = self._process(images, self._prompts(questions))
         dropped = TARGETS if pixels else (*TARGETS, "pixel_values")
         return {k: self._on_device(v) for k, v in batch.items() if k not in dropped}
+
+    def _process(self, images: Sequence[Image.Image], prompts: list[str]) -> Any:
+        """The processor's padded batch: one image per conversation, as a list per request
+        (as multi-image processors expect)."""
+        return self.processor(
+            images=[[im] for im in images], text=prompts, padding=True, return_tensors="pt"
+        )
 
     def _on_device(self, value: torch.Tensor) -> torch.Tensor:
         if value.is_floating_point():
@@ -143,18 +147,15 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
     def _encode(self, images: list[Image.Image]) -> list[Any]:
         """The vision encoder's output for each image, one encoder call for all of them,
         split per image and kept in host memory."""
-        batch = self.processor(
-            images=[[im] for im in images], text=self._prompts([""] * len(images)),
-            padding=True, return_tensors="pt",
-        )  # fmt: skip
+        batch = self._process(images, self._prompts([""] * len(images)))
         encoder = self.model.base_model.get_image_features
         wanted = inspect.signature(encoder).parameters
         kwargs = {k: self._on_device(v) for k, v in batch.items() if k in wanted}
         output = encoder(**kwargs, return_dict=True)
         try:
             return split_encoder_output(output, len(images))
-        except (ValueError, TypeError, AttributeError) as exc:
-            # Another layout than the tested ones (an entry that asked to share).
+        except ValueError as exc:
+            # Crops of one image as images of their own (Gemma 3's pan-and-scan).
             raise ValueError(
                 f"model {self.name!r}: its image features do not split per image ({exc}); "
                 "set share_image_features: false"

@@ -135,6 +135,19 @@ def estimate_checkpoint(
     )
 
 
+def estimate_entry(name: str, entry: Mapping[str, Any], dtype: str) -> MemoryEstimate:
+    """The estimate for a chat config entry's cached checkpoint in ``dtype``, at its batch
+    size, answer length and prompt; :class:`MissingWeightsError` when it is not cached."""
+    from vqarobust.models import SMALL_BATCH_SIZE
+    from vqarobust.models.loading import resolve_weights
+
+    local = resolve_weights(name, entry["path_or_id"], False, entry.get("revision"))
+    return estimate_checkpoint(
+        local, entry.get("batch_size", SMALL_BATCH_SIZE), dtype, entry.get("max_new_tokens"),
+        entry.get("prompt"), entry.get("trust_remote_code", False),
+    )  # fmt: skip
+
+
 def entry_gpu_memory_gb(name: str, entry: Mapping[str, Any]) -> int | None:
     """What a GPU job of the entry requests, in whole GB: its ``gpu_memory_gb``, or, for
     ``auto``, the estimate from its cached checkpoint (rounded up); None, with a warning,
@@ -142,18 +155,13 @@ def entry_gpu_memory_gb(name: str, entry: Mapping[str, Any]) -> int | None:
     value = entry.get("gpu_memory_gb")
     if value != "auto":
         return None if value is None else math.ceil(value)
-    from vqarobust.models.loading import MissingWeightsError, resolve_weights
+    from vqarobust.models.loading import MissingWeightsError
 
+    dtype = entry.get("dtype", "auto")
     try:
-        local = resolve_weights(name, entry["path_or_id"], False, entry.get("revision"))
+        estimate = estimate_entry(name, entry, "bfloat16" if dtype == "auto" else dtype)
     except MissingWeightsError:
         log.warning("model %r: gpu_memory_gb is auto but %s is not in the local cache; its "
                     "jobs request no GPU memory", name, entry["path_or_id"])  # fmt: skip
         return None
-    dtype = entry.get("dtype", "auto")
-    estimate = estimate_checkpoint(
-        local, entry.get("batch_size", 8), "bfloat16" if dtype == "auto" else dtype,
-        entry.get("max_new_tokens"), entry.get("prompt"),
-        entry.get("trust_remote_code", False),
-    )  # fmt: skip
     return math.ceil(estimate.total_gb)
