@@ -116,21 +116,13 @@ def corrupt_subset(
             except Exception as exc:
                 raise ValueError(f"image {row['image_id']} in {clean_dir} does not decode") from exc
             clean = to_rgb(image)
-            if corruption == "jpeg_compression":
-                # Store the corruption's own JPEG file; re-encoding would compress twice.
-                data, fmt = jpeg_compression_bytes(clean, severity), "jpeg"
-                seen = store.decode_image(data)
-            else:
-                if boxes is not None:
-                    b = context["boxes"] = boxes.get(int(row["image_id"]))
-                    reason = box_shortfall(corruption, *clean.shape[:2], severity, b)
-                    if reason:
-                        shortfalls.setdefault(reason, []).append(int(row["image_id"]))
-                out = corrupt_item(image, corruption, severity, global_seed, row["image_id"],
-                                   **context)  # fmt: skip
-                data, fmt = storage.encode(out), storage.image_format
-                # PNG is lossless: the array is what a model will read; JPEG is not.
-                seen = out if fmt == "png" else store.decode_image(data)
+            if boxes is not None and corruption != "jpeg_compression":
+                b = context["boxes"] = boxes.get(int(row["image_id"]))
+                reason = box_shortfall(corruption, *clean.shape[:2], severity, b)
+                if reason:
+                    shortfalls.setdefault(reason, []).append(int(row["image_id"]))
+            data, fmt, seen = _stored(image, clean, corruption, severity, global_seed,
+                                      row["image_id"], storage, context)  # fmt: skip
             t = time.perf_counter()
             ssim, psnr = ssim_psnr(clean, at_size(seen, *clean.shape[:2]))
             scoring[0] += time.perf_counter() - t
@@ -154,6 +146,22 @@ def corrupt_subset(
     log.info("%s severity %d: %d images -> %s in %.2f s, %.2f s of it quality scores",
              corruption, severity, n, out_dir, total, scoring[0])  # fmt: skip
     return n
+
+
+def _stored(
+    image: Any, clean: np.ndarray, corruption: str, severity: int, global_seed: int,
+    image_id: int, storage: store.ImageStorage, context: Mapping[str, Any],
+) -> tuple[bytes, str, np.ndarray]:  # fmt: skip
+    """One corrupted image as stored: its bytes, their format, and the array a model will
+    read from them."""
+    if corruption == "jpeg_compression":
+        # Store the corruption's own JPEG file; re-encoding would compress twice.
+        data = jpeg_compression_bytes(clean, severity)
+        return data, "jpeg", store.decode_image(data)
+    out = corrupt_item(image, corruption, severity, global_seed, image_id, **context)
+    data, fmt = storage.encode(out), storage.image_format
+    # PNG is lossless: the array is what a model will read; JPEG is not.
+    return data, fmt, out if fmt == "png" else store.decode_image(data)
 
 
 LPIPS_SCHEMA = pa.schema([("perturbation", pa.string()), ("severity", store.SEVERITY),
