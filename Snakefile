@@ -1,8 +1,10 @@
 # vqarobust: how robust are VQA models to image corruptions?
 # docs/workflow.md describes the rules; docs/paper.md the paper protocol and clusters.
-# Stages live in rules/<stage>.smk, their input functions beside them in
-# rules/<stage>_inputs.smk; all logic lives in the vqarobust package (src/).
+# Stages live in rules/<stage>.smk; their input functions and params are calls into the
+# study plan (PLAN, vqarobust.plan), built in rules/common.smk.
 from snakemake.utils import min_version
+
+from vqarobust import warm
 
 min_version("9.0")
 
@@ -11,21 +13,13 @@ configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
-include: "rules/datasets_inputs.smk"
 include: "rules/datasets.smk"
-include: "rules/models_inputs.smk"
 include: "rules/models.smk"
-include: "rules/corrupt_inputs.smk"
 include: "rules/corrupt.smk"
-include: "rules/text_inputs.smk"
 include: "rules/text.smk"
-include: "rules/context_inputs.smk"
 include: "rules/context.smk"
-include: "rules/features_inputs.smk"
 include: "rules/features.smk"
-include: "rules/infer_inputs.smk"
 include: "rules/infer.smk"
-include: "rules/analyze_inputs.smk"
 include: "rules/analyze.smk"
 include: "rules/report.smk"
 
@@ -35,11 +29,11 @@ include: "rules/report.smk"
 rule all:
     default_target: True
     input:
-        get_final_outputs,
+        PLAN.final_outputs,
     localrule: True
 
 
-REPORT = f"results/{DATASET}/report/index.html"
+REPORT = f"results/{PLAN.dataset}/report/index.html"
 
 
 # A local run's torch jobs fork from one process that imported torch once (docs/workflow.md,

@@ -1,12 +1,15 @@
+from vqarobust.plan import alternatives
+from vqarobust.runtime import Runtime
+
 # Every analysis (vqarobust.analyses) is its own job writing Parquet tables; load_duckdb
 # only assembles them. Each job's params are its frozen settings and the digest of the
 # package code it runs, so a setting or a code change reruns exactly the analyses it
-# touches (docs/workflow.md, "What reruns when"). Input functions: rules/analyze_inputs.smk.
+# touches (docs/workflow.md, "What reruns when"). Input functions: vqarobust.plan.analyze.
 
 
 rule analyze:
     input:
-        unpack(get_analysis_input),
+        unpack(PLAN.analyze.analysis_input),
     output:
         directory("results/{dataset}/tables/{analysis}"),
     log:
@@ -14,21 +17,21 @@ rule analyze:
     benchmark:
         "benchmarks/out/{dataset}/analyze/{analysis}.tsv"
     wildcard_constraints:
-        analysis=_alternatives(list(ANALYSES)),
+        analysis=alternatives(PLAN.analyze.analyses),
     localrule: True
     params:
-        settings=get_analysis_settings,
-        code=lambda wildcards: ANALYSIS_CODE[wildcards.analysis],
+        settings=PLAN.analyze.analysis_settings,
+        code=PLAN.analyze.analysis_code,
     script:
         "../workflow/scripts/analyze.py"
 
 
 rule load_duckdb:
     input:
-        tables=[tables_dir(name) for name in ANALYSES],
+        tables=PLAN.analyze.tables_dirs(),
         questions="resources/datasets/{dataset}/eval/questions.parquet",
         info="resources/datasets/{dataset}/eval/dataset.json",
-        predictions=get_prediction_files,
+        predictions=PLAN.infer.prediction_files,
     output:
         "results/{dataset}/robustness.duckdb",
     log:
@@ -38,7 +41,7 @@ rule load_duckdb:
     localrule: True
     params:
         seed=config["seed"],
-        code=code_digest("vqarobust.analyses.assemble"),
+        code=PLAN.code("load_duckdb"),
         # Only hashed into provenance (the run that wrote the file): the runtime channel,
         # so that a setting no table depends on reruns nothing.
         runtime=Runtime({"config": config}),

@@ -1,6 +1,6 @@
 rule corrupt_images:
     input:
-        unpack(get_corrupt_input),
+        unpack(PLAN.corrupt.corrupt_input),
     output:
         directory("results/{dataset}/images/{corruption}/{severity}"),
     log:
@@ -9,12 +9,12 @@ rule corrupt_images:
         "benchmarks/out/{dataset}/corrupt_images/{corruption}/{severity}.tsv"
     threads: 1
     params:
+        code=PLAN.code("corrupt_images"),
         seed=config["seed"],
-        encoding=get_image_encoding,
-        engine=get_corruption_engine,
-        stylize=get_stylize_params,
-        options=get_corruption_options,
-        runtime=SHARDS,
+        encoding=PLAN.corrupt.image_encoding,
+        stylize=PLAN.corrupt.stylize_params,
+        options=PLAN.corrupt.corruption_options,
+        runtime=PLAN.shards,
     script:
         "../workflow/scripts/corrupt_images.py"
 
@@ -22,7 +22,7 @@ rule corrupt_images:
 # LPIPS of one corrupted subset's images against their clean images (with lpips set).
 rule score_lpips:
     input:
-        unpack(get_lpips_input),
+        unpack(PLAN.corrupt.lpips_input),
     output:
         "results/{dataset}/quality/lpips/{corruption}/{severity}.parquet",
     log:
@@ -30,6 +30,8 @@ rule score_lpips:
     benchmark:
         "benchmarks/out/{dataset}/score_lpips/{corruption}/{severity}.tsv"
     threads: 1
+    params:
+        code=PLAN.code("score_lpips"),
     script:
         "../workflow/scripts/score_lpips.py"
 
@@ -39,7 +41,7 @@ rule score_lpips:
 # instances or GQA's graphs; docs/corruptions.md, "Box-aware corruptions").
 rule object_boxes:
     input:
-        unpack(get_box_sources),
+        unpack(PLAN.corrupt.box_sources),
         questions="resources/datasets/{dataset}/eval/questions.parquet",
     output:
         "results/{dataset}/boxes.parquet",
@@ -49,7 +51,7 @@ rule object_boxes:
         "benchmarks/out/{dataset}/object_boxes.tsv"
     threads: 1
     params:
-        settings=get_box_params,
-        code=BOX_CODE,
+        code=PLAN.code("object_boxes"),
+        settings=PLAN.corrupt.box_params,
     script:
         "../workflow/scripts/object_boxes.py"

@@ -1,6 +1,6 @@
 rule prepare_dataset:
     input:
-        unpack(get_dataset_input),
+        unpack(PLAN.datasets.dataset_input),
     output:
         questions="resources/datasets/{dataset}/{split}/questions.parquet",
         images=directory("resources/datasets/{dataset}/{split}/images"),
@@ -11,8 +11,9 @@ rule prepare_dataset:
     benchmark:
         "benchmarks/out/{dataset}/prepare_dataset/{split}.tsv"
     params:
+        code=PLAN.code("prepare_dataset"),
         adapter=config["dataset"]["adapter"],
-        selection=get_dataset_params,
-        runtime=SHARDS,
+        selection=PLAN.datasets.dataset_params,
+        runtime=PLAN.shards,
     script:
         "../workflow/scripts/prepare_dataset.py"

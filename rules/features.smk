@@ -13,14 +13,15 @@ rule train_detector:
         "benchmarks/out/{dataset}/train_detector/{feature}.tsv"
     threads: config["threads"]["train"]
     params:
-        settings=get_detector_params,
+        code=PLAN.code("train_detector"),
+        settings=PLAN.features.detector_params,
     script:
         "../workflow/scripts/train_detector.py"
 
 
 rule extract_features:
     input:
-        unpack(get_feature_input),
+        unpack(PLAN.features.feature_input),
     output:
         "resources/features/{dataset}/{feature}/{split}.parquet",
     log:
@@ -29,7 +30,8 @@ rule extract_features:
         "benchmarks/out/{dataset}/extract_features/{feature}/{split}.tsv"
     threads: 1
     params:
-        settings=get_feature_params,
+        code=PLAN.code("extract_features"),
+        settings=PLAN.features.feature_params,
     script:
         "../workflow/scripts/extract_features.py"
 
@@ -38,7 +40,7 @@ rule extract_features:
 rule extract_image_features:
     input:
         images="results/{dataset}/images/{corruption}/{severity}",
-        detector=lambda wildcards: detector_dir(wildcards.feature),
+        detector=lambda wildcards: PLAN.features.detector_dir(wildcards.feature),
     output:
         "results/{dataset}/features/{feature}/{corruption}/{severity}.parquet",
     log:
@@ -47,19 +49,20 @@ rule extract_image_features:
         "benchmarks/out/{dataset}/extract_image_features/{feature}/{corruption}/{severity}.tsv"
     threads: 1
     params:
-        settings=get_feature_params,
+        code=PLAN.code("extract_image_features"),
+        settings=PLAN.features.feature_params,
     script:
         "../workflow/scripts/extract_features.py"
 
 
 rule swap_features:
     input:
-        unpack(get_swap_features_input),
+        unpack(PLAN.features.swap_features_input),
     output:
         swaps="results/{dataset}/context/features/{feature}/swaps.parquet",
         sets=expand(
             "results/{{dataset}}/context/features/{{feature}}/{perturbation}.parquet",
-            perturbation=CONTEXT,
+            perturbation=PLAN.context_perturbations,
         ),
     log:
         "logs/{dataset}/swap_features/{feature}.log",
@@ -67,6 +70,7 @@ rule swap_features:
         "benchmarks/out/{dataset}/swap_features/{feature}.tsv"
     threads: 1
     params:
-        settings=get_swap_features_params,
+        code=PLAN.code("swap_features"),
+        settings=PLAN.features.swap_features_params,
     script:
         "../workflow/scripts/swap_features.py"

@@ -2,7 +2,7 @@
 # subset ("clean" is severity 0 alone). GPUs, memory and time come from the model entry.
 rule run_model:
     input:
-        unpack(get_infer_input),
+        unpack(PLAN.infer.infer_input),
     output:
         "results/{dataset}/predictions/{model}/{subset}.parquet",
     log:
@@ -11,17 +11,17 @@ rule run_model:
         "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
     threads: config["threads"]["infer"]
     resources:
-        gpu=get_model_gpus,
-        gpu_model=get_model_gpu_model,
-        gpu_memory_gb=get_model_gpu_memory,
-        mem_mb=get_model_mem_mb,
-        runtime=get_model_runtime,
+        gpu=PLAN.models.model_gpus,
+        gpu_model=PLAN.models.model_gpu_model,
+        gpu_memory_gb=PLAN.models.model_gpu_memory,
+        mem_mb=PLAN.models.model_mem_mb,
+        runtime=PLAN.models.model_runtime,
     params:
-        spec=get_model_spec,
-        code=get_model_code,
-        severities=get_subset_severities,
-        modality=get_modality,
-        runtime=get_model_runtime_options,
+        code=PLAN.code("run_model"),
+        spec=PLAN.models.model_spec,
+        severities=PLAN.infer.subset_severities,
+        modality=PLAN.infer.modality,
+        runtime=PLAN.models.model_runtime_options,
     script:
         "../workflow/scripts/run_model.py"
 
@@ -30,7 +30,7 @@ rule run_model:
 # clean and every corrupted image (docs/metrics.md, "Attention shift").
 rule image_attention:
     input:
-        unpack(get_attention_input),
+        unpack(PLAN.infer.attention_input),
     output:
         "results/{dataset}/attention/{model}.parquet",
     log:
@@ -39,17 +39,17 @@ rule image_attention:
         "benchmarks/out/{dataset}/image_attention/{model}.tsv"
     threads: config["threads"]["infer"]
     resources:
-        gpu=get_model_gpus,
-        gpu_model=get_model_gpu_model,
-        gpu_memory_gb=get_model_gpu_memory,
-        mem_mb=get_model_mem_mb,
-        runtime=get_model_runtime,
+        gpu=PLAN.models.model_gpus,
+        gpu_model=PLAN.models.model_gpu_model,
+        gpu_memory_gb=PLAN.models.model_gpu_memory,
+        mem_mb=PLAN.models.model_mem_mb,
+        runtime=PLAN.models.model_runtime,
     params:
-        spec=get_model_spec,
-        code=get_model_code,
-        subsets=get_attention_subsets,
+        code=PLAN.code("image_attention"),
+        spec=PLAN.models.model_spec,
+        subsets=PLAN.infer.attention_subsets,
         n=config["diagnostics"]["attention"]["n"],
         seed=config["seed"],
-        runtime=get_model_runtime_options,
+        runtime=PLAN.models.model_runtime_options,
     script:
         "../workflow/scripts/image_attention.py"

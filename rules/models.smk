@@ -1,6 +1,6 @@
 rule train_model:
     input:
-        unpack(get_train_input),
+        unpack(PLAN.models.train_input),
     output:
         directory("resources/models/{dataset}/{model}"),
     log:
@@ -9,6 +9,7 @@ rule train_model:
         "benchmarks/out/{dataset}/train_model/{model}.tsv"
     threads: config["threads"]["train"]
     params:
-        train=get_train_params,
+        code=PLAN.code("train_model"),
+        train=PLAN.models.train_params,
     script:
         "../workflow/scripts/train_model.py"

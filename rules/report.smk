@@ -1,3 +1,11 @@
+from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
+from vqarobust.report.outputs import LATEX_TABLES as REPORT_LATEX
+from vqarobust.report.outputs import TABLES as REPORT_TABLES
+
+# Figure captions: package data, shared by the HTML report and Snakemake's native report.
+CAPTIONS = "../src/vqarobust/report/captions"
+
+
 # Every file of the report is a declared output; the figures are report() items with the
 # captions the HTML shows too, so `snakemake --report report.zip` gives the native report.
 rule render_report:
@@ -25,5 +33,7 @@ rule render_report:
     benchmark:
         "benchmarks/out/{dataset}/render_report.tsv"
     localrule: True
+    params:
+        code=PLAN.code("render_report"),
     script:
         "../workflow/scripts/render_report.py"

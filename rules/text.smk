@@ -8,7 +8,7 @@ rule perturb_questions:
     output:
         expand(
             "results/{{dataset}}/questions/{{perturbation}}/{severity}.parquet",
-            severity=SEVERITIES,
+            severity=PLAN.severities,
         ),
     log:
         "logs/{dataset}/perturb_questions/{perturbation}.log",
@@ -16,11 +16,11 @@ rule perturb_questions:
         "benchmarks/out/{dataset}/perturb_questions/{perturbation}.tsv"
     threads: 1
     params:
+        code=PLAN.code("perturb_questions"),
         seed=config["seed"],
-        engine=get_text_engine,
-        severities=SEVERITIES,
-        fidelity=get_text_params,
-        rates=get_text_rates,
+        severities=PLAN.severities,
+        fidelity=PLAN.text.text_params,
+        rates=PLAN.text.text_rates,
     script:
         "../workflow/scripts/perturb_questions.py"
 
@@ -37,11 +37,12 @@ rule rewrite_questions:
         "benchmarks/out/{dataset}/rewrite_questions/{sentence}.tsv"
     threads: 1
     resources:
-        gpu=get_sentence_gpus,
+        gpu=PLAN.text.sentence_gpus,
     params:
-        settings=get_sentence_params,
-        runtime=get_sentence_runtime,
-        sampled=get_sentence_sampled,
+        code=PLAN.code("rewrite_questions"),
+        settings=PLAN.text.sentence_params,
+        runtime=PLAN.text.sentence_runtime,
+        sampled=PLAN.text.sentence_sampled,
     script:
         "../workflow/scripts/rewrite_questions.py"
 
@@ -57,9 +58,10 @@ rule embed_questions:
         "benchmarks/out/{dataset}/embed_questions.tsv"
     threads: 1
     params:
-        encoder=get_encoder_params,
-        encoder_path=BQ["encoder"],
-        runtime=Runtime({"allow_download": BQ["allow_download"]}),
+        code=PLAN.code("embed_questions"),
+        encoder=PLAN.text.encoder_params,
+        encoder_path=PLAN.bq["encoder"],
+        runtime=PLAN.text.encoder_runtime,
     script:
         "../workflow/scripts/embed_questions.py"
 
@@ -68,7 +70,7 @@ rule embed_questions:
 # encoded once, whatever rankers or models are added later.
 rule embed_pool:
     input:
-        unpack(get_pool_source_input),
+        unpack(PLAN.text.pool_source_input),
     output:
         "results/{dataset}/questions/pool/{source}.parquet",
     log:
@@ -77,9 +79,10 @@ rule embed_pool:
         "benchmarks/out/{dataset}/embed_pool/{source}.tsv"
     threads: 1
     params:
-        encoder=get_encoder_params,
-        encoder_path=BQ["encoder"],
-        runtime=Runtime({"allow_download": BQ["allow_download"]}),
+        code=PLAN.code("embed_pool"),
+        encoder=PLAN.text.encoder_params,
+        encoder_path=PLAN.bq["encoder"],
+        runtime=PLAN.text.encoder_runtime,
     script:
         "../workflow/scripts/embed_pool.py"
 
@@ -87,7 +90,7 @@ rule embed_pool:
 rule rank_basic_questions:
     input:
         questions="resources/datasets/{dataset}/eval/questions.parquet",
-        pool=get_pool_input,
+        pool=PLAN.text.pool_input,
         embeddings="results/{dataset}/questions/rankings/embeddings.parquet",
     output:
         "results/{dataset}/questions/rankings/{ranker}.parquet",
@@ -97,8 +100,8 @@ rule rank_basic_questions:
         "benchmarks/out/{dataset}/rank_basic_questions/{ranker}.tsv"
     threads: 1
     params:
-        ranking=get_ranking_params,
-        code=get_ranking_code,
+        code=PLAN.code("rank_basic_questions"),
+        ranking=PLAN.text.ranking_params,
     script:
         "../workflow/scripts/rank_basic_questions.py"
 
@@ -117,6 +120,8 @@ rule export_basic_questions:
     benchmark:
         "benchmarks/out/{dataset}/export_basic_questions/{ranker}.tsv"
     threads: 1
+    params:
+        code=PLAN.code("export_basic_questions"),
     script:
         "../workflow/scripts/export_basic_questions.py"
 
@@ -128,7 +133,7 @@ rule noise_questions:
     output:
         expand(
             "results/{{dataset}}/questions/{{ranker}}/{level}.parquet",
-            level=BQ_LEVELS,
+            level=PLAN.bq_levels,
         ),
     log:
         "logs/{dataset}/noise_questions/{ranker}.log",
@@ -136,7 +141,8 @@ rule noise_questions:
         "benchmarks/out/{dataset}/noise_questions/{ranker}.tsv"
     threads: 1
     params:
-        levels=BQ_LEVELS,
+        code=PLAN.code("noise_questions"),
+        levels=PLAN.bq_levels,
     script:
         "../workflow/scripts/noise_questions.py"
 
@@ -145,12 +151,12 @@ rule noise_questions:
 # questions (a generative or chat model's chain_prompt, else the direct concatenation).
 rule chain_questions:
     input:
-        unpack(get_chain_input),
+        unpack(PLAN.text.chain_input),
     output:
         expand(
             "results/{{dataset}}/questions/{chain}/{{model}}/{n}.parquet",
-            chain=CHAIN,
-            n=VQABQ_N,
+            chain=PLAN.chain,
+            n=PLAN.vqabq_n,
         ),
     log:
         "logs/{dataset}/chain_questions/{model}.log",
@@ -158,6 +164,7 @@ rule chain_questions:
         "benchmarks/out/{dataset}/chain_questions/{model}.tsv"
     threads: 1
     params:
-        prompt=get_chain_prompt,
+        code=PLAN.code("chain_questions"),
+        prompt=PLAN.text.chain_prompt,
     script:
         "../workflow/scripts/chain_questions.py"

@@ -160,7 +160,7 @@ def test_seed_depends_on_question_id_not_order():
 
 
 def test_outputs_are_pinned():
-    # Golden values: a change here changes every text subset (bump TEXT_ENGINE_VERSION).
+    # Golden values: a change here changes every text subset (its code digest reruns them).
     q = "How many people are standing near the large wooden table?"
     outputs = "\n".join(
         text.perturb_item(q, n, s, 0, 42)

@@ -1,11 +1,16 @@
 """Digests of the package code a computation runs, read from the source files on disk.
 
-An analysis (``vqarobust.analyses``) and a model family's inference
-(:func:`vqarobust.models.family_code_digest`) record the SHA-256 of the files their
-module imports, transitively, so that an edit to any of them reruns their jobs (a
-Snakemake param) and invalidates their cached results (a fingerprint key); an edit
-elsewhere in the package does neither. Imports are read from the source (``ast``), never
-executed.
+The one rerun rule (docs/architecture.md): every job that runs package code records the
+SHA-256 of the modules its script imports, transitively (a Snakemake param, and a key of
+its cached results), so that an edit to any of them reruns the job and an edit elsewhere
+in the package does not. Imports are read from the source (``ast``), never executed.
+
+Each file counts by its syntax tree without docstrings (comments and layout are not in
+the tree): reformatting, commenting or documenting code reruns nothing. A perturbation
+registered by decorator (a corruption, a text perturbation, a ranker, a context swap) is
+taken out of its module's digest and counts only for the jobs that apply it
+(:func:`entry_digest`): editing ``snow`` reruns the snow subsets, not ``fog`` and not the
+jobs that merely import the registry.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import functools
 import hashlib
 import importlib.util
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -50,31 +56,87 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _statements(block.body)
 
 
+# The perturbation registries whose decorated members count per job (entry_digest).
+ENTRY_REGISTRIES = frozenset(
+    {"PERTURBATIONS", "CORRUPTIONS", "TEXT_PERTURBATIONS", "BQ_RANKERS", "CONTEXT"}
+)
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` with the docstring of the module and of every function and class left
+    out (an empty body keeps a ``pass`` so that the tree stays valid)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Module | _Definition):
+            continue
+        body = node.body
+        first = body[0].value if body and isinstance(body[0], ast.Expr) else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _entry_name(node: ast.stmt) -> str | None:
+    """The name a top-level definition is registered under by a decorator of one of the
+    :data:`ENTRY_REGISTRIES` (its first string argument, else its own name), or None."""
+    if not isinstance(node, _Definition):
+        return None
+    for decorator in node.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        target = call.func if call else decorator
+        if not (isinstance(target, ast.Attribute) and target.attr == "register"):
+            continue
+        owner = target.value
+        if not (isinstance(owner, ast.Name) and owner.id in ENTRY_REGISTRIES):
+            continue
+        args = call.args if call else []
+        if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+            return args[0].value
+        return node.name
+    return None
+
+
+@dataclass(frozen=True)
+class Source:
+    """What the digests read of one file: the package modules it imports, its syntax tree
+    without docstrings or registered entries (``code``), and each entry's own tree."""
+
+    imports: frozenset[str]
+    code: bytes
+    entries: dict[str, bytes]
+
+
 @functools.lru_cache(maxsize=4096)
-def _read(
-    path: str, mtime_ns: int, size: int, package: str, here: str = ""
-) -> tuple[frozenset[str], bytes]:
+def _read(path: str, mtime_ns: int, size: int, package: str, here: str = "") -> Source:
     # Keyed by the file's stat: an edited file is read again, an unchanged one once per
-    # process (the Snakefile digests every analysis at each parse).
-    data = Path(path).read_bytes()
-    body = ast.parse(data).body
+    # process (the Snakefile digests every job kind at each parse).
+    tree = ast.parse(Path(path).read_bytes())
+    body = tree.body
     # A package's __init__ counts at its top level only: its function-level imports are
     # lazy loaders of its members (e.g. the model families' factories), followed only
     # where an analysis imports that member itself.
     nodes = body if Path(path).name == "__init__.py" else _statements(body)
-    return frozenset(name for node in nodes for name in _module_names(node, package, here)), data
+    imports = frozenset(name for node in nodes for name in _module_names(node, package, here))
+    _without_docstrings(tree)
+    entries = {}
+    for node in list(tree.body):
+        name = _entry_name(node)
+        if name is not None:
+            entries[name] = ast.dump(node).encode()
+            tree.body.remove(node)
+    return Source(imports, ast.dump(tree).encode(), entries)
 
 
-def _file(path: Path, package: str, here: str = "") -> tuple[frozenset[str], bytes]:
-    """The ``package`` modules a source file imports (relative ones against ``here``,
-    the package it belongs to), and its bytes."""
+def _file(path: Path, package: str, here: str = "") -> Source:
+    """What the digests read of a source file (relative imports against ``here``, the
+    package it belongs to)."""
     stat = path.stat()
     return _read(str(path), stat.st_mtime_ns, stat.st_size, package, here)
 
 
 def imports_of(path: Path, package: str) -> frozenset[str]:
     """The ``package`` modules (and names) a source file imports by absolute import."""
-    return _file(path, package)[0]
+    return _file(path, package).imports
 
 
 def _package_dir(package: str) -> Path | None:
@@ -87,11 +149,25 @@ def _package_dir(package: str) -> Path | None:
 def _source(module: str, root: Path) -> Path | None:
     """The file of ``module`` under its top package's folder ``root``, found on disk:
     no import (importing a module to find it would run its package's imports)."""
+    return _find_source(module, str(root))
+
+
+@functools.lru_cache(maxsize=16384)
+def _find_source(module: str, root_dir: str) -> Path | None:
+    # Cached per process: a plan digests every job, each walking the same modules (a
+    # module file added or removed while the workflow parses is not seen).
+    root = Path(root_dir)
     parts = module.split(".")[1:]
     candidates = [root.joinpath(*parts, "__init__.py")]
     if parts:
         candidates.append(root.joinpath(*parts).with_suffix(".py"))
     return next((path for path in candidates if path.is_file()), None)
+
+
+def module_path(module: str) -> Path | None:
+    """The source file of a package module, None for a name that is no module."""
+    root = _package_dir(module.split(".")[0])
+    return None if root is None else _source(module, root)
 
 
 def module_files(module: str) -> list[Path]:
@@ -114,22 +190,37 @@ def module_files(module: str) -> list[Path]:
             if path is None:
                 continue
             here = prefix if path.name == "__init__.py" else prefix.rpartition(".")[0]
-            todo.extend(_file(path, package, here)[0])
+            todo.extend(_file(path, package, here).imports)
     return sorted({path for path in seen.values() if path is not None})
 
 
-def code_digest(module: str) -> str:
-    """SHA-256 over the package files ``module`` runs (:func:`module_files`), each by
-    its path inside the package and its content: an edit to any of them changes it."""
-    files = module_files(module)
-    package = module.split(".")[0]
+def code_digest(*modules: str) -> str:
+    """SHA-256 over the package files ``modules`` run (:func:`module_files`), each by
+    its path inside the package and its code (:class:`Source`): an edit to the code of
+    any of them changes it; a docstring, a comment or a registered entry does not."""
+    package = modules[0].split(".")[0]
     root = _package_dir(package)
+    files = sorted({path for module in modules for path in module_files(module)})
     assert root is not None  # module_files found it
     h = hashlib.sha256()
     for path in files:
         h.update(str(path.relative_to(root.parent)).encode() + b"\0")
-        h.update(_file(path, package)[1] + b"\0")
+        h.update(_file(path, package).code + b"\0")
     return h.hexdigest()
+
+
+def entry_digest(module: str, name: str) -> str:
+    """SHA-256 of one registered entry (a corruption, text perturbation, ranker or
+    context swap, :data:`ENTRY_REGISTRIES`): its own definition with the code digest of
+    the module that defines it. An entry registered otherwise (e.g. a ranker made by a
+    factory) is part of its module's code, so the module's digest alone covers it."""
+    package = module.split(".")[0]
+    root = _package_dir(package)
+    path = None if root is None else _source(module, root)
+    if path is None:
+        raise ModuleNotFoundError(f"no source file of module {module!r}")
+    own = _file(path, package).entries.get(name, b"")
+    return hashlib.sha256(code_digest(module).encode() + b"\0" + own).hexdigest()
 
 
 def file_digest(module: str) -> str:
@@ -141,5 +232,5 @@ def file_digest(module: str) -> str:
     if path is None:
         raise ModuleNotFoundError(f"no source file of module {module!r}")
     h = hashlib.sha256(str(path.relative_to(root.parent)).encode() + b"\0")
-    h.update(_file(path, package)[1] + b"\0")
+    h.update(_file(path, package).code + b"\0")
     return h.hexdigest()

@@ -10,15 +10,19 @@ and assembles the file (:func:`vqarobust.analyses.assemble.assemble_database`);
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vqarobust.analyses.base import RunOptions
 from vqarobust.analyses.runner import run_all
 from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
 from vqarobust.metrics.uncertainty import Settings
+
+if TYPE_CHECKING:
+    from vqarobust.plan import StudyPlan
 
 
 @dataclass(frozen=True)
@@ -63,16 +67,32 @@ def build_database(
     db_path: str | os.PathLike[str],
     inputs: DatabaseInputs,
     config: Mapping[str, Any] | None = None,
+    plan: StudyPlan | None = None,
     **settings: Any,
 ) -> dict[str, int]:
     """Run every analysis on the ``inputs`` files and write ``db_path``; returns row counts.
 
-    ``settings`` are :class:`~vqarobust.analyses.base.RunOptions` fields (``metric``,
-    ``weights``, ``families``, ``seed``, ``outside``, ``on_missing``, ``vqabq``, ...;
-    ``uncertainty`` may be a :class:`~vqarobust.metrics.uncertainty.Settings`,
-    ``rscore_tolerance`` / ``rscore_maximum`` the ``rscore`` section's keys). ``config``
-    is hashed into provenance and gives ``model_inputs`` its models.
+    With a study ``plan`` (:class:`vqarobust.plan.StudyPlan`, as the workflow builds it)
+    the analyses run with the workflow's own options (``plan.analyze.run_options``), less
+    what the ``inputs`` files decide (their image subsets and context tables); its config
+    is the one hashed into provenance. Otherwise ``settings`` are
+    :class:`~vqarobust.analyses.base.RunOptions` fields (``metric``, ``weights``,
+    ``families``, ``seed``, ``outside``, ``on_missing``, ``vqabq``, ...; ``uncertainty``
+    may be a :class:`~vqarobust.metrics.uncertainty.Settings`, ``rscore_tolerance`` /
+    ``rscore_maximum`` the ``rscore`` section's keys), and ``config`` is hashed into
+    provenance and gives ``model_inputs`` its models.
     """
+    if plan is not None:
+        if settings:
+            raise TypeError(f"build_database: a plan sets every option; got {sorted(settings)}")
+        context = dict(inputs.context or {})
+        options = dataclasses.replace(
+            plan.analyze.run_options,
+            image_subsets=[(p, int(s)) for p, s, _ in inputs.image_subsets],
+            context=plan.context_perturbations if context else [],
+            feature_sources=list(context.get("feature_swaps") or {}),
+        )
+        return run_all(db_path, options, inputs.files(), plan.config)
     if "outside_metrics" in settings:
         settings["outside"] = list(settings.pop("outside_metrics"))
     if isinstance(settings.get("uncertainty"), Settings):

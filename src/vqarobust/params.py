@@ -42,15 +42,9 @@ def canonical(value: Any) -> Any:
 
 
 def answer_spec(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a model entry that can change its answers, canonical.
-
-    Includes the answer post-processing version, so that a change to how replies are
-    cut to short answers reruns the generative models.
-    """
-    from vqarobust.models.postprocess import POSTPROCESS_VERSION
-
+    """The part of a model entry that can change its answers, canonical. (How replies
+    are cut to short answers is code: the family's code digest covers it.)"""
     spec = {k: v for k, v in entry.items() if k not in RUNTIME_KEYS and k != "train"}
-    spec["postprocess_version"] = POSTPROCESS_VERSION
     return canonical(spec)
 
 

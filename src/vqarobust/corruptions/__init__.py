@@ -32,11 +32,6 @@ from vqarobust.corruptions.registry import CORRUPTIONS
 from vqarobust.seeding import derive_seed
 
 MIN_SIZE = 32
-# Bump when any corruption's output changes. The workflow passes it to corrupt_images as a
-# param, so Snakemake's params trigger re-materializes subsets made by an older engine
-# (a change in package code alone would not rerun them). 2: native engine, truncation.
-# Adding a corruption (stylize) changes no existing output, so it needs no bump.
-ENGINE_VERSION = 2
 
 
 def names(family: str | None = None, benchmark: bool | None = None) -> list[str]:
@@ -190,7 +185,6 @@ def corrupt_item(
 
 __all__ = [
     "CORRUPTIONS",
-    "ENGINE_VERSION",
     "box_shortfall",
     "check_contract",
     "corrupt",

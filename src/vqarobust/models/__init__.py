@@ -96,7 +96,7 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
 # Keys of an entry that describe the model for the workflow, the scheduler or the reader,
 # not the adapter.
 _NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",
-                     "mem_mb", "runtime", "gpu_model", "postprocess_version",
+                     "mem_mb", "runtime", "gpu_model",
                      "chain_prompt", "features"}  # fmt: skip
 # Families that generate their answer from a text input (VQABQ asks them a chain of
 # questions); the others classify over a fixed answer vocabulary.

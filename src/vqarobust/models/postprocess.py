@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import re
 
-# Bump when short_answer changes what it returns: generative models' answers are then
-# recomputed (the version is part of each inference job's params).
-POSTPROCESS_VERSION = 1
-
 _PREFIX = re.compile(
     r"^(?:assistant\s*:|answer\s*:|short answer\s*:|a\s*:|the answer is\s*:?|"
     r"the correct answer is\s*:?)\s*",

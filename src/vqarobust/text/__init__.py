@@ -31,9 +31,6 @@ from vqarobust.text.tokens import RATES, WORD_SHARE, Rates
 from vqarobust.text.wordnet import WordNetMissing, wordnet_dir
 
 SEVERITIES = tuple(range(1, len(WORD_SHARE) + 1))
-# Bump when any text perturbation's output changes: the workflow passes it as a param so
-# that question sets made by older code are rebuilt.
-TEXT_ENGINE_VERSION = 1
 
 
 def names(level: str | None = None, available: bool = False) -> list[str]:
@@ -99,7 +96,6 @@ __all__ = [
     "RATES",
     "SEVERITIES",
     "Rates",
-    "TEXT_ENGINE_VERSION",
     "TEXT_PERTURBATIONS",
     "WordNetMissing",
     "basic_questions",

@@ -1,0 +1,135 @@
+"""The infer stage: input functions and params of rules/infer.smk (run_model,
+image_attention), and the prediction and attention tables the analysis reads.
+
+Where a subset's inputs come from is decided by its kind in the plan's catalogue
+(:meth:`StudyPlan.subset`), once for pixel models and once for feature models.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from vqarobust.corruptions import resizes as corruption_resizes
+from vqarobust.models import exposes_attention
+
+if TYPE_CHECKING:
+    from vqarobust.plan.study import StudyPlan
+
+# Kinds whose images are the clean eval split's: the question is what is perturbed.
+_QUESTION_KINDS = ("clean", "text", "sentence", "ranker")
+
+
+class InferStage:
+    """What run_model and image_attention read; see the module's docstring."""
+
+    def __init__(self, plan: StudyPlan) -> None:
+        self.plan = plan
+        self.config = plan.config
+
+    def modality(self, wildcards: Any) -> str:
+        """The subset's modality: the catalogue's (a sentence rewrite, named in the
+        config, is text; clean is clean)."""
+        return self.plan.subset(wildcards.subset).modality
+
+    def infer_input(self, wildcards: Any) -> dict[str, Any]:
+        """A pixel model's inputs: the subset's image folders and question sets, and the
+        model's checkpoint folder (a feature model's are :meth:`feature_infer_input`)."""
+        plan = self.plan
+        source = plan.feature_models.get(wildcards.model)
+        if source is not None:
+            return self.feature_infer_input(wildcards, source)
+        inputs: dict[str, Any] = {"questions": plan.questions}
+        kind = plan.subset(wildcards.subset).kind
+        if kind == "context":
+            # Every swap index of the perturbation: one question set, one image folder.
+            inputs["images"] = [f"results/{plan.dataset}/context/images"]
+            inputs["question_sets"] = [f"results/{plan.dataset}/context/{wildcards.subset}.parquet"]
+        elif kind == "chain":
+            inputs["images"] = [plan.image_folder("clean", 0)]
+            inputs["question_sets"] = plan.text.chain_sets(wildcards.model)
+        elif kind in _QUESTION_KINDS:
+            inputs["images"] = [plan.image_folder("clean", 0)]
+            if kind != "clean":
+                inputs["question_sets"] = plan.question_sets(wildcards.subset)
+        else:
+            inputs["images"] = [
+                plan.image_folder(wildcards.subset, s) for s in self.subset_severities(wildcards)
+            ]
+        inputs.update(plan.models.model_input(wildcards.model))
+        return inputs
+
+    def feature_infer_input(self, wildcards: Any, source: str) -> dict[str, Any]:
+        """A feature model's inputs: the features of the subset's images (the eval split's
+        for question perturbations), and the feature swaps for a context subset."""
+        plan = self.plan
+        features = plan.features
+        inputs: dict[str, Any] = {"questions": plan.questions}
+        subset = wildcards.subset
+        kind = plan.subset(subset).kind
+        if kind == "context":
+            folder = f"results/{plan.dataset}/context/features/{source}"
+            inputs["features"] = [features.feature_path(source, "eval")]
+            inputs["question_sets"] = [f"{folder}/{subset}.parquet"]
+            inputs["swaps"] = f"{folder}/swaps.parquet"
+        elif kind == "chain":
+            inputs["features"] = [features.feature_path(source, "eval")]
+            inputs["question_sets"] = plan.text.chain_sets(wildcards.model)
+        elif kind in _QUESTION_KINDS:
+            inputs["features"] = [features.feature_path(source, "eval")]
+            if kind != "clean":
+                inputs["question_sets"] = plan.question_sets(subset)
+        else:
+            inputs["features"] = [
+                features.image_feature_path(source, subset, s)
+                for s in self.subset_severities(wildcards)
+            ]
+        inputs.update(plan.models.model_input(wildcards.model))
+        return inputs
+
+    def subset_severities(self, wildcards: Any) -> list[int] | None:
+        """The severities one run_model job answers (clean is 0 alone, a control its one
+        severity). A context subset has None: every swap index of its question set, known
+        once the swaps are made."""
+        severities = self.plan.subset(wildcards.subset).severities
+        return None if severities is None else list(severities)
+
+    # A classifier checkpoint other than ViLT gets an empty table and a log line at run time.
+    @functools.cached_property
+    def attention_models(self) -> list[str]:
+        """The models whose adapter exposes attention over the image (none when the
+        diagnostic asks for no questions)."""
+        if not self.config["diagnostics"]["attention"]["n"]:
+            return []
+        models = self.config["models"]
+        return [m for m in self.plan.model_names if exposes_attention(models[m])]
+
+    def attention_subsets(self, wildcards: Any) -> list[tuple[str, int]]:
+        """(perturbation, severity) of the clean and every corrupted image folder (no
+        controls; no resizing corruption, whose token grid need not be the clean image's)."""
+        plan = self.plan
+        kept = [c for c in plan.corruptions if not corruption_resizes(c)]
+        return [("clean", 0)] + [(c, s) for c in kept for s in plan.corruption_severities(c)]
+
+    def attention_input(self, wildcards: Any) -> dict[str, Any]:
+        """The questions, every image folder of :meth:`attention_subsets` and the model."""
+        plan = self.plan
+        inputs: dict[str, Any] = {
+            "questions": plan.questions,
+            "images": [plan.image_folder(p, s) for p, s in self.attention_subsets(wildcards)],
+        }
+        inputs.update(plan.models.model_input(wildcards.model))
+        return inputs
+
+    def attention_files(self, wildcards: Any) -> list[str]:
+        """The attention table of every attention model (the analysis reads them)."""
+        dataset = self.plan.dataset
+        return [f"results/{dataset}/attention/{m}.parquet" for m in self.attention_models]
+
+    def prediction_files(self, wildcards: Any) -> list[str]:
+        """Every model's predictions on every subset, then the chain's of each chain model."""
+        plan = self.plan
+        root = f"results/{plan.dataset}/predictions"
+        return [f"{root}/{m}/{s}.parquet" for m in plan.model_names for s in plan.subsets] + [
+            f"{root}/{m}/{plan.chain}.parquet" for m in plan.chain_models
+        ]

@@ -1,0 +1,123 @@
+"""The models stage: input functions and params of rules/models.smk, and what every job
+of a model (run_model, image_attention) reads of its entry."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from vqarobust.models import family_code_digest
+from vqarobust.models.memory import entry_gpu_memory_gb
+from vqarobust.params import answer_spec, canonical, runtime_options
+from vqarobust.runtime import Runtime
+
+if TYPE_CHECKING:
+    from vqarobust.plan.study import StudyPlan
+
+
+class ModelsStage:
+    """Training a model, and the settings every job of a model takes from its entry."""
+
+    def __init__(self, plan: StudyPlan) -> None:
+        self.plan = plan
+        self.config = plan.config
+        # GB of GPU memory per model: an ``auto`` estimate reads the cached checkpoint,
+        # so it is made once per model, not once per job.
+        self._gpu_memory: dict[str, int] = {}
+
+    def _entry(self, model: str) -> Any:
+        return self.config["models"][model]
+
+    def train_input(self, wildcards: Any) -> dict[str, str]:
+        """The training split's questions and its images, or the model's feature table."""
+        dataset = self.plan.dataset
+        inputs = {"questions": f"resources/datasets/{dataset}/train/questions.parquet"}
+        source = self.plan.feature_models.get(wildcards.model)
+        if source is None:
+            inputs["images"] = f"resources/datasets/{dataset}/train/images"
+        else:
+            inputs["features"] = self.plan.features.feature_path(source, "train")
+            inputs.update(self.plan.features.word_vectors_input(wildcards))
+        return inputs
+
+    def train_params(self, wildcards: Any) -> Any:
+        """The model's training settings (canonical): a change retrains it."""
+        # The thread count is a setting of training: its sums, so its weights, depend on it.
+        train = dict(self._entry(wildcards.model)["train"], threads=self.config["threads"]["train"])
+        if train.get("swapmix"):
+            # SwapMix re-renders the training scenes (or swaps their feature rows): which
+            # ones depends on these.
+            dataset = self.config["dataset"]
+            train.update(scene_seed=dataset.get("scene_seed", 0), split=dataset["train_split"])
+            source = self.plan.feature_models.get(wildcards.model)
+            if source is not None:
+                features = self.plan.features
+                context = self.config["context"]
+                train.update(
+                    swap_mode=features.swap_mode(source),
+                    word_vectors=features.word_vectors_identity(),
+                    threshold=context["threshold"],
+                    class_attributes=context["class_attributes"],
+                )
+        return canonical(train)
+
+    def model_dir(self, model: str) -> str | None:
+        """Checkpoint directory the workflow trains, or None for an external model."""
+        if "train" in self._entry(model):
+            return f"resources/models/{self.plan.dataset}/{model}"
+        return None
+
+    def model_input(self, model: str) -> dict[str, Any]:
+        """The checkpoint folder as a job input: the one the workflow trains, or a local
+        folder the entry names (so that weights replaced in place rerun the model's jobs;
+        inside a job the resume fingerprint then compares their content)."""
+        trained = self.model_dir(model)
+        if trained is not None:
+            return {"model": trained}
+        path = self._entry(model).get("path_or_id")
+        return {"model": self.plan.user_path(path)} if path and os.path.isdir(path) else {}
+
+    def model_spec(self, wildcards: Any) -> Any:
+        """What can change the model's answers (canonical); runtime settings stay out."""
+        entry = dict(self._entry(wildcards.model))
+        trained = self.model_dir(wildcards.model)
+        if trained is not None:
+            entry["path_or_id"] = trained
+        return answer_spec(entry)
+
+    def model_code(self, wildcards: Any) -> str | None:
+        """The digest of the code that computes the model's answers (its family's adapter
+        and inference.py): an edit to it reruns the model's jobs."""
+        return family_code_digest(self._entry(wildcards.model)["family"])
+
+    def model_runtime_options(self, wildcards: Any) -> Runtime:
+        """Batch size and the like: the runtime channel (they never change an answer)."""
+        return Runtime(runtime_options(self._entry(wildcards.model)))
+
+    def model_gpus(self, wildcards: Any) -> int:
+        """GPUs a job of the model requests: none on the CPU, else one."""
+        return 0 if self._entry(wildcards.model)["device"] == "cpu" else 1
+
+    def model_gpu_model(self, wildcards: Any) -> str:
+        """The GPU model a GPU job asks the scheduler for ("" for any, or on the CPU)."""
+        entry = self._entry(wildcards.model)
+        return entry.get("gpu_model", "") if self.model_gpus(wildcards) else ""
+
+    def model_gpu_memory(self, wildcards: Any) -> int:
+        """GB of GPU memory a GPU job of the model requests (0 on the CPU or when unknown):
+        the entry's gpu_memory_gb, or its estimate from the cached checkpoint (auto), once
+        per model."""
+        model = wildcards.model
+        if not self.model_gpus(wildcards):
+            return 0
+        if model not in self._gpu_memory:
+            self._gpu_memory[model] = entry_gpu_memory_gb(model, self._entry(model)) or 0
+        return self._gpu_memory[model]
+
+    def model_mem_mb(self, wildcards: Any) -> int:
+        """MB of memory a job of the model requests (the entry's mem_mb)."""
+        return self._entry(wildcards.model)["mem_mb"]
+
+    def model_runtime(self, wildcards: Any) -> int:
+        """Minutes a job of the model may run (the entry's runtime)."""
+        return self._entry(wildcards.model)["runtime"]

@@ -1,0 +1,151 @@
+"""The study plan (vqarobust.plan) in Python, without Snakemake: the subset catalogue of
+every shipped study config, the inputs each job reads, a plan that cannot run refused at
+build, and the rule files sharing nothing but the plan."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from vqarobust.config import ConfigError, validate_config
+from vqarobust.plan import KINDS, PlanError, StudyPlan
+
+# The study configs that validate on any machine (gqa.yaml names data files; models.yaml
+# is a catalogue of entries, not a study).
+STUDIES = ["config", "basic-questions", "geometric", "modern", "multimodal", "paper",
+           "reference-models", "scenes", "scenes-features"]  # fmt: skip
+
+
+def _config(name: str) -> dict:
+    config = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
+    return validate_config(config)
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, StudyPlan]:
+    return {name: StudyPlan.build(_config(name)) for name in STUDIES}
+
+
+def test_the_default_catalogue_by_hand(plans):
+    plan = plans["config"]
+    kinds = [s.kind for s in plan.catalogue.values()]
+    # 15 corruptions (14 benchmark ones and grayscale), the blank control, 9 text
+    # perturbations and 3 rankers (README, "What the default run does").
+    assert {k: kinds.count(k) for k in set(kinds)} == {
+        "clean": 1, "corruption": 15, "control": 1, "text": 9, "ranker": 3,
+    }  # fmt: skip
+    assert plan.subset("clean").severities == (0,)
+    assert plan.subset("snow").severities == (1, 2, 3, 4, 5)
+    assert plan.subset("grayscale").severities == (1,)  # one level
+    assert plan.subset("blank").severities == (1,)
+    assert plan.subset("keyboard").modality == "text"
+    assert plan.subset("bq_lasso").severities == tuple(range(1, 8))  # k = 21: 7 levels
+    assert plan.subset("bq_lasso").modality == "basic_question"
+    # 2 models x 29 subsets: the README's 58 run_model jobs.
+    assert len(plan.model_names) * len(plan.subsets) == 58
+
+
+def test_every_study_plans_only_inputs_its_jobs_make(plans):
+    for name, plan in plans.items():
+        assert not plan.unmade_inputs(), name
+        assert {s.kind for s in plan.catalogue.values()} <= set(KINDS)
+        for subset in plan.catalogue.values():
+            wildcards = SimpleNamespace(subset=subset.name)
+            assert plan.infer.modality(wildcards) == subset.modality
+            severities = plan.infer.subset_severities(wildcards)
+            assert severities == (None if subset.kind == "context" else list(subset.severities))
+
+
+def test_inputs_follow_the_subset_kind(plans):
+    plan = plans["config"]
+    model = plan.model_names[0]
+
+    def inputs(subset: str) -> dict:
+        return plan.infer.infer_input(SimpleNamespace(model=model, subset=subset))
+
+    clean = "resources/datasets/easy-vqa/eval/images"
+    assert inputs("clean")["images"] == [clean] and "question_sets" not in inputs("clean")
+    assert inputs("snow")["images"] == [f"results/easy-vqa/images/snow/{s}" for s in range(1, 6)]
+    assert inputs("blank")["images"] == ["results/easy-vqa/images/blank/1"]
+    assert inputs("keyboard")["images"] == [clean]
+    assert inputs("keyboard")["question_sets"] == [
+        f"results/easy-vqa/questions/keyboard/{s}.parquet" for s in range(1, 6)
+    ]
+    assert len(inputs("bq_cosine")["question_sets"]) == 7
+    scenes = plans["scenes"]
+    swap = scenes.context_perturbations[0]
+    got = scenes.infer.infer_input(SimpleNamespace(model=scenes.model_names[0], subset=swap))
+    assert got["question_sets"] == [f"results/{scenes.dataset}/context/{swap}.parquet"]
+
+
+def test_a_plan_that_reads_what_no_job_makes_fails_naming_the_key(plans, monkeypatch):
+    config = _config("config")
+    model = next(iter(config["models"]))
+    # A checkpoint folder the workflow would have to train, but the entry has no train.
+    from vqarobust.plan.models import ModelsStage
+
+    monkeypatch.setattr(ModelsStage, "model_input", lambda self, m: {"model": "resources/x"})
+    with pytest.raises(PlanError, match=rf"config error at models\.{model}: .* resources/x"):
+        StudyPlan.build(copy.deepcopy(config))
+    assert issubclass(PlanError, ConfigError)  # the Snakefile reports it as a config error
+
+
+def test_the_plan_refuses_a_study_with_nothing_to_perturb():
+    config = _config("config")
+    config["corruptions"], config["text"]["perturbations"] = [], []
+    with pytest.raises(PlanError, match="config error at missing_weights"):
+        StudyPlan.build(config)
+
+
+def test_db_and_workflow_take_their_run_options_from_one_plan(plans):
+    options = plans["config"].analyze.run_options
+    assert options.outside == ["grayscale"] and options.families["snow"] == "weather"
+    assert options.seed == 0 and options.weights is not None
+
+
+def test_the_rule_files_share_nothing_but_the_plan():
+    spec = importlib.util.spec_from_file_location(
+        "shared_rule_names", REPO / "benchmarks" / "shared_rule_names.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    shared = module.shared_names()
+    assert set(shared) == {"PLAN"}, shared
+    assert shared["PLAN"][0] == "rules/common.smk"
+    assert not list(Path(REPO, "rules").glob("*_inputs.smk"))
+
+
+@pytest.mark.workflow
+def test_a_notebook_rebuilds_the_workflows_tables_from_the_same_plan(
+    workflow_run, tmp_path, monkeypatch
+):
+    """build_database with the plan (its inputs and options) gives the workflow's own
+    tables, row for row: one set of run options, not a second copy of the config's."""
+    import duckdb
+
+    from vqarobust.db import build_database
+
+    workdir, config = workflow_run
+    plan = StudyPlan.build(validate_config(copy.deepcopy(config)))
+    monkeypatch.chdir(workdir)
+    db = tmp_path / "notebook.duckdb"
+    build_database(db, plan.analyze.database_inputs(), plan=plan)
+    ours = workdir / "results" / plan.dataset / "robustness.duckdb"
+    for table in ("accuracy", "vre_model", "submetrics", "mmi", "rscore", "intervals"):
+        seen = []
+        for path in (ours, db):
+            with duckdb.connect(str(path), read_only=True) as con:
+                rows = con.execute(f"SELECT * FROM {table}").fetchall()
+                columns = [d[0] for d in con.description]
+            # repr: NaN equals NaN, and the row order is the analysis's, not the SQL's.
+            seen.append((columns, sorted(map(repr, rows))))
+        assert seen[0] == seen[1], table
+        assert seen[0][1], f"{table} is empty"
