@@ -4,8 +4,6 @@
 # study plan (PLAN, vqarobust.plan), built in rules/common.smk.
 from snakemake.utils import min_version
 
-from vqarobust import warm
-
 min_version("9.0")
 
 
@@ -36,21 +34,6 @@ rule all:
 REPORT = f"results/{PLAN.dataset}/report/index.html"
 
 
-# A local run's torch jobs fork from one process that imported torch once (docs/workflow.md,
-# "Warm start"); a cluster's jobs import for themselves.
-WARM = []
-
-
-onstart:
-    if workflow.local_exec and not workflow.touch and config["warm_start"]:
-        WARM.append(warm.start())
-
-
 # Only after a run that ended well; "Nothing to be done" leaves the report where it was.
 onsuccess:
-    warm.stop(WARM.pop() if WARM else None)
     print(f"Report: {REPORT}")
-
-
-onerror:
-    warm.stop(WARM.pop() if WARM else None)

@@ -4,29 +4,18 @@
 
 Prints, per rule: job count, summed job seconds, the slowest job and peak memory; then
 the summed seconds per model of the inference rules (the README's per-model numbers).
-A job that ran in a child of the warm process (docs/workflow.md, "Warm start") has its
-peak memory from the child's last log line: the benchmark file measured only the job's
-own process, which waited for the child.
+An inference job is per model (``run_model/<model>.tsv``) or, with ``inference_jobs:
+subset``, per model and subset (``run_model/<model>/<subset>.tsv``).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import polars as pl
 
 PER_MODEL_RULES = ("run_model", "image_attention")
-WARM_PEAK = re.compile(r"warm child: [0-9.]+ s CPU, peak (\d+) KiB")
-
-
-def warm_peak_mb(log: Path) -> float | None:
-    """The peak memory (MB) a warm child logged, None for a job that ran in its own process."""
-    if not log.exists():
-        return None
-    found = WARM_PEAK.findall(log.read_text(errors="replace"))
-    return round(int(found[-1]) / 1024, 2) if found else None
 
 
 def job_rows(root: str | Path = "benchmarks/out", dataset: str | None = None) -> pl.DataFrame:
@@ -37,16 +26,20 @@ def job_rows(root: str | Path = "benchmarks/out", dataset: str | None = None) ->
     for tsv in sorted(base.rglob("*.tsv")):
         rel = tsv.relative_to(root).parts
         rule = rel[1] if len(rel) > 2 else Path(rel[-1]).stem
-        model = rel[2] if rule == "run_model" and len(rel) > 3 else None
-        if rule == "image_attention":
-            model = Path(rel[-1]).stem
+        model = None
+        if rule in PER_MODEL_RULES:
+            model = rel[2] if len(rel) > 3 else Path(rel[-1]).stem
         df = pl.read_csv(tsv, separator="\t", null_values=["-", "NA"])
-        # benchmarks/out/<rel>.tsv beside logs/<rel>.log in the run's folder
-        log = Path(root).resolve().parents[1] / "logs" / Path(*rel).with_suffix(".log")
-        peak = warm_peak_mb(log)
-        rows.append({"dataset": rel[0], "rule": rule, "model": model, "job": tsv.stem,
-                     "s": float(df["s"][0]),
-                     "max_rss_mb": df["max_rss"][0] if peak is None else peak})  # fmt: skip
+        rows.append(
+            {
+                "dataset": rel[0],
+                "rule": rule,
+                "model": model,
+                "job": tsv.stem,
+                "s": float(df["s"][0]),
+                "max_rss_mb": df["max_rss"][0],
+            }
+        )
     if not rows:
         raise SystemExit(f"no benchmark files under {base}")
     return pl.DataFrame(rows)

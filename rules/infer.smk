@@ -1,29 +1,58 @@
-# One job per (model, subset): the model loads once and answers every severity of the
-# subset ("clean" is severity 0 alone). GPUs, memory and time come from the model entry.
-rule run_model:
-    input:
-        unpack(PLAN.infer.infer_input),
-    output:
-        "results/{dataset}/predictions/{model}/{subset}.parquet",
-    log:
-        "logs/{dataset}/run_model/{model}/{subset}.log",
-    benchmark:
-        "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
-    threads: config["threads"]["infer"]
-    resources:
-        gpu=PLAN.models.model_gpus,
-        gpu_model=PLAN.models.model_gpu_model,
-        gpu_memory_gb=PLAN.models.model_gpu_memory,
-        mem_mb=PLAN.models.model_mem_mb,
-        runtime=PLAN.models.model_runtime,
-    params:
-        code=PLAN.code("run_model"),
-        spec=PLAN.models.model_spec,
-        severities=PLAN.infer.subset_severities,
-        modality=PLAN.infer.modality,
-        runtime=PLAN.models.model_runtime_options,
-    script:
-        "../workflow/scripts/run_model.py"
+# run_model: one model answers every severity of its subsets, loading its weights once per
+# job. A job per model by default; per (model, subset) with inference_jobs: subset, which
+# a cluster spreads over GPUs (docs/workflow.md, "Inference jobs"). Either way a subset's
+# finished chunks are reused by content. GPUs, memory and time come from the model entry.
+if PLAN.infer.per_model:
+
+    rule run_model:
+        input:
+            unpack(PLAN.infer.job_input),
+        output:
+            **PLAN.infer.model_outputs(),
+        log:
+            "logs/{dataset}/run_model/{model}.log",
+        benchmark:
+            "benchmarks/out/{dataset}/run_model/{model}.tsv"
+        threads: config["threads"]["infer"]
+        resources:
+            gpu=PLAN.models.model_gpus,
+            gpu_model=PLAN.models.model_gpu_model,
+            gpu_memory_gb=PLAN.models.model_gpu_memory,
+            mem_mb=PLAN.models.model_mem_mb,
+            runtime=PLAN.models.model_runtime,
+        params:
+            code=PLAN.code("run_model"),
+            spec=PLAN.models.model_spec,
+            subsets=PLAN.infer.job_params,
+            runtime=PLAN.models.model_runtime_options,
+        script:
+            "../workflow/scripts/run_model.py"
+
+else:
+
+    rule run_model:
+        input:
+            unpack(PLAN.infer.job_input),
+        output:
+            "results/{dataset}/predictions/{model}/{subset}.parquet",
+        log:
+            "logs/{dataset}/run_model/{model}/{subset}.log",
+        benchmark:
+            "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
+        threads: config["threads"]["infer"]
+        resources:
+            gpu=PLAN.models.model_gpus,
+            gpu_model=PLAN.models.model_gpu_model,
+            gpu_memory_gb=PLAN.models.model_gpu_memory,
+            mem_mb=PLAN.models.model_mem_mb,
+            runtime=PLAN.models.model_runtime,
+        params:
+            code=PLAN.code("run_model"),
+            spec=PLAN.models.model_spec,
+            subsets=PLAN.infer.job_params,
+            runtime=PLAN.models.model_runtime_options,
+        script:
+            "../workflow/scripts/run_model.py"
 
 
 # One job per model that exposes attention over the image: maps of a few questions on the

@@ -259,7 +259,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "diagnostics.attention.n": ("tiny", put("diagnostics.attention.n", 3)),
     "threads.train": ("scenes", put("threads.train", 2)),
     "threads.infer": ("tiny", put("threads.infer", 2)),
-    "warm_start": ("tiny", put("warm_start", False)),
+    "inference_jobs": ("tiny", put("inference_jobs", "subset")),
     "models.*.from_repository": ("vqav2", put("models.blip.from_repository",
                                               "blip-vqa-capfilt-large",
                                               drop=("models.blip.family",

@@ -23,7 +23,7 @@ def test_per_rule_and_per_model_sums_of_one_dataset(tmp_path, summarize_run):
     root = tmp_path / "out"
     _tsv(root / "easy-vqa" / "run_model" / "a" / "clean.tsv", 2.0, 100)
     _tsv(root / "easy-vqa" / "run_model" / "a" / "snow.tsv", 3.0, 120)
-    _tsv(root / "easy-vqa" / "run_model" / "b" / "clean.tsv", 1.5, 90)
+    _tsv(root / "easy-vqa" / "run_model" / "b.tsv", 1.5, 90)  # a job per model
     _tsv(root / "easy-vqa" / "image_attention" / "a.tsv", 0.5, 80)
     _tsv(root / "easy-vqa" / "load_duckdb.tsv", 4.0, 300)
     _tsv(root / "scenes" / "run_model" / "a" / "clean.tsv", 99.0, 1)  # another dataset
@@ -33,7 +33,7 @@ def test_per_rule_and_per_model_sums_of_one_dataset(tmp_path, summarize_run):
     models = summarize_run.per_model(root, "easy-vqa").rows(named=True)
     got = {(r["rule"], r["model"]): (r["jobs"], r["job_seconds"], r["slowest_job"]) for r in models}
     assert got == {("image_attention", "a"): (1, 0.5, "a"), ("run_model", "a"): (2, 5.0, "snow"),
-                   ("run_model", "b"): (1, 1.5, "clean")}  # fmt: skip
+                   ("run_model", "b"): (1, 1.5, "b")}  # fmt: skip
     assert summarize_run.summarize(root)["jobs"].sum() == 6  # every dataset without --dataset
     with pytest.raises(SystemExit, match="no benchmark files"):
         summarize_run.summarize(root, "vqav2")

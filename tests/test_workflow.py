@@ -208,9 +208,9 @@ def test_changing_one_model_reruns_only_its_inference(workflow_run):
         jobs = plan(workdir)
     finally:
         write_config(workdir, config)
-    # cnn-bow on clean + 2 corruptions + blank + 2 text perturbations + 2 rankers, then
-    # aggregation and report; nothing else.
-    assert jobs == {"run_model": 8, **analyses(*FROM_PREDICTIONS), "load_duckdb": 1,
+    # cnn-bow's one job (clean, 2 corruptions, blank, 2 text perturbations, 2 rankers),
+    # then aggregation and report; nothing else.
+    assert jobs == {"run_model": 1, **analyses(*FROM_PREDICTIONS), "load_duckdb": 1,
                     "render_report": 1, "all": 1}  # fmt: skip
 
 
@@ -260,7 +260,8 @@ def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
         jobs = plan(workdir)
     finally:
         write_config(workdir, config)
-    # The attention job of vilt-tiny reads every corrupted subset: it reruns too.
+    # Each model's job (its other subsets answered from their finished chunks); the
+    # attention job of vilt-tiny reads every corrupted subset: it reruns too.
     assert jobs == {"corrupt_images": 2, "run_model": 2, "image_attention": 1,
                     **analyses(*FROM_PREDICTIONS, "attention"), "load_duckdb": 1,
                     "render_report": 1, "all": 1}  # fmt: skip
@@ -276,10 +277,10 @@ def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_ru
         jobs = plan(workdir)
     finally:
         write_config(workdir, config)
-    # One question set job each, both models on each, the new ranker's exported dataset;
-    # the embeddings (pool and main questions) and the other rankers' rankings are reused.
+    # One question set job each, each model's job, the new ranker's exported dataset; the
+    # embeddings (pool and main questions) and the other rankers' rankings are reused.
     assert jobs == {"perturb_questions": 1, "rank_basic_questions": 1, "noise_questions": 1,
-                    "export_basic_questions": 1, "run_model": 4,
+                    "export_basic_questions": 1, "run_model": 2,
                     **analyses(*FROM_PREDICTIONS), "load_duckdb": 1, "render_report": 1,
                     "all": 1}  # fmt: skip
 
@@ -357,7 +358,9 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
 def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_run, tmp_path):
     """Three perturbations added to a finished run, in one rerun (one run's aggregation
     instead of two): a sentence rewrite (one text level), stylize and grayscale (one
-    level). Only their own subsets and inference rerun, then the aggregation."""
+    level). Only their own subsets are made and answered (each model's one job answers
+    its other subsets from their finished chunks, loading the weights once), then the
+    aggregation."""
     from tests.tiny_checkpoints import style_images, tiny_adain, tiny_t5
 
     source, config = workflow_run
@@ -374,10 +377,17 @@ def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_r
                           "styles": str(style_images(tmp_path / "styles"))}  # fmt: skip
     write_config(workdir, changed)
     jobs = plan(workdir)
-    assert jobs == {"rewrite_questions": 1, "corrupt_images": 3, "run_model": 6,
+    assert jobs == {"rewrite_questions": 1, "corrupt_images": 3, "run_model": 2,
                     "image_attention": 1, **analyses(*FROM_PREDICTIONS, "attention"),
                     "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
     snakemake(workdir)
+    for model in config["models"]:
+        log = (workdir / "logs" / "easy-vqa" / "run_model" / f"{model}.log").read_text()
+        reused = set(re.findall(rf"{model} (\w+)/\d+: reusing (\d+) of \2 finished", log))
+        assert {s for s, _ in reused} == {"clean", "gaussian_noise", "brightness", "blank",
+                                          "keyboard", "synonym_replace", "bq_cosine",
+                                          "bq_lasso"}, model  # fmt: skip
+        assert log.count(f"loaded {model} on") == 1
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
@@ -544,9 +554,8 @@ def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run
     inference and the other subsets are the same code and would only lengthen the test)
     and everything after them, is rerun and SIGKILLed as a whole process group twice
     during inference, unlocked and rerun to the end; every DuckDB table then equals the
-    uninterrupted run's, row for row (ViLT's patch choice is seeded per image). The killed
-    runs are warm (vqarobust.warm), the last is cold and computes the clean subset again:
-    warm and cold answers are the same."""
+    uninterrupted run's, row for row (ViLT's patch choice is seeded per image). The last
+    run computes the clean subset again, in a job whose other subsets come from chunks."""
     from vqarobust.provenance import diff
 
     source, _ = workflow_run
@@ -575,16 +584,11 @@ def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run
         killed += _kill_when(proc, lambda n=at_least: chunks() >= kept + n)
         snakemake(workdir, "--unlock")
     assert killed == 2, "the run finished before it could be killed"
-    logs = workdir / "logs" / "easy-vqa" / "run_model" / "vilt-tiny"
-    warm = "a child of the run's warm process"
-    assert any(warm in (logs / f"{s}.log").read_text() for s in lost
-               if (logs / f"{s}.log").exists())  # fmt: skip
     (vilt / "clean.parquet").unlink(missing_ok=True)
     shutil.rmtree(vilt / "clean.parquet.chunks", ignore_errors=True)
-    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
-    write_config(workdir, {**config, "warm_start": False})  # changes no job (docs/workflow.md)
     snakemake(workdir, "--rerun-incomplete")
-    assert warm not in (logs / "clean.log").read_text()
+    log = (workdir / "logs" / "easy-vqa" / "run_model" / "vilt-tiny.log").read_text()
+    assert "vilt-tiny clean/0: reusing" not in log and "vilt-tiny blank/1: reusing" in log
     result = diff(source / "results" / "easy-vqa" / "robustness.duckdb",
                   results / "robustness.duckdb")  # fmt: skip
     assert result["tables"] == {} and not result["only_in_a"] and not result["only_in_b"]
@@ -635,3 +639,45 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
     assert (tmp_path / "grid.png").exists() and (tmp_path / "g.png").exists()
     assert any((tmp_path / "snow3").iterdir()) and (tmp_path / "metrics" / "vre_model.csv").exists()
     assert (tmp_path / "s.jsonl").stat().st_size and (tmp_path / "samples.jsonl").stat().st_size
+
+
+def _dry_run_with_package(workdir: Path, package: Path) -> str:
+    """A dry run of ``workdir`` whose Snakefile and job params import the package copy
+    ``package`` (its parent put first on the path)."""
+    env = {**os.environ, "PYTHONPATH": str(package.parent)}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--cores", "2", "-n"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def test_code_edits_rerun_exactly_the_jobs_that_run_that_code(workflow_run, tmp_path):
+    """On the finished tiny run, Snakemake's own plan after an edit of package code: the
+    body of one corruption reruns its subsets and what reads them (not the other
+    corruption, the questions or the rankings); the dataset adapter reruns everything
+    from prepare_dataset on; a docstring and a comment rerun nothing."""
+    source, _ = workflow_run
+    workdir = tmp_path / "wf"
+    shutil.copytree(source, workdir, symlinks=True)
+    package = tmp_path / "src" / "vqarobust"
+    shutil.copytree(REPO / "src" / "vqarobust", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    noise, adapter = package / "corruptions" / "noise.py", package / "datasets" / "easy_vqa.py"
+    originals = {path: path.read_text() for path in (noise, adapter)}
+    noise.write_text(originals[noise].replace('"""Additive N(0, sd^2) noise', '"""Noise'))
+    adapter.write_text(f"# A comment.\n{originals[adapter]}".replace("Adapter for", "For"))
+    assert "Nothing to be done" in _dry_run_with_package(workdir, package)
+    noise.write_text(originals[noise].replace("sd = (0.08,", "sd = (0.081,"))
+    out = _dry_run_with_package(workdir, package)
+    planned = planned_jobs(out)
+    corrupted = set(re.findall(r"wildcards: dataset=easy-vqa, corruption=(\w+)", out))
+    assert corrupted == {"gaussian_noise"} and planned["corrupt_images"] == 2
+    assert planned["run_model"] == 2 and planned["image_attention"] == 1
+    assert not {"prepare_dataset", "perturb_questions", "rank_basic_questions",
+                "noise_questions", "train_model", "embed_pool"} & set(planned)  # fmt: skip
+    noise.write_text(originals[noise])
+    adapter.write_text(originals[adapter] + "\n_EDITED = 1\n")
+    planned = planned_jobs(_dry_run_with_package(workdir, package))
+    everything = planned_jobs(snakemake(workdir, "-n", "--forceall"))
+    assert planned == everything and "prepare_dataset" in planned

@@ -142,6 +142,37 @@ def predict_subset(
     )
 
 
+def job_subsets(
+    name: str, modality: str, severities: Sequence[int] | None, inputs: Any
+) -> list[Subset]:
+    """The :class:`Subset` of each severity of subset ``name`` in a run_model job, from
+    the job's inputs named ``<kind>__<name>`` (images or features, question_sets, swaps;
+    :meth:`vqarobust.plan.infer.InferStage.job_input`)."""
+
+    def get(kind: str) -> Any:
+        return inputs.get(f"{kind}__{name}")
+
+    question_sets, features = get("question_sets"), get("features")
+    # A feature model (LXMERT) reads feature tables where the others read image folders.
+    folders, kind = (features, "features") if features else (get("images"), "images")
+    if modality == "context":
+        # One question set and one image folder (or feature table) hold every swap index.
+        severities = context_severities(question_sets[0])
+        sets = list(question_sets) * len(severities)
+        images = [folders[0]] * len(severities)
+    elif question_sets:
+        # Perturbed questions about the clean images.
+        sets = list(question_sets)
+        images = [folders[0]] * len(sets)
+    else:
+        sets, images = [None] * len(severities or []), list(folders)
+    swaps = get("swaps") or None
+    return [
+        Subset(name, severity, image_dir, modality, question_set, kind, swaps)
+        for severity, image_dir, question_set in zip(severities, images, sets, strict=True)
+    ]
+
+
 def context_severities(path: str | os.PathLike[str]) -> list[int]:
     """The severities of a context question set: every swap index it holds, ascending
     (a question's swaps of one kind are numbered 1..objects x k, with no fixed top)."""
@@ -204,7 +235,21 @@ def run_inference(
     device: str | None = None,
     chunk_size: int = 1024,
 ) -> int:
-    """Load the model once, answer every question on every subset, write one Parquet file.
+    """:func:`run_model_job` with one output: every severity of one subset in one file.
+    Returns the number of predictions."""
+    return run_model_job(ref, questions_path, [(subsets, out_path)], device, chunk_size)[0]
+
+
+def run_model_job(
+    ref: ModelRef,
+    questions_path: str | os.PathLike[str],
+    outputs: Sequence[tuple[Sequence[Subset], str | os.PathLike[str]]],
+    device: str | None = None,
+    chunk_size: int = 1024,
+) -> list[int]:
+    """Load the model at most once, answer every question on every subset of every output,
+    and write each output's Parquet file (a run_model job: one model on all its subsets,
+    or on one).
 
     ``ref.spec`` is what can change answers (it fingerprints finished work);
     ``ref.options`` (batch size, ...) only how the model runs. Questions are taken in chunks of
@@ -213,24 +258,24 @@ def run_inference(
     ``<out_path>.chunks/`` under its subset's key, the digest of everything the subset's
     answers depend on (:mod:`vqarobust.resume`): a killed job, or a job rerun with a
     severity added, computes only the chunks it has not got. The model is loaded only when
-    a chunk is missing. The job's fingerprint is stored in the output's Parquet metadata
-    (key ``vqarobust.inputs``), with the job's times and the model's parameter count.
+    a chunk is missing, once for all outputs. The job's fingerprint is stored in each
+    output's Parquet metadata (key ``vqarobust.inputs``), with its times and the model's
+    parameter count.
 
     Without ``device``, the job leases one as the entry's ``device`` asks (see
     :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
-    than running on the CPU. Returns the number of predictions.
+    than running on the CPU. Returns each output's number of predictions.
     """
     if device is None:
         policy = ref.spec.get("device", "auto")
         with lease_device(policy=policy, who=f"model {ref.name!r}") as leased:
-            return run_inference(ref, questions_path, subsets, out_path, leased, chunk_size)
+            return run_model_job(ref, questions_path, outputs, leased, chunk_size)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     # Image order keeps a chunk's questions on few images (and few row groups).
     questions = store.read_questions(questions_path).sort_by(
         [("image_id", "ascending"), ("question_id", "ascending")]
     )
-    started = time.time()
     digest = Digests()
     # The weights are resolved (downloaded if allowed) before they are fingerprinted, and
     # the adapter loads the resolved files: the recorded commit is the one that ran.
@@ -239,28 +284,43 @@ def run_inference(
     code = family_code_digest(ref.spec.get("family"))
     job = job_fingerprint(ref.name, ref.spec, resolved.identity, code, digest(questions_path),
                           device, chunk_size)  # fmt: skip
-    parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
-    keys = [subset_key(job, part) for part in parts]
-    chunks = ChunkStore(out_path)
-    chunks.open({k: {"job": job, "subset": part} for k, part in zip(keys, parts, strict=True)})
     job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
-    loader = _Loader(replace(ref, spec=resolved.entry), device, job["precision"],
-                     chunks.parameters(job_key))  # fmt: skip
-    readers: dict[tuple, Any] = {}
-    files = []
-    for subset, key in zip(subsets, keys, strict=True):
-        files += _answer_subset(subset, subset_questions(questions, subset), chunks.chunk,
-                                key, loader, readers, chunk_size)  # fmt: skip
-    counted = chunks.parameters(job_key)
-    parameters = json.loads(counted.read_text()) if counted.exists() else None
-    record = {"inputs": {**job, "subsets": parts}, "started": started,
-              "finished": time.time(), "parameters": parameters, "machine": machine()}  # fmt: skip
-    table = chunks.merge(files).replace_schema_metadata(
-        {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
-    )
-    store.write_table(table, out_path)
-    chunks.prune(keys, job_key)
-    return table.num_rows
+    loader = _Loader(replace(ref, spec=resolved.entry), device, job["precision"], [])
+    planned = []
+    for subsets, out_path in outputs:
+        parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
+        keys = [subset_key(job, part) for part in parts]
+        chunks = ChunkStore(out_path)
+        chunks.open({k: {"job": job, "subset": p} for k, p in zip(keys, parts, strict=True)})
+        # Whichever output loads the model counts its parameters for every output.
+        loader.counted.append(chunks.parameters(job_key))
+        planned.append((subsets, out_path, parts, keys, chunks))
+    rows = []
+    for subsets, out_path, parts, keys, chunks in planned:
+        started = time.time()
+        # One reader per folder and output: a context output's severities share one
+        # feature table and one swap table; the next output's folders replace them.
+        readers: dict[tuple, Any] = {}
+        files = []
+        for subset, key in zip(subsets, keys, strict=True):
+            asked = subset_questions(questions, subset)
+            files += _answer_subset(subset, asked, chunks.chunk, key, loader, readers, chunk_size)
+        counted = chunks.parameters(job_key)
+        parameters = json.loads(counted.read_text()) if counted.exists() else None
+        record = {
+            "inputs": {**job, "subsets": parts},
+            "started": started,
+            "finished": time.time(),
+            "parameters": parameters,
+            "machine": machine(),
+        }
+        table = chunks.merge(files).replace_schema_metadata(
+            {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
+        )
+        store.write_table(table, out_path)
+        chunks.prune(keys, job_key)
+        rows.append(table.num_rows)
+    return rows
 
 
 def _inputs(subset: Subset) -> SubsetInputs:
@@ -270,13 +330,14 @@ def _inputs(subset: Subset) -> SubsetInputs:
 
 @dataclass
 class _Loader:
-    """The job's model, loaded at the first chunk that needs it, checked to compute in the
-    precision its fingerprint names; its parameter count kept beside the chunks."""
+    """The job's model, loaded at the first chunk that needs it (once for all the job's
+    outputs), checked to compute in the precision its fingerprint names; its parameter
+    count kept beside every output's chunks."""
 
     ref: ModelRef
     device: str
     precision: dict[str, str]
-    counted: Path
+    counted: list[Path]
     model: VQAModel | None = None
 
     def __call__(self) -> VQAModel:
@@ -291,8 +352,10 @@ class _Loader:
                     f"model {self.ref.name!r} loaded in {dtype}, but its answers are "
                     f"fingerprinted as {self.precision['dtype']}"
                 )
-            with store.atomic_path(self.counted) as tmp:
-                tmp.write_text(json.dumps(self.model.parameter_count()))
+            count = json.dumps(self.model.parameter_count())
+            for path in self.counted:
+                with store.atomic_path(path) as tmp:
+                    tmp.write_text(count)
         return self.model
 
 

@@ -7,8 +7,6 @@ import os
 import sys
 from types import TracebackType
 
-from vqarobust.warm import ENV_CHILD
-
 
 def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
     # A job's stderr goes to the scheduler's output, not to the rule's log file; put the
@@ -50,8 +48,3 @@ def setup_logging(path: str | os.PathLike[str] | None = None, level: int = loggi
     logging.captureWarnings(True)
     if path:
         sys.excepthook = _log_uncaught
-    if os.environ.get(ENV_CHILD) == "1":
-        logging.getLogger("vqarobust.warm").info(
-            "a child of the run's warm process: torch was imported there (docs/workflow.md, "
-            '"Warm start")'
-        )

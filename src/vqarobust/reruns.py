@@ -112,7 +112,10 @@ RULES: dict[str, Stage] = {
     "chain_questions": Stage(("models.*.chain_prompt", "models.*.family",
                               "basic_questions.vqabq.enabled", "basic_questions.vqabq.ranker"),
                              ("prepare_dataset", "rank_basic_questions")),
-    "run_model": Stage((*_ANSWERS, *_LEVELS),
+    # A per-model job's outputs are its model's subsets: skipping a perturbation
+    # (missing_weights) changes them. inference_jobs cuts the jobs another way. Either
+    # way each job reruns, answering what it already answered from its chunks.
+    "run_model": Stage((*_ANSWERS, *_LEVELS, "inference_jobs", "missing_weights"),
                        ("prepare_dataset", "train_model", "corrupt_images", "extract_features",
                         "extract_image_features", "swap_context", "swap_features",
                         "perturb_questions", "rewrite_questions", "noise_questions",
@@ -167,10 +170,6 @@ RUNTIME: dict[str, NoRerun] = {
         "plugin's code carries the digest of its source, so an edit reruns exactly those "
         "(docs/extending.md)",
         "tests/test_reruns.py::test_each_key_reruns_exactly_its_declared_dependents",
-    ),
-    "warm_start": NoRerun(
-        "where a job imports torch: in its own process or once, in the process it forks from",
-        "tests/test_workflow.py::test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one",
     ),
     "models.*.batch_size": _BATCH,
     "models.*.share_image_features": NoRerun(

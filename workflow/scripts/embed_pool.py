@@ -1,9 +1,5 @@
 """Snakemake adapter: one basic-question pool source, deduplicated and encoded."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 from functools import partial
 
 import torch

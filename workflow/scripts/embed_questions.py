@@ -1,9 +1,5 @@
 """Snakemake adapter: encode every distinct main question (the eval split) once."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 from functools import partial
 
 import torch

@@ -1,9 +1,5 @@
 """Snakemake adapter: the feature table of one split or one corrupted image folder."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 from vqarobust.features.extract import FeatureInputs, extract_features
 from vqarobust.jobs import start_job
 

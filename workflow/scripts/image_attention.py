@@ -1,9 +1,5 @@
 """Snakemake adapter: one model's attention maps on the clean and every corrupted image."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 import torch
 
 from vqarobust.attention import attention_maps

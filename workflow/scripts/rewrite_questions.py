@@ -1,9 +1,5 @@
 """Snakemake adapter: rewrite the questions with one sentence-level perturbation's models."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 import torch
 
 from vqarobust.jobs import start_job

@@ -1,40 +1,20 @@
-"""Snakemake adapter: run one model on every severity of one subset."""
-
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
+"""Snakemake adapter: run one model on every severity of the job's subsets (all of its
+subsets, or one), loading the weights once."""
 
 import torch
 
-from vqarobust.inference import Subset, context_severities, run_inference
+from vqarobust.inference import job_subsets, run_model_job
 from vqarobust.jobs import start_job
 from vqarobust.models import ModelRef
 
 start_job(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
-severities = snakemake.params.severities
-modality = snakemake.params.modality
-question_sets = snakemake.input.get("question_sets")
-# A feature model (LXMERT) reads feature tables where the others read image folders.
-features = snakemake.input.get("features")
-folders, inputs = (features, "features") if features else (snakemake.input.images, "images")
-swaps = snakemake.input.get("swaps")
-if modality == "context":
-    # One question set and one image folder (or feature table) hold every swap index.
-    severities = context_severities(question_sets[0])
-    sets = list(question_sets) * len(severities)
-    images = [folders[0]] * len(severities)
-elif question_sets:
-    # Perturbed questions about the clean images.
-    sets = list(question_sets)
-    images = [folders[0]] * len(sets)
-else:
-    sets, images = [None] * len(severities), list(folders)
-subsets = [
-    Subset(snakemake.wildcards.subset, severity, image_dir, modality, question_set, inputs,
-           swaps or None)
-    for severity, image_dir, question_set in zip(severities, images, sets, strict=True)
-]  # fmt: skip
+# The params list the subsets in the order of the outputs; each one's files are the
+# inputs named <kind>__<subset> (vqarobust.plan.infer).
+outputs = [
+    (job_subsets(name, subset["modality"], subset["severities"], snakemake.input), path)
+    for (name, subset), path in zip(snakemake.params.subsets.items(), snakemake.output, strict=True)
+]
 spec = dict(snakemake.params.spec)
 trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
 if trained:
@@ -43,4 +23,4 @@ if trained:
     spec["path_or_id"] = trained
 # Batch size and the like: the runtime channel, since they never change answers.
 model = ModelRef(snakemake.wildcards.model, spec, options=dict(snakemake.params.runtime.values))
-run_inference(model, snakemake.input.questions, subsets, snakemake.output[0])
+run_model_job(model, snakemake.input.questions, outputs)

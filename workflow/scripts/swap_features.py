@@ -1,9 +1,5 @@
 """Snakemake adapter: the feature-level SwapMix swaps of one feature source."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 from vqarobust.jobs import start_job
 from vqarobust.materialize.context import SwapOutputs
 from vqarobust.materialize.feature_context import FeatureSwapSettings, swap_features

@@ -1,9 +1,5 @@
 """Snakemake adapter: train a reference model and save it in Hugging Face format."""
 
-from vqarobust.warm import hand_over
-
-hand_over(snakemake)  # a local run's warm process runs the rest (docs/workflow.md, "Warm start")
-
 from vqarobust.jobs import start_job
 from vqarobust.models.recipe import Recipe
 

@@ -2,12 +2,15 @@
 image_attention), and the prediction and attention tables the analysis reads.
 
 Where a subset's inputs come from is decided by its kind in the plan's catalogue
-(:meth:`StudyPlan.subset`), once for pixel models and once for feature models.
+(:meth:`StudyPlan.subset`), once for pixel models and once for feature models. A run_model
+job answers every subset of its model (``inference_jobs: model``, one weight load) or one
+(``subset``, for clusters): :meth:`InferStage.job_subsets`.
 """
 
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from vqarobust.corruptions import resizes as corruption_resizes
@@ -26,6 +29,52 @@ class InferStage:
     def __init__(self, plan: StudyPlan) -> None:
         self.plan = plan
         self.config = plan.config
+
+    @property
+    def per_model(self) -> bool:
+        """Whether one run_model job answers all of a model's subsets."""
+        return self.config["inference_jobs"] == "model"
+
+    def model_subsets(self, model: str) -> list[str]:
+        """Every subset ``model`` answers (the VQABQ chain last, for a chain model)."""
+        plan = self.plan
+        return [*plan.subsets, *([plan.chain] if model in plan.chain_models else [])]
+
+    def job_subsets(self, wildcards: Any) -> list[str]:
+        """The subsets of one run_model job: the one its ``subset`` wildcard names, or every
+        subset of its model."""
+        subset = getattr(wildcards, "subset", None)
+        return [subset] if subset is not None else self.model_subsets(wildcards.model)
+
+    def model_outputs(self) -> dict[str, str]:
+        """A per-model job's outputs, named by subset, as patterns over ``{dataset}`` and
+        ``{model}`` (every model answers the same subsets)."""
+        names = {tuple(self.model_subsets(m)) for m in self.plan.model_names}
+        assert len(names) == 1, "every model answers the same subsets"
+        pattern = "results/{{dataset}}/predictions/{{model}}/{}.parquet"
+        return {s: pattern.format(s) for s in next(iter(names))}
+
+    def job_input(self, wildcards: Any) -> dict[str, Any]:
+        """A run_model job's inputs: the questions and the model's checkpoint, and each
+        subset's files named ``<kind>__<subset>`` (images, question_sets, features,
+        swaps), which the script reads back by name."""
+        out: dict[str, Any] = {}
+        for subset in self.job_subsets(wildcards):
+            one = SimpleNamespace(dataset=self.plan.dataset, model=wildcards.model, subset=subset)
+            for key, value in self.infer_input(one).items():
+                out[key if key in ("questions", "model") else f"{key}__{subset}"] = value
+        return out
+
+    def job_params(self, wildcards: Any) -> dict[str, dict[str, Any]]:
+        """Each subset of the job, in its outputs' order: its modality and severities."""
+        out = {}
+        for subset in self.job_subsets(wildcards):
+            one = SimpleNamespace(subset=subset)
+            out[subset] = {
+                "modality": self.modality(one),
+                "severities": self.subset_severities(one),
+            }
+        return out
 
     def modality(self, wildcards: Any) -> str:
         """The subset's modality: the catalogue's (a sentence rewrite, named in the
