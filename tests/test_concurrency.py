@@ -93,7 +93,7 @@ def test_failures_that_are_not_overload_move_the_limit_neither_way():
 
 
 def test_an_early_fast_fluke_leaves_the_baseline_after_a_window_of_replies():
-    """Three replies at 2 ms (an error page, a warm cache), then a steady 50 ms: the
+    """Three replies at 2 ms (an error page, a cached reply), then a steady 50 ms: the
     baseline is the lowest moving average of the last 200 replies, so once the fluke has
     left it the limit grows again instead of staying at 1."""
     limit = ConcurrencyLimit(ceiling=32)

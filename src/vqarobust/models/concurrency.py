@@ -27,7 +27,7 @@ OVERLOAD_STATUS = frozenset({429, 503})
 LATENCY_FACTOR = 4.0
 SMOOTHING = 0.2  # weight of the newest latency in the moving average
 # The baseline is the lowest moving average of the last this many replies, so that an
-# early fluke (a fast error page, a warm cache) does not hold the limit down for a job.
+# early fluke (a fast error page, a cached reply) does not hold the limit down for a job.
 BASELINE_REPLIES = 200
 
 
