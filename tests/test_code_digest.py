@@ -159,18 +159,20 @@ def _rule_modules(plan: StudyPlan) -> dict[str, set[str]]:
 
 
 def _loaded_at_import() -> dict[str, set[str]]:
-    """The package files each script's process actually loads when it imports what the
-    script imports (read in a fresh interpreter): what the static graph must not miss."""
+    """The package files each script's process actually loads when it runs the script's
+    own import statements (a name a package loads on first use included; read in a fresh
+    interpreter): what the static graph must not miss."""
     probe = textwrap.dedent(f"""
-        import importlib, json, sys
+        import ast, json, sys
         from pathlib import Path
-        from vqarobust.plan.code import script_modules
         out = {{}}
         for script in sorted(Path({str(SCRIPTS)!r}).glob("*.py")):
             for name in [m for m in sys.modules if m.split(".")[0] == "vqarobust"]:
                 del sys.modules[name]
-            for name in script_modules(script):
-                importlib.import_module(name)
+            tree = ast.parse(script.read_text())
+            own = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                   and "vqarobust" in ast.dump(n)]
+            exec(compile(ast.Module(own, []), str(script), "exec"), {{}})
             out[script.stem] = sorted(
                 Path(m.__file__).as_posix() for n, m in sys.modules.items()
                 if n.split(".")[0] == "vqarobust" and getattr(m, "__file__", None))
@@ -245,3 +247,32 @@ def test_editing_one_perturbation_reruns_its_jobs_alone(plan, tmp_path, monkeypa
     changed = {key for key in before if before[key] != after[key]}
     assert changed == {("corrupt_images", json.dumps({"corruption": "snow", "severity": "1"}))}
     assert _digests(plan) == {**others, "corrupt_images": _digests(plan)["corrupt_images"]}
+
+
+def test_an_entry_counts_the_entries_it_calls_and_importers_count_it(rerunpkg):
+    """object_crop calls zoom_crop; a ranker's yes/no twin is the same function under
+    another name; a module that imports an entry by name runs its code."""
+    _edit(rerunpkg / "a.py", "return helper(x) + 2", "return snow(x) + 2")
+    (rerunpkg / "c.py").write_text("from rerunpkg.a import snow\n\nY = snow(1)\n")
+    fog, user = cd.entry_digest("rerunpkg.a", "fog"), cd.code_digest("rerunpkg.c")
+    _edit(rerunpkg / "a.py", "return helper(x) + 1", "return helper(x) + 10")
+    assert cd.entry_digest("rerunpkg.a", "fog") != fog  # fog calls snow
+    assert cd.code_digest("rerunpkg.c") != user  # c runs snow
+
+
+def test_every_definition_cut_out_of_a_module_belongs_to_a_registered_perturbation(plan):
+    """A definition cut out of its module's digest counts only through the jobs that
+    apply it: each must be the function of a registered perturbation of that module
+    (found by its function's name, so a ranker's yes/no twin and the VQABQ chain count)."""
+    from vqarobust import perturbations
+
+    applied = {(perturbations.entry(n).origin, getattr(perturbations.entry(n).obj, "__name__", n))
+               for n in perturbations.names()}  # fmt: skip
+    orphans = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        for name in cd._file(path, "vqarobust").entries:
+            if (module, name) not in applied:
+                orphans.append(f"{module}.{name}")
+    assert not orphans, orphans

@@ -88,13 +88,25 @@ def test_inputs_follow_the_subset_kind(plans):
 def test_a_plan_that_reads_what_no_job_makes_fails_naming_the_key(plans, monkeypatch):
     config = _config("config")
     model = next(iter(config["models"]))
-    # A checkpoint folder the workflow would have to train, but the entry has no train.
-    from vqarobust.plan.models import ModelsStage
+    # An image folder of a subset that no corruption job makes.
+    from vqarobust.plan.infer import InferStage
 
-    monkeypatch.setattr(ModelsStage, "model_input", lambda self, m: {"model": "resources/x"})
-    with pytest.raises(PlanError, match=rf"config error at models\.{model}: .* resources/x"):
+    nowhere = {"images": ["results/easy-vqa/images/nowhere/1"]}
+    monkeypatch.setattr(InferStage, "infer_input", lambda self, wc: nowhere)
+    with pytest.raises(PlanError, match=rf"config error at models\.{model}: .*/nowhere/1"):
         StudyPlan.build(copy.deepcopy(config))
     assert issubclass(PlanError, ConfigError)  # the Snakefile reports it as a config error
+
+
+def test_a_checkpoint_folder_of_ones_own_is_no_unmade_input(tmp_path, monkeypatch):
+    """A local checkpoint the entry names is the user's, even under resources/."""
+    config = _config("config")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "resources" / "weights" / "vilt").mkdir(parents=True)
+    config["models"]["vilt-tiny"]["path_or_id"] = "resources/weights/vilt"
+    plan = StudyPlan.build(config)
+    wildcards = SimpleNamespace(model="vilt-tiny", subset="clean")
+    assert plan.infer.infer_input(wildcards)["model"] == "resources/weights/vilt"
 
 
 def test_the_plan_refuses_a_study_with_nothing_to_perturb():

@@ -77,8 +77,10 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
 
 
 def _entry_name(node: ast.stmt) -> str | None:
-    """The name a top-level definition is registered under by a decorator of one of the
-    :data:`ENTRY_REGISTRIES` (its first string argument, else its own name), or None."""
+    """The name of a top-level definition registered by a decorator of one of the
+    :data:`ENTRY_REGISTRIES`, or None. Its own name, not the registered one: a function
+    may be registered under several names (a ranker's yes/no twin) and looked up by any
+    (:func:`vqarobust.plan.code.perturbation_digest` asks by the object's ``__name__``)."""
     if not isinstance(node, _Definition):
         return None
     for decorator in node.decorator_list:
@@ -89,11 +91,22 @@ def _entry_name(node: ast.stmt) -> str | None:
         owner = target.value
         if not (isinstance(owner, ast.Name) and owner.id in ENTRY_REGISTRIES):
             continue
-        args = call.args if call else []
-        if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
-            return args[0].value
         return node.name
     return None
+
+
+def _names_used(node: ast.AST) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def _from_imports(body: list[ast.stmt], package: str, here: str) -> frozenset[tuple[str, str]]:
+    """(module, name) of every ``from <package module> import name`` in ``body``."""
+    found = set()
+    for node in _statements(body):
+        if isinstance(node, ast.ImportFrom):
+            for module in _module_names(node, package, here):
+                found.update((module, a.name) for a in node.names)
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,10 @@ class Source:
     imports: frozenset[str]
     code: bytes
     entries: dict[str, bytes]
+    # What each entry's body names (an entry that calls another counts both), and the
+    # (module, name) pairs the file imports by name (a registered entry used elsewhere).
+    entry_names: dict[str, frozenset[str]]
+    imported: frozenset[tuple[str, str]]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -117,14 +134,28 @@ def _read(path: str, mtime_ns: int, size: int, package: str, here: str = "") -> 
     # where an analysis imports that member itself.
     nodes = body if Path(path).name == "__init__.py" else _statements(body)
     imports = frozenset(name for node in nodes for name in _module_names(node, package, here))
+    imported = _from_imports(body, package, here)
     _without_docstrings(tree)
-    entries = {}
+    entries, uses = {}, {}
     for node in list(tree.body):
         name = _entry_name(node)
         if name is not None:
             entries[name] = ast.dump(node).encode()
+            uses[name] = _names_used(node)
             tree.body.remove(node)
-    return Source(imports, ast.dump(tree).encode(), entries)
+    return Source(imports, ast.dump(tree).encode(), entries, uses, imported)
+
+
+def _entry_closure(source: Source, name: str) -> list[str]:
+    """``name`` and the entries of the same file its body calls, transitively, sorted."""
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in source.entries:
+            continue
+        seen.add(current)
+        todo.extend(source.entry_names[current] & source.entries.keys())
+    return sorted(seen)
 
 
 def _file(path: Path, package: str, here: str = "") -> Source:
@@ -204,14 +235,23 @@ def code_digest(*modules: str) -> str:
     assert root is not None  # module_files found it
     h = hashlib.sha256()
     for path in files:
+        source = _file(path, package)
         h.update(str(path.relative_to(root.parent)).encode() + b"\0")
-        h.update(_file(path, package).code + b"\0")
+        h.update(source.code + b"\0")
+        # A registered entry that this file imports by name is code it runs.
+        for module, name in sorted(source.imported):
+            found = module_path(module)
+            if found is not None:
+                entries = _file(found, package)
+                for used in _entry_closure(entries, name):
+                    h.update(f"{module}.{used}".encode() + b"\0" + entries.entries[used])
     return h.hexdigest()
 
 
 def entry_digest(module: str, name: str) -> str:
     """SHA-256 of one registered entry (a corruption, text perturbation, ranker or
-    context swap, :data:`ENTRY_REGISTRIES`): its own definition with the code digest of
+    context swap, :data:`ENTRY_REGISTRIES`), by the name of its function: its own
+    definition and those of the entries of its file it calls, with the code digest of
     the module that defines it. An entry registered otherwise (e.g. a ranker made by a
     factory) is part of its module's code, so the module's digest alone covers it."""
     package = module.split(".")[0]
@@ -219,8 +259,11 @@ def entry_digest(module: str, name: str) -> str:
     path = None if root is None else _source(module, root)
     if path is None:
         raise ModuleNotFoundError(f"no source file of module {module!r}")
-    own = _file(path, package).entries.get(name, b"")
-    return hashlib.sha256(code_digest(module).encode() + b"\0" + own).hexdigest()
+    source = _file(path, package)
+    h = hashlib.sha256(code_digest(module).encode())
+    for used in _entry_closure(source, name):
+        h.update(b"\0" + used.encode() + b"\0" + source.entries[used])
+    return h.hexdigest()
 
 
 def file_digest(module: str) -> str:

@@ -1,7 +1,7 @@
 """Snakemake adapter: render the HTML report from the DuckDB results file."""
 
 from vqarobust.jobs import start_job
-from vqarobust.report import render_report
+from vqarobust.report.html import render_report
 
 start_job(snakemake.log[0])
 render_report(snakemake.input[0], snakemake.output.html)

@@ -48,10 +48,11 @@ def script_digest(script: Path) -> str:
 def perturbation_digest(name: str) -> str:
     """One perturbation's own code: a built-in's entry digest, or a plugin's source with
     the package modules it imports (:func:`vqarobust.plugins.module_digest`)."""
-    origin = perturbations.entry(name).origin
-    if origin.split(".")[0] != PACKAGE:
-        return plugins.module_digest(origin)
-    return entry_digest(origin, name)
+    entry = perturbations.entry(name)
+    if entry.origin.split(".")[0] != PACKAGE:
+        return plugins.module_digest(entry.origin)
+    # By its function's name: one function may be registered under several names.
+    return entry_digest(entry.origin, getattr(entry.obj, "__name__", name))
 
 
 def job_digest(script: Path, parts: Iterable[str] = ()) -> str:

@@ -77,6 +77,7 @@ _CODE_PARTS: dict[str, Callable[[StudyPlan, Any], list[str]]] = {
     "perturb_questions": lambda plan, wc: _registered(wc.perturbation),
     "rewrite_questions": lambda plan, wc: _registered(wc.sentence),
     "rank_basic_questions": lambda plan, wc: _registered(wc.ranker),
+    "chain_questions": lambda plan, wc: _registered(plan.chain),
     "swap_context": lambda plan, wc: [
         d for p in plan.context_perturbations for d in _registered(p)
     ],
@@ -271,7 +272,11 @@ class StudyPlan:
             chain = [self.chain] if model in self.chain_models else []
             for subset in [*self.subsets, *chain]:
                 wildcards = SimpleNamespace(dataset=self.dataset, model=model, subset=subset)
-                for value in self.infer.infer_input(wildcards).values():
+                inputs = self.infer.infer_input(wildcards)
+                if self.models.model_dir(model) is None:
+                    # A checkpoint folder the entry names is the user's, wherever it is.
+                    inputs.pop("model", None)
+                for value in inputs.values():
                     for path in [value] if isinstance(value, str) else value:
                         own = str(path).startswith(("results/", "resources/"))
                         if own and str(path) not in made:
