@@ -106,6 +106,32 @@ class StudyPlan:
         self.dataset: str = config["dataset"]["name"]
         self.shards: Runtime = shard_bytes(config["storage"])
         self.model_names: list[str] = list(config["models"])
+        self._perturbations(config)
+        self._basic_questions(config["basic_questions"])
+        # SwapMix context perturbations (scenes datasets): severity = the swap's index.
+        self.context_perturbations: list[str] = list(config["context"]["perturbations"])
+        # Region-feature models (LXMERT) read a feature source instead of pixels.
+        self.feature_models: dict[str, str] = {
+            m: config["models"][m]["features"]
+            for m in self.model_names
+            if config["models"][m]["family"] in FEATURE_FAMILIES
+        }
+        self.feature_sources = sorted(set(self.feature_models.values()))
+        self.pixel_models = [m for m in self.model_names if m not in self.feature_models]
+        self.catalogue: dict[str, Subset] = self._catalogue()
+        self.subsets = [name for name, s in self.catalogue.items() if s.kind != "chain"]
+        self._stages()
+        unmade = self.unmade_inputs()
+        if unmade:
+            model, subset, path = unmade[0]
+            raise PlanError(
+                f"config error at models.{model}: its {subset!r} subset reads {path}, which "
+                "no job of this study makes"
+            )
+
+    def _perturbations(self, config: Mapping[str, Any]) -> None:
+        """The image corruptions, controls, text perturbations and rewrites that run
+        here, and those skipped with their reasons."""
         # With missing_weights: skip, stylize and sentence rewrites whose weights are not
         # here are left out, each with its reason (in the summary and the report).
         self.skipped_weights: dict[str, str] = missing_weights(config)
@@ -130,9 +156,12 @@ class StudyPlan:
                 "config error at missing_weights: the VRE suite needs image corruptions or "
                 f"text perturbations, and with {skipped} skipped none is left"
             )
-        # Basic questions: every ranker on every basic-question dataset (bq_* on the
-        # general pool, ynbq_* on its yes/no questions); METEOR needs WordNet.
-        bq = self.bq = config["basic_questions"]
+
+    def _basic_questions(self, bq: Mapping[str, Any]) -> None:
+        """The rankers that run here (every ranker on every basic-question dataset:
+        bq_* on the general pool, ynbq_* on its yes/no questions; METEOR needs WordNet),
+        the pool sources, the noise levels and VQABQ's chain."""
+        self.bq = bq
         every = [
             text.ranking.perturbation_name(r, d) for d in bq["datasets"] for r in bq["rankers"]
         ]
@@ -154,26 +183,6 @@ class StudyPlan:
         self.chain_models = list(self.model_names) if bq["vqabq"]["enabled"] else []
         self.vqabq_n = list(range(1, text.ranking.PER_LEVEL + 1))
         self.bq_levels = list(range(1, bq["k"] // 3 + 1))
-        # SwapMix context perturbations (scenes datasets): severity = the swap's index.
-        self.context_perturbations: list[str] = list(config["context"]["perturbations"])
-        # Region-feature models (LXMERT) read a feature source instead of pixels.
-        self.feature_models: dict[str, str] = {
-            m: config["models"][m]["features"]
-            for m in self.model_names
-            if config["models"][m]["family"] in FEATURE_FAMILIES
-        }
-        self.feature_sources = sorted(set(self.feature_models.values()))
-        self.pixel_models = [m for m in self.model_names if m not in self.feature_models]
-        self.catalogue: dict[str, Subset] = self._catalogue()
-        self.subsets = [name for name, s in self.catalogue.items() if s.kind != "chain"]
-        self._stages()
-        unmade = self.unmade_inputs()
-        if unmade:
-            model, subset, path = unmade[0]
-            raise PlanError(
-                f"config error at models.{model}: its {subset!r} subset reads {path}, which "
-                "no job of this study makes"
-            )
 
     @classmethod
     def build(
