@@ -15,6 +15,7 @@ if PLAN.infer.per_model:
             "benchmarks/out/{dataset}/run_model/{model}.tsv"
         threads: config["threads"]["infer"]
         resources:
+            **PLAN.models.served_resources(),
             gpu=PLAN.models.model_gpus,
             gpu_model=PLAN.models.model_gpu_model,
             gpu_memory_gb=PLAN.models.model_gpu_memory,
@@ -41,6 +42,7 @@ else:
             "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
         threads: config["threads"]["infer"]
         resources:
+            **PLAN.models.served_resources(),
             gpu=PLAN.models.model_gpus,
             gpu_model=PLAN.models.model_gpu_model,
             gpu_memory_gb=PLAN.models.model_gpu_memory,

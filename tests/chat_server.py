@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
@@ -61,6 +62,18 @@ class _LocalServer:
         self._httpd.server_close()
 
 
+@dataclass(frozen=True)
+class Behaviour:
+    """What a :class:`ChatServer` says of itself: the replies' ``model`` and
+    ``system_fingerprint`` (with token usage) when ``served_as`` is given; and
+    ``script(n, question)``, which may replace the n-th reply with (status, payload), e.g.
+    a filtered or cut-off one."""
+
+    served_as: str | None = None
+    fingerprint: str | None = None
+    script: Callable[[int, str], tuple[int, dict] | None] | None = None
+
+
 class ChatServer(_LocalServer):
     """``with ChatServer(answer) as server:`` serves ``server.base_url``."""
 
@@ -73,7 +86,11 @@ class ChatServer(_LocalServer):
         fail_after: int | None = None,
         retry_after: Callable[[], str] | None = None,
         malformed_first: int = 0,
+        behaviour: Behaviour | None = None,
     ) -> None:
+        behaviour = behaviour or Behaviour()
+        self.served_as, self.fingerprint = behaviour.served_as, behaviour.fingerprint
+        self.script = behaviour.script
         self.answer, self.delay_s = answer, delay_s
         self.fail_first, self.fail_status, self.fail_after = fail_first, fail_status, fail_after
         # A Retry-After header for the failed replies (made when each is sent), and how
@@ -130,15 +147,31 @@ class ChatServer(_LocalServer):
             return 400, {"error": "refused (test)"}
         time.sleep(self.delay_s)
         content = body["messages"][0]["content"]
+        assert body["temperature"] == 0 and "seed" in body
+        if isinstance(content, str):  # a text-only request: the adapter's identity probe
+            return 200, self._payload({"message": {"role": "assistant", "content": "OK"}}, 1)
         url = next(c["image_url"]["url"] for c in content if c["type"] == "image_url")
         text = next(c["text"] for c in content if c["type"] == "text")
+        scripted = self.script(n, text) if self.script else None
+        if scripted is not None:
+            return scripted[0], self._payload(scripted[1], 0)
         image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
-        assert body["temperature"] == 0 and "seed" in body
         with self._model_lock:  # one model; requests wait in parallel around it
             answer = self.answer(image.convert("RGB"), text)
         with self._lock:
             self.answered += 1
-        return 200, {"choices": [{"message": {"role": "assistant", "content": answer}}]}
+        choice = {"message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
+        return 200, self._payload(choice, len(answer.split()))
+
+    def _payload(self, choice: dict, completion_tokens: int) -> dict:
+        """A reply around ``choice`` (a payload of its own when it has no "message"),
+        with the server's identity and a token count where it names itself."""
+        payload = {"choices": [choice]} if "message" in choice else dict(choice)
+        if self.served_as is not None:
+            payload["model"] = self.served_as
+            payload["system_fingerprint"] = self.fingerprint
+            payload["usage"] = {"prompt_tokens": 100, "completion_tokens": completion_tokens}
+        return payload
 
 
 class CostServer(_LocalServer):

@@ -196,15 +196,15 @@ def test_an_undecodable_image_is_named(easy_vqa_eval, tmp_path):
 
 
 class ImagesSeen(VQAModel):
-    """Records how many distinct images each respond_all call received."""
+    """Records how many distinct images each respond call received."""
 
     def __init__(self):
         super().__init__(batch_size=4)
         self.distinct_per_call: list[int] = []
 
-    def respond_all(self, images, questions, progress=None):
+    def respond(self, images, questions, progress=None):
         self.distinct_per_call.append(len({id(im) for im in images}))
-        return super().respond_all(images, questions, progress)
+        return super().respond(images, questions, progress)
 
     def answer(self, images, questions):
         return [f"{im.size[0]}" for im in images]

@@ -150,11 +150,12 @@ def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp
             out,
             chunk_size=8,
         )
-    assert server.requests == n_q - 8 * done  # only the unfinished chunks
+    # Only the unfinished chunks, and the one probe that asks who answers.
+    assert server.requests == n_q - 8 * done + 1
     assert pl.read_parquet(out).height == n_q
 
 
-def test_a_served_model_asks_for_no_gpu_and_its_address_reruns_nothing():
+def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
     from vqarobust.config import validate_config
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -165,6 +166,11 @@ def test_a_served_model_asks_for_no_gpu_and_its_address_reruns_nothing():
     assert entry["device"] == "cpu"
     spec = answer_spec(entry)
     assert "base_url" not in spec and "api_key_env" not in spec and spec["model"] == "llava"
+    # Where it is served keys the answers (another server, maybe another model), the
+    # URL's credentials do not.
+    assert spec["endpoint"] == "http://node:8000/v1"
+    moved = answer_spec({**entry, "base_url": "http://other:8000/v1/"})
+    assert moved["endpoint"] == "http://other:8000/v1"
     from vqarobust.config import ConfigError
 
     for bad, message in (({"base_url": "node:8000"}, "base_url"),

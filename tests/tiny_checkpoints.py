@@ -69,8 +69,9 @@ def llava_processor(tok, side: int, patch_size: int):  # noqa: ANN001, ANN201
     )  # fmt: skip
 
 
-def tiny_llava(path: Path) -> Path:
+def tiny_llava(path: Path, seed: int = 0) -> Path:
     """A LlavaForConditionalGeneration with a 1-layer CLIP vision tower and Llama LM."""
+    import torch
     from transformers import (
         CLIPVisionConfig,
         LlamaConfig,
@@ -97,7 +98,10 @@ def tiny_llava(path: Path) -> Path:
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
     )
-    model = LlavaForConditionalGeneration(config)
+    # Seeded: the served tests count requests, and a blank answer is retried.
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = LlavaForConditionalGeneration(config)
     model.generation_config.eos_token_id = tok.sep_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     processor = llava_processor(tok, side=32, patch_size=8)

@@ -428,9 +428,10 @@ def architecture_keys(architecture: str) -> set[str]:
 
 
 # Keys only a served model (family openai-chat) reads, and keys it cannot use.
-SERVED_KEYS = ("base_url", "model", "api_key_env", "max_concurrency", "adaptive_concurrency",
-               "timeout_s",
-               "max_retries", "seed")  # fmt: skip
+SERVED_KEYS = (
+    *("base_url", "model", "api_key_env", "max_concurrency", "adaptive_concurrency"),
+    *("timeout_s", "max_retries", "seed", "retry_filtered", "request_budget", "served_revision"),
+)
 # PNP-VQA's three checkpoints replace path_or_id.
 PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")
 # Keys that only some families read: a key given to another family would be ignored.

@@ -21,9 +21,11 @@ from vqarobust import store
 from vqarobust.devices import lease_device
 from vqarobust.digests import text_sha256
 from vqarobust.environment import machine
+from vqarobust.metering import COST_KEY, CostMeter, add_costs, chunk_cost, total_cost
 from vqarobust.models import ModelRef, family_code_digest
-from vqarobust.models.base import VQAModel
+from vqarobust.models.base import VQAModel, resolved_precision
 from vqarobust.models.identity import resolve_checkpoints
+from vqarobust.models.replies import FAILED
 from vqarobust.progress import Progress
 from vqarobust.resume import (
     KEY_LENGTH,
@@ -125,18 +127,20 @@ def predict_subset(
             f"e.g. {missing[:10]}"
         )
     texts = questions.column("question").to_pylist()
-    answers, raw = model.respond_all([images[i] for i in image_ids], texts, progress)
+    responses = model.respond([images[i] for i in image_ids], texts, progress)
     n = questions.num_rows
     return pa.table(
         {
             "question_id": questions.column("question_id"),
-            "answer": pa.array(answers, pa.string()),
-            "raw_answer": pa.array(raw, pa.string()),
+            "answer": pa.array(responses.answers, pa.string()),
+            "raw_answer": pa.array(responses.raw, pa.string()),
             "model": pa.array([model_name] * n, pa.string()),
             "modality": pa.array([subset.modality] * n, pa.string()),
             "perturbation": pa.array([subset.perturbation] * n, pa.string()),
             "severity": pa.array([subset.severity] * n, store.SEVERITY),
             "truncated": pa.array(model.truncated(texts), pa.bool_()),
+            "status": pa.array(responses.status, pa.string()),
+            "finish_reason": pa.array(responses.finish_reason, pa.string()),
         },
         schema=store.PREDICTION_SCHEMA,
     )
@@ -282,10 +286,16 @@ def run_model_job(
     allow_download = bool({**ref.spec, **(ref.options or {})}.get("allow_download", False))
     resolved = resolve_checkpoints(ref.spec, ref.name, allow_download)
     code = family_code_digest(ref.spec.get("family"))
-    job = job_fingerprint(ref.name, ref.spec, resolved.identity, code, digest(questions_path),
-                          device, chunk_size)  # fmt: skip
+    precision = resolved_precision(ref.spec, device)
+    loader = _Loader(replace(ref, spec=resolved.entry), device, precision, [])
+    if ref.spec.get("family") == "openai-chat":
+        # Which model the server answers as keys its chunks: another model behind the same
+        # name and address reuses none of them.
+        resolved.identity["model"].update(loader().identity())
+    job = job_fingerprint(
+        ref.name, ref.spec, resolved.identity, code, digest(questions_path), device, chunk_size
+    )
     job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
-    loader = _Loader(replace(ref, spec=resolved.entry), device, job["precision"], [])
     planned = []
     for subsets, out_path in outputs:
         parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
@@ -301,10 +311,17 @@ def run_model_job(
         # One reader per folder and output: a context output's severities share one
         # feature table and one swap table; the next output's folders replace them.
         readers: dict[tuple, Any] = {}
-        files = []
+        files, costs = [], []
         for subset, key in zip(subsets, keys, strict=True):
             asked = subset_questions(questions, subset)
-            files += _answer_subset(subset, asked, chunks.chunk, key, loader, readers, chunk_size)
+            mine = _answer_subset(subset, asked, chunks, key, loader, readers, chunk_size)
+            files += mine
+            cell = {
+                "modality": subset.modality,
+                "perturbation": subset.perturbation,
+                "severity": subset.severity,
+            }
+            costs.append({**cell, **(total_cost(mine) or {"unknown": True})})
         counted = chunks.parameters(job_key)
         parameters = json.loads(counted.read_text()) if counted.exists() else None
         record = {
@@ -313,6 +330,9 @@ def run_model_job(
             "finished": time.time(),
             "parameters": parameters,
             "machine": machine(),
+            "costs": costs,
+            "load_s": loader.load_s,
+            "served_as": sorted(loader.served_as(), key=str),
         }
         table = chunks.merge(files).replace_schema_metadata(
             {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
@@ -339,11 +359,29 @@ class _Loader:
     precision: dict[str, str]
     counted: list[Path]
     model: VQAModel | None = None
+    load_s: float | None = None
+
+    def served_as(self) -> list[list[str | None]]:
+        """The (model, system_fingerprint) pairs a served model's replies named; one pair
+        in a sound job (:meth:`check_identity`)."""
+        return [list(pair) for pair in getattr(self.model, "identities", set())]
+
+    def check_identity(self) -> None:
+        """Fail before a chunk is kept whose replies came from two served models."""
+        pairs = self.served_as()
+        if len(pairs) > 1:
+            raise RuntimeError(
+                f"model {self.ref.name!r}: the server's replies named more than one model "
+                f"(model, system_fingerprint): {sorted(pairs, key=str)}; answers of two "
+                "models would mix in one table. Rerun once the server is stable: chunks of "
+                "another identity are not reused."
+            )
 
     def __call__(self) -> VQAModel:
         if self.model is None:
             t0 = time.perf_counter()
             self.model = self.ref.load(self.device)
+            self.load_s = time.perf_counter() - t0
             log.info("loaded %s on %s (%s) in %.1fs", self.ref.name, self.device,
                      self.precision["dtype"], time.perf_counter() - t0)  # fmt: skip
             dtype = getattr(self.model, "dtype", None)
@@ -362,7 +400,7 @@ class _Loader:
 def _answer_subset(
     subset: Subset,
     asked: pa.Table,
-    chunk_file: Callable[[str, int], Path],
+    chunks: ChunkStore,
     key: str,
     loader: _Loader,
     readers: dict[tuple, Any],
@@ -370,11 +408,12 @@ def _answer_subset(
 ) -> list[Path]:
     """Answer the chunks of one subset that are not finished yet; every chunk's file.
 
-    ``readers`` holds one image reader per folder (a context job's severities share one
-    feature table and one swap table: read them once)."""
+    A chunk some of whose requests failed is kept as partial: a rerun asks only those
+    again. ``readers`` holds one image reader per folder (a context job's severities share
+    one feature table and one swap table: read them once)."""
     name = f"{loader.ref.name} {subset.perturbation}/{subset.severity}"
     starts = range(0, asked.num_rows, chunk_size)
-    files = [chunk_file(key, k) for k in starts]
+    files = [chunks.chunk(key, k) for k in starts]
     todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
     if len(todo) < len(files):
         log.info("%s: reusing %d of %d finished chunks", name, len(files) - len(todo), len(files))
@@ -396,10 +435,41 @@ def _answer_subset(
     progress = Progress(name, n, "questions", log)
     for start, path in todo:
         chunk = asked.slice(start, chunk_size)
+        partial = chunks.partial(path)
+        before = pq.read_table(partial) if partial.exists() else None
+        if before is not None:
+            # Only the failed requests are asked again; the answered rows stay.
+            failed = pc.equal(before.column("status"), FAILED)
+            redo = set(before.filter(failed).column("question_id").to_pylist())
+            log.info("%s: asking the %d failed requests of a partial chunk again", name, len(redo))
+            chunk = chunk.filter(pc.is_in(chunk.column("question_id"), pa.array(sorted(redo))))
+        meter = CostMeter(model, loader.device)
         images = shards.read(chunk.column("image_id").unique().to_pylist())
         answered = predict_subset(model, chunk, subset, loader.ref.name, images, progress.advance)
-        store.write_table(answered, path)
+        loader.check_identity()
+        cost = meter.stop(answered.num_rows)
+        if before is not None:
+            answered = _replace_rows(before, answered)
+            cost = add_costs(chunk_cost(before), cost)
+        answered = answered.replace_schema_metadata({COST_KEY: json.dumps(cost).encode()})
+        if pc.any(pc.equal(answered.column("status"), FAILED)).as_py():
+            store.write_table(answered, partial)
+            files[files.index(path)] = partial
+        else:
+            store.write_table(answered, path)
+            partial.unlink(missing_ok=True)
     return files
+
+
+def _replace_rows(before: pa.Table, again: pa.Table) -> pa.Table:
+    """``before`` with the rows of ``again`` (same question ids) in their place, in
+    ``before``'s order."""
+    again_ids = again.column("question_id")
+    kept = before.filter(pc.invert(pc.is_in(before.column("question_id"), again_ids)))
+    merged = pa.concat_tables([kept.cast(store.PREDICTION_SCHEMA), again])
+    order = {q: i for i, q in enumerate(before.column("question_id").to_pylist())}
+    rank = [order[q] for q in merged.column("question_id").to_pylist()]
+    return merged.take(pa.array(sorted(range(len(rank)), key=rank.__getitem__)))
 
 
 def input_fingerprint(

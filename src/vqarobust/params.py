@@ -15,7 +15,8 @@ from typing import Any
 # Model-entry keys that never change an answer. batch_size does not either: a batch of
 # questions of very different lengths answers like one request at a time in every
 # family (tests/test_batch_invariance.py; docs/paper.md notes the bf16 caveat).
-# For a served model, where it is served and how hard it is pushed change no answer either.
+# For a served model, how hard it is pushed changes no answer either (where it is served
+# does: answer_spec keeps the base_url's host as ``endpoint``).
 SERVED_RUNTIME_KEYS = frozenset(
     {
         "base_url",
@@ -24,6 +25,7 @@ SERVED_RUNTIME_KEYS = frozenset(
         "adaptive_concurrency",
         "timeout_s",
         "max_retries",
+        "request_budget",
     }
 )
 RUNTIME_KEYS = frozenset(
@@ -45,6 +47,12 @@ def answer_spec(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a model entry that can change its answers, canonical. (How replies
     are cut to short answers is code: the family's code digest covers it.)"""
     spec = {k: v for k, v in entry.items() if k not in RUNTIME_KEYS and k != "train"}
+    if "base_url" in entry:
+        # Another server may serve another model under the same name: where it is
+        # served keys the answers, credentials and all else of the URL do not.
+        from vqarobust.models.endpoint import endpoint_host
+
+        spec["endpoint"] = endpoint_host(entry["base_url"])
     return canonical(spec)
 
 

@@ -147,7 +147,12 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             changed.append(names.get(key, f"the model {key}") + detail)
     old_ck, new_ck = old_job.get("checkpoint", {}), new_job.get("checkpoint", {})
     for key in sorted(set(old_ck) | set(new_ck)):
-        if old_ck.get(key) != new_ck.get(key):
+        before, after = old_ck.get(key) or {}, new_ck.get(key) or {}
+        if before == after:
+            continue
+        if "replies_as" in before or "replies_as" in after:
+            changed.append(f"the served model ({_served(before)} -> {_served(after)})")
+        else:
             changed.append(f"the weights ({key})")
     old_subsets = {s["subset"]: s for s in old.get("subsets", [old.get("subset")]) if s}
     new_subsets = {s["subset"]: s for s in new.get("subsets", [new.get("subset")]) if s}
@@ -162,6 +167,13 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             if before.get(part) != sub.get(part):
                 changed.append(f"the {label} of {name}")
     return changed
+
+
+def _served(identity: Mapping[str, Any]) -> str:
+    """How a served model's identity reads in a log line."""
+    return (
+        f"replies as {identity.get('replies_as')}, fingerprint {identity.get('system_fingerprint')}"
+    )
 
 
 def _precision(value: Mapping[str, Any] | None) -> str:
@@ -181,6 +193,11 @@ class ChunkStore:
     def chunk(self, key: str, start: int) -> Path:
         """The file of the chunk of subset ``key`` that begins at row ``start``."""
         return self.folder / f"{key}-{start:07d}.parquet"
+
+    @staticmethod
+    def partial(chunk: Path) -> Path:
+        """Where a chunk some of whose requests failed is kept until they are answered."""
+        return chunk.with_suffix(".partial.parquet")
 
     def _recorded(self) -> dict[str, dict[str, Any]]:
         """Key -> fingerprint of every subset with a readable record in the folder."""

@@ -85,6 +85,8 @@ QUESTION_SET_SCHEMA = pa.schema(
 
 # ``truncated``: the model cut the question to its text-length limit. ``raw_answer``: the
 # generated reply the answer was cut from (docs/models.md), null for a classifier's label.
+# ``status``: answered, or why there is no answer (vqarobust.models.replies; ``answer``
+# is then null); ``finish_reason``: the server's, where one sent it.
 PREDICTION_SCHEMA = pa.schema(
     [
         ("question_id", pa.int64()),
@@ -95,6 +97,8 @@ PREDICTION_SCHEMA = pa.schema(
         ("perturbation", pa.string()),
         ("severity", SEVERITY),
         ("truncated", pa.bool_()),
+        ("status", pa.string()),
+        ("finish_reason", pa.string()),
     ]
 )
 

@@ -58,6 +58,8 @@ class Summary:
     environment: str | None = None
     # ranker, ranking: how each basic-question perturbation was ranked (LASSO's mode...)
     rankers: pl.DataFrame | None = None
+    # The cells flagged for requests without the model's answer, as a sentence.
+    unanswered: str | None = None
 
 
 def summarize(db_path: str | os.PathLike[str]) -> Summary:
@@ -205,7 +207,7 @@ def notes(s: Summary) -> list[str]:
         if s.skipped is not None and s.skipped.height:
             items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
             out.append(f"Skipped in this run: {items}.")
-        return out + ([s.environment] if s.environment else [])
+        return out + [x for x in (s.unanswered, s.environment) if x]
     out = [
         f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} Mean "
         "corrupted accuracy = mean over the corruptions of each one's mean over severities "
@@ -237,7 +239,7 @@ def notes(s: Summary) -> list[str]:
     if s.skipped is not None and s.skipped.height:
         items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
         out.append(f"Skipped in this run: {items}.")
-    return out + ([s.environment] if s.environment else [])
+    return out + [x for x in (s.unanswered, s.environment) if x]
 
 
 def to_markdown(s: Summary, command: str) -> str:

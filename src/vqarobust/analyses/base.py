@@ -58,6 +58,8 @@ class RunOptions:
     feature_sources: Sequence[str] = ()
     rankers: Mapping[str, str] = field(default_factory=dict)
     flip_questions: str = "flip_answers"
+    on_failed_answers: str = "fail"
+    max_unanswered_share: float = 0.01
 
 
 # The config keys each option is resolved from (rules/analyze_inputs.smk builds the
@@ -95,6 +97,8 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
                 "basic_questions.encoder"),
     # How questions a horizontal flip changes are scored (vqarobust.metrics.flip).
     "flip_questions": ("geometric.flip_questions",),
+    "on_failed_answers": ("scoring.on_failed_answers",),
+    "max_unanswered_share": ("scoring.max_unanswered_share",),
 }  # fmt: skip
 
 

@@ -15,8 +15,15 @@ import polars as pl
 from vqarobust import store
 from vqarobust.analyses.base import Analysis, Inputs, Result, RunOptions, Table
 from vqarobust.metrics import flip
+from vqarobust.metrics.answer_status import (
+    flagged_sentence,
+    status_counts,
+    unanswered_rows,
+    with_status,
+)
 from vqarobust.metrics.coverage import fidelity_drops
 from vqarobust.metrics.vqa_accuracy import score_predictions
+from vqarobust.models.replies import ANSWERED
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +36,18 @@ class Settings:
     metric: str
     skipped: Mapping[str, str]
     flip_questions: str = "flip_answers"
+    on_failed_answers: str = "fail"
+    max_unanswered_share: float = 0.01
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
-        return cls(options.metric, dict(options.skipped), options.flip_questions)
+        return cls(
+            options.metric,
+            dict(options.skipped),
+            options.flip_questions,
+            options.on_failed_answers,
+            options.max_unanswered_share,
+        )
 
 
 def read_predictions(paths: list[str]) -> pl.DataFrame:
@@ -48,7 +63,8 @@ def read_predictions(paths: list[str]) -> pl.DataFrame:
                     "were kept, or by another tool), e.g. %s: raw_answer is null for their "
                     "rows", len(without), len(paths), without[0])  # fmt: skip
     df = pl.concat([_with_raw_answer(f) for f in frames], how="vertical_relaxed")
-    missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns)
+    # Files of another tool may lack statuses (metrics.answer_status.with_status).
+    missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns) - {"status", "finish_reason"}
     if missing:
         raise ValueError(f"prediction files lack columns {sorted(missing)}")
     keys = ["model", "modality", "perturbation", "severity", "question_id"]
@@ -118,10 +134,21 @@ def score_flip(
 
 
 def run(inputs: Inputs, settings: Settings) -> Result:
-    """Score the predictions; questions some perturbed set dropped leave every table."""
+    """Score the model's answers; questions some perturbed set dropped leave every table,
+    requests without an answer are counted apart (:mod:`vqarobust.metrics.answer_status`)."""
     questions_path = inputs.one("questions")
     questions = pl.from_arrow(store.read_questions(questions_path))
-    predictions = read_predictions(inputs.many("predictions"))
+    predictions = with_status(read_predictions(inputs.many("predictions")))
+    counts = status_counts(predictions, settings.max_unanswered_share)
+    unanswered = unanswered_rows(predictions)
+    flagged = flagged_sentence(counts, settings.max_unanswered_share)
+    if flagged and settings.on_failed_answers == "fail":
+        raise ValueError(
+            f"{flagged}. Stopped (scoring.on_failed_answers: fail): fix the cause and rerun "
+            "`snakemake --forcerun run_model` (finished chunks are reused, failed requests "
+            "asked again), or set scoring.on_failed_answers: skip to report without them"
+        )
+    predictions = predictions.filter(pl.col("status") == ANSWERED)
     unknown = predictions.join(questions.select("question_id"), on="question_id", how="anti")
     if unknown.height:
         raise ValueError(
@@ -132,6 +159,9 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     sets = read_question_sets(inputs.many("question_sets"))
     drops, dropped_ids = fidelity_drops(sets)
     result = Result(info={"metric": settings.metric})
+    if flagged:
+        result.warnings.append(flagged)
+        log.warning("%s", flagged)
     flip_out = flip_marks.filter(pl.col("treatment") == "left_out")["question_id"].to_list()
     if flip_marks.height:
         # As with the fidelity filter: paired subsets need one question set, so a
@@ -167,6 +197,8 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         "question_sets": Table(sets, ordered=True),
         "fidelity_drops": Table(drops, ordered=True),
         "flip_marks": Table(flip_marks, ordered=True),
+        "answer_status": Table(counts, ordered=True),
+        "unanswered": Table(unanswered, ordered=True),
         **_skipped_tables(inputs.one("info"), settings.skipped),
         "_scored": Table(scored),
         "_questions": Table(questions),
@@ -183,6 +215,8 @@ ANALYSIS = Analysis(
         "question_sets": "the perturbed questions",
         "fidelity_drops": "questions a perturbed set dropped, and why",
         "flip_marks": "questions a horizontal flip changes, their kind and treatment",
+        "answer_status": "per model and subset, requests answered and why the others were not",
+        "unanswered": "every request without the model's answer: its status and raw reply",
         "skipped_images": "images the dataset adapter skipped",
         "skipped_perturbations": "configured perturbations that could not run here",
     },

@@ -95,9 +95,12 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
 
 # Keys of an entry that describe the model for the workflow, the scheduler or the reader,
 # not the adapter.
-_NON_ADAPTER_KEYS = {"family", "train", "gpu_memory_gb", "needs", "from_repository", "device",
-                     "mem_mb", "runtime", "gpu_model",
-                     "chain_prompt", "features"}  # fmt: skip
+# A served model's endpoint (its base_url's host) and served_revision only key its
+# fingerprint.
+_NON_ADAPTER_KEYS = {
+    *("family", "train", "gpu_memory_gb", "needs", "from_repository", "device", "mem_mb"),
+    *("runtime", "gpu_model", "chain_prompt", "features", "endpoint", "served_revision"),
+}
 # Families that generate their answer from a text input (VQABQ asks them a chain of
 # questions); the others classify over a fixed answer vocabulary.
 GENERATIVE_FAMILIES = ("blip", "llava", "image-text-to-text", "pnp-vqa", "openai-chat")

@@ -12,6 +12,7 @@ import numpy as np
 from PIL import Image
 
 from vqarobust.models import DEFAULT_BATCH_SIZE
+from vqarobust.models.replies import ANSWERED, Reply, Responses
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +20,10 @@ log = logging.getLogger(__name__)
 class VQAModel(ABC):
     """A loaded VQA model. Constructor keyword arguments are the model's config entry.
 
-    Subclasses implement :meth:`answer` for one batch; :meth:`answer_all` (and
-    :meth:`respond_all`, which keeps generated replies beside the answers) sorts
-    requests by question length (so an out-of-memory error shows on the first batch),
+    Subclasses implement :meth:`answer` for one batch (an answer string per request, or a
+    :class:`~vqarobust.models.replies.Reply` where there is no answer); :meth:`respond`
+    (which :meth:`answer_all` and :meth:`respond_all` wrap) sorts requests by question
+    length (so an out-of-memory error shows on the first batch),
     batches them and restores the input order. A batch that runs out of memory is halved
     and retried. Other exceptions propagate: an empty answer would be a silently wrong
     score.
@@ -29,12 +31,14 @@ class VQAModel(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # Inference calls respond_all: an override of answer_all alone would be skipped.
-        if "answer_all" in vars(cls) and "respond_all" not in vars(cls):
-            raise TypeError(
-                f"{cls.__name__} overrides answer_all, which inference does not call: "
-                "override respond_all (docs/extending.md)"
-            )
+        # Inference calls respond: an override of answer_all or respond_all alone would
+        # be skipped.
+        for name in ("answer_all", "respond_all"):
+            if name in vars(cls) and "respond" not in vars(cls):
+                raise TypeError(
+                    f"{cls.__name__} overrides {name}, which inference does not call: "
+                    "override respond (docs/extending.md)"
+                )
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         if batch_size < 1:
@@ -63,6 +67,11 @@ class VQAModel(ABC):
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
         """Answer one batch: ``questions[i]`` is asked about ``images[i]``."""
 
+    def usage(self) -> dict[str, int]:
+        """What the adapter has asked of a server so far (requests, retries, tokens):
+        nothing for a model that runs here."""
+        return {}
+
     def truncated(self, questions: Sequence[str]) -> list[bool]:
         """Per question, whether the model cuts it to its text-length limit (never, unless
         an adapter says otherwise)."""
@@ -83,7 +92,7 @@ class VQAModel(ABC):
 
     def answer_batch(
         self, images: Sequence[Image.Image], questions: Sequence[str]
-    ) -> tuple[list[str], list[str | None]]:
+    ) -> tuple[list[str | Reply], list[str | Reply | None]]:
         """One batch's answers and, per answer, the raw reply it was cut from (None for a
         model that replies with a label: its answer is the reply)."""
         answers = self.answer(images, questions)
@@ -94,25 +103,34 @@ class VQAModel(ABC):
         images: Sequence[Image.Image],
         questions: Sequence[str],
         progress: Callable[[int], None] | None = None,
-    ) -> list[str]:
-        """Answer any number of requests in batches; returns answers in input order.
+    ) -> list[str | None]:
+        """Answer any number of requests in batches; returns answers in input order (None
+        where a request got no answer: :meth:`respond` says why).
 
         ``progress`` is called with the number of requests of each finished batch."""
-        return self.respond_all(images, questions, progress)[0]
+        return self.respond(images, questions, progress).answers
 
     def respond_all(
         self,
         images: Sequence[Image.Image],
         questions: Sequence[str],
         progress: Callable[[int], None] | None = None,
-    ) -> tuple[list[str], list[str | None]]:
-        """As :meth:`answer_all`, with the raw replies beside the answers (in input order;
-        None where the model replies with a label)."""
+    ) -> tuple[list[str | None], list[str | None]]:
+        """As :meth:`answer_all`, with the raw replies beside the answers."""
+        responses = self.respond(images, questions, progress)
+        return responses.answers, responses.raw
+
+    def respond(
+        self,
+        images: Sequence[Image.Image],
+        questions: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> Responses:
+        """Every request's answer, raw reply, status and finish reason, in input order."""
         if len(images) != len(questions):
             raise ValueError(f"{len(images)} images but {len(questions)} questions")
         order = self.request_order(images, questions)
-        answers: list[str | None] = [None] * len(questions)
-        raw: list[str | None] = [None] * len(questions)
+        out = Responses.sized(len(questions))
         start = 0
         while start < len(order):
             idx = order[start : start + self.batch_size]
@@ -134,11 +152,11 @@ class VQAModel(ABC):
                     f"{len(replies)} replies for {len(idx)} questions"
                 )
             for i, a, r in zip(idx, batch, replies, strict=True):
-                answers[i], raw[i] = a, r
+                out.set(int(i), a, r)
             start += len(idx)
             if progress is not None:
                 progress(len(idx))
-        return answers, raw  # type: ignore[return-value]
+        return out
 
 
 class GeneratesReplies(VQAModel):
@@ -147,25 +165,35 @@ class GeneratesReplies(VQAModel):
     (docs/models.md, "From reply to answer"), and predictions keep both."""
 
     @abstractmethod
-    def reply(self, images: Sequence[Any], questions: Sequence[str]) -> list[str]:
-        """The raw replies of one batch, new tokens only, stripped of whitespace."""
+    def reply(self, images: Sequence[Any], questions: Sequence[str]) -> list[str | Reply]:
+        """The raw replies of one batch, new tokens only, stripped of whitespace (a
+        :class:`~vqarobust.models.replies.Reply` where the reply is no answer)."""
 
-    def answer(self, images: Sequence[Any], questions: Sequence[str]) -> list[str]:
+    def answer(self, images: Sequence[Any], questions: Sequence[str]) -> list[str | Reply]:
         """Short answers of one batch."""
         return self.answer_batch(images, questions)[0]
 
     def answer_batch(
         self, images: Sequence[Any], questions: Sequence[str]
-    ) -> tuple[list[str], list[str | None]]:
+    ) -> tuple[list[str | Reply], list[str | Reply | None]]:
         """The short answers of one batch beside its raw replies."""
         from vqarobust.models.postprocess import short_answer
 
-        replies = [r.strip() for r in self.reply(images, questions)]
-        return [short_answer(r) for r in replies], list(replies)
+        answers: list[str | Reply] = []
+        raw: list[str | Reply | None] = []
+        for r in self.reply(images, questions):
+            if isinstance(r, Reply):
+                text = r.text.strip() if r.text is not None else None
+                answers.append(short_answer(text) if text and r.status == ANSWERED else r)
+                raw.append(Reply(text, r.status, r.finish_reason))
+            else:
+                answers.append(short_answer(r.strip()))
+                raw.append(r.strip())
+        return answers, raw
 
 
 class SharesImageFeatures(VQAModel):
-    """Mixin: encode each distinct image once per :meth:`respond_all` call (which
+    """Mixin: encode each distinct image once per :meth:`respond` call (which
     :meth:`answer_all` wraps).
 
     Features are cached by image object id, which is valid only while the caller holds
@@ -178,18 +206,18 @@ class SharesImageFeatures(VQAModel):
 
     share_image_features: bool = True
 
-    def respond_all(
+    def respond(
         self,
         images: Sequence[Image.Image],
         questions: Sequence[str],
         progress: Callable[[int], None] | None = None,
-    ) -> tuple[list[str], list[str | None]]:
-        """As :meth:`VQAModel.respond_all`, with image features shared across batches."""
+    ) -> Responses:
+        """As :meth:`VQAModel.respond`, with image features shared across batches."""
         self._features: dict[int, Any] = {}
         self._pending: Counter[int] = Counter(map(id, images))
         self._in_call = True
         try:
-            return super().respond_all(images, questions, progress)
+            return super().respond(images, questions, progress)
         finally:
             self._features, self._pending, self._in_call = {}, Counter(), False
 

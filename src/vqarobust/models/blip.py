@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image
-from transformers import BlipForQuestionAnswering
+from transformers import BlipForQuestionAnswering, LogitsProcessorList
 
 from vqarobust.models.base import GeneratesReplies, SharesImageFeatures
+from vqarobust.models.finite_scores import FiniteScores
 from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.replies import Reply
 
 
 class BlipVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
@@ -42,7 +44,7 @@ class BlipVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         return self.model.vision_model(pixel_values=pixels.to(self.device, self.model.dtype))[0]
 
     @torch.inference_mode()
-    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str | Reply]:
         """Greedy replies for one batch."""
         text = self.processor.tokenizer(list(questions), padding="longest", return_tensors="pt")
         text = {k: v.to(self.device) for k, v in text.items()}
@@ -64,7 +66,7 @@ class BlipVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
         if self.processor.tokenizer.padding_side != "right":
             raise ValueError(f"model {self.name!r}: BLIP's tokenizer must pad on the right")
         lengths = text["attention_mask"].sum(1)
-        replies: list[str] = [""] * len(questions)
+        replies: list[str | Reply] = [""] * len(questions)
         for n in sorted(set(lengths.tolist())):
             idx = (lengths == n).nonzero().flatten()
             out = m.text_decoder.generate(
@@ -77,9 +79,10 @@ class BlipVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
                 ),
                 max_new_tokens=self.max_new_tokens,
                 do_sample=False,
+                logits_processor=LogitsProcessorList([check := FiniteScores(len(idx))]),
             )
             decoded = self.processor.tokenizer.batch_decode(out, skip_special_tokens=True)
-            for i, reply in zip(idx.tolist(), decoded, strict=True):
+            for i, reply in zip(idx.tolist(), check.mark(decoded), strict=True):
                 replies[i] = reply
         return replies
 

@@ -17,11 +17,17 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image
-from transformers import AutoModelForImageTextToText, LlavaForConditionalGeneration
+from transformers import (
+    AutoModelForImageTextToText,
+    LlavaForConditionalGeneration,
+    LogitsProcessorList,
+)
 
 from vqarobust.models import SMALL_BATCH_SIZE
 from vqarobust.models.base import GeneratesReplies, SharesImageFeatures
+from vqarobust.models.finite_scores import FiniteScores
 from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.replies import Reply
 
 log = logging.getLogger(__name__)
 
@@ -162,15 +168,21 @@ class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):
             ) from exc
 
     @torch.inference_mode()
-    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+    def reply(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str | Reply]:
         """Greedy replies for one batch: the new tokens only."""
         inputs = self._inputs(images, questions, pixels=not self.share_image_features)
         if self.share_image_features:
             per_request = self.image_features(images, self._encode)
             inputs["mm_encoder_outputs"] = {"image": join_encoder_outputs(per_request, self.device)}
-        out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
+        check = FiniteScores(len(questions))
+        out = self.model.generate(
+            **inputs,
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+            logits_processor=LogitsProcessorList([check]),
+        )
         new_tokens = out[:, inputs["input_ids"].shape[1] :]
-        return self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        return check.mark(self.processor.batch_decode(new_tokens, skip_special_tokens=True))
 
 
 def split_encoder_output(output: Any, n: int) -> list[Any]:

@@ -22,6 +22,7 @@ import vqarobust.models.cnn_bow  # noqa: F401  (registers the reference model wi
 from vqarobust.models import DEFAULT_BATCH_SIZE
 from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.replies import Reply, argmax_labels
 
 
 class ClassifierVQA(SharesImageFeatures, HFVQAModel):
@@ -52,9 +53,9 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
         ids = tokenizer(list(questions), truncation=False, verbose=False)["input_ids"]
         return [len(x) > self.max_text_length for x in ids]
 
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str | Reply]:
         """Argmax answers for one batch (:meth:`logits` runs without autograd)."""
-        return [self.id2label[i] for i in self.logits(images, questions).argmax(-1).tolist()]
+        return argmax_labels(self.logits(images, questions), self.id2label)
 
     def logits(self, images: Sequence[Image.Image], questions: Sequence[str]) -> torch.Tensor:
         """The answer logits of one batch, one row per request; within

@@ -23,6 +23,7 @@ from transformers import AutoTokenizer, LxmertForQuestionAnswering
 
 from vqarobust.features.table import RegionFeatures
 from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.replies import Reply, argmax_labels
 
 ANSWERS_FILE = "answers.json"
 _DEFAULT_LABEL = re.compile(r"LABEL_\d+")
@@ -107,10 +108,11 @@ class LxmertVQA(HFVQAModel):
         return [len(x) > self.max_length for x in ids]
 
     @torch.inference_mode()
-    def answer(self, images: Sequence[RegionFeatures], questions: Sequence[str]) -> list[str]:
+    def answer(
+        self, images: Sequence[RegionFeatures], questions: Sequence[str]
+    ) -> list[str | Reply]:
         """Argmax answers for one batch of (region features, question)."""
-        scores = self.scores(images, questions)
-        return [self.answers[i] for i in scores.argmax(-1).tolist()]
+        return argmax_labels(self.scores(images, questions), self.answers)
 
     def scores(self, inputs: Sequence[RegionFeatures], questions: Sequence[str]) -> torch.Tensor:
         """The answer scores (batch, answers)."""

@@ -35,6 +35,7 @@ from torch import nn
 
 from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.replies import Reply, argmax_labels
 
 
 class CheckpointError(ValueError):
@@ -380,7 +381,7 @@ class VLEVQA(SharesImageFeatures, HFVQAModel):
         return self.model.encode_images(pixels.to(self.device, self.dtype))
 
     @torch.inference_mode()
-    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str]:
+    def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str | Reply]:
         """Argmax answers for one batch."""
         text = self.tokenizer(
             list(questions), padding="longest", truncation=True, return_tensors="pt"
@@ -389,4 +390,4 @@ class VLEVQA(SharesImageFeatures, HFVQAModel):
         logits = self.model(
             text["input_ids"].to(self.device), text["attention_mask"].to(self.device), image_embeds
         )
-        return [self.id2label[i] for i in logits.argmax(-1).tolist()]
+        return argmax_labels(logits, self.id2label)

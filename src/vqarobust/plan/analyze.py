@@ -125,6 +125,8 @@ class AnalyzeStage:
             feature_sources=plan.feature_sources if plan.context_perturbations else [],
             rankers=self.ranker_methods(None),
             flip_questions=config["geometric"]["flip_questions"],
+            on_failed_answers=config["scoring"]["on_failed_answers"],
+            max_unanswered_share=config["scoring"]["max_unanswered_share"],
         )
 
     @functools.cached_property

@@ -3,7 +3,10 @@ of a model (run_model, image_attention) reads of its entry."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vqarobust.models import family_code_digest
@@ -94,6 +97,17 @@ class ModelsStage:
         """Batch size and the like: the runtime channel (they never change an answer)."""
         return Runtime(runtime_options(self._entry(wildcards.model)))
 
+    def served_resources(self) -> dict[str, Callable[[Any], int]]:
+        """One resource per served model, ``served_<name>``: a job of that model holds its
+        ``max_concurrency`` of it, any other job none. ``--resources served_<name>=N``
+        then keeps the requests in flight at that server to N across parallel jobs."""
+        out = {}
+        for name, entry in self.config["models"].items():
+            if entry["family"] == "openai-chat":
+                slots = int(entry.get("max_concurrency", 8))
+                out[served_resource(name)] = functools.partial(_slots, name, slots)
+        return out
+
     def model_gpus(self, wildcards: Any) -> int:
         """GPUs a job of the model requests: none on the CPU, else one."""
         return 0 if self._entry(wildcards.model)["device"] == "cpu" else 1
@@ -121,3 +135,12 @@ class ModelsStage:
     def model_runtime(self, wildcards: Any) -> int:
         """Minutes a job of the model may run (the entry's runtime)."""
         return self._entry(wildcards.model)["runtime"]
+
+
+def served_resource(model: str) -> str:
+    """The Snakemake resource of a served model's requests in flight."""
+    return "served_" + re.sub(r"\W", "_", model)
+
+
+def _slots(model: str, slots: int, wildcards: Any) -> int:
+    return slots if wildcards.model == model else 0
