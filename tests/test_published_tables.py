@@ -1,24 +1,24 @@
-"""The visual robustness benchmark's published numbers, recomputed with this project's
-own metric code (docs/fidelity.md, "Published numbers").
+"""The visual robustness benchmark's published numbers, recomputed with this project's own
+metric code (docs/fidelity.md, "Published numbers").
 
 ``tests/data/visual_benchmark_tables.json`` holds the paper's Tables A.1, 1, 2 and 3 as
-printed (typed from ../shared/papers/000_853fcf8a72e4a6db.txt, each block named by its
-table). Table A.1 gives every model's error at levels 0 (clean) to 5 to three decimals;
-the authors computed Tables 1-2 from unrounded accuracies. So a number recomputed from
-Table A.1 may differ from the printed one by half its last printed digit plus what the
-rounding of Table A.1 (+-0.0005 on each of its 426 errors) can move it. The second part
-is measured with the code itself: :func:`vre_arrays` computes every statistic per
-replicate, so one call gets Table A.1 and, as further replicates, Table A.1 with each
-error moved by +0.0005 and by -0.0005 in turn; the bound is the sum over errors of the
-larger move (first order). A printed number outside its tolerance is a discrepancy in
-the paper: ``DISCREPANCIES`` names each with what Table A.1 gives instead, and the test
-asserts that value.
+printed (taken from ../shared/papers/000_853fcf8a72e4a6db.txt and read against it twice,
+each block named by its table). Table A.1 gives every model's error at levels 0 (clean)
+to 5 to three decimals; the authors computed Tables 1-2 from unrounded accuracies. So a
+number recomputed from Table A.1 may differ from the printed one by half its last printed
+digit plus what the rounding of Table A.1 (+-0.0005 on each of its 426 errors) can move
+it. The second part is measured with the code itself: :func:`vre_arrays` computes every
+statistic per replicate, so one call gets Table A.1 and, as further replicates, Table A.1
+with each error moved by +0.0005 and by -0.0005 in turn; the bound is the sum over errors
+of the larger move (first order). A printed number outside its tolerance is a discrepancy
+in the paper: ``DISCREPANCIES`` names each with what Table A.1 gives instead, and the
+test asserts that value.
 
 ``tests/data/visual_benchmark_accuracy.json`` holds the authors' unrounded accuracies of
-four of the six models (ViLT, BLIP, VLE, PNP-VQA; their analysis notebook). They round
-to Table A.1 exactly, give every number of Tables 1-2 that depends on one model only at
-the printed precision, and give Table 3's VRE of those four models: the VRE over a
-four-model matrix, not Table 2's six-model one.
+four of the six models (ViLT, BLIP, VLE, PNP-VQA; their analysis notebook). They round to
+Table A.1 exactly, give every number of Tables 1-2 that depends on one model only at the
+printed precision (bar two slips of the paper's), and give Table 3's VRE of those four
+models: the VRE over a four-model matrix, not Table 2's six-model one.
 """
 
 import json
