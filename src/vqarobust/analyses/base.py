@@ -58,6 +58,7 @@ class RunOptions:
     feature_sources: Sequence[str] = ()
     rankers: Mapping[str, str] = field(default_factory=dict)
     flip_questions: str = "flip_answers"
+    prices: Mapping[str, Any] = field(default_factory=dict)
 
 
 # The config keys each option is resolved from (rules/analyze_inputs.smk builds the
@@ -95,6 +96,8 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
                 "basic_questions.encoder"),
     # How questions a horizontal flip changes are scored (vqarobust.metrics.flip).
     "flip_questions": ("geometric.flip_questions",),
+    # What a GPU-hour, a CPU-hour and a served model's tokens cost (the costs table).
+    "prices": ("prices",),
 }  # fmt: skip
 
 

@@ -125,6 +125,7 @@ class AnalyzeStage:
             feature_sources=plan.feature_sources if plan.context_perturbations else [],
             rankers=self.ranker_methods(None),
             flip_questions=config["geometric"]["flip_questions"],
+            prices=canonical(config.get("prices") or {}),
         )
 
     @functools.cached_property
