@@ -288,6 +288,13 @@ def test_sentences_by_hand():
     assert cost_sentences(price(cost_rows_frame(), {}), loads.clear())[-1] == (
         "No prices are set (prices: in the config), so no money is shown."
     )
+    # Only files written before costs were recorded: no sum is claimed.
+    unknown = price(cost_rows_frame().filter(pl.col("model") == "old"), PRICES)
+    assert cost_sentences(unknown, loads.clear()) == [
+        "Inference answered 4 questions in 1 model x subset cell of 1 model. The costs of 1 "
+        "cell are unknown (their predictions were written before costs were recorded) and are "
+        "left out of every sum below."
+    ]
 
 
 def cost_rows_frame() -> pl.DataFrame:
@@ -532,10 +539,13 @@ def test_cost_estimate_scales_a_pilot(tmp_path, capsys):
     assert float(cells[10]) == pytest.approx(cpu / 3600 * 0.36, rel=5e-3)
     assert cells[3] == "unknown"  # the pilot ran on the CPU: no GPU-hours to scale
     assert "| cnn-bow | cnn-bow | 0 of" in out
-    assert f"- Unknown: cnn-bow, {len(subsets)} subsets (model not in pilot)" in out
+    assert "- Unknown: cnn-bow, not in the pilot (--model cnn-bow=PILOT_MODEL" in out
     assert f"- Unknown: vilt-tiny, {len(unknown)} subsets (no pilot cell)" in out
     assert "Assumption: a target cell (model x subset x severity) asks every question" in out
-    assert "Target questions: 100 (given (--questions))." in out
+    assert "Target questions: 100 (given by --questions)." in out
+    # The sums over the models: cnn-bow's are unknown, so they are vilt-tiny's.
+    total = next(line for line in out.splitlines() if line.startswith("| total (known)"))
+    assert total.split("|")[4:] == row.split("|")[4:]
     # cnn-bow scaled from the pilot's vilt-tiny: the same estimate.
     assert (
         main(
@@ -558,3 +568,39 @@ def test_cost_estimate_scales_a_pilot(tmp_path, capsys):
     assert twin.split("|")[3:] == row.split("|")[3:]
     assert main(["cost-estimate", "--pilot", str(tmp_path), "--configfile", str(config)]) == 2
     assert "neither a results DuckDB file nor a results folder" in capsys.readouterr().err
+
+
+def test_cost_estimate_from_a_results_database(tmp_path, monkeypatch):
+    """A pilot DuckDB file: its costs, and its questions per image, which scale the
+    target's dataset.n_images where the target has no prepared questions."""
+    from vqarobust.cost_estimate import estimate, read_pilot, target_questions
+
+    costs = price(cost_rows_frame(), {}).with_columns(pl.col("model").replace("local", "good"))
+    db = tmp_path / "pilot.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.register("frame", costs.to_arrow())
+        con.execute("CREATE TABLE costs AS SELECT * FROM frame")
+        # 12 questions on 3 images: 4 per image.
+        con.execute("CREATE TABLE questions AS SELECT range AS question_id, "
+                    "range % 3 AS image_id FROM range(12)")  # fmt: skip
+    pilot = read_pilot(db)
+    assert pilot.questions_per_image == 4.0
+    plan = StudyPlan.build(validate_config(_config()))  # dataset.n_images: 200
+    monkeypatch.chdir(tmp_path)  # no prepared questions here
+    questions = target_questions(plan, None, pilot)
+    assert questions == (800, "dataset.n_images 200 x the pilot's 4 questions per image")
+    per_model, cells = estimate(pilot, plan, questions[0], {"vilt-tiny": "good"})
+    vilt = per_model.row(by_predicate=pl.col("model") == "vilt-tiny", named=True)
+    # good's only known cells are snow 1 (image): 72 CPU-s over 4 questions, 18 s per
+    # question; every image cell of the target is scaled from it, 800 questions each.
+    mine = cells.filter(pl.col("model") == "vilt-tiny")
+    image = mine.filter(pl.col("modality") == "image")
+    assert set(image.filter(pl.col("subset") == "snow")["basis"]) == {"same subset"}
+    assert set(image.filter(pl.col("subset") != "snow")["basis"]) == {"same modality"}
+    assert vilt["cpu_s"] == pytest.approx(18.0 * image["questions"].sum())
+    assert vilt["gpu_s"] == pytest.approx(4.5 * image["questions"].sum())
+    assert set(mine.filter(pl.col("modality") != "image")["basis"]) == {"no pilot cell"}
+    assert set(cells.filter(pl.col("model") == "cnn-bow")["basis"]) == {"model not in pilot"}
+    duckdb.connect(str(tmp_path / "empty.duckdb")).close()
+    with pytest.raises(ValueError, match="no table costs"):
+        read_pilot(tmp_path / "empty.duckdb")

@@ -259,7 +259,17 @@ def _cost_estimate(args: argparse.Namespace) -> int:
     except (ConfigError, PlanError, ValueError) as exc:
         print(f"vqarobust cost-estimate: {exc}", file=sys.stderr)
         return 2
-    command = f"vqarobust cost-estimate --pilot {args.pilot} --configfile {args.configfile}"
+    given = [f"--questions {args.questions}"] if args.questions is not None else []
+    given += [f"--model {m}" for m in args.model or []]
+    command = " ".join(
+        [
+            "vqarobust cost-estimate --pilot",
+            str(args.pilot),
+            "--configfile",
+            str(args.configfile),
+            *given,
+        ]
+    )
     print(to_markdown(per_model, cells, questions, pilot, command), end="")
     return 0
 

@@ -104,7 +104,7 @@ def target_questions(plan: StudyPlan, given: int | None, pilot: Pilot) -> tuple[
     prepared questions file, or its ``dataset.n_images`` times the pilot's questions per
     image."""
     if given is not None:
-        return given, "given (--questions)"
+        return given, "given by --questions"
     if Path(plan.questions).is_file():
         n = pq.read_metadata(plan.questions).num_rows
         return n, f"the target's prepared questions ({plan.questions})"
@@ -245,7 +245,35 @@ def estimate(
 def _cell(value: Any, scale: float = 1.0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "unknown"
-    return f"{value / scale:.3g}"
+    x = value / scale
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+# The printed columns after the model's: (header, column, scale).
+COLUMNS = (
+    ("GPU-hours", "gpu_s", 3600.0),
+    ("CPU-hours", "cpu_s", 3600.0),
+    ("wall hours", "wall_s", 3600.0),
+    ("load hours", "load_s", 3600.0),
+    ("requests", "requests", 1.0),
+    ("prompt tokens", "prompt_tokens", 1.0),
+    ("completion tokens", "completion_tokens", 1.0),
+    ("money", "money", 1.0),
+)
+
+
+def _total(per_model: pl.DataFrame) -> dict[str, Any]:
+    """The row of sums over the models (of the values that are known)."""
+    row: dict[str, Any] = {
+        "model": "total (known)",
+        "pilot_model": "",
+        "estimated": int(per_model["estimated"].sum()),
+        "cells": int(per_model["cells"].sum()),
+    }
+    for _, column, _ in COLUMNS:
+        known = per_model[column].drop_nulls()
+        row[column] = float(known.sum()) if len(known) else None
+    return row
 
 
 def to_markdown(
@@ -255,36 +283,22 @@ def to_markdown(
     pilot: Pilot,
     command: str,
 ) -> str:
-    """The estimate as a Markdown table with its assumption and its unknowns."""
+    """The estimate as a Markdown table (a row per model, then their sums) with its
+    assumption and what it cannot estimate."""
     currency = next(iter(per_model["currency"].drop_nulls()), None)
-    money = f"money ({currency})" if currency else "money"
     head = [
         "model",
         "from pilot model",
-        "cells estimated",
-        "GPU-hours",
-        "CPU-hours",
-        "wall hours",
-        "load hours",
-        "requests",
-        "prompt tokens",
-        "completion tokens",
-        money,
+        "subsets estimated",
+        *(f"money ({currency})" if c == "money" and currency else h for h, c, _ in COLUMNS),
     ]
     lines = [f"<!-- {command} -->", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in per_model.iter_rows(named=True):
+    for r in [*per_model.iter_rows(named=True), _total(per_model)]:
         row = [
             r["model"],
             r["pilot_model"],
             f"{r['estimated']} of {r['cells']}",
-            _cell(r["gpu_s"], 3600),
-            _cell(r["cpu_s"], 3600),
-            _cell(r["wall_s"], 3600),
-            _cell(r["load_s"], 3600),
-            _cell(r["requests"]),
-            _cell(r["prompt_tokens"]),
-            _cell(r["completion_tokens"]),
-            _cell(r["money"]),
+            *(_cell(r[c], scale) for _, c, scale in COLUMNS),
         ]
         lines.append("| " + " | ".join(row) + " |")
     lines += [
@@ -295,6 +309,12 @@ def to_markdown(
     ]
     unknown = cells.filter(~pl.col("basis").is_in(["same subset", "same modality"]))
     for (model, basis), group in unknown.group_by("model", "basis", maintain_order=True):
+        if basis == "model not in pilot":
+            lines.append(
+                f"- Unknown: {model}, not in the pilot (--model {model}=PILOT_MODEL "
+                "scales it from another)."
+            )
+            continue
         names = ", ".join(group["subset"].head(5).to_list())
         more = f" and {group.height - 5} more" if group.height > 5 else ""
         lines.append(f"- Unknown: {model}, {group.height} subsets ({basis}): {names}{more}.")

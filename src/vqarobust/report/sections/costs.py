@@ -53,7 +53,8 @@ def cost_totals(costs: pl.DataFrame) -> dict[str, Any]:
 
 
 def _g(x: float) -> str:
-    return f"{x:.3g}"
+    """Three significant digits, or the whole number from 1000 on (no exponent)."""
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
 def _n(count: int, noun: str, plural: str | None = None) -> str:
