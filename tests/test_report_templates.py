@@ -24,7 +24,7 @@ def test_one_block_per_section_in_registry_order():
     names = [s.name for s in SECTIONS]
     assert names == ["summary", "settings", "figures", "calibration", "attention",
                      "uncertainty", "questions", "context", "failures", "tables", "plugins",
-                     "warnings", "provenance"]  # fmt: skip
+                     "costs", "warnings", "provenance"]  # fmt: skip
     assert list(page_template().blocks) == names
     page = (TEMPLATES / "report.html.j2").read_text()
     for s in SECTIONS:

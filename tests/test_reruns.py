@@ -262,6 +262,13 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "threads.train": ("scenes", put("threads.train", 2)),
     "threads.infer": ("tiny", put("threads.infer", 2)),
     "inference_jobs": ("tiny", put("inference_jobs", "subset")),
+    "prices.currency": ("tiny", put("prices.currency", "EUR")),
+    "prices.gpu_hour": ("tiny", put("prices.gpu_hour", 2.5)),
+    "prices.cpu_hour": ("tiny", put("prices.cpu_hour", 0.05)),
+    "prices.tokens.*.prompt_per_million": ("tiny", put("prices.tokens.vilt-tiny", {
+        "prompt_per_million": 0.15, "completion_per_million": 0.6})),
+    "prices.tokens.*.completion_per_million": ("tiny", put("prices.tokens.vilt-tiny", {
+        "prompt_per_million": 0, "completion_per_million": 0.6})),
     "models.*.from_repository": ("vqav2", put("models.blip.from_repository",
                                               "blip-vqa-capfilt-large",
                                               drop=("models.blip.family",

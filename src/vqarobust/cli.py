@@ -240,6 +240,40 @@ def _plan_size(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cost_estimate(args: argparse.Namespace) -> int:
+    from vqarobust.config import ConfigError, load_config
+    from vqarobust.cost_estimate import estimate, read_pilot, target_questions, to_markdown
+    from vqarobust.plan import PlanError, StudyPlan
+
+    try:
+        pilots = {k: v for k, _, v in (p.partition("=") for p in args.model or [])}
+        if any(not k or not v for k, v in pilots.items()):
+            raise ValueError(f"--model takes TARGET=PILOT pairs, got {args.model}")
+        plan = StudyPlan.build(load_config(args.configfile))
+        unknown = sorted(set(pilots) - set(plan.model_names))
+        if unknown:
+            raise ValueError(f"--model names {unknown}, not models of {args.configfile}")
+        pilot = read_pilot(args.pilot)
+        questions = target_questions(plan, args.questions, pilot)
+        per_model, cells = estimate(pilot, plan, questions[0], pilots)
+    except (ConfigError, PlanError, ValueError) as exc:
+        print(f"vqarobust cost-estimate: {exc}", file=sys.stderr)
+        return 2
+    given = [f"--questions {args.questions}"] if args.questions is not None else []
+    given += [f"--model {m}" for m in args.model or []]
+    command = " ".join(
+        [
+            "vqarobust cost-estimate --pilot",
+            str(args.pilot),
+            "--configfile",
+            str(args.configfile),
+            *given,
+        ]
+    )
+    print(to_markdown(per_model, cells, questions, pilot, command), end="")
+    return 0
+
+
 def _summary(args: argparse.Namespace) -> int:
     from vqarobust.summary import summarize, to_markdown, to_text
 
@@ -483,6 +517,32 @@ def _add_run_commands(sub: Any) -> None:
     p.add_argument("--check", metavar="FILE", help="compare FILE with this plan; exit 1 "
                    "with a diff when a line differs")  # fmt: skip
     p.set_defaults(func=_plan_size)
+    p = sub.add_parser(
+        "cost-estimate",
+        help="what a study will cost (GPU-hours, CPU-hours, "
+        "tokens, money), scaled from a finished pilot run's costs",
+    )
+    p.add_argument(
+        "--pilot",
+        required=True,
+        help="the pilot's results DuckDB file or results folder (results/<dataset>)",
+    )
+    p.add_argument("--configfile", required=True, help="the target study's config")
+    p.add_argument(
+        "--questions",
+        type=int,
+        help="the target's number of questions (default: "
+        "its prepared questions file, else dataset.n_images x the pilot's "
+        "questions per image)",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="TARGET=PILOT",
+        help="scale target "
+        "model TARGET from pilot model PILOT (repeatable; default: the same name)",
+    )
+    p.set_defaults(func=_cost_estimate)
     p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
     p.add_argument("database")
     p.set_defaults(func=_provenance)

@@ -222,6 +222,12 @@ def validate_config(
     if unknown:
         raise ConfigError(f"config error at uncertainty.effective_reference: {unknown} are not "
                           f"models of this config; models: {sorted(config['models'])}")  # fmt: skip
+    unpriced = sorted(set(config["prices"]["tokens"]) - set(config["models"]))
+    if unpriced:
+        raise ConfigError(
+            f"config error at prices.tokens: {unpriced} are not models of this config; "
+            f"models: {sorted(config['models'])}"
+        )
     if not config["corruptions"] and not config["text"]["perturbations"]:
         raise ConfigError(
             "config error at corruptions: the VRE suite needs image corruptions or text "

@@ -13,6 +13,7 @@ from vqarobust.analyses import (  # noqa: I001
     context,
     context_at_k,
     context_findings,
+    costs,
     image_quality,
     mispredictions,
     model_cards,
@@ -42,6 +43,7 @@ ANALYSES: dict[str, Analysis] = {
         context_at_k.ANALYSIS,
         context_findings.ANALYSIS,
         model_cards.ANALYSIS,
+        costs.ANALYSIS,
     )
 }
 

@@ -17,5 +17,6 @@ TABLES = ("accuracy", "submetrics", "vre_model", "vre_corruption", "vre_family",
           "context_examples", "intervals", "model_comparisons", "rank_stability",
           "drop_tests", "effective_robustness", "misprediction_kinds", "image_quality",
           "image_quality_correlation", "attention_shift", "rscore_datasets",
-          "ranker_comparison", "context_table1", "context_table2", "context_findings")  # fmt: skip
+          "ranker_comparison", "context_table1", "context_table2", "context_findings",
+          "costs", "model_costs")  # fmt: skip
 LATEX_TABLES = ("vre_model", "vre_corruption", "mmi_modalities")

@@ -10,6 +10,7 @@ from vqarobust.report.sections import (
     attention,
     calibration,
     context,
+    costs,
     failures,
     figures,
     plugins,
@@ -26,7 +27,7 @@ from vqarobust.report.sections.base import Run, Section
 SECTIONS: tuple[Section, ...] = tuple(
     m.SECTION
     for m in (summary, settings, figures, calibration, attention, uncertainty, questions,
-              context, failures, tables, plugins, warnings, provenance)
+              context, failures, tables, plugins, costs, warnings, provenance)
 )  # fmt: skip
 
 __all__ = ["SECTIONS", "Run", "Section"]
