@@ -321,7 +321,9 @@ def run_model_job(
                 "perturbation": subset.perturbation,
                 "severity": subset.severity,
             }
-            costs.append({**cell, **(total_cost(mine) or {"unknown": True})})
+            cost = total_cost(mine)
+            if cost is not None:  # a chunk kept from before costs were recorded: unknown
+                costs.append({**cell, **cost})
         counted = chunks.parameters(job_key)
         parameters = json.loads(counted.read_text()) if counted.exists() else None
         record = {
