@@ -1,0 +1,118 @@
+"""What a config, a checkpoint or a DuckDB file cannot make the workflow do (issue 63):
+run a checkpoint's code in the scheduler, load pickled weights unasked, reach the Hub
+when no entry allows downloads, send an API key where it should not go, inject SQL
+through a table name, or a formula into a spreadsheet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+TINY = REPO / "tests" / "data" / "tiny_config.yaml"
+
+
+# --- No code from a checkpoint in the scheduler ------------------------------------------
+
+
+def code_checkpoint(folder: Path, marker: Path, model_type: str = "evil_vlm") -> Path:
+    """A checkpoint folder whose config class is its own code (``auto_map``), which writes
+    ``marker`` when imported."""
+    folder.mkdir(parents=True)
+    auto_map = {"AutoConfig": "configuration_evil.EvilConfig",
+                "AutoModelForImageTextToText": "configuration_evil.EvilModel"}  # fmt: skip
+    config = {"model_type": model_type, "auto_map": auto_map}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "configuration_evil.py").write_text(
+        "from pathlib import Path\n"
+        f"Path({str(marker)!r}).write_text('checkpoint code ran')\n"
+        "from transformers import PretrainedConfig\n\n\n"
+        "class EvilConfig(PretrainedConfig):\n"
+        f"    model_type = {model_type!r}\n"
+    )
+    return folder
+
+
+def _remote_entry(folder: Path) -> dict:
+    return {"family": "image-text-to-text", "path_or_id": str(folder),
+            "trust_remote_code": True, "gpu_memory_gb": "auto"}  # fmt: skip
+
+
+GPU_MEMORY_ERROR = (
+    "config error at models.remote.gpu_memory_gb: auto estimates the memory in the "
+    "scheduler, which runs no code of a checkpoint"
+)
+
+
+def test_planning_an_auto_estimate_of_remote_code_runs_none_and_names_the_key(tmp_path):
+    from vqarobust.config import ConfigError, validate_config
+    from vqarobust.plan import StudyPlan
+
+    marker = tmp_path / "ran.txt"
+    folder = code_checkpoint(tmp_path / "remote", marker)
+    config = yaml.safe_load(TINY.read_text())
+    config["models"]["remote"] = _remote_entry(folder)
+    validate_config(config)
+    with pytest.raises(ConfigError) as raised:
+        StudyPlan.build(config)
+    message = str(raised.value)
+    assert message.startswith(GPU_MEMORY_ERROR)
+    assert "model_type 'evil_vlm' is not one transformers knows" in message
+    assert message.endswith("set models.remote.gpu_memory_gb to a number of GB")
+    assert not marker.exists()
+    # A number plans; the checkpoint's code still never runs.
+    config["models"]["remote"]["gpu_memory_gb"] = 24
+    plan = StudyPlan.build(config)
+    assert plan.models.model_gpu_memory(type("W", (), {"model": "remote"})) == 24
+    assert not marker.exists()
+    # The control: transformers told to trust it runs it (so the checks above can fail).
+    from transformers import AutoConfig
+
+    AutoConfig.from_pretrained(str(folder), trust_remote_code=True)
+    assert marker.read_text() == "checkpoint code ran"
+
+
+def test_a_dry_run_of_an_auto_estimate_of_remote_code_runs_none(tmp_path):
+    """``snakemake -n``: the config error alone, no traceback, the file never written."""
+    marker = tmp_path / "ran.txt"
+    folder = code_checkpoint(tmp_path / "remote", marker)
+    config = yaml.safe_load(TINY.read_text())
+    config["models"]["remote"] = _remote_entry(folder)
+    workdir = tmp_path / "work"
+    (workdir / "config").mkdir(parents=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--cores", "1", "-n"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert GPU_MEMORY_ERROR in out and "set models.remote.gpu_memory_gb to a number" in out, out
+    assert "Traceback" not in out
+    assert not marker.exists()
+
+
+def test_auto_map_needs_remote_code_only_when_the_entry_trusts_it(tmp_path):
+    """A known model_type with auto_map: transformers' class is what a job loads without
+    trust_remote_code (estimable), the checkpoint's own with it (not)."""
+    from vqarobust.models.memory import remote_code_reason
+
+    marker = tmp_path / "ran.txt"
+    folder = code_checkpoint(tmp_path / "known", marker, model_type="qwen2_vl")
+    assert remote_code_reason(str(folder), trust_remote_code=False) is None
+    assert remote_code_reason(str(folder), trust_remote_code=True) == (
+        "its config.json names code of its own (auto_map) and trust_remote_code is true"
+    )
+    config = json.loads((folder / "config.json").read_text())
+    del config["auto_map"]
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": []}}))
+    assert remote_code_reason(str(folder), trust_remote_code=True) == (
+        "its tokenizer_config.json names code of its own (auto_map) and trust_remote_code is true"
+    )
+    assert not marker.exists()
