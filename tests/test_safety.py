@@ -116,3 +116,71 @@ def test_auto_map_needs_remote_code_only_when_the_entry_trusts_it(tmp_path):
         "its tokenizer_config.json names code of its own (auto_map) and trust_remote_code is true"
     )
     assert not marker.exists()
+
+
+# --- Identifiers quoted in SQL built from names --------------------------------------------
+
+# A table name with a quote and a space, and one that would end the statement if pasted.
+ODD_NAMES = ('scores of "model" a', 'x"; DROP TABLE kept; --')
+
+
+def test_identifiers_are_quoted_with_inner_quotes_doubled():
+    from vqarobust.sql import identifier, literal
+
+    assert identifier('a"b c') == '"a""b c"'
+    assert identifier("plain") == '"plain"'
+    assert literal("it's") == "'it''s'"
+
+
+def _results_file(path: Path, rows: dict[str, list[int]]) -> Path:
+    import duckdb
+
+    from vqarobust.provenance import PREFIX
+
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
+        con.execute("INSERT INTO run_info VALUES (?, '1')", [f"{PREFIX}seed"])
+        con.execute("CREATE TABLE kept (v INTEGER)")
+        for name, values in rows.items():
+            quoted = '"' + name.replace('"', '""') + '"'
+            con.execute(f"CREATE TABLE {quoted} (v INTEGER)")
+            con.executemany(f"INSERT INTO {quoted} VALUES (?)", [[v] for v in values])
+    return path
+
+
+def test_provenance_diff_reads_tables_whose_names_hold_quotes_and_spaces(tmp_path):
+    import duckdb
+
+    from vqarobust.provenance import diff
+
+    a = _results_file(tmp_path / "a.duckdb", {ODD_NAMES[0]: [1, 2], ODD_NAMES[1]: [5]})
+    b = _results_file(tmp_path / "b.duckdb", {ODD_NAMES[0]: [1, 3, 4], ODD_NAMES[1]: [5]})
+    result = diff(a, b)
+    assert result["tables"] == {ODD_NAMES[0]: "2 vs 3 rows; 1 rows only in A, 2 only in B"}
+    assert result["only_in_a"] == result["only_in_b"] == []
+    with duckdb.connect(str(a), read_only=True) as con:  # the pasted SQL never ran
+        assert con.execute("SELECT count(*) FROM kept").fetchone() == (0,)
+
+
+def test_the_results_file_takes_tables_whose_names_hold_quotes_and_spaces(tmp_path):
+    """assemble_database names each table after its Parquet file."""
+    import duckdb
+    import polars as pl
+
+    from vqarobust.analyses.assemble import assemble_database
+    from vqarobust.analyses.base import MANIFEST
+
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    for i, name in enumerate(ODD_NAMES):
+        pl.DataFrame({"v": [i, i + 1]}).write_parquet(folder / f"{name}.parquet")
+    # The view over accuracy that every results file has.
+    accuracy = {"model": ["m"], "modality": ["clean"], "perturbation": ["clean"],
+                "severity": [0], "n": [1], "accuracy": [1.0]}  # fmt: skip
+    pl.DataFrame(accuracy).write_parquet(folder / "accuracy.parquet")
+    (folder / MANIFEST).write_text(json.dumps({"info": {}, "warnings": []}))
+    db = tmp_path / "results.duckdb"
+    counts = assemble_database(db, [folder], {}, [], seed=0, config=None)
+    assert counts[ODD_NAMES[0]] == 2 and counts[ODD_NAMES[1]] == 2
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute('SELECT sum(v) FROM "scores of ""model"" a"').fetchone() == (1,)
