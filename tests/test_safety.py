@@ -184,3 +184,63 @@ def test_the_results_file_takes_tables_whose_names_hold_quotes_and_spaces(tmp_pa
     assert counts[ODD_NAMES[0]] == 2 and counts[ODD_NAMES[1]] == 2
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute('SELECT sum(v) FROM "scores of ""model"" a"').fetchone() == (1,)
+
+
+# --- CSV cells a spreadsheet would run --------------------------------------------------
+
+FORMULAS = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+HARMLESS = ["yes", "a=b", "two - three", " =padded", ""]
+
+
+def test_text_cells_that_start_a_formula_get_a_quote_and_numbers_stay():
+    import polars as pl
+
+    from vqarobust.spreadsheets import escape_formulas
+
+    frame = pl.DataFrame({
+        "text": [*FORMULAS, *HARMLESS, None],
+        "number": [-1.5, 2.0, -3.0, 4.0, 5.0, 6.0, -7.0, 8.0, 9.0, 10.0, 11.0, None],
+        "count": list(range(-6, 6)),
+        "kind": pl.Series(["-a", "b"] * 6, dtype=pl.Categorical),
+    })  # fmt: skip
+    out = escape_formulas(frame)
+    assert out["text"].to_list() == [*("'" + f for f in FORMULAS), *HARMLESS, None]
+    assert out["kind"].to_list() == ["'-a", "b"] * 6
+    assert out["number"].equals(frame["number"]) and out["count"].equals(frame["count"])
+
+
+def test_the_per_sample_export_escapes_a_reply_that_starts_a_formula(tmp_path):
+    """export_records' CSV: a generative model's raw reply ``=cmd|...`` and a question
+    ``-1 ...`` are text in a spreadsheet; the numeric score and severity are unchanged;
+    Parquet keeps the text as it was."""
+    import polars as pl
+
+    from vqarobust.export import export_records
+
+    records = pl.DataFrame({
+        "model": ["m", "m"], "severity": [-1, 2], "question": ["-1 or 1?", "what?"],
+        "answers": [["1"], ["2"]], "raw_prediction": ["=cmd|' /C calc'!A0", "@two"],
+        "prediction": ["=cmd", "two"], "score": [-0.5, 1.0],
+    })  # fmt: skip
+    csv = export_records(records, tmp_path / "r.csv", "csv").read_text().splitlines()
+    assert csv[1] == "m,-1,'-1 or 1?,\"[\"\"1\"\"]\",'=cmd|' /C calc'!A0,'=cmd,-0.5"
+    assert csv[2] == "m,2,what?,\"[\"\"2\"\"]\",'@two,two,1.0"
+    parquet = pl.read_parquet(export_records(records, tmp_path / "r.parquet", "parquet"))
+    assert parquet.equals(records)
+
+
+def test_the_metrics_tables_escape_a_model_name_that_starts_a_formula(tmp_path):
+    """``vqarobust metrics`` writes a user's model names into its CSV tables."""
+    import polars as pl
+
+    from vqarobust.metrics.tables import write_metric_tables
+
+    rows = [(m, "clean", 0, 0.9) for m in ("=evil()", "ok")]
+    rows += [(m, "blur", s, 0.8 - 0.05 * s) for m in ("=evil()", "ok") for s in range(1, 6)]
+    table = pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"],
+                         orient="row")  # fmt: skip
+    write_metric_tables(table, tmp_path)
+    vre = pl.read_csv(tmp_path / "vre_model.csv")
+    assert sorted(vre["model"]) == ["'=evil()", "ok"]
+    accuracy = pl.read_csv(tmp_path / "accuracy.csv")
+    assert accuracy.filter(pl.col("model") == "ok")["accuracy"].to_list()[:2] == [0.9, 0.75]
