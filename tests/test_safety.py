@@ -188,7 +188,7 @@ def test_the_results_file_takes_tables_whose_names_hold_quotes_and_spaces(tmp_pa
 
 # --- CSV cells a spreadsheet would run --------------------------------------------------
 
-FORMULAS = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+FORMULAS = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
 HARMLESS = ["yes", "a=b", "two - three", " =padded", ""]
 
 
@@ -223,8 +223,8 @@ def test_the_per_sample_export_escapes_a_reply_that_starts_a_formula(tmp_path):
         "prediction": ["=cmd", "two"], "score": [-0.5, 1.0],
     })  # fmt: skip
     csv = export_records(records, tmp_path / "r.csv", "csv").read_text().splitlines()
-    assert csv[1] == "m,-1,'-1 or 1?,\"[\"\"1\"\"]\",'=cmd|' /C calc'!A0,'=cmd,-0.5"
-    assert csv[2] == "m,2,what?,\"[\"\"2\"\"]\",'@two,two,1.0"
+    assert csv[1] == 'm,-1,\'-1 or 1?,"[""1""]",\'=cmd|\' /C calc\'!A0,\'=cmd,-0.5'
+    assert csv[2] == 'm,2,what?,"[""2""]",\'@two,two,1.0'
     parquet = pl.read_parquet(export_records(records, tmp_path / "r.parquet", "parquet"))
     assert parquet.equals(records)
 
