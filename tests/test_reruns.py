@@ -286,7 +286,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.share_image_features": ("vqav2", put("models.pnp.share_image_features", False)),
     "models.*.base_url": ("vqav2", put("models.served.base_url", "http://127.0.0.1:10/v1")),
     "models.*.model": ("vqav2", put("models.served.model", "qwen")),
-    "models.*.api_key_env": ("vqav2", put("models.served.api_key_env", "KEY")),
+    "models.*.api_key_env": ("vqav2", put("models.served.api_key_env", "SERVED_API_KEY")),
     "models.*.max_concurrency": ("vqav2", put("models.served.max_concurrency", 2)),
     "models.*.adaptive_concurrency": ("vqav2", put("models.served.adaptive_concurrency", False)),
     "models.*.timeout_s": ("vqav2", put("models.served.timeout_s", 5)),

@@ -25,8 +25,10 @@ def code_checkpoint(folder: Path, marker: Path, model_type: str = "evil_vlm") ->
     """A checkpoint folder whose config class is its own code (``auto_map``), which writes
     ``marker`` when imported."""
     folder.mkdir(parents=True)
-    auto_map = {"AutoConfig": "configuration_evil.EvilConfig",
-                "AutoModelForImageTextToText": "configuration_evil.EvilModel"}  # fmt: skip
+    auto_map = {
+        "AutoConfig": "configuration_evil.EvilConfig",
+        "AutoModelForImageTextToText": "configuration_evil.EvilModel",
+    }
     config = {"model_type": model_type, "auto_map": auto_map}
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "configuration_evil.py").write_text(
@@ -40,8 +42,12 @@ def code_checkpoint(folder: Path, marker: Path, model_type: str = "evil_vlm") ->
 
 
 def _remote_entry(folder: Path) -> dict:
-    return {"family": "image-text-to-text", "path_or_id": str(folder),
-            "trust_remote_code": True, "gpu_memory_gb": "auto"}  # fmt: skip
+    return {
+        "family": "image-text-to-text",
+        "path_or_id": str(folder),
+        "trust_remote_code": True,
+        "gpu_memory_gb": "auto",
+    }
 
 
 GPU_MEMORY_ERROR = (
@@ -87,8 +93,18 @@ def test_a_dry_run_of_an_auto_estimate_of_remote_code_runs_none(tmp_path):
     workdir = tmp_path / "work"
     (workdir / "config").mkdir(parents=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--cores", "1", "-n"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "1",
+        "-n",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
@@ -175,8 +191,14 @@ def test_the_results_file_takes_tables_whose_names_hold_quotes_and_spaces(tmp_pa
     for i, name in enumerate(ODD_NAMES):
         pl.DataFrame({"v": [i, i + 1]}).write_parquet(folder / f"{name}.parquet")
     # The view over accuracy that every results file has.
-    accuracy = {"model": ["m"], "modality": ["clean"], "perturbation": ["clean"],
-                "severity": [0], "n": [1], "accuracy": [1.0]}  # fmt: skip
+    accuracy = {
+        "model": ["m"],
+        "modality": ["clean"],
+        "perturbation": ["clean"],
+        "severity": [0],
+        "n": [1],
+        "accuracy": [1.0],
+    }
     pl.DataFrame(accuracy).write_parquet(folder / "accuracy.parquet")
     (folder / MANIFEST).write_text(json.dumps({"info": {}, "warnings": []}))
     db = tmp_path / "results.duckdb"
@@ -197,12 +219,14 @@ def test_text_cells_that_start_a_formula_get_a_quote_and_numbers_stay():
 
     from vqarobust.spreadsheets import escape_formulas
 
-    frame = pl.DataFrame({
-        "text": [*FORMULAS, *HARMLESS, None],
-        "number": [-1.5, 2.0, -3.0, 4.0, 5.0, 6.0, -7.0, 8.0, 9.0, 10.0, 11.0, None],
-        "count": list(range(-6, 6)),
-        "kind": pl.Series(["-a", "b"] * 6, dtype=pl.Categorical),
-    })  # fmt: skip
+    frame = pl.DataFrame(
+        {
+            "text": [*FORMULAS, *HARMLESS, None],
+            "number": [-1.5, 2.0, -3.0, 4.0, 5.0, 6.0, -7.0, 8.0, 9.0, 10.0, 11.0, None],
+            "count": list(range(-6, 6)),
+            "kind": pl.Series(["-a", "b"] * 6, dtype=pl.Categorical),
+        }
+    )
     out = escape_formulas(frame)
     assert out["text"].to_list() == [*("'" + f for f in FORMULAS), *HARMLESS, None]
     assert out["kind"].to_list() == ["'-a", "b"] * 6
@@ -217,11 +241,17 @@ def test_the_per_sample_export_escapes_a_reply_that_starts_a_formula(tmp_path):
 
     from vqarobust.export import export_records
 
-    records = pl.DataFrame({
-        "model": ["m", "m"], "severity": [-1, 2], "question": ["-1 or 1?", "what?"],
-        "answers": [["1"], ["2"]], "raw_prediction": ["=cmd|' /C calc'!A0", "@two"],
-        "prediction": ["=cmd", "two"], "score": [-0.5, 1.0],
-    })  # fmt: skip
+    records = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "severity": [-1, 2],
+            "question": ["-1 or 1?", "what?"],
+            "answers": [["1"], ["2"]],
+            "raw_prediction": ["=cmd|' /C calc'!A0", "@two"],
+            "prediction": ["=cmd", "two"],
+            "score": [-0.5, 1.0],
+        }
+    )
     csv = export_records(records, tmp_path / "r.csv", "csv").read_text().splitlines()
     assert csv[1] == 'm,-1,\'-1 or 1?,"[""1""]",\'=cmd|\' /C calc\'!A0,\'=cmd,-0.5'
     assert csv[2] == 'm,2,what?,"[""2""]",\'@two,two,1.0'
@@ -237,10 +267,102 @@ def test_the_metrics_tables_escape_a_model_name_that_starts_a_formula(tmp_path):
 
     rows = [(m, "clean", 0, 0.9) for m in ("=evil()", "ok")]
     rows += [(m, "blur", s, 0.8 - 0.05 * s) for m in ("=evil()", "ok") for s in range(1, 6)]
-    table = pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"],
-                         orient="row")  # fmt: skip
+    table = pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
     write_metric_tables(table, tmp_path)
     vre = pl.read_csv(tmp_path / "vre_model.csv")
     assert sorted(vre["model"]) == ["'=evil()", "ok"]
     accuracy = pl.read_csv(tmp_path / "accuracy.csv")
     assert accuracy.filter(pl.col("model") == "ok")["accuracy"].to_list()[:2] == [0.9, 0.75]
+
+
+# --- Served models: where the key goes --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("base_url", "api_key_env"),
+    [
+        ("http://127.0.0.1:8000/v1", "VLLM_API_KEY"),
+        ("http://127.3.4.5/v1", "API_KEY"),
+        ("http://[::1]:8000/v1", "OPENAI_API_KEY"),
+        ("http://LOCALHOST:8000/v1", "MY_API_KEY"),
+        ("https://api.example.org/v1", "OPENAI_API_KEY"),
+        ("http://gpu-node:8000/v1", None),  # no key: plain http anywhere
+    ],
+)
+def test_an_endpoint_that_leaks_no_secret_passes(base_url, api_key_env):
+    from vqarobust.models.endpoint import check_endpoint
+
+    check_endpoint("served", base_url, api_key_env)
+
+
+SECRET = "sk-secret-123"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "api_key_env", "key", "message"),
+    [
+        ("https://api.example.org/v1", "HF_TOKEN", "api_key_env", "'HF_TOKEN' is not named like"),
+        ("https://api.example.org/v1", "AWS_SECRET_ACCESS_KEY", "api_key_env", "not named like"),
+        ("https://api.example.org/v1", "PATH", "api_key_env", "'PATH' is not named like"),
+        ("https://api.example.org/v1", "openai_api_key", "api_key_env", "in upper case"),
+        ("http://gpu-node:8000/v1", "VLLM_API_KEY", "base_url", "over plain http to gpu-node"),
+        ("http://10.0.0.1/v1", "VLLM_API_KEY", "base_url", "to 10.0.0.1, which is not this"),
+        ("http://localhost.evil.org/v1", "VLLM_API_KEY", "base_url", "over plain http"),
+        (f"https://user:{SECRET}@api.example.org/v1", None, "base_url", "(user:password@)"),
+        (f"https://{SECRET}@api.example.org/v1", None, "base_url", "credentials before its"),
+        (f"https://api.example.org/v1?api_key={SECRET}", None, "base_url", "(parameter 'api_key')"),
+        (f"https://api.example.org/v1?x=1&Token={SECRET}", None, "base_url", "(parameter 'Token')"),
+        (f"https://api.example.org/v1?v={SECRET}", None, "base_url", "holds a query string;"),
+        (f"https://api.example.org/v1#{SECRET}", None, "base_url", "holds a fragment"),
+        ("ftp://api.example.org/v1", None, "base_url", "must start with http:// or https://"),
+        ("https://api.example.org:99999/v1", None, "base_url", "port that is not a number"),
+    ],
+)
+def test_an_endpoint_that_would_leak_a_secret_is_refused_naming_the_key(
+    base_url, api_key_env, key, message
+):
+    from vqarobust.models.endpoint import EndpointError, check_endpoint
+
+    with pytest.raises(EndpointError) as raised:
+        check_endpoint("served", base_url, api_key_env)
+    assert str(raised.value).startswith(f"models.served.{key}: ")
+    assert raised.value.key == key
+    assert message in str(raised.value)
+    assert SECRET not in str(raised.value)
+
+
+def test_the_config_validation_refuses_an_endpoint_without_echoing_the_secret():
+    from vqarobust.config import ConfigError, validate_config
+
+    config = yaml.safe_load(TINY.read_text())
+    served = {"family": "openai-chat", "model": "llava", "api_key_env": "VLLM_API_KEY"}
+    for url, key in (
+        ("http://gpu-node:8000/v1", "base_url"),
+        (f"https://api.example.org/v1?key={SECRET}", "base_url"),
+    ):
+        config["models"] = {"served": {**served, "base_url": url}}
+        with pytest.raises(ConfigError) as raised:
+            validate_config(config)
+        assert str(raised.value).startswith(f"config error at models.served.{key}: ")
+        assert SECRET not in str(raised.value)
+    config["models"] = {
+        "served": {**served, "base_url": "https://x.org/v1", "api_key_env": "HF_TOKEN"}
+    }
+    with pytest.raises(
+        ConfigError, match=r"^config error at models.served.api_key_env: 'HF_TOKEN'"
+    ):
+        validate_config(config)
+    config["models"] = {"served": {**served, "base_url": "http://127.0.0.1:8000/v1"}}
+    validate_config(config)
+
+
+def test_the_endpoint_host_is_the_url_without_credentials_in_one_spelling():
+    from vqarobust.models.endpoint import endpoint_host
+
+    assert endpoint_host("http://Node/v1/") == "http://node:80/v1"
+    assert endpoint_host("http://node:80/v1") == "http://node:80/v1"
+    assert endpoint_host("https://api.example.org/v1") == "https://api.example.org:443/v1"
+    assert endpoint_host(f"https://u:{SECRET}@h.org:8443/v1?key={SECRET}#x") == (
+        "https://h.org:8443/v1"
+    )
+    assert endpoint_host("http://[::1]:8000/v1") == "http://[::1]:8000/v1"

@@ -158,8 +158,8 @@ def test_a_served_model_asks_for_no_gpu_and_its_address_reruns_nothing():
     from vqarobust.config import validate_config
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["models"] = {"served": {"family": "openai-chat", "base_url": "http://node:8000/v1",
-                                   "model": "llava", "api_key_env": "KEY"}}  # fmt: skip
+    config["models"] = {"served": {"family": "openai-chat", "base_url": "https://node:8000/v1",
+                                   "model": "llava", "api_key_env": "NODE_API_KEY"}}  # fmt: skip
     validate_config(config)
     entry = config["models"]["served"]
     assert entry["device"] == "cpu"

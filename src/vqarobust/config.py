@@ -492,6 +492,12 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
             f"config error at models.{name}.device: a served model runs on its server; its "
             "job asks for no GPU (device: cpu)"
         )
+    from vqarobust.models.endpoint import EndpointError, check_endpoint
+
+    try:
+        check_endpoint(name, entry["base_url"], entry.get("api_key_env"))
+    except EndpointError as exc:
+        raise ConfigError(f"config error at {exc}") from None
 
 
 def _check_context(config: dict[str, Any]) -> None:

@@ -21,8 +21,11 @@ FORMULA_START = r"^[=+\-@\t\r]"
 def escape_formulas(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with each text cell that starts a formula prefixed by ``'``; other
     columns unchanged."""
-    text = [name for name, dtype in frame.schema.items()
-            if dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)]  # fmt: skip
+    text = [
+        name
+        for name, dtype in frame.schema.items()
+        if dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)
+    ]
     return frame.with_columns(
         pl.when(pl.col(name).cast(pl.String).str.contains(FORMULA_START))
         .then(pl.concat_str(pl.lit("'"), pl.col(name).cast(pl.String)))

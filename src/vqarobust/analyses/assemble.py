@@ -91,8 +91,10 @@ def assemble_database(
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
         # Table names are the files' names: quoted, never pasted.
         for name, path in _tables(folders).items():
-            con.execute(f"CREATE TABLE {identifier(name)} AS "
-                        f"SELECT * FROM read_parquet({literal(str(path))})")  # fmt: skip
+            con.execute(
+                f"CREATE TABLE {identifier(name)} AS "
+                f"SELECT * FROM read_parquet({literal(str(path))})"
+            )
         con.execute(
             """CREATE VIEW corruption_accuracy AS
                SELECT model, perturbation AS corruption, severity, n, accuracy

@@ -39,8 +39,13 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 AUTO_FAMILIES = ("llava", "image-text-to-text")
 # The files of a checkpoint whose ``auto_map`` names code of its own that transformers
 # imports under trust_remote_code: the model's config and its processor's parts.
-CODE_FILES = ("config.json", "processor_config.json", "preprocessor_config.json",
-              "image_processor_config.json", "tokenizer_config.json")  # fmt: skip
+CODE_FILES = (
+    "config.json",
+    "processor_config.json",
+    "preprocessor_config.json",
+    "image_processor_config.json",
+    "tokenizer_config.json",
+)
 
 
 @dataclass(frozen=True)
