@@ -277,6 +277,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.dtype": ("vqav2", put("models.blip.dtype", "float32")),
     "models.*.allow_download": ("vqav2", put("models.blip.allow_download", True)),
     "models.*.trust_remote_code": ("vqav2", put("models.chat.trust_remote_code", True)),
+    "models.*.use_safetensors": ("vqav2", put("models.blip.use_safetensors", False)),
     "models.*.max_new_tokens": ("vqav2", put("models.llava.max_new_tokens", 5)),
     "models.*.prompt": ("vqav2", put("models.llava.prompt", "Q: {question} A:")),
     "models.*.features": ("scenes", put("models.lxmert-sight.features", "detector")),

@@ -473,7 +473,7 @@ def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
 
 
 IN_PROCESS_KEYS = ("path_or_id", "revision", "dtype", "allow_download", "trust_remote_code",
-                   "share_image_features", "train")  # fmt: skip
+                   "use_safetensors", "share_image_features", "train")  # fmt: skip
 
 
 def _check_served(name: str, entry: dict[str, Any]) -> None:
