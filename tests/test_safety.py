@@ -366,3 +366,244 @@ def test_the_endpoint_host_is_the_url_without_credentials_in_one_spelling():
         "https://h.org:8443/v1"
     )
     assert endpoint_host("http://[::1]:8000/v1") == "http://[::1]:8000/v1"
+
+
+# --- Safetensors by default -----------------------------------------------------------------
+
+
+class Payload:
+    """What a pickled checkpoint can hold: code that unpickling runs."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "unpickled"))
+
+
+def pickled_copy(source: Path, folder: Path) -> Path:
+    """The checkpoint ``source`` with its weights as a pickled ``pytorch_model.bin`` only
+    (transformers 5's save_pretrained writes safetensors alone; this is the file older
+    ones wrote with ``safe_serialization=False``)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    shutil.copytree(source, folder)
+    state = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    torch.save(state, folder / "pytorch_model.bin")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def blip_checkpoints(tmp_path_factory):
+    from tests.tiny_checkpoints import tiny_blip
+
+    root = tmp_path_factory.mktemp("safetensors")
+    safe = tiny_blip(root / "safe")
+    return safe, pickled_copy(safe, root / "pickled")
+
+
+def test_pickled_weights_are_refused_by_default_and_load_with_the_opt_out(blip_checkpoints):
+    from tests.tiny_checkpoints import random_images
+    from vqarobust.models import load_model
+    from vqarobust.models.loading import UnsafeWeightsError
+
+    safe, pickled = blip_checkpoints
+    entry = {"family": "blip", "path_or_id": str(pickled), "max_new_tokens": 3}
+    with pytest.raises(UnsafeWeightsError) as raised:
+        load_model(entry, name="blip-bin")
+    assert str(raised.value) == (
+        f"model 'blip-bin': {pickled} holds only pickled weights (pytorch_model.bin); pickled "
+        "weights can run code when they load, so only safetensors load by default. Convert "
+        "them (load and save_pretrained(safe_serialization=True) on a machine you trust), or "
+        "set use_safetensors: false in the model's entry to load them (docs/models.md)"
+    )
+    opted = load_model({**entry, "use_safetensors": False}, name="blip-bin")
+    reference = load_model({**entry, "path_or_id": str(safe)}, name="blip")
+    images, questions = random_images(2), ["what color?", "is there a dog?"]
+    assert opted.respond_all(images, questions) == reference.respond_all(images, questions)
+    assert opted.use_safetensors is False and reference.use_safetensors is True
+
+
+def test_a_pickle_that_runs_code_is_never_opened_by_default(blip_checkpoints, tmp_path):
+    import torch
+
+    from vqarobust.models import load_model
+    from vqarobust.models.loading import UnsafeWeightsError
+
+    evil = pickled_copy(blip_checkpoints[0], tmp_path / "evil")
+    marker = tmp_path / "ran.txt"
+    torch.save({"payload": Payload(marker)}, evil / "pytorch_model.bin")
+    with pytest.raises(UnsafeWeightsError):
+        load_model({"family": "blip", "path_or_id": str(evil)}, name="evil")
+    assert not marker.exists()
+    # The control: unpickling the file as plain pickle runs its code.
+    torch.load(evil / "pytorch_model.bin", weights_only=False)
+    assert marker.read_text() == "unpickled"
+
+
+def test_check_safetensors_accepts_a_sharded_index_and_names_what_it_found(tmp_path):
+    from vqarobust.models.loading import UnsafeWeightsError, check_safetensors
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(UnsafeWeightsError, match=r"holds no safetensors weights; pickled"):
+        check_safetensors("m", str(folder))
+    check_safetensors("m", str(folder), use_safetensors=False)
+    (folder / "pytorch_model.bin.index.json").write_text("{}")
+    with pytest.raises(UnsafeWeightsError, match=r"only pickled weights \(pytorch_model.bin"):
+        check_safetensors("m", str(folder))
+    (folder / "model.safetensors.index.json").write_text("{}")
+    check_safetensors("m", str(folder))
+
+
+def test_use_safetensors_is_part_of_the_fingerprint_and_not_for_served_models():
+    """The key changes which files load: it reaches the model's spec (its jobs' params
+    and its chunks' key), not the runtime channel; a served entry refuses it."""
+    from vqarobust.config import ConfigError, validate_config
+    from vqarobust.params import answer_spec, runtime_options
+
+    entry = {"family": "blip", "path_or_id": "org/blip", "use_safetensors": False}
+    assert answer_spec(entry)["use_safetensors"] is False
+    assert "use_safetensors" not in runtime_options(entry)
+    assert answer_spec(entry) != answer_spec({**entry, "use_safetensors": True})
+    config = yaml.safe_load(TINY.read_text())
+    config["models"] = {
+        "served": {
+            "family": "openai-chat",
+            "model": "m",
+            "use_safetensors": False,
+            "base_url": "http://127.0.0.1:8000/v1",
+        }
+    }
+    with pytest.raises(ConfigError, match=r"\['use_safetensors'\] apply to in-process models"):
+        validate_config(config)
+
+
+# --- Offline unless a job's own settings allow downloads --------------------------------------
+
+OFFLINE_PROBE = """
+import json, os, sys
+# Imported before the job starts, as a script's imports may do.
+from huggingface_hub import constants, hf_hub_download
+from vqarobust.jobs import start_job
+
+start_job(sys.argv[1], allow_download=sys.argv[2] == "1")
+try:
+    hf_hub_download("org/never-cached", "config.json")
+    error = None
+except Exception as exc:
+    error = type(exc).__name__
+print(json.dumps({"env": [os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")],
+                  "flag": constants.is_offline_mode(), "error": error}))
+"""
+
+
+class CountingHub:
+    """A TCP port on 127.0.0.1 standing in for the Hub: it counts the connections made
+    to it and closes each at once."""
+
+    def __enter__(self) -> CountingHub:
+        import socket
+        import threading
+
+        self.connections = 0
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+        return self
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            self.connections += 1
+            connection.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self._socket.close()
+
+
+def _probe(tmp_path: Path, allow: bool) -> tuple[dict, int]:
+    """The probe's findings, and the connections it made to the stand-in Hub."""
+    import os
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
+    with CountingHub() as hub:
+        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(REPO / "src"))
+        proc = subprocess.run(
+            [sys.executable, "-c", OFFLINE_PROBE, str(tmp_path / "job.log"), "1" if allow else "0"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), hub.connections
+
+
+def test_a_job_runs_offline_unless_its_settings_allow_downloads(tmp_path):
+    """start_job in a process that imported huggingface_hub first: offline, the Hub is
+    never contacted; with allow_download it is (the stand-in refuses, the download fails)."""
+    offline, contacts = _probe(tmp_path, allow=False)
+    assert offline["env"] == ["1", "1"] and offline["flag"] is True and contacts == 0
+    assert offline["error"] == "LocalEntryNotFoundError"
+    assert "offline: no setting of this job allows downloads" in (tmp_path / "job.log").read_text()
+    online, contacts = _probe(tmp_path, allow=True)
+    assert online["env"] == [None, None] and online["flag"] is False and contacts >= 1
+    assert online["error"] is not None
+
+
+@pytest.mark.workflow
+def test_a_workflow_job_is_offline_in_its_own_process_unless_its_dataset_downloads(tmp_path):
+    """prepare_dataset of a hub-layout dataset, run by Snakemake: offline by default, and
+    allowed to download with dataset.download (the job's own param, so a cluster job
+    gets the same)."""
+    from tests.hf_data import SPLIT, vqav2_rows, write_saved
+    from vqarobust.datasets.miniature import write_mini_vqav2
+
+    mini = write_mini_vqav2(tmp_path / "vqav2", n_images=3)
+    saved = write_saved(vqav2_rows(mini), tmp_path / "saved")
+    served = {"family": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    config = {
+        "dataset": {"name": "hf-vqa", "adapter": "hf", "path": str(saved), "split": SPLIT},
+        "corruptions": ["gaussian_noise"],
+        "severities": [1],
+        "text": {"perturbations": []},
+        "basic_questions": {"rankers": []},
+        "models": {"served": served},
+    }
+    logs = {}
+    for download in (False, True):
+        work = tmp_path / f"work-{download}"
+        work.mkdir()
+        config["dataset"]["download"] = download
+        (work / "c.yaml").write_text(yaml.safe_dump(config))
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(work),
+            "--configfile",
+            str(work / "c.yaml"),
+            "--replace-workflow-config",
+            "--cores",
+            "1",
+            "resources/datasets/hf-vqa/eval/questions.parquet",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        logs[download] = (work / "logs" / "hf-vqa" / "prepare_dataset" / "eval.log").read_text()
+    assert "offline: no setting of this job allows downloads (HF_HUB_OFFLINE=1)" in logs[False]
+    assert "downloads allowed" in logs[True] and "offline" not in logs[True]
