@@ -60,13 +60,18 @@ def _credentials_reason(base_url: str) -> str | None:
     """Why ``base_url`` is refused as a carrier of credentials, without its values."""
     parts = urlsplit(base_url)
     if "@" in parts.netloc:
-        return ("holds credentials before its host (user:password@); they would reach "
-                "logs and error messages: give the key through api_key_env")  # fmt: skip
+        return (
+            "holds credentials before its host (user:password@); they would reach "
+            "logs and error messages: give the key through api_key_env"
+        )
     if parts.query:
         names = sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)})
         carried = [k for k in names if _CREDENTIAL_NAME.search(k)]
-        what = (f"a credential in its query string (parameter {', '.join(map(repr, carried))})"
-                if carried else "a query string")  # fmt: skip
+        what = (
+            f"a credential in its query string (parameter {', '.join(map(repr, carried))})"
+            if carried
+            else "a query string"
+        )
         return (
             f"holds {what}; the URL reaches logs, error messages and the fingerprint: "
             "give the API root without one, and the key through api_key_env"
@@ -96,18 +101,20 @@ def check_endpoint(name: str, base_url: str, api_key_env: str | None) -> None:
         return
     if not API_KEY_ENV.fullmatch(api_key_env):
         raise EndpointError(
-            name, "api_key_env",
+            name,
+            "api_key_env",
             f"{api_key_env!r} is not named like an API key: the variable's name must end "
             "in API_KEY, in upper case (e.g. OPENAI_API_KEY, VLLM_API_KEY), so that no other "
             "secret of the job's environment is sent to a server",
-        )  # fmt: skip
+        )
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise EndpointError(
-            name, "base_url",
+            name,
+            "base_url",
             f"sends the API key ({api_key_env}) over plain http to {parts.hostname}, which is "
             "not this machine; use https://, or http:// to a loopback host (127.0.0.1, ::1, "
             "localhost, e.g. through an SSH tunnel)",
-        )  # fmt: skip
+        )
 
 
 def endpoint_host(base_url: str) -> str:
