@@ -109,16 +109,16 @@ def test_a_refused_request_is_not_retried(llava):
 
 def test_api_key_comes_from_the_environment_and_stays_out_of_logs(llava, monkeypatch, caplog):
     _, answer = llava
-    monkeypatch.setenv("VQAROBUST_TEST_KEY", "sk-secret-123")
+    monkeypatch.setenv("VQAROBUST_TEST_API_KEY", "sk-secret-123")
     with ChatServer(answer, fail_first=1) as server, caplog.at_level(logging.DEBUG):
-        _client(server.base_url, api_key_env="VQAROBUST_TEST_KEY").answer_all(
+        _client(server.base_url, api_key_env="VQAROBUST_TEST_API_KEY").answer_all(
             _images(1), QUESTIONS[:1]
         )
     assert server.headers[-1]["Authorization"] == "Bearer sk-secret-123"
     assert "sk-secret-123" not in caplog.text
-    monkeypatch.delenv("VQAROBUST_TEST_KEY")
-    with pytest.raises(ValueError, match="VQAROBUST_TEST_KEY"):
-        _client(server.base_url, api_key_env="VQAROBUST_TEST_KEY")
+    monkeypatch.delenv("VQAROBUST_TEST_API_KEY")
+    with pytest.raises(ValueError, match="VQAROBUST_TEST_API_KEY"):
+        _client(server.base_url, api_key_env="VQAROBUST_TEST_API_KEY")
 
 
 def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp_path):
@@ -159,8 +159,8 @@ def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
     from vqarobust.config import validate_config
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["models"] = {"served": {"family": "openai-chat", "base_url": "http://node:8000/v1",
-                                   "model": "llava", "api_key_env": "KEY"}}  # fmt: skip
+    config["models"] = {"served": {"family": "openai-chat", "base_url": "https://node:8000/v1",
+                                   "model": "llava", "api_key_env": "NODE_API_KEY"}}  # fmt: skip
     validate_config(config)
     entry = config["models"]["served"]
     assert entry["device"] == "cpu"

@@ -480,7 +480,7 @@ def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
 
 
 IN_PROCESS_KEYS = ("path_or_id", "revision", "dtype", "allow_download", "trust_remote_code",
-                   "share_image_features", "train")  # fmt: skip
+                   "use_safetensors", "share_image_features", "train")  # fmt: skip
 
 
 def _check_served(name: str, entry: dict[str, Any]) -> None:
@@ -499,6 +499,12 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
             f"config error at models.{name}.device: a served model runs on its server; its "
             "job asks for no GPU (device: cpu)"
         )
+    from vqarobust.models.endpoint import EndpointError, check_endpoint
+
+    try:
+        check_endpoint(name, entry["base_url"], entry.get("api_key_env"))
+    except EndpointError as exc:
+        raise ConfigError(f"config error at {exc}") from None
 
 
 def _check_context(config: dict[str, Any]) -> None:

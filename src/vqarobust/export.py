@@ -21,6 +21,7 @@ import polars as pl
 
 from vqarobust import store
 from vqarobust.metrics.vqa_accuracy import normalize_column
+from vqarobust.spreadsheets import write_csv
 
 FORMATS = ("parquet", "jsonl", "csv")
 PROVENANCE_KEYS = ("git_commit", "config_sha256")
@@ -95,5 +96,5 @@ def export_records(records: pl.DataFrame, out: str | os.PathLike[str], fmt: str)
                 pl.col("answers").map_elements(lambda a: json.dumps(list(a)),
                                                return_dtype=pl.String)
             )  # fmt: skip
-            flat.write_csv(tmp)
+            write_csv(flat, tmp)
     return Path(out)

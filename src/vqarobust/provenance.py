@@ -26,6 +26,7 @@ from vqarobust.digests import file_sha256, listing_sha256, text_sha256
 from vqarobust.environment import lock_record, machine
 from vqarobust.models.checkpoints import reference_record
 from vqarobust.params import canonical
+from vqarobust.sql import identifier
 
 PREFIX = "provenance."
 PACKAGES = ("vqarobust", "torch", "transformers", "snakemake", "duckdb", "polars")
@@ -275,17 +276,19 @@ def diff(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]
 def _table_difference(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
     """None when ``a.name`` and ``b.name`` hold the same rows (as multisets), else what
     differs."""
+    # The name comes out of a file: quoted as an identifier, never pasted.
+    table = identifier(name)
     cols = {
-        side: [r[0] for r in con.execute(f'DESCRIBE {side}."{name}"').fetchall()]
+        side: [r[0] for r in con.execute(f"DESCRIBE {side}.{table}").fetchall()]
         for side in ("a", "b")
     }
     if cols["a"] != cols["b"]:
         return f"columns differ: {cols['a']} vs {cols['b']}"
-    n = {side: con.execute(f'SELECT count(*) FROM {side}."{name}"').fetchone()[0]
+    n = {side: con.execute(f"SELECT count(*) FROM {side}.{table}").fetchone()[0]
          for side in ("a", "b")}  # fmt: skip
     only = {
-        side: con.execute(f'SELECT count(*) FROM (SELECT * FROM {side}."{name}" EXCEPT ALL '
-                          f'SELECT * FROM {other}."{name}")').fetchone()[0]
+        side: con.execute(f"SELECT count(*) FROM (SELECT * FROM {side}.{table} EXCEPT ALL "
+                          f"SELECT * FROM {other}.{table})").fetchone()[0]
         for side, other in (("a", "b"), ("b", "a"))
     }  # fmt: skip
     if not only["a"] and not only["b"]:

@@ -8,7 +8,7 @@ from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import build_pool
 from vqarobust.text.encoder import encode
 
-start_job(snakemake.log[0])
+start_job(snakemake.log[0], allow_download=snakemake.params.runtime["allow_download"])
 torch.set_num_threads(snakemake.threads)
 encoder = partial(encode, path=snakemake.params.encoder_path,
                   allow_download=snakemake.params.runtime["allow_download"])  # fmt: skip

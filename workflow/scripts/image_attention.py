@@ -6,7 +6,7 @@ from vqarobust.attention import attention_maps
 from vqarobust.jobs import start_job
 from vqarobust.models import ModelRef
 
-start_job(snakemake.log[0])
+start_job(snakemake.log[0], allow_download=snakemake.params.runtime.get("allow_download", False))
 torch.set_num_threads(snakemake.threads)
 spec = dict(snakemake.params.spec)
 trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names

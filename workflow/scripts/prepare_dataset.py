@@ -3,7 +3,8 @@
 from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.jobs import start_job
 
-start_job(snakemake.log[0])
+# A hub dataset is fetched only with dataset.download (then a param of this job).
+start_job(snakemake.log[0], allow_download=snakemake.params.selection.get("download", False))
 out = PreparedOutputs(
     snakemake.output.questions,
     snakemake.output.images,

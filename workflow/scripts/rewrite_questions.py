@@ -5,7 +5,7 @@ import torch
 from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import Fidelity, rewrite_question_set
 
-start_job(snakemake.log[0])
+start_job(snakemake.log[0], allow_download=snakemake.params.runtime.get("allow_download", False))
 torch.set_num_threads(snakemake.threads)
 settings = {**snakemake.params.settings, **snakemake.params.runtime.values}
 sampled = dict(snakemake.params.sampled)  # empty for a greedy rewrite

@@ -7,7 +7,8 @@ from vqarobust.inference import job_subsets, run_model_job
 from vqarobust.jobs import start_job
 from vqarobust.models import ModelRef
 
-start_job(snakemake.log[0])
+# A model whose entry allows downloads may reach the Hub; every other job runs offline.
+start_job(snakemake.log[0], allow_download=snakemake.params.runtime.get("allow_download", False))
 torch.set_num_threads(snakemake.threads)
 # The params list the subsets in the order of the outputs; each one's files are the
 # inputs named <kind>__<subset> (vqarobust.plan.infer).

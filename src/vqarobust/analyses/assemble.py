@@ -16,6 +16,7 @@ from vqarobust import plugins, store
 from vqarobust.analyses.base import MANIFEST, PRIVATE, read_manifest
 from vqarobust.provenance import PACKAGES, package_version
 from vqarobust.provenance import collect as collect_provenance
+from vqarobust.sql import identifier, literal
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +89,12 @@ def assemble_database(
                                    plugin_records=_plugin_records(config)))  # fmt: skip
     counts: dict[str, int] = {}
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
+        # Table names are the files' names: quoted, never pasted.
         for name, path in _tables(folders).items():
-            quoted = str(path).replace("'", "''")
-            con.execute(f"CREATE TABLE \"{name}\" AS SELECT * FROM read_parquet('{quoted}')")
+            con.execute(
+                f"CREATE TABLE {identifier(name)} AS "
+                f"SELECT * FROM read_parquet({literal(str(path))})"
+            )
         con.execute(
             """CREATE VIEW corruption_accuracy AS
                SELECT model, perturbation AS corruption, severity, n, accuracy
@@ -99,7 +103,7 @@ def assemble_database(
         con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
         con.executemany("INSERT INTO run_info VALUES (?, ?)", list(info.items()))
         for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-            counts[table] = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            counts[table] = con.execute(f"SELECT count(*) FROM {identifier(table)}").fetchone()[0]
     log.info("wrote %s: %s", Path(db_path), counts)
     return counts
 

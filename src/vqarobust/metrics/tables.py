@@ -19,6 +19,7 @@ from vqarobust import store
 from vqarobust.metrics.accuracy import accuracy_by
 from vqarobust.metrics.mmi import mmi_table
 from vqarobust.metrics.robustness import CLEAN, RobustnessWarning, robustness_tables
+from vqarobust.spreadsheets import write_csv
 
 log = logging.getLogger(__name__)
 COLUMNS = ("model", "corruption", "severity", "accuracy")
@@ -193,5 +194,5 @@ def write_metric_tables(
     }
     for name, df in tables.items():
         with store.atomic_path(out / f"{name}.csv") as tmp:
-            df.write_csv(tmp)
+            write_csv(df, tmp)
     return tables

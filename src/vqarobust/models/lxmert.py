@@ -23,6 +23,7 @@ from transformers import AutoTokenizer, LxmertForQuestionAnswering
 
 from vqarobust.features.table import RegionFeatures
 from vqarobust.models.hf import HFVQAModel
+from vqarobust.models.loading import safetensors_option
 from vqarobust.models.replies import Reply, argmax_labels
 
 ANSWERS_FILE = "answers.json"
@@ -98,7 +99,9 @@ class LxmertVQA(HFVQAModel):
     def load(self, local: str, trust_remote_code: bool) -> None:
         """The tokenizer (LXMERT has no processor), the model and its answers."""
         self.tokenizer = AutoTokenizer.from_pretrained(local)
-        self.model = self.model_class.from_pretrained(local, dtype=self.dtype)
+        self.model = self.model_class.from_pretrained(
+            local, dtype=self.dtype, use_safetensors=safetensors_option(self.use_safetensors)
+        )
         self.model.to(self.device).eval()
         self.answers = answer_vocabulary(self.model.config, local, self.answers_file)
 

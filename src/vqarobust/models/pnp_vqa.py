@@ -50,7 +50,12 @@ from PIL import Image
 
 from vqarobust.models import SMALL_BATCH_SIZE
 from vqarobust.models.base import GeneratesReplies, SharesImageFeatures, VQAModel, torch_dtype
-from vqarobust.models.loading import Loading, resolve_weights
+from vqarobust.models.loading import (
+    Loading,
+    check_safetensors,
+    resolve_weights,
+    safetensors_option,
+)
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +239,7 @@ class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
         **loading: Any,
     ) -> None:
         """``loading``: a :class:`~vqarobust.models.loading.Loading`'s fields (name,
-        device, dtype, allow_download)."""
+        device, dtype, allow_download, use_safetensors)."""
         from transformers import (
             AutoProcessor,
             AutoTokenizer,
@@ -260,16 +265,18 @@ class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
         paths = {k: resolve_weights(f"{name} ({k})", v, placed.allow_download)
                  for k, v in (("itm_model", itm_model), ("caption_model", caption_model),
                               ("qa_model", qa_model))}  # fmt: skip
+        for key, local in paths.items():
+            check_safetensors(f"{name} ({key})", local, placed.use_safetensors)
+        use_safetensors = safetensors_option(placed.use_safetensors)
+        weights = {"dtype": self.dtype, "use_safetensors": use_safetensors}
         self.itm_processor = AutoProcessor.from_pretrained(paths["itm_model"])
-        self.itm = BlipForImageTextRetrieval.from_pretrained(paths["itm_model"], dtype=self.dtype)
+        self.itm = BlipForImageTextRetrieval.from_pretrained(paths["itm_model"], **weights)
         self.cap_processor = AutoProcessor.from_pretrained(paths["caption_model"])
         self.captioner = BlipForConditionalGeneration.from_pretrained(
-            paths["caption_model"], dtype=self.dtype
+            paths["caption_model"], **weights
         )
         self.qa_tokenizer = AutoTokenizer.from_pretrained(paths["qa_model"])
-        self.reader = T5ForConditionalGeneration.from_pretrained(
-            paths["qa_model"], dtype=self.dtype
-        )
+        self.reader = T5ForConditionalGeneration.from_pretrained(paths["qa_model"], **weights)
         for m in (self.itm, self.captioner, self.reader):
             m.to(self.device).eval()
         layers = self.itm.text_encoder.encoder.layer

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vqarobust.models import family_code_digest
-from vqarobust.models.memory import entry_gpu_memory_gb
+from vqarobust.models.memory import check_estimable, entry_gpu_memory_gb
 from vqarobust.params import answer_spec, canonical, runtime_options
 from vqarobust.runtime import Runtime
 
@@ -27,6 +27,11 @@ class ModelsStage:
         # GB of GPU memory per model: an ``auto`` estimate reads the cached checkpoint,
         # so it is made once per model, not once per job.
         self._gpu_memory: dict[str, int] = {}
+        # An estimate that would need a checkpoint's own code fails the plan, before any
+        # job: the scheduler runs none (docs/models.md, "GPU memory from the config").
+        for name, entry in self.config["models"].items():
+            if entry.get("device") != "cpu":
+                check_estimable(name, entry)
 
     def _entry(self, model: str) -> Any:
         return self.config["models"][model]

@@ -26,6 +26,7 @@ from vqarobust import store
 from vqarobust.report.outputs import FIGURES, LATEX_TABLES, TABLES
 from vqarobust.report.sections import SECTIONS, Run, Section
 from vqarobust.report.sections.base import b64
+from vqarobust.spreadsheets import write_csv
 from vqarobust.summary import summarize
 
 CAPTIONS = Path(__file__).resolve().parent / "captions"
@@ -96,7 +97,7 @@ def _write_tables(frames: Mapping[str, pl.DataFrame], folder: Path) -> None:
     _declared(frames, TABLES, "tables")
     for name in TABLES:
         with store.atomic_path(folder / f"{name}.csv") as tmp:
-            frames[name].write_csv(tmp)
+            write_csv(frames[name], tmp)
     for name in LATEX_TABLES:
         with store.atomic_path(folder / f"{name}.tex") as tmp:
             tmp.write_text(_latex(frames[name].drop("family", strict=False)), encoding="utf-8")

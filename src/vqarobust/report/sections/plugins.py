@@ -9,6 +9,7 @@ import duckdb
 
 from vqarobust.analyses.registry import ANALYSES
 from vqarobust.report.sections.base import Data, Run, Section
+from vqarobust.sql import identifier
 
 ROWS = 50  # rows of each table shown on the page
 
@@ -30,8 +31,9 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
         for name, doc in analysis.tables.items():
             if name not in present:
                 continue
-            rows = con.sql(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
-            head = con.sql(f'SELECT * FROM "{name}" LIMIT {ROWS}').pl()
+            # A plugin names its tables: quoted, never pasted.
+            rows = con.sql(f"SELECT count(*) FROM {identifier(name)}").fetchall()[0][0]
+            head = con.sql(f"SELECT * FROM {identifier(name)} LIMIT {ROWS}").pl()
             tables.append({"name": name, "doc": doc, "rows": rows, "frame": head})
         if tables:
             out.append({"name": analysis.name, "doc": analysis.doc, "tables": tables})
