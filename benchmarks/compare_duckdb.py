@@ -8,8 +8,9 @@ tables are read through their keys); a type change with the same values is repor
 such and not counted equal. ``run_info`` is compared key by key, leaving out
 the keys that describe when and from which checkout the file was written
 (``provenance.finished``, ``provenance.started``, ``provenance.git_commit``,
-``provenance.git_dirty``). Prints one line per table and ``N of M tables equal``; exits 1
-when any differs.
+``provenance.git_dirty``); the tables of measured times (``vqarobust.costs.MEASURED_TABLES``)
+are not compared. Prints one line per table and ``N of M tables equal``; exits 1 when any
+differs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import argparse
 import sys
 
 import duckdb
+
+from vqarobust.costs import MEASURED_TABLES
 
 VOLATILE = (
     "provenance.finished",
@@ -70,6 +73,9 @@ def compare(before: str, after: str) -> tuple[int, int, list[str]]:
             lines.append(f"{name}: only in {'before' if name in ta else 'after'}")
         elif [c for c, _ in ta[name]] != [c for c, _ in tb[name]]:
             lines.append(f"{name}: columns differ: {ta[name]} vs {tb[name]}")
+        elif name in MEASURED_TABLES:
+            lines.append(f"{name}: not compared (measured times)")
+            equal += 1
         elif name == "run_info":
             diffs = _run_info(con)
             equal += not diffs

@@ -72,7 +72,7 @@ def _predictions(path, model, modality, perturbation, severities, n, entries=Non
     """A predictions file of ``n`` questions per severity; its metadata record carries
     ``costs`` (the entries) unless ``entries`` is None (a file written before costs)."""
     rows = [
-        (q, "a", None, model, modality, perturbation, s, False)
+        (q, "a", None, model, modality, perturbation, s, False, "answered", "stop")
         for s in severities
         for q in range(1, n + 1)
     ]

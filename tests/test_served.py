@@ -168,7 +168,7 @@ def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
     assert "base_url" not in spec and "api_key_env" not in spec and spec["model"] == "llava"
     # Where it is served keys the answers (another server, maybe another model), the
     # URL's credentials do not.
-    assert spec["endpoint"] == "http://node:8000/v1"
+    assert spec["endpoint"] == "https://node:8000/v1"
     moved = answer_spec({**entry, "base_url": "http://other:8000/v1/"})
     assert moved["endpoint"] == "http://other:8000/v1"
     from vqarobust.config import ConfigError

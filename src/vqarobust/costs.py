@@ -36,6 +36,9 @@ MEASURES: dict[str, type[pl.DataType]] = {
     "completion_tokens": pl.Int64,
 }
 MONEY = ("gpu_money", "cpu_money", "token_money", "money")
+# Tables of measured times: two runs of one study never hold the same rows in them, so
+# comparisons of results (provenance.diff, benchmarks/compare_duckdb.py) leave them out.
+MEASURED_TABLES = frozenset({"costs", "model_loads"})
 COSTS_SCHEMA: dict[str, type[pl.DataType]] = {
     "model": pl.String,
     "modality": pl.String,

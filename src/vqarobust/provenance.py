@@ -22,6 +22,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from vqarobust import store
+from vqarobust.costs import MEASURED_TABLES
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256
 from vqarobust.environment import lock_record, machine
 from vqarobust.models.checkpoints import reference_record
@@ -261,7 +262,7 @@ def diff(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]
             for side in ("a", "b")
         }  # fmt: skip
         tables = {}
-        for name in sorted(names["a"] & names["b"] - {"run_info"}):
+        for name in sorted(names["a"] & names["b"] - {"run_info"} - MEASURED_TABLES):
             sentence = _table_difference(con, name)
             if sentence:
                 tables[name] = sentence
