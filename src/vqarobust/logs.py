@@ -23,8 +23,9 @@ def quiet_progress_bars() -> None:
     """
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
-    if "huggingface_hub" in sys.modules:
-        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    # huggingface_hub may be imported without its utils submodule loaded yet.
+    if "huggingface_hub.utils" in sys.modules:
+        sys.modules["huggingface_hub.utils"].disable_progress_bars()
     if "transformers" in sys.modules:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
     if "datasets" in sys.modules:
