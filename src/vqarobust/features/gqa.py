@@ -59,22 +59,20 @@ def graph_rows(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[
 def matched_rows(
     detections: Detections, graph: Mapping[str, Any], number: int
 ) -> tuple[list[dict], int]:
-    """One image's feature rows (detector order) with the labels of the scene-graph
-    objects they match, and how many detections matched none."""
+    """One image's feature rows (detector order; their features are the detections'
+    rows, ``detections.features``) with the labels of the scene-graph objects they
+    match, and how many detections matched none."""
     objects = graph_objects(graph)
     boxes = np.array([o.box for o in objects], np.float64).reshape(-1, 4)
     ids = match_detections(detections.boxes, boxes, [o.id for o in objects], IOU_THRESHOLD)
     by_id = {o.id: o for o in objects}
     normalized = detections.normalized_boxes().clip(0, 1)
     rows = []
-    for index, (oid, box, feature) in enumerate(
-        zip(ids, normalized, detections.features, strict=True)
-    ):
+    for index, (oid, box) in enumerate(zip(ids, normalized, strict=True)):
         o = by_id.get(oid) if oid is not None else None
         rows.append({"image_id": number, "object_index": index, "object_id": oid,
                      "box": box.tolist(), "class": o.name if o else None,
-                     "attributes": list(o.attributes) if o else None,
-                     "feature": feature.tolist()})  # fmt: skip
+                     "attributes": list(o.attributes) if o else None})  # fmt: skip
     return rows, sum(oid is None for oid in ids)
 
 
@@ -119,12 +117,14 @@ def released_table(
     ``donor_images`` the feature file holds), and the counts of detections, matched ones
     and unmatched ones, and of donor images the file lacks."""
     rows: list[dict] = []
+    matrices = []
     unmatched = 0
     donors = set(donor_images) - set(image_numbers)
     found = read_detections(kind, settings, image_numbers, donors)
     for number, detections in sorted(found.items()):
         image_rows, n = matched_rows(detections, _graph(graphs, number), number)
         rows += image_rows
+        matrices.append(detections.features)
         unmatched += n
     counts = {"images": len({r["image_id"] for r in rows}), "detections": len(rows),
               "matched": len(rows) - unmatched, "unmatched": unmatched}  # fmt: skip
@@ -137,7 +137,8 @@ def released_table(
     log.info("%s features: %d detections of %d images, %d matched to a scene-graph object "
              "(IoU >= %.1f), %d unmatched (left alone)", kind, counts["detections"],
              counts["images"], counts["matched"], IOU_THRESHOLD, unmatched)  # fmt: skip
-    return feature_table(rows), counts
+    matrix = np.concatenate(matrices) if matrices else np.zeros((0, 0), np.float32)
+    return feature_table(rows, matrix), counts
 
 
 def label_names(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[str]:
