@@ -1,7 +1,8 @@
-"""config/basic-questions.yaml end to end on a VQAv2-format miniature: train2014 and
-val2014 question files as the pool (one with annotations, one by the question-form rule),
-val as the main questions, the general and the yes/no dataset, through DuckDB and the
-report; then what a change re-runs."""
+"""config/basic-questions.yaml end to end on a VQAv2-format miniature: VQA v1's train2014
+and val2014 question files as the pool, named by release as the config names them (the
+paper's pool: Open-Ended train2014 with its annotations, Multiple-Choice val2014 by the
+question-form rule), VQAv2 val as the main questions, the general and the yes/no
+dataset, through DuckDB and the report; then what a change re-runs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from tests.conftest import REPO
 from tests.study_run import run_study
 from tests.tiny_checkpoints import tiny_blip
-from vqarobust.datasets.miniature import write_mini_vqav2, write_question_pool
+from tests.vqa_v1_data import write_v1_pool
+from vqarobust.datasets.miniature import write_mini_vqav2
 from vqarobust.metrics.rscore import r_score
 from vqarobust.report.sections.questions import ranker_sentence
 from vqarobust.text import pools
@@ -34,17 +36,17 @@ def snakemake(workdir: Path, override: dict, *args: str) -> str:
 def study(tmp_path_factory, checkpoints):
     root = tmp_path_factory.mktemp("bq-study")
     mini = write_mini_vqav2(root / "vqav2", n_images=5)
-    train = write_question_pool(root / "pool", "train2014", n=240, seed=1)
-    val = write_question_pool(root / "pool", "val2014", n=90, seed=2)
+    train = write_v1_pool(root / "pool", "train2014", n=240, seed=1)
+    val = write_v1_pool(root / "pool", "val2014", n=90, seed=2, task="MultipleChoice")
     override = {
         "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
                     "images": str(mini["images"])},
         "severities": [1],
         "basic_questions": {
             "rankers": ["bq_lasso"],
-            "pool_files": [{"questions": str(train["questions"]),
-                            "annotations": str(train["annotations"])},
-                           str(val["questions"])],
+            "pool_files": [{"vqa": "v1", "folder": str(root / "pool"), "split": "train2014"},
+                           {"vqa": "v1", "folder": str(root / "pool"), "split": "val2014",
+                            "task": "MultipleChoice", "annotations": False}],
         },
         "threads": {"infer": 1},
         # No attention maps: this test reads none, and the paper test runs them for both
@@ -73,8 +75,8 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     merged = pools.distinct_pool(pl.concat(frames))
     n_yes = int((merged["yes_no_occurrences"] * 2 >= merged["occurrences"]).sum())
     tables = sorted((results / "questions" / "pool").glob("*.parquet"))
-    assert [t.stem for t in tables] == ["file-v2_OpenEnded_mscoco_train2014_questions",
-                                        "file-v2_OpenEnded_mscoco_val2014_questions"]  # fmt: skip
+    assert [t.stem for t in tables] == ["file-MultipleChoice_mscoco_val2014_questions",
+                                        "file-OpenEnded_mscoco_train2014_questions"]  # fmt: skip
     loaded = pools.load_pools(tables)
     assert pools.pool_sizes(loaded) == {"general": merged.height, "yes_no": n_yes}
     assert 22 <= n_yes < merged.height

@@ -86,9 +86,11 @@ def test_basic_question_study_config_is_the_papers_protocol():
     assert {"bq_lasso", "bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu", "bq_rouge", "bq_cider",
             "bq_meteor"} <= set(bq["rankers"])  # fmt: skip
     assert bq["lasso"] == {"mode": "paper", "lambda": 1e-6} and bq["k"] == 21
-    assert [f["questions"].rsplit("/", 1)[1] for f in bq["pool_files"]] == [
-        "v2_OpenEnded_mscoco_train2014_questions.json",
-        "v2_OpenEnded_mscoco_val2014_questions.json"]  # fmt: skip
+    # The paper's pool: VQA v1's train2014 and val2014 questions, with their annotations.
+    assert [(f["vqa"], f["split"], f["task"], f["annotations"]) for f in bq["pool_files"]] == [
+        ("v1", "train2014", "OpenEnded", True),
+        ("v1", "val2014", "OpenEnded", True),
+    ]
 
 
 def test_reference_models_run_on_the_cpu(default_config):

@@ -299,3 +299,96 @@ def test_the_planners_rankings_choose_what_the_reference_functions_would():
                     draw = item_rng(7, "feature-swap", qid, index, "attribute")
                     expected = [same[i] for i in draw.permutation(len(same))][:4]
                 assert [s.after_attributes for s in planner.attribute_swaps(q, row)] == expected
+
+
+def _squares_bank() -> FeatureTable:
+    """Image 0: a blue large square (the context object); image 1: three red small
+    squares and a green small one (rows valued 10 * image + index)."""
+    objects = [
+        (0, ("blue", "large")),
+        (1, ("red", "small")),
+        (1, ("red", "small")),
+        (1, ("red", "small")),
+        (1, ("green", "small")),
+    ]
+    rows, counts = [], {}
+    for image_id, attrs in objects:
+        i = counts.get(image_id, 0)
+        counts[image_id] = i + 1
+        rows.append(
+            {
+                "image_id": image_id,
+                "object_index": i,
+                "object_id": str(i),
+                "box": [0.0, 0.0, 0.1, 0.1],
+                "class": "square",
+                "attributes": list(attrs),
+                "feature": [10.0 * image_id + i] * 2,
+            }
+        )
+    return FeatureTable(feature_table(rows))
+
+
+def test_attribute_swaps_draw_objects_as_the_paper_says_or_sets():
+    b = _squares_bank()
+    q = QuestionContext(4, 0, context=(0,))
+    kinds = ["swap_attribute"]
+    # The paper's text: k objects of the class with other attributes. Four such squares,
+    # so k = 3 gives three distinct objects, whatever their attribute sets.
+    objects = FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0, attribute_swaps="objects")
+    swaps = objects.swaps(q, kinds)
+    assert len(swaps) == 3 and len({s.donor for s in swaps}) == 3
+    assert {s.donor for s in swaps} <= {(1, 0), (1, 1), (1, 2), (1, 3)}
+    for s in swaps:
+        assert s.after_attributes == b.attributes[b.row(*s.donor)] != ("blue", "large")
+    # The earlier rule, a named option: attribute sets first, so only two swaps (red
+    # small, green small) however many objects share a set.
+    sets = FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0, attribute_swaps="sets")
+    assert sorted(s.after_attributes for s in sets.swaps(q, kinds)) == [
+        ("green", "small"),
+        ("red", "small"),
+    ]
+    # Over many questions at k = 1, objects picks the green square about 1 time in 4 (one
+    # object of four), sets about 1 in 2 (one set of two).
+    greens = {}
+    for rule in ("objects", "sets"):
+        planner = FeatureSwapPlanner(b, SHAPE_VECTORS, k=1, seed=0, attribute_swaps=rule)
+        picks = [planner.swaps(QuestionContext(i, 0, context=(0,)), kinds)[0] for i in range(400)]
+        greens[rule] = sum(s.after_attributes == ("green", "small") for s in picks) / 400
+    assert 0.19 < greens["objects"] < 0.31 and 0.42 < greens["sets"] < 0.58
+    # A named attribute is never swapped in; the first k of a longer run are the run's.
+    named = QuestionContext(4, 0, context=(0,), excluded_attributes=frozenset({"green"}))
+    assert all(s.donor != (1, 3) for s in objects.swaps(named, kinds))
+    for k in (1, 2):
+        small = FeatureSwapPlanner(b, SHAPE_VECTORS, k=k, seed=0, attribute_swaps="objects")
+        assert [_key(s) for s in small.swaps(q, kinds)] == [_key(s) for s in swaps[:k]]
+    with pytest.raises(ValueError, match="attribute_swaps is one of"):
+        FeatureSwapPlanner(b, SHAPE_VECTORS, k=1, seed=0, attribute_swaps="uniform")
+
+
+def test_a_detector_bank_renders_the_scenes_its_folder_lacks(tmp_path):
+    """Donors outside the sample (context.donors: split): their crops come from the
+    scenes rendered from their graphs, as the scenes adapter serves them."""
+    from vqarobust import store
+    from vqarobust.features.detector import _object_crops
+
+    def folder(name, ids):
+        rows = [
+            {
+                "image_id": i,
+                "bytes": scenes.png(scenes.render(scenes.scene(0, "test", i))),
+                "format": "png",
+                "width": 128,
+                "height": 128,
+            }
+            for i in ids
+        ]
+        store.write_image_shards(iter(rows), tmp_path / name)
+        return str(tmp_path / name)
+
+    every_rows, every_crops = _object_crops(folder("all", range(6)), 0, "test")
+    rows, crops = _object_crops(folder("sample", [1, 3]), 0, "test", rendered=range(6))
+    assert rows == every_rows
+    np.testing.assert_array_equal(crops, every_crops)
+    sample_rows, _ = _object_crops(folder("sample-only", [1, 3]), 0, "test")
+    assert {r["image_id"] for r in sample_rows} == {1, 3}

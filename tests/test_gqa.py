@@ -103,7 +103,7 @@ def test_released_features_are_matched_to_the_scene_graphs(mini, tmp_path):
     graphs = json.loads(mini.scene_graphs.read_text())
     n_objects = sum(len(g["objects"]) for g in graphs.values())
     info = read_info(tmp_path / "h5.parquet")
-    assert info == {"kind": "gqa_h5", "dim": mini.dim, "images": 6,
+    assert info == {"kind": "gqa_h5", "dim": mini.dim, "images": 6, "question_images": 6,
                     "detections": n_objects + 6, "matched": n_objects, "unmatched": 6}  # fmt: skip
     for image_id, (start, end) in h5.rows.items():
         objects = graphs[image_key(image_id)]["objects"]
@@ -338,3 +338,98 @@ def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path, monkeypatch
                                           "corrupt_images", "swap_context", "run_model")} == {
         "prepare_dataset": 1, "extract_features": 2, "swap_features": 2, "corrupt_images": 0,
         "swap_context": 0, "run_model": 2}  # fmt: skip
+
+
+def test_the_donor_bank_is_every_scene_graph_of_the_split(mini, tmp_path):
+    """context.donors: split (the paper's "another object in the dataset"): donors and
+    candidate classes come from every scene graph of the split, not only from the images
+    the sampled questions ask about; sample is the earlier rule."""
+    import polars as pl
+
+    from vqarobust.context.feature_swaps import FeatureSwap, apply_swap
+    from vqarobust.datasets.gqa import questions_by_number, read_json
+    from vqarobust.features.extract import FeatureInputs, extract_features
+    from vqarobust.features.table import FeatureTable, read_info
+    from vqarobust.materialize.feature_context import (
+        FeatureSwapSettings,
+        gqa_contexts,
+        plan_feature_swaps,
+    )
+    from vqarobust.store import read_questions, write_table
+
+    graphs = read_json(mini.scene_graphs, "g")
+    entries = questions_by_number(read_json(mini.questions, "q"))
+    sampled = image_number(next(iter(graphs)))  # the questions of one image only
+    names = {key: {o["name"] for o in g["objects"].values()} for key, g in graphs.items()}
+    outside = set().union(*names.values()) - names[image_key(sampled)]
+    assert outside  # classes whose every object is outside the sample
+    table = read_gqa(mini.questions, mini.scene_graphs).filter(pl.col("image_id") == sampled)
+    questions = tmp_path / "q.parquet"
+    write_table(table.to_arrow(), questions)
+
+    def plan(kind, donors, tsv=None):
+        out = tmp_path / f"{kind}-{donors}.parquet"
+        inputs = FeatureInputs(
+            questions=str(questions),
+            scene_graphs=str(mini.scene_graphs),
+            released={"path": str(tsv)} if tsv else None,
+        )
+        extract_features(out, kind, inputs, adapter="gqa", donors=donors)
+        bank = FeatureTable.read(out)
+        contexts = gqa_contexts(read_questions(questions), entries, graphs, bank)
+        mode = "labels" if kind == "perfect_sight" else "donor"
+        settings = FeatureSwapSettings(mode, k=10, adapter="gqa")
+        rows = plan_feature_swaps(contexts, bank, ["swap_class", "swap_attribute"], settings)
+        return bank, rows, read_info(out), contexts
+
+    for kind, tsv in (("obj36", mini.tsv), ("perfect_sight", None)):
+        bank, rows, info, contexts = plan(kind, "split", tsv=tsv)
+        assert set(bank.rows) == {image_number(k) for k in graphs}
+        assert info["question_images"] == 1
+        # Every class only outside the sample that has an object a question allows (its
+        # class and attributes not named by the question) is swapped in.
+        labels = list(zip(bank.classes, bank.attributes, strict=True))
+        allowed = {
+            c
+            for q in contexts
+            for c in outside - q.excluded_classes
+            if any(o == c and not set(a) & q.excluded_attributes for o, a in labels)
+        }
+        swapped_in = {r["after_class"] for r in rows if r["perturbation"] == "swap_class"}
+        assert allowed and allowed == outside & swapped_in
+        for r in rows:
+            if r["perturbation"] == "swap_class" and r["after_class"] in outside:
+                if kind == "obj36":  # the donor's row, from an image no question asks about
+                    assert r["donor_image_id"] != sampled
+                    donor = bank.row(r["donor_image_id"], r["donor_object_index"])
+                    assert bank.classes[donor] == r["after_class"]
+                    swap = FeatureSwap(
+                        "swap_class",
+                        r["rank"],
+                        r["object_index"],
+                        r["after_class"],
+                        tuple(r["after_attributes"]),
+                        (r["donor_image_id"], r["donor_object_index"]),
+                    )
+                    features = apply_swap(bank, sampled, swap).features
+                    np.testing.assert_array_equal(features[r["object_index"]], bank.matrix[donor])
+                else:  # perfect sight: the labels of a real object of that class
+                    assert (r["after_class"], tuple(r["after_attributes"])) in labels
+        bank, rows, _, _ = plan(kind, "sample", tsv=tsv)
+        assert set(bank.rows) == {sampled}
+        assert not outside & {r["after_class"] for r in rows}
+    # Released features of donor images the file lacks are counted, not silently dropped;
+    # a question's image the file lacks still stops the job.
+    lines = mini.tsv.read_text().splitlines(keepends=True)
+    other = next(k for k in graphs if image_number(k) != sampled)
+    short = tmp_path / "short.tsv"
+    short.write_text("".join(line for line in lines if not line.startswith(f"{other}\t")))
+    bank, _, info, _ = plan("obj36", "split", tsv=short)
+    assert info["donor_images"] == len(graphs) - 2
+    assert info["donor_images_without_features"] == 1
+    assert image_number(other) not in bank
+    no_sample = tmp_path / "no-sample.tsv"
+    kept = [line for line in lines if not line.startswith(f"{image_key(sampled)}\t")]
+    no_sample.write_text("".join(kept))
+    with pytest.raises(KeyError, match="lack 1 of the 1 images the questions ask about"):
+        plan("obj36", "split", tsv=no_sample)

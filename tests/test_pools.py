@@ -86,13 +86,13 @@ def test_jsonl_and_parquet_pools_and_their_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         pools.read_pool_source(tmp_path / "missing.json")
     (tmp_path / "pool.csv").write_text("question\nx\n")
-    with pytest.raises(ValueError, match=r"\.json \(VQAv2 questions\), \.jsonl or \.parquet"):
+    with pytest.raises(ValueError, match=r"\.json \(VQA questions\), \.jsonl or \.parquet"):
         pools.read_pool_source(tmp_path / "pool.csv")
     pl.DataFrame({"text": ["x"]}).write_parquet(tmp_path / "bad.parquet")
     with pytest.raises(ValueError, match="no 'question' column"):
         pools.read_pool_source(tmp_path / "bad.parquet")
     (tmp_path / "q.json").write_text(json.dumps({"annotations": []}))
-    with pytest.raises(ValueError, match="not a VQAv2 questions file"):
+    with pytest.raises(ValueError, match="not a VQA questions file"):
         pools.read_pool_source(tmp_path / "q.json")
     paths = write_question_pool(tmp_path / "vqa", n=10)
     notes = json.loads(paths["annotations"].read_text())
@@ -222,3 +222,70 @@ def test_another_encoder_embeds_the_pool_and_names_its_identity(tmp_path):
     assert enc.identity(None)["encoder"] == "all-MiniLM-L6-v2"
     with pytest.raises(FileNotFoundError, match="does not exist"):
         enc.identity(str(tmp_path / "missing"))
+
+
+def test_vqa_v1_files_named_by_release_make_the_same_pool_as_their_questions(tmp_path):
+    from tests.vqa_v1_data import write_v1_pool
+
+    folder = tmp_path / "vqa-v1"
+    train = write_v1_pool(folder, "train2014", n=120, seed=1)
+    val = write_v1_pool(folder, "val2014", n=45, seed=2, task="MultipleChoice")
+    entries = [
+        {"vqa": "v1", "folder": str(folder), "split": "train2014"},
+        {
+            "vqa": "v1",
+            "folder": str(folder),
+            "split": "val2014",
+            "task": "MultipleChoice",
+            "annotations": False,
+        },
+    ]
+    sources = pools.pool_sources([], entries)
+    assert sources == {
+        "file-OpenEnded_mscoco_train2014_questions": {
+            "split": None,
+            "questions": str(train["questions"]),
+            "annotations": str(train["annotations"]),
+        },
+        "file-MultipleChoice_mscoco_val2014_questions": {
+            "split": None,
+            "questions": str(val["questions"]),
+            "annotations": None,
+        },
+    }
+    # The same questions as write_question_pool's VQAv2-layout files: the same pool.
+    made = [("train2014", 120, 1), ("val2014", 45, 2)]
+    for spec, (split, n, seed) in zip(sources.values(), made, strict=True):
+        v1 = pools.distinct_pool(pools.read_pool_source(spec["questions"], spec["annotations"]))
+        v2_paths = write_question_pool(tmp_path / "v2" / split, split, n=n, seed=seed)
+        notes = v2_paths["annotations"] if spec["annotations"] else None
+        v2 = pools.distinct_pool(pools.read_pool_source(v2_paths["questions"], notes))
+        assert v1.equals(v2)
+        assert v1["occurrences"].sum() == n
+    # v1's question ids (image x 10 + n) never pair with VQAv2's (image x 1000 + n).
+    v2_train = write_question_pool(tmp_path / "v2" / "train2014", "train2014", n=120, seed=1)
+    with pytest.raises(ValueError, match="no answer type for 120 questions.*own annotations"):
+        pools.read_pool_source(train["questions"], v2_train["annotations"])
+    assert pools.official_files("v2", "d/", "val2014") == {
+        "questions": "d/v2_OpenEnded_mscoco_val2014_questions.json",
+        "annotations": "d/v2_mscoco_val2014_annotations.json",
+    }
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+    def check(entry):
+        bq_settings = {**base["basic_questions"], "pool_files": [entry]}
+        validate_config({**base, "basic_questions": bq_settings})
+
+    wrong = [
+        ({"vqa": "v3", "folder": "d", "split": "val2014"}, r"vqa is one of \('v1', 'v2'\)"),
+        (
+            {"vqa": "v2", "folder": "d", "split": "val2014", "task": "MultipleChoice"},
+            "VQAv2 has no MultipleChoice task",
+        ),
+        ({"vqa": "v1", "folder": "d", "split": "test2015"}, "test2015 has no public annotations"),
+        ({"vqa": "v1", "folder": "d", "split": "val2015"}, "split is one of"),
+    ]
+    for entry, message in wrong:
+        with pytest.raises(ConfigError, match=r"basic_questions.pool_files: " + message):
+            check(entry)
+    check({"vqa": "v1", "folder": "d", "split": "test2015", "annotations": False})

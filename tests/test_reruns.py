@@ -206,6 +206,8 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "context.threshold": ("scenes", put("context.threshold", 0.3)),
     "context.max_objects": ("scenes", put("context.max_objects", 2)),
     "context.class_attributes": ("scenes", put("context.class_attributes", "same")),
+    "context.attribute_swaps": ("scenes", put("context.attribute_swaps", "sets")),
+    "context.donors": ("scenes", put("context.donors", "sample")),
     "context.word_vectors": ("scenes", put("context.word_vectors", "data/glove.txt")),
     "context.instances": ("vqav2", put("context.instances", "data/a.json")),
     "context.min_area": ("vqav2", put("context.min_area", 512)),

@@ -11,6 +11,7 @@ from vqarobust.metrics import (
     vqa_accuracy,
     vqa_accuracy_both,
 )
+from vqarobust.metrics.vqa_accuracy import vqa_accuracy_plain
 
 
 @pytest.mark.parametrize(
@@ -171,6 +172,47 @@ def test_vectorized_equals_scalar(cases):
     )
     p = pl.DataFrame({"question_id": list(range(len(cases))), "answer": [x for x, _ in cases]})
     for metric, fn in (("vqa_accuracy", vqa_accuracy), ("vqa_accuracy_both", vqa_accuracy_both),
+                       ("vqa_accuracy_plain", vqa_accuracy_plain),
                        ("exact_match", exact_match)):  # fmt: skip
         got = score_predictions(p, q, metric)["score"].to_list()
         assert got == pytest.approx([fn(x, a) for x, a in cases])
+
+
+# The visual benchmark's Eq. 2 as printed, min(#matches / 3, 1) over all ten answers,
+# against the official leave-one-out mean (worked by hand above): (prediction, answers,
+# Eq. 2, official).
+PLAIN_CASES = [
+    ("yes", ["yes"] * 2 + ["no"] * 8, 2 / 3, 0.6),
+    ("yes", ["yes"] * 3 + ["no"] * 7, 1.0, 0.9),
+    ("cat", ["cat"] + ["dog"] * 9, 1 / 3, 0.3),
+    ("cat", ["cat"] * 4 + ["dog"] * 6, 1.0, 1.0),
+    ("cat", ["dog"] * 10, 0.0, 0.0),
+    # official normalization: the disagreeing "2" and "two" stay apart, "Two" -> "2"
+    ("Two", ["2"] * 2 + ["two"] * 8, 2 / 3, 0.6),
+    ("cat", [], 0.0, 0.0),
+]
+
+
+@pytest.mark.parametrize(("prediction", "answers", "plain", "official"), PLAIN_CASES)
+def test_plain_eq2_against_the_official_score(prediction, answers, plain, official):
+    assert vqa_accuracy_plain(prediction, answers) == pytest.approx(plain)
+    assert vqa_accuracy(prediction, answers) == pytest.approx(official)
+    q = pl.DataFrame(
+        {"question_id": [3], "answers": [answers]},
+        schema={"question_id": pl.Int64, "answers": pl.List(pl.String)},
+    )
+    p = pl.DataFrame({"question_id": [3], "answer": [prediction]})
+    assert score_predictions(p, q, "vqa_accuracy_plain")["score"].item() == pytest.approx(plain)
+    assert score_predictions(p, q)["score"].item() == pytest.approx(official)
+
+
+def test_plain_eq2_is_a_valid_scoring_metric():
+    import yaml
+
+    from tests.conftest import REPO
+    from vqarobust.config import validate_config
+
+    with open(REPO / "config" / "config.yaml") as fh:
+        config = yaml.safe_load(fh)
+    config.setdefault("scoring", {})["metric"] = "vqa_accuracy_plain"
+    assert validate_config(config)["scoring"]["metric"] == "vqa_accuracy_plain"

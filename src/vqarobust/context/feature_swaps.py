@@ -6,7 +6,7 @@ swaps and ``k`` attribute swaps, each replacing only that object's row:
 * class swap: the ``k`` classes nearest to the object's own by word-vector cosine, those
   at or above ``threshold`` (the paper's 0.5) first, nearest first, then other classes
   in a seeded random order to pad to ``k`` (fewer when the bank has fewer classes);
-* attribute swap: ``k`` other attribute sets of the same class.
+* attribute swap: ``k`` objects of the same class with other attributes.
 
 A class swap puts a random object of the new class from the bank (the dataset's feature
 table) in the object's place, never one carrying an attribute the question names
@@ -14,10 +14,18 @@ table) in the object's place, never one carrying an attribute the question names
 is skipped and counted in ``skipped_class_swaps``); ``"same"`` is the earlier rule, which
 prefers an object with the swapped object's own attributes (donor features) or keeps
 them (perfect sight). With ``mode="donor"`` (detector or released features) a swap copies
-the row of that donor object; an attribute swap copies an object of the same class with
-the new attribute set, drawn in a seeded random order. With ``mode="labels"`` (perfect
-sight) the row is re-encoded from the new labels; the attribute sets are the ``k``
-nearest to the object's own by the cosine of their encodings.
+the row of that donor object; an attribute swap copies one of ``k`` objects of the same
+class whose attribute set differs, drawn at random from the bank (``attribute_swaps=
+"objects"``, the paper's text: "we randomly select k objects from the list of objects
+belonging to same class with different attributes"), or, with ``"sets"`` (the earlier
+rule), one object of each of ``k`` other attribute sets drawn uniformly (so a rare set
+counts as much as a common one). With ``mode="labels"`` (perfect sight) the row is
+re-encoded from the new labels; the attribute sets are the ``k`` nearest to the object's
+own by the cosine of their encodings (the paper: the top k similar attributes).
+
+The bank is the feature table of the split the questions come from; with
+``context.donors: split`` (vqarobust.features.extract) it holds every image of the split,
+not only the evaluated ones, so donors and candidate classes come from the whole split.
 
 Every draw is seeded by (seed, question, object, kind), and the swaps of rank <= k' of a
 run with ``k`` are exactly the swaps a run with ``k'`` makes, so one run gives the
@@ -127,12 +135,18 @@ def describe(cls: str | None, attributes: Sequence[str]) -> str:
 # object of the new class, its attributes included; ``same`` the swapped object's own
 # attributes (perfect sight keeps them; donor features prefer a donor that has them).
 CLASS_ATTRIBUTES = ("paper", "same")
+# How a donor-feature attribute swap draws: ``objects`` (the paper's text) k random objects
+# of the class with other attributes; ``sets`` (the earlier rule) k attribute sets drawn
+# uniformly, then one object of each. Perfect sight ranks attribute sets either way.
+ATTRIBUTE_SWAPS = ("objects", "sets")
 
 
 class FeatureSwapPlanner:
     """Plans the feature swaps of questions over one feature bank."""
 
-    def __init__(
+    # One keyword per swap setting, as FeatureSwapSettings (materialize.feature_context)
+    # has one field each: the bank and word vectors, then the settings.
+    def __init__(  # noqa: PLR0913
         self,
         bank: FeatureTable,
         class_vectors: Mapping[str, np.ndarray],
@@ -142,9 +156,15 @@ class FeatureSwapPlanner:
         threshold: float = THRESHOLD,
         max_objects: int | None = None,
         class_attributes: str = "paper",
+        attribute_swaps: str = "sets",
     ) -> None:
         if mode not in ("donor", "labels"):
             raise ValueError(f"feature swap mode is donor or labels, not {mode!r}")
+        if attribute_swaps not in ATTRIBUTE_SWAPS:
+            raise ValueError(
+                f"attribute_swaps is one of {ATTRIBUTE_SWAPS}, not {attribute_swaps!r}"
+            )
+        self.attribute_rule = attribute_swaps
         if class_attributes not in CLASS_ATTRIBUTES:
             raise ValueError(f"class_attributes is one of {CLASS_ATTRIBUTES}, "
                              f"not {class_attributes!r}")  # fmt: skip
@@ -294,8 +314,22 @@ class FeatureSwapPlanner:
             chosen = self._nearest_sets(attrs, q.excluded_attributes)
             return [FeatureSwap("swap_attribute", rank, index, cls, a)
                     for rank, a in enumerate(chosen, 1)]  # fmt: skip
-        own = [a for a in self.sets_of_class.get(cls, []) if a != attrs and allowed(a)]
         rng = item_rng(self.seed, "feature-swap", q.question_id, index, "attribute")
+        if self.attribute_rule == "objects":
+            # k objects of the class with another attribute set, in a seeded random order
+            # of the class's allowed objects (the first k of a longer run are these).
+            rows = self._allowed(cls, q.excluded_attributes)
+            picked = []
+            for i in rng.permutation(len(rows)):
+                if self.bank.attributes[rows[i]] != attrs:
+                    picked.append(rows[i])
+                    if len(picked) == self.k:
+                        break
+            return [
+                FeatureSwap("swap_attribute", rank, index, cls, self.bank.attributes[r], donor)
+                for rank, (r, donor) in enumerate(((r, self._donor_ref(r)) for r in picked), 1)
+            ]
+        own = [a for a in self.sets_of_class.get(cls, []) if a != attrs and allowed(a)]
         chosen = [own[i] for i in rng.permutation(len(own))][: self.k]
         out = []
         for rank, a in enumerate(chosen, 1):

@@ -80,19 +80,31 @@ def _labels() -> dict[str, list[str]]:
     }
 
 
-def _object_crops(images_dir: str, scene_seed: int, split: str) -> tuple[list[dict], np.ndarray]:
+def _object_crops(
+    images_dir: str, scene_seed: int, split: str, rendered: Sequence[int] = ()
+) -> tuple[list[dict], np.ndarray]:
+    """Rows and crops of every object of the folder's images, and of the ``rendered``
+    scenes the folder lacks (donors: drawn from their scene graphs, as PNG, the way the
+    scenes adapter serves them)."""
+    from vqarobust.datasets import scenes
+
     shards = store.ImageShards(images_dir)
-    rows = scene_features.object_rows(scene_seed, split, shards.ids())
+    stored = set(shards.ids())
+    rows = scene_features.object_rows(scene_seed, split, stored | set(rendered))
     by_image: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
         by_image.setdefault(r["image_id"], []).append(i)
     out = np.empty((len(rows), 3, WINDOW, WINDOW), np.float32)
-    ids = sorted(by_image)
+    ids = sorted(i for i in by_image if i in stored)
     for start in range(0, len(ids), 256):  # a few hundred images decoded at a time
         chunk = ids[start : start + 256]
         for image_id, data in shards.read(chunk).items():
             idx = by_image[image_id]
             out[idx] = crops(store.decode_image(data), [rows[i]["box"] for i in idx])
+    for image_id in sorted(set(by_image) - stored):
+        data = scenes.png(scenes.render(scenes.scene(scene_seed, split, image_id)))
+        idx = by_image[image_id]
+        out[idx] = crops(store.decode_image(data), [rows[i]["box"] for i in idx])
     return rows, out
 
 
@@ -194,15 +206,18 @@ def extract_detector_features(
     scene_seed: int = 0,
     split: str = "test",
     threads: int = 1,
+    rendered: Sequence[int] = (),
 ) -> int:
     """Encode every object of a folder of scenes images (clean or corrupted: the crops
-    come from the pixels given) into a feature table. Returns the number of objects."""
+    come from the pixels given), and of the ``rendered`` scenes of the split the folder
+    lacks (a clean split's donors), into a feature table. Returns the number of objects."""
     torch.set_num_threads(max(1, threads))
     model = load_detector(detector_dir)
-    rows, x = _object_crops(images_dir, scene_seed, split)
+    rows, x = _object_crops(images_dir, scene_seed, split, rendered)
     chunks = [model(torch.from_numpy(x[s : s + 1024]))[0] for s in range(0, len(x), 1024)]
     features = torch.cat(chunks) if chunks else torch.zeros(0)
     table = feature_table({**r, "feature": features[i].tolist()} for i, r in enumerate(rows))
-    write_features(table, out_path, {"kind": "detector"})
-    log.info("encoded %d objects of %s", len(rows), images_dir)
+    images = len({r["image_id"] for r in rows})
+    write_features(table, out_path, {"kind": "detector", "images": images})
+    log.info("encoded %d objects of %d images (%s and any rendered)", len(rows), images, images_dir)
     return len(rows)

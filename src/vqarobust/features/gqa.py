@@ -59,39 +59,44 @@ def graph_rows(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[
 def matched_rows(
     detections: Detections, graph: Mapping[str, Any], number: int
 ) -> tuple[list[dict], int]:
-    """One image's feature rows (detector order) with the labels of the scene-graph
-    objects they match, and how many detections matched none."""
+    """One image's feature rows (detector order; their features are the detections'
+    rows, ``detections.features``) with the labels of the scene-graph objects they
+    match, and how many detections matched none."""
     objects = graph_objects(graph)
     boxes = np.array([o.box for o in objects], np.float64).reshape(-1, 4)
     ids = match_detections(detections.boxes, boxes, [o.id for o in objects], IOU_THRESHOLD)
     by_id = {o.id: o for o in objects}
     normalized = detections.normalized_boxes().clip(0, 1)
     rows = []
-    for index, (oid, box, feature) in enumerate(
-        zip(ids, normalized, detections.features, strict=True)
-    ):
+    for index, (oid, box) in enumerate(zip(ids, normalized, strict=True)):
         o = by_id.get(oid) if oid is not None else None
         rows.append({"image_id": number, "object_index": index, "object_id": oid,
                      "box": box.tolist(), "class": o.name if o else None,
-                     "attributes": list(o.attributes) if o else None,
-                     "feature": feature.tolist()})  # fmt: skip
+                     "attributes": list(o.attributes) if o else None})  # fmt: skip
     return rows, sum(oid is None for oid in ids)
 
 
 def read_detections(
-    kind: str, settings: Mapping[str, Any], image_numbers: Iterable[int]
+    kind: str,
+    settings: Mapping[str, Any],
+    image_numbers: Iterable[int],
+    optional: Iterable[int] = (),
 ) -> dict[int, Detections]:
     """The released detections of the images (``settings``: ``info`` and ``folder`` for
-    gqa_h5, ``path`` for obj36); an image the file lacks raises, naming a few."""
+    gqa_h5, ``path`` for obj36); an image the file lacks raises, naming a few. The
+    ``optional`` images (donors outside the questions' images) are read where the file
+    holds them and otherwise left out."""
     numbers = sorted(set(image_numbers))
+    extra = sorted(set(optional) - set(numbers))
     if kind == "gqa_h5":
         with GqaObjects(settings["info"], settings["folder"]) as objects:
             missing = [image_key(n) for n in numbers if image_key(n) not in objects]
-            found = {} if missing else {n: objects.read(image_key(n)) for n in numbers}
+            wanted = [] if missing else [*numbers, *(n for n in extra if image_key(n) in objects)]
+            found = {n: objects.read(image_key(n)) for n in wanted}
     elif kind == "obj36":
-        lines = read_obj36(settings["path"], [image_key(n) for n in numbers])
+        lines = read_obj36(settings["path"], [image_key(n) for n in [*numbers, *extra]])
         missing = [image_key(n) for n in numbers if image_key(n) not in lines]
-        found = {n: lines[image_key(n)] for n in numbers if image_key(n) in lines}
+        found = {n: lines[image_key(n)] for n in [*numbers, *extra] if image_key(n) in lines}
     else:
         raise ValueError(f"released feature kinds are {RELEASED_KINDS}, not {kind!r}")
     if missing:
@@ -106,21 +111,34 @@ def released_table(
     settings: Mapping[str, Any],
     graphs: Mapping[str, Any],
     image_numbers: Iterable[int],
+    donor_images: Iterable[int] = (),
 ) -> tuple[object, dict[str, int]]:
-    """The feature table of the images from released detections, and the counts of
-    detections, matched ones and unmatched ones."""
+    """The feature table of the images from released detections (and of the
+    ``donor_images`` the feature file holds), and the counts of detections, matched ones
+    and unmatched ones, and of donor images the file lacks."""
     rows: list[dict] = []
+    matrices = []
     unmatched = 0
-    for number, found in sorted(read_detections(kind, settings, image_numbers).items()):
-        image_rows, n = matched_rows(found, _graph(graphs, number), number)
+    donors = set(donor_images) - set(image_numbers)
+    found = read_detections(kind, settings, image_numbers, donors)
+    for number, detections in sorted(found.items()):
+        image_rows, n = matched_rows(detections, _graph(graphs, number), number)
         rows += image_rows
+        matrices.append(detections.features)
         unmatched += n
     counts = {"images": len({r["image_id"] for r in rows}), "detections": len(rows),
               "matched": len(rows) - unmatched, "unmatched": unmatched}  # fmt: skip
+    if donors:
+        counts["donor_images"] = len(donors & set(found))
+        counts["donor_images_without_features"] = len(donors - set(found))
+        kept, lacking = counts["donor_images"], counts["donor_images_without_features"]
+        log.info("%s: %d of the split's %d other images are donors", kind, kept, len(donors))
+        log.info("%s features: the file lacks %d of them (no donors from those)", kind, lacking)
     log.info("%s features: %d detections of %d images, %d matched to a scene-graph object "
              "(IoU >= %.1f), %d unmatched (left alone)", kind, counts["detections"],
              counts["images"], counts["matched"], IOU_THRESHOLD, unmatched)  # fmt: skip
-    return feature_table(rows), counts
+    matrix = np.concatenate(matrices) if matrices else np.zeros((0, 0), np.float32)
+    return feature_table(rows, matrix), counts
 
 
 def label_names(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[str]:

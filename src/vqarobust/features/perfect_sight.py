@@ -38,6 +38,8 @@ def encode_object(
 def perfect_sight_table(objects: Iterable[dict], vocab: Mapping[str, np.ndarray]) -> object:
     """A feature table from objects with ``image_id``, ``object_index``, ``object_id``,
     ``box``, ``class`` and ``attributes``: each row encoded by :func:`encode_object`."""
-    rows = [{**o, "feature": encode_object(o["class"], o["attributes"], vocab).tolist()}
-            for o in objects]  # fmt: skip
-    return feature_table(rows)
+    objects = list(objects)
+    encoded = [encode_object(o["class"], o["attributes"], vocab) for o in objects]
+    dim = 2 * len(next(iter(vocab.values()))) if vocab else 0
+    matrix = np.stack(encoded) if encoded else np.zeros((0, dim), np.float32)
+    return feature_table(objects, matrix)

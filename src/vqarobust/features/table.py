@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vqarobust import store
@@ -79,9 +80,23 @@ def decode_vocab(data: bytes) -> dict[str, np.ndarray]:
     return {n: matrix[i] for i, n in enumerate(payload["names"])}
 
 
-def feature_table(rows: Iterable[dict]) -> pa.Table:
-    """Rows (dicts with FEATURE_SCHEMA's columns) as a table, sorted by image and row."""
-    table = pa.Table.from_pylist(list(rows), schema=FEATURE_SCHEMA)
+def feature_table(rows: Iterable[dict], matrix: np.ndarray | None = None) -> pa.Table:
+    """Rows (dicts with FEATURE_SCHEMA's columns) as a table, sorted by image and row;
+    with ``matrix``, row i's ``feature`` is ``matrix[i]`` (no Python list per row: a
+    split's bank of released features holds hundreds of thousands of 2048-d rows)."""
+    rows = list(rows)
+    if matrix is None:
+        table = pa.Table.from_pylist(rows, schema=FEATURE_SCHEMA)
+    else:
+        matrix = np.ascontiguousarray(matrix, np.float32)
+        if matrix.ndim != 2 or len(matrix) != len(rows):
+            raise ValueError(f"{len(rows)} rows need an (n, dim) matrix, got {matrix.shape}")
+        labels = pa.schema([f for f in FEATURE_SCHEMA if f.name != "feature"])
+        table = pa.Table.from_pylist(rows, schema=labels)
+        flat = pa.array(matrix.reshape(-1), pa.float32())
+        offsets = pa.array(np.arange(len(rows) + 1, dtype=np.int32) * matrix.shape[1])
+        table = table.append_column("feature", pa.ListArray.from_arrays(offsets, flat))
+        table = table.cast(FEATURE_SCHEMA)
     return table.sort_by([("image_id", "ascending"), ("object_index", "ascending")])
 
 
@@ -93,7 +108,7 @@ def write_features(
 ) -> None:
     """Write a feature table atomically with its metadata (``info`` must name ``kind``)."""
     if table.num_rows:
-        dims = {len(f) for f in table.column("feature").to_pylist()}
+        dims = set(pc.list_value_length(table.column("feature")).unique().to_pylist())
         if len(dims) != 1:
             raise ValueError(f"feature rows of different lengths: {sorted(dims)}")
         info = {**info, "dim": dims.pop()}

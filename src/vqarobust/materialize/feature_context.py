@@ -98,7 +98,11 @@ def plan_feature_swaps(
     classes = sorted({c for c in bank.classes if c is not None})
     planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path), s.k, s.seed,
                                  s.mode, s.threshold, s.max_objects,
-                                 s.class_attributes)  # fmt: skip
+                                 s.class_attributes, s.attribute_swaps)  # fmt: skip
+    counts = (sum(c is not None for c in bank.classes), len(bank.rows), len(classes))
+    asked = len({q.image_id for q in contexts})
+    log.info("donor bank: %d labelled objects of %d images, %d classes", *counts)
+    log.info("the questions ask about %d of the bank's images", asked)
     ids = VariantIds()
     rows = []
     for q in sorted(contexts, key=lambda c: c.question_id):
@@ -129,7 +133,9 @@ class FeatureSwapSettings:
     """What changes the feature swaps of one source: ``mode`` (donor rows, or perfect
     sight's label re-encoding), the seed, ``k`` swaps per kind, the class similarity
     ``threshold``, what a class swap's new object looks like (``class_attributes``:
-    ``paper`` or ``same``, :data:`vqarobust.context.feature_swaps.CLASS_ATTRIBUTES`), the
+    ``paper`` or ``same``, :data:`vqarobust.context.feature_swaps.CLASS_ATTRIBUTES`), how
+    a donor attribute swap draws (``attribute_swaps``: ``objects``, the paper's text, or
+    ``sets``, :data:`vqarobust.context.feature_swaps.ATTRIBUTE_SWAPS`), the
     context objects swapped per question (``max_objects``: the first that many, every one
     when None), and where the questions' objects come from (``adapter``: scenes, regenerated from
     ``scene_seed`` and ``split``, or gqa's scene graphs)."""
@@ -139,6 +145,7 @@ class FeatureSwapSettings:
     k: int = 3
     threshold: float = THRESHOLD
     class_attributes: str = "paper"
+    attribute_swaps: str = "objects"
     max_objects: int | None = None
     scene_seed: int = 0
     split: str = "test"

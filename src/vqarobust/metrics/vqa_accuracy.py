@@ -20,6 +20,11 @@ VQA accuracy comes in two normalizations (``NORMALIZATIONS``):
   becomes "2" and scores 0;
 * ``both``: prediction and human answers are all fully normalized (lmms-eval).
 
+Beside them, ``vqa_accuracy_plain`` is the formula as the visual benchmark's Eq. 2 prints
+it, min(#matches / 3, 1) over all the human answers at once, with the official
+normalization: 2 of 10 matching give 2/3 (the leave-one-out average gives 0.6), 3 give 1
+(0.9).
+
 Scores are vectorized over tables: each distinct string is normalized once, then joined.
 """
 
@@ -135,6 +140,14 @@ def vqa_accuracy(prediction: str, answers: Sequence[str], normalization: str = "
     return _loo_accuracy(matches, len(answers))
 
 
+def vqa_accuracy_plain(prediction: str, answers: Sequence[str]) -> float:
+    """The visual benchmark's Eq. 2 as printed: min(#matches / 3, 1) over all the human
+    answers (official normalization), no leave-one-out average. No answers scores 0."""
+    pred = normalize_answer(prediction)
+    matches = sum(a == pred for a in reference_answers(answers, "official"))
+    return min(matches / 3, 1.0) if answers else 0.0
+
+
 def vqa_accuracy_both(prediction: str, answers: Sequence[str]) -> float:
     """VQA accuracy with prediction and human answers both fully normalized."""
     return vqa_accuracy(prediction, answers, normalization="both")
@@ -183,7 +196,8 @@ def score_predictions(
     """Add a ``score`` column to ``predictions`` (question_id, answer, ...).
 
     ``questions`` holds question_id and ``answers`` (a list of strings). ``metric`` is
-    ``vqa_accuracy`` (official normalization), ``vqa_accuracy_both`` or ``exact_match``.
+    ``vqa_accuracy`` (official normalization), ``vqa_accuracy_both``,
+    ``vqa_accuracy_plain`` (Eq. 2 without the leave-one-out average) or ``exact_match``.
     Predictions whose question is unknown raise.
     """
     if metric not in METRIC_NAMES:
@@ -218,7 +232,11 @@ def score_predictions(
             m * pl.min_horizontal((m - 1) / 3, pl.lit(1.0))
             + (total - m) * pl.min_horizontal(m / 3, pl.lit(1.0))
         ) / total
-        score = pl.when(total > 0).then(loo).otherwise(0.0)
+        # Eq. 2 as printed takes all the answers at once; the official score averages it
+        # over the leave-one-out subsets.
+        plain = pl.min_horizontal(m / 3, pl.lit(1.0))
+        score = pl.when(total > 0).then(plain if metric == "vqa_accuracy_plain" else loo)
+        score = score.otherwise(0.0)
     else:
         counts = gts.group_by("question_id", "gt_norm").agg(pl.len().alias("_c"))
         mode = (
@@ -236,5 +254,6 @@ def score_predictions(
 METRIC_NAMES = {
     "vqa_accuracy": vqa_accuracy,
     "vqa_accuracy_both": vqa_accuracy_both,
+    "vqa_accuracy_plain": vqa_accuracy_plain,
     "exact_match": exact_match,
 }

@@ -123,6 +123,9 @@ class FeaturesStage:
             }
         if kind == "perfect_sight":
             settings["word_vectors"] = self.word_vectors_identity()
+        if hasattr(wildcards, "split"):
+            # A clean split's table is also the donor bank of its feature swaps.
+            settings["donors"] = self.config["context"]["donors"]
         return canonical(settings)
 
     # swap_features ----------------------------------------------------------------------
@@ -152,6 +155,7 @@ class FeaturesStage:
             "threshold": context["threshold"],
             "mode": self.swap_mode(wildcards.feature),
             "class_attributes": context["class_attributes"],
+            "attribute_swaps": context["attribute_swaps"],
             "max_objects": context["max_objects"],
             "word_vectors": self.word_vectors_identity(),
         }

@@ -2,9 +2,20 @@
 marked yes/no, and encoded once per file.
 
 A pool source is a prepared split's questions table or a file the config names
-(``basic_questions.pool_files``): the official VQAv2 questions JSON (optionally with its
-annotations file, which gives each question's answer type), JSONL or Parquet with a
-``question`` column (and optionally ``answer_type``). Distinct questions are kept once by
+(``basic_questions.pool_files``): an official VQA questions JSON, VQA v1 or VQAv2
+(optionally with its annotations file, which gives each question's answer type), JSONL
+or Parquet with a ``question`` column (and optionally ``answer_type``). An entry
+``{vqa: v1, folder: ..., split: train2014}`` names an official file by its release, split
+and task (:func:`official_files`): the basic-question paper's pool is VQA v1's train2014
+and val2014 questions.
+
+VQA v1 and VQAv2 question files share one layout (``info``, ``task_type``,
+``data_type``, ``data_subtype``, ``license``, ``questions``: ``image_id``, ``question``,
+``question_id``), as do their annotations. What differs: the names (VQAv2's start with
+``v2_``), v1's second task (``MultipleChoice_...``: the same questions and ids as
+``OpenEnded_...``, each with 18 ``multiple_choices``, which a pool ignores), and the
+question ids (v1: image id x 10 + n; VQAv2: image id x 1000 + n), so a v1 questions file
+never pairs with VQAv2 annotations. Distinct questions are kept once by
 normalized text (:func:`vqarobust.text.ranking.normalize_question`), first spelling
 first. A question is in the yes/no pool (the paper's YNBQD) when at least half of its
 occurrences have answer type ``yes/no``; without answer types, by
@@ -54,12 +65,44 @@ def is_yes_no_question(question: str) -> bool:
     return bool(words) and words[0] in AUXILIARIES and "or" not in words[1:]
 
 
+# The official file names of one split (VQA v1: Antol et al. 2015; VQAv2: Goyal et al.
+# 2017). VQAv2 has no multiple-choice task; the test splits have no annotations.
+RELEASES = ("v1", "v2")
+TASKS = ("OpenEnded", "MultipleChoice")
+SPLITS = ("train2014", "val2014", "test2015", "test-dev2015")
+
+
+def official_files(
+    release: str, folder: str, split: str, task: str = "OpenEnded", annotations: bool = True
+) -> dict[str, str | None]:
+    """The questions (and annotations) file of a VQA release's split under ``folder``,
+    by the official names: ``OpenEnded_mscoco_train2014_questions.json`` and
+    ``mscoco_train2014_annotations.json`` (v1), ``v2_OpenEnded_mscoco_train2014_...``
+    (v2). Raises ``ValueError`` for a combination the release does not have."""
+    if release not in RELEASES:
+        raise ValueError(f"vqa is one of {RELEASES}, not {release!r}")
+    if task not in TASKS:
+        raise ValueError(f"task is one of {TASKS}, not {task!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split is one of {SPLITS}, not {split!r}")
+    if release == "v2" and task != "OpenEnded":
+        raise ValueError("VQAv2 has no MultipleChoice task (VQA v1 has)")
+    if annotations and split.startswith("test"):
+        raise ValueError(f"{split} has no public annotations: set annotations: false")
+    prefix = "v2_" if release == "v2" else ""
+    root = str(folder).rstrip("/")
+    return {
+        "questions": f"{root}/{prefix}{task}_mscoco_{split}_questions.json",
+        "annotations": f"{root}/{prefix}mscoco_{split}_annotations.json" if annotations else None,
+    }
+
+
 def read_pool_source(
     path: str | os.PathLike[str], annotations: str | os.PathLike[str] | None = None
 ) -> pl.DataFrame:
     """Questions (``question``, ``answer_type`` or null) of one pool file by its suffix:
     a prepared questions table or any Parquet file with a ``question`` column, JSONL,
-    or the official VQAv2 questions JSON (answer types from ``annotations``)."""
+    or an official VQA v1 or VQAv2 questions JSON (answer types from ``annotations``)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"basic-question pool file {path} does not exist")
@@ -69,11 +112,11 @@ def read_pool_source(
     elif suffix in (".jsonl", ".ndjson"):
         frame = pl.read_ndjson(path, infer_schema_length=None)
     elif suffix == ".json":
-        frame = _vqav2_questions(path, annotations)
+        frame = _vqa_questions(path, annotations)
     else:
-        raise ValueError(f"{path}: a pool file is .json (VQAv2 questions), .jsonl or .parquet")
+        raise ValueError(f"{path}: a pool file is .json (VQA questions), .jsonl or .parquet")
     if annotations is not None and suffix != ".json":
-        raise ValueError(f"{path}: annotations go with a VQAv2 questions .json file")
+        raise ValueError(f"{path}: annotations go with a VQA questions .json file")
     if "question" not in frame.columns:
         raise ValueError(f"{path} has no 'question' column (has {frame.columns})")
     if "answer_type" not in frame.columns:
@@ -88,25 +131,35 @@ def read_pool_source(
 
 
 def _json_records(path: str | os.PathLike[str], key: str, kind: str,
-                  columns: Mapping[str, pl.DataType]) -> pl.DataFrame:  # fmt: skip
-    """The ``columns`` of the records under ``key`` of a VQAv2 JSON file."""
+                  columns: Mapping[str, pl.DataType]) -> tuple[pl.DataFrame, str]:  # fmt: skip
+    """The ``columns`` of the records under ``key`` of a VQA (v1 or v2) JSON file, and
+    what its header says it is (version, task, split), for the log."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
-        raise ValueError(f"{path} is not a VQAv2 {kind} file (no '{key}' list)")
-    return pl.DataFrame([{c: r.get(c) for c in columns} for r in data[key]], schema=dict(columns))
+        raise ValueError(f"{path} is not a VQA {kind} file (no '{key}' list)")
+    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    named = (info.get("version"), data.get("task_type"), data.get("data_subtype"))
+    header = " ".join(str(v) for v in named if v)
+    frame = pl.DataFrame([{c: r.get(c) for c in columns} for r in data[key]], schema=dict(columns))
+    return frame, header or "no header"
 
 
-def _vqav2_questions(path: Path, annotations: str | os.PathLike[str] | None) -> pl.DataFrame:
-    questions = _json_records(path, "questions", "questions",
-                              {"question_id": pl.Int64, "question": pl.String})  # fmt: skip
+def _vqa_questions(path: Path, annotations: str | os.PathLike[str] | None) -> pl.DataFrame:
+    questions, header = _json_records(path, "questions", "questions",
+                                      {"question_id": pl.Int64, "question": pl.String})  # fmt: skip
+    log.info("%s: VQA questions (%s), %d questions", path, header, questions.height)
     if annotations is None:
         return questions.with_columns(pl.lit(None, pl.String).alias("answer_type"))
-    types = _json_records(annotations, "annotations", "annotations",
-                          {"question_id": pl.Int64, "answer_type": pl.String})  # fmt: skip
+    types, _ = _json_records(annotations, "annotations", "annotations",
+                             {"question_id": pl.Int64, "answer_type": pl.String})  # fmt: skip
     joined = questions.join(types, on="question_id", how="left", maintain_order="left")
     missing = joined.filter(pl.col("answer_type").is_null()).height
     if missing:
-        raise ValueError(f"{annotations} has no answer type for {missing} questions of {path}")
+        raise ValueError(
+            f"{annotations} has no answer type for {missing} questions of {path} (VQA v1 "
+            "question ids are image id x 10 + n, VQAv2's image id x 1000 + n: a release's "
+            "questions pair only with its own annotations)"
+        )
     return joined
 
 
@@ -195,12 +248,17 @@ def pool_sources(
 ) -> dict[str, dict[str, str | None]]:
     """Name -> {split, questions, annotations} of every pool source, in pool order:
     ``split-<split>`` for a prepared split, ``file-<stem>`` for a pool file (its name
-    made safe for a path). Two files with the same name are an error."""
+    made safe for a path; an official file named by ``vqa``, ``folder``, ``split``, ``task``
+    and ``annotations``, :func:`official_files`). Two files with the same name are an
+    error."""
     out: dict[str, dict[str, str | None]] = {
         f"split-{s}": {"split": s, "questions": None, "annotations": None} for s in splits
     }
     for i, entry in enumerate(files):
         spec = {"questions": entry} if isinstance(entry, str) else dict(entry)
+        if "vqa" in spec:
+            task, notes = spec.get("task", "OpenEnded"), spec.get("annotations", True)
+            spec = official_files(spec["vqa"], spec["folder"], spec["split"], task, notes)
         stem = Path(str(spec["questions"])).name
         for suffix in (".parquet", ".jsonl", ".ndjson", ".json"):
             stem = stem.removesuffix(suffix)
