@@ -155,6 +155,27 @@ def test_a_served_study_scores_only_answers_and_counts_the_rest(tmp_path):
     words = sum(len(r.split()) for r in df.filter(pl.col("status") == "answered")["raw_answer"])
     assert cost["completion_tokens"] == words
     assert cost["questions"] == 6 and cost["wall_s"] > 0 and cost["gpu_s"] is None
+    # The costs table holds the same, priced at the config's per-million token prices.
+    from vqarobust.analyses.costs import ANALYSIS as COSTS
+
+    prices = {
+        "currency": "USD",
+        "tokens": {"served": {"prompt_per_million": 2.0, "completion_per_million": 8.0}},
+    }
+    table = (
+        COSTS.run(
+            Inputs({"predictions": [str(out)]}, table=lambda name: pl.DataFrame()),
+            COSTS.settings_type(prices),
+        )
+        .tables["costs"]
+        .frame.row(0, named=True)
+    )
+    assert (table["requests"], table["prompt_tokens"], table["completion_tokens"]) == (
+        6,
+        500,
+        words,
+    )
+    assert table["token_money"] == pytest.approx(500 * 2e-6 + words * 8e-6)
     # The report's warnings and the summary name the flagged cell with the table's counts.
     import duckdb
 

@@ -55,7 +55,7 @@ def analyses(*names: str) -> dict[str, int]:
 # every one but the attention shift (it reads only the attention maps).
 FROM_PREDICTIONS = ("scoring", "accuracy", "robustness", "uncertainty", "image_quality",
                     "samples", "mispredictions", "colour_bias", "context", "context_findings",
-                    "model_cards")  # fmt: skip
+                    "model_cards", "costs")  # fmt: skip
 
 
 def write_config(workdir: Path, config: dict) -> None:
