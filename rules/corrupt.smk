@@ -14,6 +14,7 @@ rule corrupt_images:
         encoding=PLAN.corrupt.image_encoding,
         stylize=PLAN.corrupt.stylize_params,
         options=PLAN.corrupt.corruption_options,
+        ssim=PLAN.corrupt.ssim_params,
         runtime=PLAN.shards,
     script:
         "../workflow/scripts/corrupt_images.py"

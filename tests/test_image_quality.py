@@ -28,6 +28,46 @@ def test_psnr_hand_computed_and_identical_images():
         assert ssim_psnr(a, a.copy()) == (1.0, math.inf)
 
 
+def _wang_ssim(x: np.ndarray, y: np.ndarray) -> float:
+    """Wang et al. 2004's SSIM written out window by window: at every pixel whose 11x11
+    window fits, the Gaussian-weighted (sigma 1.5, weights summing to 1) means, variances
+    and covariance of that window, their SSIM with C1 = (0.01 * 255)^2 and
+    C2 = (0.03 * 255)^2; the mean over those pixels, then over the channels."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    g = np.exp(-(np.arange(-5, 6) ** 2) / (2 * 1.5**2))
+    w = np.outer(g, g) / np.outer(g, g).sum()
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    scores = []
+    for c in range(x.shape[2]):
+        a = sliding_window_view(x[..., c].astype(np.float64), (11, 11))
+        b = sliding_window_view(y[..., c].astype(np.float64), (11, 11))
+        ma, mb = (a * w).sum((-2, -1)), (b * w).sum((-2, -1))
+        da, db = a - ma[..., None, None], b - mb[..., None, None]
+        va, vb, cov = (da * da * w).sum((-2, -1)), (db * db * w).sum((-2, -1)), (
+            da * db * w).sum((-2, -1))  # fmt: skip
+        s = ((2 * ma * mb + c1) * (2 * cov + c2)) / ((ma**2 + mb**2 + c1) * (va + vb + c2))
+        scores.append(s.mean())
+    return float(np.mean(scores))
+
+
+def test_ssim_is_wang_et_als_formula_by_default():
+    """The default window is Wang et al.'s: the formula written out in numpy, and
+    scikit-image's structural_similarity with gaussian_weights=True, sigma=1.5,
+    use_sample_covariance=False, on a small image and a noisy copy."""
+    a = _image(7, 16)
+    b = np.clip(a.astype(int) + np.random.default_rng(8).normal(0, 25, a.shape), 0, 255)
+    b = b.astype(np.uint8)
+    ssim, _ = ssim_psnr(a, b)
+    assert ssim == pytest.approx(_wang_ssim(a, b), abs=1e-6)
+    assert ssim == pytest.approx(structural_similarity(
+        a, b, channel_axis=2, data_range=255, gaussian_weights=True, sigma=1.5,
+        use_sample_covariance=False), abs=1e-6)  # fmt: skip
+    # The uniform window is another score of the same pair.
+    assert abs(ssim_psnr(a, b, "uniform")[0] - ssim) > 1e-3
+    assert ssim_psnr(a, a.copy()) == (1.0, math.inf)
+
+
 def test_ssim_and_psnr_equal_scikit_image():
     from skimage.metrics import peak_signal_noise_ratio
 
@@ -36,26 +76,32 @@ def test_ssim_and_psnr_equal_scikit_image():
     a, b = _image(1), _image(2)
     photo = _image(4, 48)
     pairs = [(a, b), (a, np.clip(a.astype(int) + _image(3) // 8, 0, 255).astype(np.uint8)),
-             (_image(5, 9), _image(6, 9))]  # fmt: skip
+             (_image(5, 11), _image(6, 11))]  # fmt: skip
     for name in ("gaussian_noise", "defocus_blur", "brightness", "pixelate"):
         pairs.append((photo, corrupt(photo, name, 3, seed=1)))
-    for clean, other in pairs:
-        ssim, psnr = ssim_psnr(clean, other)
-        assert ssim == pytest.approx(
-            structural_similarity(clean, other, channel_axis=2, data_range=255), abs=1e-7
-        )
-        # and the mean of its per-channel scores, as scikit-image defines channel_axis
-        per_channel = [structural_similarity(clean[..., c], other[..., c], data_range=255)
-                       for c in range(3)]  # fmt: skip
-        assert ssim == pytest.approx(np.mean(per_channel), abs=1e-7)
-        assert psnr == pytest.approx(peak_signal_noise_ratio(clean, other, data_range=255))
+    gaussian = {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False}
+    for window, options in (("gaussian", gaussian), ("uniform", {})):
+        for clean, other in pairs:
+            ssim, psnr = ssim_psnr(clean, other, window)
+            want = structural_similarity(clean, other, channel_axis=2, data_range=255, **options)
+            assert ssim == pytest.approx(want, abs=1e-6)
+            # and the mean of its per-channel scores, as scikit-image defines channel_axis
+            per_channel = [structural_similarity(clean[..., c], other[..., c], data_range=255,
+                                                 **options) for c in range(3)]  # fmt: skip
+            assert ssim == pytest.approx(np.mean(per_channel), abs=1e-6)
+            assert psnr == pytest.approx(peak_signal_noise_ratio(clean, other, data_range=255))
 
 
 def test_shapes_must_match_and_hold_a_window():
     with pytest.raises(ValueError, match="differ"):
         ssim_psnr(_image(0, 32), _image(0, 40))
+    with pytest.raises(ValueError, match="at least 11x11"):
+        ssim_psnr(_image(0, 10), _image(1, 10))
     with pytest.raises(ValueError, match="at least 7x7"):
-        ssim_psnr(_image(0, 6), _image(1, 6))
+        ssim_psnr(_image(0, 6), _image(1, 6), "uniform")
+    assert ssim_psnr(_image(0, 8), _image(1, 8), "uniform")[0] < 1
+    with pytest.raises(ValueError, match="window must be one of"):
+        ssim_psnr(_image(0, 32), _image(1, 32), "box")
 
 
 def test_quality_table_hand_computed():

@@ -160,6 +160,8 @@ def test_lpips_of_a_corrupted_subset_reaches_the_database_and_report(
 
 
 def test_lpips_config_needs_both_files(tmp_path, monkeypatch):
+    """Both files, and (missing_weights: fail) present at validation; with skip, LPIPS
+    is off while one is absent."""
     import yaml
 
     from tests.conftest import REPO
@@ -174,6 +176,20 @@ def test_lpips_config_needs_both_files(tmp_path, monkeypatch):
         validate_config({**base, "lpips": {"backbone": "alexnet.pth", "linear": "alex.pth"}})
     with pytest.raises(ConfigError, match="lpips"):
         validate_config({**base, "lpips": {"backbone": "alexnet.pth", "weights": "a"}})
+    # With missing_weights: skip, an absent file turns LPIPS off, said at start with
+    # where the file comes from; the study runs without score_lpips jobs.
+    from vqarobust.plan import StudyPlan
+
+    lpips = {"backbone": "alexnet.pth", "linear": "alex.pth"}
+    plan = StudyPlan.build(validate_config({**base, "missing_weights": "skip", "lpips": lpips}))
+    assert not plan.corrupt.lpips and plan.corrupt.lpips_files(None) == []
+    assert (
+        "Skipping LPIPS (missing_weights: skip): lpips.linear: no file alex.pth (the "
+        "lpips wheel's lpips/weights/v0.1/alex.pth"
+    ) in "\n".join(plan.skipped_messages())
+    (tmp_path / "alex.pth").write_bytes(b"x")
+    plan = StudyPlan.build(validate_config({**base, "missing_weights": "skip", "lpips": lpips}))
+    assert plan.corrupt.lpips and plan.skipped_lpips is None
 
 
 # lpips 0.1.4 builds its AlexNet with torchvision's deprecated ``pretrained`` argument.

@@ -15,6 +15,7 @@ from tests.study_run import run_study
 
 STUDY = REPO / "config" / "multimodal.yaml"
 REWRITES = ["formal", "casual", "passive", "active", "back_translation"]
+ENCODER = "sentence-transformers/paraphrase-mpnet-base-v2"
 
 
 def _checkpoints(workdir):  # noqa: ANN001, ANN202
@@ -28,9 +29,15 @@ def test_the_shipped_config_is_the_papers_protocol():
     assert "word_swap_random" in config["text"]["perturbations"]  # EDA's, not neighbours
     assert config["text"]["word_share"] == [0.05, 0.1, 0.15, 0.2, 0.25]
     assert (config["text"]["char_share"], config["text"]["char_min_length"]) == (0.3, 4)
+    # The fidelity filter as the paper's text has it (Sec. 3.2): redrawn up to N_max = 100,
+    # then removed; on every level; with paraphrase-mpnet-base-v2.
     assert (config["text"]["min_similarity"], config["text"]["max_tries"]) == (0.9, 100)
-    assert config["text"]["on_low_similarity"] == "keep_last"
-    assert config["text"]["filter_levels"] == ["word", "sentence"]
+    assert config["text"]["on_low_similarity"] == "drop"
+    assert config["text"]["filter_levels"] == ["char", "word", "sentence"]
+    assert config["text"]["similarity_encoder"] == ENCODER
+    # Table 9: SSIM with Wang et al.'s window, and LPIPS's weights named.
+    assert config["ssim"] == {"window": "gaussian"}
+    assert sorted(config["lpips"]) == ["backbone", "linear"]
     styles = [n for n in REWRITES if n != "back_translation"]
     assert all(config["text"]["sentence"][n]["sampling"] == {"top_k": 50, "top_p": 0.95}
                for n in styles)  # fmt: skip
@@ -38,67 +45,123 @@ def test_the_shipped_config_is_the_papers_protocol():
 
 
 def test_its_dag_skips_what_is_absent_and_plans_the_rest(tmp_path):
-    """As shipped, here: no AdaIN weights and no rewrite model, so stylize and the five
-    rewrites are skipped, each named with its reason; 16 corruptions x 5 severities and
-    11 text perturbations run for both models."""
+    """As shipped, here: no AdaIN weights, no rewrite model, no paraphrase-mpnet-base-v2
+    and no LPIPS weights, so stylize, the five rewrites and the 11 filtered edits are
+    skipped, each named with its reason (the encoder's with the command that fetches it,
+    never replaced by another), and LPIPS is off, said so; 16 corruptions x 5 severities
+    run for both models. With similarity_encoder: null (the shipped MiniLM, chosen in the
+    config) the 11 edits are planned."""
     _checkpoints(tmp_path)
     out = run_study(STUDY, tmp_path, {}, "-n", "--quiet", "rules")
     skipped = dict(re.findall(r"^Skipping (\w+) \(missing_weights: skip\): (.+)$", out, re.M))
-    assert sorted(skipped) == sorted(["stylize", *REWRITES])
+    config = yaml.safe_load(STUDY.read_text())
+    edits = config["text"]["perturbations"]
+    assert sorted(skipped) == sorted(["stylize", *REWRITES, *edits, "LPIPS"])
     assert "stylize.weights: data/adain lacks" in skipped["stylize"]
     assert "prithivida/informal_to_formal_styletransfer is neither" in skipped["formal"]
+    for name in edits:
+        assert skipped[name].startswith(f"text.similarity_encoder: {ENCODER} is neither")
+        assert f"`hf download {ENCODER}`" in skipped[name]
+    assert skipped["LPIPS"].startswith("lpips.backbone: no file data/lpips/alexnet")
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
-    assert {k: counts.get(k, 0) for k in ("corrupt_images", "perturb_questions",
-                                          "rewrite_questions", "run_model")} == {
-        "corrupt_images": 80, "perturb_questions": 11, "rewrite_questions": 0,
-        "run_model": 2}  # fmt: skip
+    jobs = ("corrupt_images", "perturb_questions", "rewrite_questions", "score_lpips",
+            "run_model")  # fmt: skip
+    assert {k: counts.get(k, 0) for k in jobs} == {
+        "corrupt_images": 80, "perturb_questions": 0, "rewrite_questions": 0,
+        "score_lpips": 0, "run_model": 2}  # fmt: skip
+    out = run_study(STUDY, tmp_path, {"text": {"similarity_encoder": None}}, "-n", "--quiet",
+                    "rules")  # fmt: skip
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
+    assert counts["perturb_questions"] == 11
+    assert not re.search(r"^Skipping keyboard", out, re.M)
+
+
+def test_with_missing_weights_fail_the_absent_encoder_stops_the_run_at_start():
+    from vqarobust.config import ConfigError, validate_config
+
+    config = yaml.safe_load(STUDY.read_text())
+    config.update(missing_weights="fail", corruptions=["gaussian_noise"], lpips={})
+    config["text"]["sentence"] = {}
+    with pytest.raises(
+        ConfigError,
+        match=rf"text.similarity_encoder: {ENCODER} is neither.*"
+        rf"`hf download {ENCODER}`.*similarity_encoder: null",
+    ):
+        validate_config(config)
+    # Without a level the filter applies to, the encoder is not needed.
+    config["text"]["filter_levels"] = []
+    validate_config(config)
+
+
+def _random_lpips(folder):  # noqa: ANN001, ANN202
+    """A random-init AlexNet in torchvision's layout and the lpips wheel's linear layers:
+    LPIPS's files as the config names them (the real backbone cannot be fetched here)."""
+    from pathlib import Path
+
+    import lpips
+    import torch
+
+    from vqarobust.corruptions.lpips import alexnet_features
+
+    folder.mkdir()
+    torch.manual_seed(0)
+    state = {f"features.{k}": v for k, v in alexnet_features().state_dict().items()}
+    torch.save(state, folder / "alexnet.pth")
+    return folder / "alexnet.pth", Path(lpips.__file__).parent / "weights" / "v0.1" / "alex.pth"
 
 
 @pytest.mark.workflow
 @pytest.mark.slow
 def test_a_miniature_runs_end_to_end(tmp_path):
-    """Four images, one model, one corruption besides stylize, two character and two word
-    edits at severities 1 and 5 (at most 5 draws of the filter; every edit of the
-    shipped config is planned by the DAG test above and tested on its own in
-    tests/test_text.py), one sampled rewrite with a tiny local T5 (the other four and
-    stylize skipped): the skips reach the database, the filter runs on the word level
-    and the sampled rewrite only, characters are edited at the paper's share, and MMI has
-    both modalities."""
-    from tests.tiny_checkpoints import tiny_t5
+    """Four images, one model, one corruption besides stylize, one character and two word
+    edits at severity 1 (every edit of the shipped config is planned by the DAG test
+    above and tested on its own in tests/test_text.py), the shipped filter (0.9, 100
+    draws, drop, every level) with the shipped MiniLM in place of
+    paraphrase-mpnet-base-v2 (not here; chosen in the config, as the skip message says),
+    and LPIPS on a random AlexNet: the skips reach the database; each question under 0.9
+    after 100 draws is removed and no kept one is under 0.9; characters are edited at the
+    paper's share; MMI has both modalities; image quality has SSIM and LPIPS.
 
+    A removed question leaves every table (docs/text.md), so the miniature keeps to edits
+    that leave questions: under MiniLM, char_replace removes 20 of these 37 questions at
+    severity 1 (17 are left) and 31 at severity 5, and a tiny random T5's rewrites all
+    of them (the sentence level's removal is tested in tests/test_sentence.py)."""
     _checkpoints(tmp_path)
     config = yaml.safe_load(STUDY.read_text())
     config["dataset"]["n_images"] = 4
-    config.update(corruptions=["gaussian_noise", "stylize"], severities=[1, 5])
-    config["text"]["perturbations"] = ["keyboard", "char_replace", "synonym_replace",
-                                       "word_delete"]  # fmt: skip
-    # The paper's 100 draws cost a sampled rewrite one generate call each per question
-    # under the threshold; 5 show the filter at work.
-    config["text"]["max_tries"] = 5
-    config["text"]["sentence"]["formal"].update(model=str(tiny_t5(tmp_path / "t5")),
-                                                max_new_tokens=6)  # fmt: skip
+    config.update(corruptions=["gaussian_noise", "stylize"], severities=[1])
+    config["text"]["perturbations"] = ["char_replace", "word_delete", "punct_insert"]
+    config["text"]["similarity_encoder"] = None
+    backbone, linear = _random_lpips(tmp_path / "lpips")
+    config["lpips"] = {"backbone": str(backbone), "linear": str(linear)}
     config["models"] = {"cnn-bow": config["models"]["cnn-bow"]}
     miniature = tmp_path / "multimodal-miniature.yaml"
     miniature.write_text(yaml.safe_dump(config))
     out = run_study(miniature, tmp_path, {})
-    assert "Skipping casual" in out and "Skipping formal" not in out
+    assert "Skipping char_replace" not in out and "Skipping LPIPS" not in out
     db = tmp_path / "results" / "easy-vqa-multimodal" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         skipped = dict(con.sql("SELECT perturbation, reason FROM skipped_perturbations").fetchall())
-        assert sorted(skipped) == sorted(["stylize", *REWRITES[1:]])
+        assert sorted(skipped) == sorted(["stylize", *REWRITES])
         assert "is neither a local folder nor in the Hugging Face cache" in skipped["casual"]
         sets = con.sql("SELECT perturbation, severity, original, perturbed, similarity, tries "
                        "FROM question_sets").pl()  # fmt: skip
         mmi = con.sql("SELECT modality FROM mmi WHERE scope = 'all' AND \"group\" = 'all'")
         modalities = {m for (m,) in mmi.fetchall()}
-    filtered = set(sets.filter(sets["similarity"].is_not_null())["perturbation"].to_list())
-    assert filtered == {"synonym_replace", "word_delete", "formal"}
-    # Every filtered question has its tries, and some needed more than one draw.
-    tried = sets.filter(sets["similarity"].is_not_null())["tries"]
-    assert tried.null_count() == 0 and tried.min() >= 1 and tried.max() > 1
+        quality = con.sql("SELECT ssim_mean, lpips_mean FROM image_quality "
+                          "WHERE perturbation = 'gaussian_noise'").fetchall()  # fmt: skip
+    # Every text perturbation is under the filter, on both levels.
+    assert sets["similarity"].null_count() == 0 and sets["tries"].null_count() == 0
+    assert set(sets["perturbation"]) == {"char_replace", "word_delete", "punct_insert"}
+    # A question under 0.9 after 100 draws is removed; none kept is under 0.9.
+    dropped = sets.filter(sets["perturbed"].is_null())
+    kept = sets.filter(sets["perturbed"].is_not_null())
+    assert (dropped["tries"] == 100).all() and (dropped["similarity"] < 0.9).all()
+    assert (kept["similarity"] >= 0.9).all() and (kept["tries"] <= 100).all()
+    assert dropped.height and kept.height and kept["tries"].max() > 1
     # char_replace at the paper's share: a touched word of n >= 4 letters has
     # ceil(0.3 n) letters replaced; shorter words are never touched.
-    replaced = sets.filter(sets["perturbation"] == "char_replace")
+    replaced = kept.filter(kept["perturbation"] == "char_replace")
     edits = []
     for a, b in zip(replaced["original"], replaced["perturbed"], strict=True):
         for x, y in zip(a.split(), b.split(), strict=True):
@@ -107,3 +170,4 @@ def test_a_miniature_runs_end_to_end(tmp_path):
                 edits.append(sum(p != q for p, q in zip(x, y, strict=True)))
     assert edits and max(edits) >= 2
     assert {"image", "text"} <= modalities
+    assert len(quality) == 1 and all(s < 1 and lp > 0 for s, lp in quality)

@@ -171,6 +171,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "controls": ("vqav2", put("controls", ["blank"])),
     "stylize.weights": ("vqav2", put("stylize.weights", "data/adain2")),
     "missing_weights": ("vqav2", put("missing_weights", "skip")),
+    "ssim.window": ("tiny", put("ssim.window", "uniform")),
     "lpips.backbone": ("vqav2", put("lpips.backbone", "data/alexnet2.pth")),
     "lpips.linear": ("vqav2", put("lpips.linear", "data/alex2.pth")),
     "stylize.styles": ("vqav2", put("stylize.styles", "data/images")),

@@ -106,8 +106,8 @@ def test_a_sampled_rewrite_is_seeded_per_question_and_draw(t5):
 
 def test_the_fidelity_filter_redraws_a_sampled_rewrite(t5, easy_vqa_eval, tmp_path):
     """Styleformer's sampling under the paper's filter: a draw under the threshold is
-    redrawn from the next seed; keep_last keeps the last draw; a greedy rewrite cannot
-    be filtered."""
+    redrawn from the next seed; keep_last keeps the last draw; a greedy rewrite is
+    scored once and dropped under the threshold."""
     import numpy as np
 
     from vqarobust.materialize.questions import Fidelity
@@ -137,7 +137,20 @@ def test_the_fidelity_filter_redraws_a_sampled_rewrite(t5, easy_vqa_eval, tmp_pa
         passed = last in originals or len(last) % 2 == 0
         assert passed == (row["similarity"] > 0.9)
         assert passed or tries == 4  # stopped early only on a passing draw
-    with pytest.raises(ValueError, match="greedy rewrite cannot be redrawn"):
-        greedy = {"model": str(t5), "max_new_tokens": 8}
+
+    # A greedy rewrite is scored once (a redraw would repeat it) and, with drop, removed
+    # when under the threshold: the multimodal paper's text on every text perturbation.
+    # Here every draw that is not an original question scores under 0.9.
+    def below(texts):
+        return np.array([[1.0, 0.0] if t in originals else [0.0, 1.0] for t in texts])
+
+    greedy = {"model": str(t5), "max_new_tokens": 8}
+    for on_low, kept in (("drop", False), ("keep_last", True)):
         rewrite_question_set(easy_vqa_eval["questions"], out, "formal", greedy,
-                             fidelity=Fidelity(0.9))  # fmt: skip
+                             fidelity=Fidelity(0.9, max_tries=4, on_low_similarity=on_low),
+                             encode=below)  # fmt: skip
+        got = pl.read_parquet(out)
+        assert got["tries"].to_list() == [1] * got.height
+        assert got["similarity"].max() < 0.9
+        once = rewrite(got["original"].to_list(), "formal", greedy)[0]  # empty: the original
+        assert got["perturbed"].to_list() == (once if kept else [None] * got.height)

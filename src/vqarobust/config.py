@@ -112,6 +112,37 @@ def _check_text(config: Mapping[str, Any]) -> None:
     _check_pool_splits(config["basic_questions"]["pool"], config["dataset"])
 
 
+def filtered_text(config: Mapping[str, Any]) -> list[str]:
+    """The configured text perturbations and sentence rewrites the fidelity filter applies
+    to (none with ``text.min_similarity`` null)."""
+    from vqarobust import text
+
+    t = config["text"]
+    if t["min_similarity"] is None:
+        return []
+    levels = t["filter_levels"]
+    edits = [n for n in t["perturbations"] if text.level(n) in levels]
+    return edits + (list(t["sentence"]) if "sentence" in levels else [])
+
+
+def _similarity_encoder_missing(config: Mapping[str, Any]) -> str | None:
+    """Why the fidelity filter's encoder cannot be loaded here, where the filter runs."""
+    from vqarobust.text.encoder import missing
+
+    if not filtered_text(config):
+        return None
+    reason = missing(config["text"]["similarity_encoder"])
+    return None if reason is None else f"text.similarity_encoder: {reason}"
+
+
+def _check_similarity_encoder(config: Mapping[str, Any]) -> None:
+    """The filter's encoder is here (before any job runs): a run never falls back to
+    another encoder, which would change which draws pass."""
+    reason = _similarity_encoder_missing(config)
+    if reason is not None:
+        raise ConfigError(f"config error at {reason}")
+
+
 def _check_pool_splits(pool: list[str], dataset: Mapping[str, Any]) -> None:
     """A pool's ``train`` part is a second prepared split, which only an adapter that has
     splits can give; the schema defaults ``train_split``, so its presence proves nothing."""
@@ -210,8 +241,10 @@ def validate_config(
     _check_corruptions(config)
     if "stylize" in config["corruptions"] and config["missing_weights"] == "fail":
         _check_stylize(config["stylize"])
-    _check_lpips(config.get("lpips") or {})
+    _check_lpips(config.get("lpips") or {}, config["missing_weights"])
     _check_text(config)
+    if config["missing_weights"] == "fail":
+        _check_similarity_encoder(config)
     _check_context(config)
     _check_features(config)
     for name, entry in list(config["models"].items()):
@@ -654,24 +687,41 @@ def _check_feature_model(name: str, entry: dict[str, Any], config: dict[str, Any
         )
 
 
-def _check_lpips(settings: dict[str, Any]) -> None:
-    """LPIPS needs both of its weight files, and they exist (before any job runs)."""
+def _check_lpips(settings: dict[str, Any], missing: str) -> None:
+    """LPIPS needs both of its weight files, and (with ``missing_weights: fail``) they
+    exist before any job runs; with ``skip`` an absent one turns LPIPS off
+    (:func:`lpips_missing`)."""
     given = [k for k in ("backbone", "linear") if settings.get(k)]
     if len(given) == 1:
         other = "linear" if given[0] == "backbone" else "backbone"
         raise ConfigError(f"config error at lpips.{other}: LPIPS needs both lpips.backbone "
                           f"and lpips.linear; only lpips.{given[0]} is set")  # fmt: skip
-    for key in given:
-        if not Path(settings[key]).is_file():
-            raise ConfigError(f"config error at lpips.{key}: no file {settings[key]}")
+    reason = lpips_missing(settings)
+    if reason is not None and missing == "fail":
+        raise ConfigError(f"config error at {reason}")
+
+
+def lpips_missing(settings: Mapping[str, Any]) -> str | None:
+    """Why LPIPS's configured weights cannot be read here (None when they can, or when
+    LPIPS is off): the first of its files that is not there, and how to fetch it."""
+    fetch = {"backbone": "torchvision's AlexNet, https://download.pytorch.org/models/"
+                         "alexnet-owt-7be5be79.pth",
+             "linear": "the lpips wheel's lpips/weights/v0.1/alex.pth (`pip download "
+                       "--no-deps lpips==0.1.4`)"}  # fmt: skip
+    for key in ("backbone", "linear"):
+        if settings.get(key) and not Path(settings[key]).is_file():
+            return f"lpips.{key}: no file {settings[key]} ({fetch[key]})"
+    return None
 
 
 def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
     """With ``missing_weights: skip``, the perturbations whose weights are not on this
     machine, each with the reason: stylize without its AdaIN files or style images, a
     sentence rewrite (``text.sentence``) whose model is neither a local folder nor in the
-    Hugging Face cache (and may not be downloaded). Empty with ``fail``: then stylize
-    stops the run at start and a rewrite's job names its model."""
+    Hugging Face cache (and may not be downloaded), and every text perturbation under the
+    fidelity filter when the filter's encoder (``text.similarity_encoder``) is not here.
+    Empty with ``fail``: then stylize and the filter's encoder stop the run at start and
+    a rewrite's job names its model."""
     if config["missing_weights"] != "skip":
         return {}
     from vqarobust.models.loading import MissingWeightsError, resolve_weights
@@ -697,6 +747,10 @@ def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
                     "a local folder nor in the Hugging Face cache (downloads off)"
                 )
                 break
+    encoder = _similarity_encoder_missing(config)
+    if encoder is not None:
+        # Every filtered set would need the encoder: each is left out, with the reason.
+        out |= {name: encoder for name in filtered_text(config) if name not in out}
     return out
 
 

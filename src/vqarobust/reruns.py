@@ -69,7 +69,7 @@ RULES: dict[str, Stage] = {
                            "dataset.scene_graphs", *_EVAL_SCENES), ("prepare_dataset",)),
     "corrupt_images": Stage(("seed", "corruptions", "controls", "severities", "stylize",
                              "geometric.border", "storage.image_format",
-                             "storage.jpeg_quality"),
+                             "storage.jpeg_quality", "ssim.window"),
                             ("prepare_dataset", "object_boxes")),
     "extract_image_features": Stage(("features.*",), ("corrupt_images", "train_detector")),
     "score_lpips": Stage(("lpips",), ("prepare_dataset", "corrupt_images")),
@@ -91,7 +91,7 @@ RULES: dict[str, Stage] = {
                                 "text.char_min_length"),
                                ("prepare_dataset",)),
     # missing_weights only removes jobs: it reruns the analyses (their skipped list).
-    # A sampled rewrite's seed and fidelity filter too (a greedy one reads neither).
+    # A rewrite's fidelity filter too, and a sampled rewrite's seed (a greedy one has none).
     "rewrite_questions": Stage(("text.sentence", "seed", "text.min_similarity", "text.max_tries",
                                 "text.on_low_similarity", "text.similarity_encoder",
                                 "text.filter_levels"), ("prepare_dataset",)),

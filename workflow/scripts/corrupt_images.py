@@ -23,4 +23,5 @@ corrupt_subset(
     ),
     threads=snakemake.threads,
     options=options,
+    ssim_window=snakemake.params.ssim["window"],
 )

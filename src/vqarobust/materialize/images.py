@@ -24,7 +24,7 @@ from vqarobust.corruptions import (
 from vqarobust.corruptions import options as corruption_options
 from vqarobust.corruptions.boxes import NEEDS as BOXES
 from vqarobust.corruptions.digital import jpeg_compression_bytes
-from vqarobust.corruptions.quality import at_size, ssim_psnr
+from vqarobust.corruptions.quality import DEFAULT_WINDOW, at_size, ssim_psnr
 from vqarobust.corruptions.stylize import Stylizer
 from vqarobust.progress import Progress
 
@@ -57,7 +57,9 @@ def _subset_context(
     return context, None
 
 
-def corrupt_subset(
+# The SSIM window scores the stored images: it belongs to none of the other settings'
+# objects (storage, the corruption's options), hence a ninth argument.
+def corrupt_subset(  # noqa: PLR0913
     clean_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     corruption: str,
@@ -66,6 +68,7 @@ def corrupt_subset(
     storage: store.ImageStorage = store.DEFAULT_STORAGE,
     threads: int | None = None,
     options: Mapping[str, Any] | None = None,
+    ssim_window: str = DEFAULT_WINDOW,
 ) -> int:
     """Write every clean image corrupted with (corruption, severity) as shards in ``out_dir``.
 
@@ -73,8 +76,9 @@ def corrupt_subset(
     size); the jpeg_compression corruption stores its own JPEG bytes. The shard's ``format`` column
     records the encoding of each image.
 
-    Each image also gets its SSIM and PSNR against the clean image, on the image as
-    stored (columns ``ssim`` and ``psnr``; :mod:`vqarobust.corruptions.quality`); a
+    Each image also gets its SSIM (with ``ssim_window``) and PSNR against the clean
+    image, on the image as stored (columns ``ssim`` and ``psnr``;
+    :mod:`vqarobust.corruptions.quality`); a
     resizing corruption's smaller image is scaled back to the clean size for them
     (:func:`~vqarobust.corruptions.quality.at_size`), and ``width`` and ``height`` are
     the stored image's.
@@ -124,7 +128,7 @@ def corrupt_subset(
             data, fmt, seen = _stored(image, clean, corruption, severity, global_seed,
                                       row["image_id"], storage, context)  # fmt: skip
             t = time.perf_counter()
-            ssim, psnr = ssim_psnr(clean, at_size(seen, *clean.shape[:2]))
+            ssim, psnr = ssim_psnr(clean, at_size(seen, *clean.shape[:2]), ssim_window)
             scoring[0] += time.perf_counter() - t
             progress.advance()
             yield {

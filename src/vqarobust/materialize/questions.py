@@ -198,8 +198,10 @@ def rewrite_question_set(
     """Write the questions rewritten by the sentence-level perturbation ``name`` (one
     level, severity 1) with the models of ``settings``, each distinct question once. A
     rewrite with ``sampling`` draws from the seed of (global seed, name, question,
-    draw), and only it can be under a ``fidelity`` filter (a greedy rewrite would repeat
-    itself). Returns the number of questions."""
+    draw). Under a ``fidelity`` filter a sampled rewrite is redrawn up to ``max_tries``
+    times; a greedy one is scored once, since each redraw would repeat it (its 100 draws
+    are one), and then kept or dropped as ``on_low_similarity`` says. Returns the number
+    of questions."""
     from vqarobust.seeding import derive_seed
     from vqarobust.text.sentence import SentenceRewrite, keep_originals
 
@@ -207,12 +209,13 @@ def rewrite_question_set(
     originals = frame["question"].to_list()
     distinct = list(dict.fromkeys(originals))
     rewriter = SentenceRewrite(name, settings)
-    if fidelity is not None and not rewriter.samples:
-        raise ValueError(f"{name}: a greedy rewrite cannot be redrawn by the fidelity filter; "
-                         f"give text.sentence.{name}.sampling")  # fmt: skip
     sim = tries = None
     if not rewriter.samples:
-        drawn: list[str | None] = list(rewriter.draw(distinct))
+        greedy = list(rewriter.draw(distinct))
+
+        def draw(i: int, attempt: int) -> str:
+            return greedy[i]
+
     else:
 
         def draw(i: int, attempt: int) -> str:
@@ -220,18 +223,19 @@ def rewrite_question_set(
             seed = derive_seed(global_seed, name, distinct[i], attempt)
             return rewriter.draw([distinct[i]], [seed])[0]
 
-        if fidelity is None:
-            drawn = [draw(i, 0) for i in range(len(distinct))]
-        else:
-            if encode is None:
-                encode = fidelity.encoder()
-            drawn, sims, n_tries = fidelity_filter(
-                distinct, draw, fidelity.min_similarity, fidelity.max_tries, encode,
-                fidelity.on_low_similarity,
-            )  # fmt: skip
-            row = {q: i for i, q in enumerate(distinct)}
-            sim = [float(sims[row[q]]) for q in originals]
-            tries = [int(n_tries[row[q]]) for q in originals]
+    if fidelity is None:
+        drawn: list[str | None] = [draw(i, 0) for i in range(len(distinct))]
+    else:
+        if encode is None:
+            encode = fidelity.encoder()
+        max_tries = fidelity.max_tries if rewriter.samples else 1
+        drawn, sims, n_tries = fidelity_filter(
+            distinct, draw, fidelity.min_similarity, max_tries, encode,
+            fidelity.on_low_similarity,
+        )  # fmt: skip
+        row = {q: i for i, q in enumerate(distinct)}
+        sim = [float(sims[row[q]]) for q in originals]
+        tries = [int(n_tries[row[q]]) for q in originals]
     rewrites, empty = keep_originals(drawn, distinct, name)
     lookup = dict(zip(distinct, rewrites, strict=True))
     _write_set(frame, [lookup[q] for q in originals], name, 1, out_path, sim, tries)

@@ -28,8 +28,9 @@ class CorruptStage:
 
     @property
     def lpips(self) -> bool:
-        """Whether LPIPS is scored (an LPIPS backbone is configured)."""
-        return bool(self.config["lpips"].get("backbone"))
+        """Whether LPIPS is scored: its weights are configured and, with
+        ``missing_weights: skip``, here (``plan.skipped_lpips`` says why not)."""
+        return bool(self.config["lpips"].get("backbone")) and self.plan.skipped_lpips is None
 
     def corrupt_input(self, wildcards: Any) -> dict[str, Any]:
         """The clean images, plus what a corruption needs beyond them: stylize's weights
@@ -95,6 +96,10 @@ class CorruptStage:
         ones that uncover a border; none for the others)."""
         taken = corruptions.options(wildcards.corruption)
         return canonical({key: self.config["geometric"][key] for key in taken})
+
+    def ssim_params(self, wildcards: Any) -> Any:
+        """SSIM's window (``ssim.window``): the scores stored beside each image."""
+        return canonical({"window": self.config["ssim"]["window"]})
 
     def image_encoding(self, wildcards: Any) -> Any:
         """How the corrupted images are stored: a change re-encodes every folder."""

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from vqarobust import perturbations, text
-from vqarobust.config import ConfigError, missing_weights
+from vqarobust.config import ConfigError, lpips_missing, missing_weights
 from vqarobust.corruptions import family, max_severity
 from vqarobust.models import FEATURE_FAMILIES, family_code_digest
 from vqarobust.plan.code import default_scripts_dir, job_digest, perturbation_digest
@@ -132,9 +132,14 @@ class StudyPlan:
     def _perturbations(self, config: Mapping[str, Any]) -> None:
         """The image corruptions, controls, text perturbations and rewrites that run
         here, and those skipped with their reasons."""
-        # With missing_weights: skip, stylize and sentence rewrites whose weights are not
-        # here are left out, each with its reason (in the summary and the report).
+        # With missing_weights: skip, stylize, sentence rewrites whose weights are not here
+        # and the filtered text perturbations without the filter's encoder are left out,
+        # each with its reason (in the summary and the report).
         self.skipped_weights: dict[str, str] = missing_weights(config)
+        # LPIPS is a score, not a perturbation: without its weights it is off, said at start.
+        self.skipped_lpips: str | None = (
+            lpips_missing(config["lpips"]) if config["missing_weights"] == "skip" else None
+        )
         self.corruptions = [c for c in config["corruptions"] if c not in self.skipped_weights]
         # Controls (the blank images) run like corruptions at their one severity;
         # load_duckdb keeps them out of the robustness metrics.
@@ -146,9 +151,10 @@ class StudyPlan:
             for name in config["text"]["perturbations"]
             if name not in text.names(available=True)
         }
-        self.text_perturbations = [
-            p for p in config["text"]["perturbations"] if p not in self.skipped_text
-        ]
+        # With missing_weights: skip, those under a fidelity filter whose encoder is not
+        # here are left out too (skipped_weights).
+        left_out = self.skipped_text | self.skipped_weights
+        self.text_perturbations = [p for p in config["text"]["perturbations"] if p not in left_out]
         self.sentence = [n for n in config["text"]["sentence"] if n not in self.skipped_weights]
         if not self.corruptions and not self.text_perturbations:
             skipped = ", ".join(self.skipped_weights) or "WordNet"
@@ -391,6 +397,8 @@ class StudyPlan:
             )
         for name, reason in self.skipped_weights.items():
             lines.append(f"Skipping {name} (missing_weights: skip): {reason}")
+        if self.skipped_lpips is not None:
+            lines.append(f"Skipping LPIPS (missing_weights: skip): {self.skipped_lpips}")
         return lines
 
     @functools.cached_property

@@ -65,15 +65,19 @@ class TextStage:
         return canonical(settings)
 
     def sentence_sampled(self, wildcards: Any) -> Any:
-        """A sampled rewrite's seed and fidelity filter (empty for a greedy one: neither
-        can change it)."""
-        if self._sentence(wildcards).get("sampling") is None:
-            return {}
+        """A rewrite's seed (a sampled one's) and fidelity filter (where the filter runs
+        on sentences). A greedy rewrite has no seed; without the filter it has neither,
+        as before greedy rewrites were filtered (its params are unchanged)."""
         t = self.config["text"]
         fidelity = {}
         if t["min_similarity"] is not None and "sentence" in t["filter_levels"]:
             keys = ("min_similarity", "max_tries", "on_low_similarity", "similarity_encoder")
             fidelity = {k: t[k] for k in keys}
+            if self._sentence(wildcards).get("sampling") is None:
+                # Scored once (a redraw repeats a greedy rewrite): max_tries cannot change it.
+                del fidelity["max_tries"]
+        if self._sentence(wildcards).get("sampling") is None:
+            return canonical({"fidelity": fidelity}) if fidelity else {}
         return canonical({"seed": self.config["seed"], "fidelity": fidelity})
 
     def sentence_runtime(self, wildcards: Any) -> Runtime:

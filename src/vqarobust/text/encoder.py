@@ -53,6 +53,29 @@ def identity(path: str | None = None) -> dict[str, str]:
     return {"encoder": path, "revision": os.path.basename(snapshot)}
 
 
+def missing(path: str | None) -> str | None:
+    """Why the encoder ``path`` cannot be loaded here (None when it can, or for the
+    shipped MiniLM): a folder that is not there, or a Hub id not in the local Hugging
+    Face cache, with the command that fetches it and the config that uses MiniLM
+    instead. Nothing is loaded or downloaded."""
+    if path is None:
+        return None
+    if _looks_local(path):
+        return None if os.path.isdir(path) else f"{path}: no such encoder folder"
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot_download(path, local_files_only=True)
+    except Exception:  # any failure means: not usable offline
+        return (
+            f"{path} is neither a local folder nor in the Hugging Face cache (downloads "
+            f"off); fetch it where the Hub is reachable (`hf download {path}`) and copy "
+            "the cache, or give a folder it was saved to; text.similarity_encoder: null "
+            f"filters with the shipped {ENCODER_NAME} instead (not this encoder)"
+        )
+    return None
+
+
 @cache
 def load(path: str | None = None, device: str = "cpu", allow_download: bool = False) -> Any:
     """A sentence-transformers model from a local folder or a Hugging Face Hub id already
