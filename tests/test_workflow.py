@@ -234,7 +234,8 @@ def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
 
 @pytest.mark.parametrize(
     "key, value, rerun",
-    [("scoring", {"metric": "vqa_accuracy_both"}, FROM_PREDICTIONS),
+    [("scoring", {"metric": "vqa_accuracy_both"},
+      tuple(a for a in FROM_PREDICTIONS if a != "costs")),
      ("uncertainty", {"resamples": 50, "cluster": "question", "level": 0.9},
       ("uncertainty", "context_findings", "model_cards", "image_quality", "colour_bias",
        "attention"))],
