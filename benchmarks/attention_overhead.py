@@ -34,10 +34,17 @@ def tiny_vilt(path: Path) -> Path:
 
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    config = ViltConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, patch_size=16,
-                        image_size=64, max_position_embeddings=40,
-                        id2label={i: f"a{i}" for i in range(10)})  # fmt: skip
+    config = ViltConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        patch_size=16,
+        image_size=64,
+        max_position_embeddings=40,
+        id2label={i: f"a{i}" for i in range(10)},
+    )
     ViltForQuestionAnswering(config).save_pretrained(path)
     image = ViltImageProcessor(size={"shortest_edge": 64}, size_divisor=16)
     ViltProcessor(image_processor=image, tokenizer=tokenizer).save_pretrained(path)
@@ -62,17 +69,22 @@ def main() -> None:
     images = random_images(args.requests, (64, 64))
     questions = [f"what color is the shape number {i}?" for i in range(args.requests)]
     asked = args.n + 3  # the sample questions too
-    print(f"{args.requests} requests, 1 thread; a job: {asked} questions x {args.subsets} "
-          f"subsets of attention against {args.questions} x {args.subsets} answers")  # fmt: skip
+    print(
+        f"{args.requests} requests, 1 thread; a job: {asked} questions x {args.subsets} "
+        f"subsets of attention against {args.questions} x {args.subsets} answers"
+    )
     print("| model | answer (ms/request) | attention (ms/request) | ratio | job overhead |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for name, family, path in (("ViLT", "vqa-classifier", tiny_vilt(root / "vilt")),
-                                   ("BLIP", "blip", tiny_blip(root / "blip")),
-                                   ("LLaVA", "llava", tiny_llava(root / "llava"))):  # fmt: skip
-            model = load_model({"family": family, "path_or_id": str(path), "device": "cpu",
-                                "batch_size": 16})  # fmt: skip
+        for name, family, path in (
+            ("ViLT", "vqa-classifier", tiny_vilt(root / "vilt")),
+            ("BLIP", "blip", tiny_blip(root / "blip")),
+            ("LLaVA", "llava", tiny_llava(root / "llava")),
+        ):
+            model = load_model(
+                {"family": family, "path_or_id": str(path), "device": "cpu", "batch_size": 16}
+            )
             answer = _seconds(model.answer_all, images, questions) / args.requests
 
             def attention(model=model) -> None:
@@ -82,8 +94,10 @@ def main() -> None:
 
             att = _seconds(attention) / args.requests
             overhead = (asked * att) / (args.questions * answer)
-            print(f"| {name} | {answer * 1e3:.2f} | {att * 1e3:.2f} | {att / answer:.2f} | "
-                  f"{overhead:.1%} |")  # fmt: skip
+            print(
+                f"| {name} | {answer * 1e3:.2f} | {att * 1e3:.2f} | {att / answer:.2f} | "
+                f"{overhead:.1%} |"
+            )
 
 
 if __name__ == "__main__":

@@ -145,8 +145,10 @@ def main(pool_size: int = 20000, n_main: int = 200, n_slow: int = 20) -> None:
     encode_easy = time.perf_counter() - t
     lookup = lambda s: np.array([mq_vectors[q] for q in s])  # noqa: E731
     per_mq = time_rankers(mqs, pool, lookup)
-    print(f"easy-VQA: {len(mqs)} distinct main questions, pool of {len(pool.texts)} distinct "
-          f"questions; encoding {encode_easy:.2f} s")  # fmt: skip
+    print(
+        f"easy-VQA: {len(mqs)} distinct main questions, pool of {len(pool.texts)} distinct "
+        f"questions; encoding {encode_easy:.2f} s"
+    )
     for name, sec in per_mq.items():
         print(f"  {name}: {sec * len(mqs):.2f} s in all ({sec * 1e3:.1f} ms per main question)")
 
@@ -162,8 +164,12 @@ def main(pool_size: int = 20000, n_main: int = 200, n_slow: int = 20) -> None:
     # are in it, as the eval split's questions are in the paper's pool.
     main_qs = generated_pool(n_main, VQAV2_LIKE)
     extra = [q for q in main_qs if q not in set(big)]
-    table = {q: v for q, v in zip([*big, *extra], np.vstack([vectors, encode(extra)])
-                                  if extra else vectors, strict=True)}  # fmt: skip
+    table = {
+        q: v
+        for q, v in zip(
+            [*big, *extra], np.vstack([vectors, encode(extra)]) if extra else vectors, strict=True
+        )
+    }
     lookup_big = lambda s: np.array([table[q] for q in s])  # noqa: E731
     large.ngrams  # built once per pool, timed apart  # noqa: B018
     t = time.perf_counter()
@@ -172,18 +178,24 @@ def main(pool_size: int = 20000, n_main: int = 200, n_slow: int = 20) -> None:
     big_per_mq = time_rankers(main_qs, large, lookup_big)
     big_per_mq |= time_rankers(main_qs[:n_slow], large, lookup_big, SLOW)
     scale = PAPER_POOL / len(big)
-    print(f"\ngenerated pool of {len(big):,} questions, {len(main_qs)} distinct main "
-          f"questions ({n_slow} for {', '.join(SLOW)}): encoding {rate:,.0f} questions/s; "
-          f"BLEU n-gram index built in {ngram_build:.1f} s")  # fmt: skip
+    print(
+        f"\ngenerated pool of {len(big):,} questions, {len(main_qs)} distinct main "
+        f"questions ({n_slow} for {', '.join(SLOW)}): encoding {rate:,.0f} questions/s; "
+        f"BLEU n-gram index built in {ngram_build:.1f} s"
+    )
     lasso_fixed = max(big_per_mq["bq_lasso"] - big_per_mq["bq_cosine"], 0.0)
     for name, sec in big_per_mq.items():
         # LASSO: the pool-wide cosine part scales, the pre-filtered fit does not.
         est = big_per_mq["bq_cosine"] * scale + lasso_fixed if name == "bq_lasso" else sec * scale
-        print(f"  {name}: {sec * 1e3:.1f} ms per main question; {PAPER_POOL:,}-question pool: "
-              f"~{est * 1e3:.0f} ms per main question, ~{est * PAPER_MQS / 3600:.1f} h for "
-              f"{PAPER_MQS:,} main questions")  # fmt: skip
-    print(f"  encoding {PAPER_POOL:,} pool questions: ~{PAPER_POOL / rate / 60:.0f} min (once "
-          "per pool file)")  # fmt: skip
+        print(
+            f"  {name}: {sec * 1e3:.1f} ms per main question; {PAPER_POOL:,}-question pool: "
+            f"~{est * 1e3:.0f} ms per main question, ~{est * PAPER_MQS / 3600:.1f} h for "
+            f"{PAPER_MQS:,} main questions"
+        )
+    print(
+        f"  encoding {PAPER_POOL:,} pool questions: ~{PAPER_POOL / rate / 60:.0f} min (once "
+        "per pool file)"
+    )
 
 
 def encoded(texts: list[str]) -> np.ndarray:
@@ -218,8 +230,9 @@ def paper_scale(pool_size: int = PAPER_POOL, n_main: int = 200, n_check: int = 2
     extra = [q for q in main_qs if q not in table]
     table |= dict(zip(extra, encode(extra) if extra else [], strict=True))
     lookup = lambda s: np.array([table[q] for q in s])  # noqa: E731
-    pool = bq.Candidates(big, np.array([bq.normalize_question(q) for q in big], dtype=object),
-                         vectors)  # fmt: skip
+    pool = bq.Candidates(
+        big, np.array([bq.normalize_question(q) for q in big], dtype=object), vectors
+    )
     t = time.perf_counter()
     pool.vectors64  # once per pool  # noqa: B018
     to64 = time.perf_counter() - t
@@ -230,19 +243,27 @@ def paper_scale(pool_size: int = PAPER_POOL, n_main: int = 200, n_check: int = 2
         tables.append(bq.rank_table([mq], pool, ["bq_lasso"], paper, encode=lookup))
         seconds.append(time.perf_counter() - t)
     sec = np.array(seconds)
-    print(f"paper mode, generated pool of {len(big):,} distinct questions (generated in "
-          f"{generated:.0f} s, encoded in {encoding:.0f} s; float64 copy {to64:.2f} s), "
-          f"{len(main_qs)} distinct main questions")  # fmt: skip
-    print(f"  per main question: mean {sec.mean():.2f} s, median {np.median(sec):.2f} s, "
-          f"90th percentile {np.percentile(sec, 90):.2f} s, most {sec.max():.2f} s; "
-          f"{sec.sum() / 60:.1f} min in all")  # fmt: skip
-    print(f"  {PAPER_MQS:,} main questions: ~{sec.mean() * PAPER_MQS / 3600:.0f} CPU-hours "
-          "(per dataset)")  # fmt: skip
+    print(
+        f"paper mode, generated pool of {len(big):,} distinct questions (generated in "
+        f"{generated:.0f} s, encoded in {encoding:.0f} s; float64 copy {to64:.2f} s), "
+        f"{len(main_qs)} distinct main questions"
+    )
+    print(
+        f"  per main question: mean {sec.mean():.2f} s, median {np.median(sec):.2f} s, "
+        f"90th percentile {np.percentile(sec, 90):.2f} s, most {sec.max():.2f} s; "
+        f"{sec.sum() / 60:.1f} min in all"
+    )
+    print(
+        f"  {PAPER_MQS:,} main questions: ~{sec.mean() * PAPER_MQS / 3600:.0f} CPU-hours "
+        "(per dataset)"
+    )
     import polars as pl
 
     overlap, rho = agreement(main_qs, pool, lookup, pl.concat(tables))
-    print(f"  LASSO fast vs paper mode over the {len(main_qs)}: overlap@21 {overlap:.3f}, "
-          f"Spearman of the ranks over the two top-21 lists {rho:.3f}")  # fmt: skip
+    print(
+        f"  LASSO fast vs paper mode over the {len(main_qs)}: overlap@21 {overlap:.3f}, "
+        f"Spearman of the ranks over the two top-21 lists {rho:.3f}"
+    )
     d = vectors.shape[1]
     alpha = bq.PAPER_LAMBDA / (2 * d)
     for mq in main_qs[:n_check]:
@@ -261,11 +282,13 @@ def paper_scale(pool_size: int = PAPER_POOL, n_main: int = 200, n_check: int = 2
         whole = lasso._lars(a, b, alpha)
         t_whole = time.perf_counter() - t
         stopped = np.abs(a.T @ (b - a @ before)).max() / d / alpha
-        print(f"  {mq!r}: working set {t_ours:.1f} s ({rounds} rounds, "
-              f"{np.count_nonzero(ours)} non-zero weights); exact LARS over the whole pool "
-              f"{t_whole:.1f} s, largest weight difference {np.abs(whole - ours).max():.1e}; "
-              f"LassoLars as called before {t_before:.1f} s, stopped at {stopped:.0f} x the "
-              f"paper's alpha ({np.count_nonzero(before)} non-zero weights)")  # fmt: skip
+        print(
+            f"  {mq!r}: working set {t_ours:.1f} s ({rounds} rounds, "
+            f"{np.count_nonzero(ours)} non-zero weights); exact LARS over the whole pool "
+            f"{t_whole:.1f} s, largest weight difference {np.abs(whole - ours).max():.1e}; "
+            f"LassoLars as called before {t_before:.1f} s, stopped at {stopped:.0f} x the "
+            f"paper's alpha ({np.count_nonzero(before)} non-zero weights)"
+        )
 
 
 if __name__ == "__main__":

@@ -76,10 +76,16 @@ def reliance_by_cap(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.Da
         rows.append(reliance.select("model", "reliance").with_columns(cap=pl.lit(cap)))
     objects = positions.group_by("inputs", "question_id").agg(pl.col("position").max())
     n_questions = clean.select("question_id").n_unique()
-    shares = pl.DataFrame({"cap": list(range(1, top)),
-                           "share": [objects.filter(pl.col("position") > c)
-                                     .select("question_id").n_unique() / n_questions
-                                     for c in range(1, top)]})  # fmt: skip
+    shares = pl.DataFrame(
+        {
+            "cap": list(range(1, top)),
+            "share": [
+                objects.filter(pl.col("position") > c).select("question_id").n_unique()
+                / n_questions
+                for c in range(1, top)
+            ],
+        }
+    )
     return pl.concat(rows), shares
 
 
@@ -94,11 +100,18 @@ def main() -> None:
     print("|---|" + "---|" * (len(caps) + 1))
     for model in sorted(reliance["model"].unique().to_list()):
         mine = reliance.filter(pl.col("model") == model)
-        cells = [mine.filter(pl.col("cap").is_null() if c is None else pl.col("cap") == c)
-                 ["reliance"].item() for c in [*caps, None]]  # fmt: skip
+        cells = [
+            mine.filter(pl.col("cap").is_null() if c is None else pl.col("cap") == c)[
+                "reliance"
+            ].item()
+            for c in [*caps, None]
+        ]
         print(f"| {model} | " + " | ".join(f"{v:.3f}" for v in cells) + " |")
-    print("| questions with more context objects | "
-          + " | ".join(f"{s:.1%}" for s in shares["share"].to_list()) + " | - |")  # fmt: skip
+    print(
+        "| questions with more context objects | "
+        + " | ".join(f"{s:.1%}" for s in shares["share"].to_list())
+        + " | - |"
+    )
 
 
 if __name__ == "__main__":

@@ -41,12 +41,16 @@ def _first_call(fn, *args) -> float:
 def main(n_images: int = 3, height: int = 480, width: int = 640) -> None:
     images = [photo_like(int(height), int(width), s) for s in range(int(n_images))]
     small = images[0][:64, :64]
-    print(f"first call (incl. numba compile) of glass_blur on 64x64: reference "
-          f"{_first_call(reference_corrupt, small, 'glass_blur', 1):.2f} s, vqarobust "
-          f"{_first_call(corruptions.corrupt, small, 'glass_blur', 1):.2f} s")  # fmt: skip
+    print(
+        f"first call (incl. numba compile) of glass_blur on 64x64: reference "
+        f"{_first_call(reference_corrupt, small, 'glass_blur', 1):.2f} s, vqarobust "
+        f"{_first_call(corruptions.corrupt, small, 'glass_blur', 1):.2f} s"
+    )
     total_ref = total_new = 0.0
-    print(f"{'corruption':20s} {'reference s/img':>16s} {'vqarobust s/img':>16s} {'ratio':>7s} "
-          f"{'max mean |diff|':>16s}")  # fmt: skip
+    print(
+        f"{'corruption':20s} {'reference s/img':>16s} {'vqarobust s/img':>16s} {'ratio':>7s} "
+        f"{'max mean |diff|':>16s}"
+    )
     for name in corruptions.names(benchmark=True) + ["glass_blur"]:
         # Each side runs its block of calls in turn, as a corruption job would; alternating
         # them makes each pay page faults for memory the other just returned to the OS.
@@ -65,8 +69,10 @@ def main(n_images: int = 3, height: int = 480, width: int = 640) -> None:
             total_ref += t_ref
             total_new += t_new
         print(f"{name:20s} {t_ref:16.3f} {t_new:16.3f} {t_ref / t_new:7.1f} {worst:16.3f}")
-    print(f"{'14 benchmark total':20s} {total_ref:16.3f} {total_new:16.3f} "
-          f"{total_ref / total_new:7.1f}")  # fmt: skip
+    print(
+        f"{'14 benchmark total':20s} {total_ref:16.3f} {total_new:16.3f} "
+        f"{total_ref / total_new:7.1f}"
+    )
     seconds = _python_glass_blur(images[0])
     print(f"glass_blur of imagecorruptions 1.1.2 (pure Python): {seconds:.1f} s per image")
 

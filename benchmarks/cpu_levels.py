@@ -98,8 +98,10 @@ def _answers(images: str, questions: str) -> dict[str, object]:
 
         model.model.forward = keep
         preds = predict_subset(model, q, Subset("clean", 0, images), name)
-        out[name] = {"answers": preds.column("answer").to_pylist(),
-                     "logits": np.concatenate(logits).tolist()}  # fmt: skip
+        out[name] = {
+            "answers": preds.column("answer").to_pylist(),
+            "logits": np.concatenate(logits).tolist(),
+        }
     return out
 
 
@@ -111,18 +113,27 @@ def _per_level(call: str) -> dict[str, object]:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        prepare_dataset("easy-vqa", PreparedOutputs(root / "q.parquet", root / "images",
-                        root / "manifest.txt", root / "dataset.json"), split="test",
-                        n_images=200, seed=0)  # fmt: skip
+        prepare_dataset(
+            "easy-vqa",
+            PreparedOutputs(
+                root / "q.parquet", root / "images", root / "manifest.txt", root / "dataset.json"
+            ),
+            split="test",
+            n_images=200,
+            seed=0,
+        )
         found = {}
         for level in ("native", *LEVELS):
             env = {**os.environ, **LEVELS.get(level, {})}
-            code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                    "from cpu_levels import _answers, _digests; "
-                    f"images, questions = {str(root / 'images')!r}, "
-                    f"{str(root / 'q.parquet')!r}; print(json.dumps({call}))")  # fmt: skip
-            done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                  text=True, check=True)  # fmt: skip
+            code = (
+                f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+                "from cpu_levels import _answers, _digests; "
+                f"images, questions = {str(root / 'images')!r}, "
+                f"{str(root / 'q.parquet')!r}; print(json.dumps({call}))"
+            )
+            done = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
             found[level] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
 
@@ -137,8 +148,10 @@ def answers() -> None:
             other = found[level][name]
             changed = sum(a != b for a, b in zip(native["answers"], other["answers"], strict=True))
             gap = np.abs(np.array(native["logits"]) - np.array(other["logits"])).max()
-            print(f"{level}: {name}: {changed} of {len(native['answers'])} clean answers "
-                  f"differ; largest logit difference {gap:.2e}")  # fmt: skip
+            print(
+                f"{level}: {name}: {changed} of {len(native['answers'])} clean answers "
+                f"differ; largest logit difference {gap:.2e}"
+            )
 
 
 def corruptions(n: int) -> None:
@@ -147,8 +160,10 @@ def corruptions(n: int) -> None:
     cells = len(found["native"])
     for level in LEVELS:
         differ = [k for k, v in found["native"].items() if found[level][k] != v]
-        print(f"{level}: {len(differ)} of {cells} (corruption, severity) cells differ on {n} "
-              f"images{': ' + ', '.join(differ) if differ else ''}")  # fmt: skip
+        print(
+            f"{level}: {len(differ)} of {cells} (corruption, severity) cells differ on {n} "
+            f"images{': ' + ', '.join(differ) if differ else ''}"
+        )
 
 
 def study(checkout: Path, level: str | None, threads: int | None) -> int:
@@ -165,15 +180,28 @@ def study(checkout: Path, level: str | None, threads: int | None) -> int:
             shutil.rmtree(folder)
         print(f"removed {len(kept)} folders of finished inference chunks from the copy")
         env = {**os.environ, **(LEVELS[level] if level else {})}
-        command = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--forcerun",
-                   "corrupt_images", "perturb_questions", "embed_pool", "embed_questions",
-                   "rank_basic_questions", "noise_questions", "run_model", "image_attention",
-                   "analyze", "load_duckdb"]  # fmt: skip
+        command = [
+            str(Path(sys.executable).parent / "snakemake"),
+            "--cores",
+            "2",
+            "--forcerun",
+            "corrupt_images",
+            "perturb_questions",
+            "embed_pool",
+            "embed_questions",
+            "rank_basic_questions",
+            "noise_questions",
+            "run_model",
+            "image_attention",
+            "analyze",
+            "load_duckdb",
+        ]
         if threads:
             command += ["--config", f"threads={{infer: {threads}}}"]
         subprocess.run(command, cwd=copy, env=env, check=True, capture_output=True)
-        reused = [p.name for p in (copy / "logs").rglob("run_model/*/*.log")
-                  if "reusing" in p.read_text()]  # fmt: skip
+        reused = [
+            p.name for p in (copy / "logs").rglob("run_model/*/*.log") if "reusing" in p.read_text()
+        ]
         if reused:
             raise SystemExit(f"inference reused finished chunks in {reused}")
         what = f"level {level}" if level else f"{threads} inference threads"
@@ -181,11 +209,18 @@ def study(checkout: Path, level: str | None, threads: int | None) -> int:
         vqarobust = str(Path(sys.executable).parent / "vqarobust")
         native = Path(tmp) / "native.md"
         with native.open("w") as fh:
-            subprocess.run([vqarobust, "summary", "results/easy-vqa/robustness.duckdb",
-                            "--markdown"], cwd=checkout, stdout=fh, check=True)  # fmt: skip
-        done = subprocess.run([vqarobust, "summary", "results/easy-vqa/robustness.duckdb",
-                               "--check", str(native)], cwd=copy, text=True,
-                              capture_output=True)  # fmt: skip
+            subprocess.run(
+                [vqarobust, "summary", "results/easy-vqa/robustness.duckdb", "--markdown"],
+                cwd=checkout,
+                stdout=fh,
+                check=True,
+            )
+        done = subprocess.run(
+            [vqarobust, "summary", "results/easy-vqa/robustness.duckdb", "--check", str(native)],
+            cwd=copy,
+            text=True,
+            capture_output=True,
+        )
         print(done.stdout + done.stderr, end="")
         return done.returncode
 

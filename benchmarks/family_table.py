@@ -29,8 +29,10 @@ def main(path: str) -> None:
     print("| model | family | perturbations | relative drop [95% interval] | VRE [95% interval] |")
     print("|---|---|---|---|---|")
     for model, family, n, d, d_lo, d_hi, v, v_lo, v_hi in rows:
-        print(f"| {model} | {family} | {n} | {d:.3f} [{d_lo:.3f}, {d_hi:.3f}] "
-              f"| {v:.3f} [{v_lo:.3f}, {v_hi:.3f}] |")  # fmt: skip
+        print(
+            f"| {model} | {family} | {n} | {d:.3f} [{d_lo:.3f}, {d_hi:.3f}] "
+            f"| {v:.3f} [{v_lo:.3f}, {v_hi:.3f}] |"
+        )
 
 
 if __name__ == "__main__":

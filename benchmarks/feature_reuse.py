@@ -34,18 +34,32 @@ from tests.tiny_vlms import tiny_paligemma2, tiny_qwen2_vl  # noqa: E402
 from vqarobust.models import load_model  # noqa: E402
 from vqarobust.models.base import VQAModel  # noqa: E402
 
-QUESTIONS = ["what color is the shape?", "is there a circle?", "how many dog?",
-             "does the image contain a triangle?", "what is the shape?"]  # fmt: skip
-SIGLIP = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
-          "intermediate_size": 512, "image_size": 224, "patch_size": 16}  # fmt: skip
+QUESTIONS = [
+    "what color is the shape?",
+    "is there a circle?",
+    "how many dog?",
+    "does the image contain a triangle?",
+    "what is the shape?",
+]
+SIGLIP = {
+    "hidden_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "intermediate_size": 512,
+    "image_size": 224,
+    "patch_size": 16,
+}
 # (family, batch size, builder): BLIP at the 32 of this benchmark's earlier BLIP-only
 # rows, the chat models at their family's default.
 MODELS: dict[str, tuple[str, int, Callable[[Path], Path]]] = {
     "blip": ("blip", 32, lambda p: tiny_blip(p, SIGLIP)),
     "paligemma2": ("image-text-to-text", 8, lambda p: tiny_paligemma2(p, SIGLIP)),
-    "qwen2-vl": ("image-text-to-text", 8, lambda p: tiny_qwen2_vl(
-        p, {"depth": 4, "embed_dim": 128, "num_heads": 4}, max_patches=256)),
-}  # fmt: skip
+    "qwen2-vl": (
+        "image-text-to-text",
+        8,
+        lambda p: tiny_qwen2_vl(p, {"depth": 4, "embed_dim": 128, "num_heads": 4}, max_patches=256),
+    ),
+}
 
 
 def rate(model: VQAModel, images: list[Image.Image], questions: list[str]) -> float:
@@ -64,8 +78,10 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     rng = np.random.default_rng(0)
-    distinct = [Image.fromarray(rng.integers(0, 256, (224, 224, 3), dtype=np.uint8))
-                for _ in range(args.images)]  # fmt: skip
+    distinct = [
+        Image.fromarray(rng.integers(0, 256, (224, 224, 3), dtype=np.uint8))
+        for _ in range(args.images)
+    ]
     images = [im for im in distinct for _ in range(args.per_image)]
     questions = [QUESTIONS[k % len(QUESTIONS)] for k in range(len(images))]
     print(f"{len(questions)} questions about {len(distinct)} images, CPU, 2 threads\n")
@@ -77,12 +93,21 @@ def main() -> None:
             path = str(build(Path(tmp)))
             rates = {}
             for share in (True, False):
-                model = load_model({"family": family, "path_or_id": path, "batch_size": batch,
-                                    "max_new_tokens": 3, "share_image_features": share},
-                                   name=name)  # fmt: skip
+                model = load_model(
+                    {
+                        "family": family,
+                        "path_or_id": path,
+                        "batch_size": batch,
+                        "max_new_tokens": 3,
+                        "share_image_features": share,
+                    },
+                    name=name,
+                )
                 rates[share] = rate(model, images, questions)
-        print(f"| {name} | {batch} | {rates[True]:.1f} | {rates[False]:.1f} | "
-              f"{rates[True] / rates[False]:.1f}x |")  # fmt: skip
+        print(
+            f"| {name} | {batch} | {rates[True]:.1f} | {rates[False]:.1f} | "
+            f"{rates[True] / rates[False]:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ def write_config(workdir: Path) -> Path:
     config = yaml.safe_load((REPO / "config" / "multimodal.yaml").read_text())
     config["dataset"]["n_images"] = 4
     config["corruptions"] = ["brightness"]  # the attention analysis needs one
-    config["text"].update(perturbations=EDITS, similarity_encoder=None,
-                          on_low_similarity="keep_last", sentence={})  # fmt: skip
+    config["text"].update(
+        perturbations=EDITS, similarity_encoder=None, on_low_similarity="keep_last", sentence={}
+    )
     config["lpips"] = {}
     workdir.mkdir(parents=True, exist_ok=True)
     if not (workdir / "checkpoints").exists():
@@ -64,8 +65,11 @@ def text_mmi(pred: pl.DataFrame, sets: pl.DataFrame, keep: Keep) -> dict[str, fl
                 p = pm.filter((pl.col("perturbation") == name) & (pl.col("severity") == s))
                 if ids is not None:
                     p = p.filter(pl.col("question_id").is_in(list(ids)))
-                c = clean if clean_ids is None else clean.filter(
-                    pl.col("question_id").is_in(list(clean_ids)))  # fmt: skip
+                c = (
+                    clean
+                    if clean_ids is None
+                    else clean.filter(pl.col("question_id").is_in(list(clean_ids)))
+                )
                 levels.append((c["score"].mean() - p["score"].mean()) / c["score"].mean())
             per.append(sum(levels) / len(levels))
         out[model] = round(sum(per) / len(per), 4)
@@ -74,19 +78,27 @@ def text_mmi(pred: pl.DataFrame, sets: pl.DataFrame, keep: Keep) -> dict[str, fl
 
 def report(db: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
-        pred = con.sql("SELECT model, perturbation, severity, question_id, score "
-                       "FROM predictions").pl()  # fmt: skip
-        sets = con.sql("SELECT perturbation, severity, question_id, similarity "
-                       "FROM question_sets").pl()  # fmt: skip
-        table = con.sql("SELECT model, mmi FROM mmi WHERE modality = 'text' AND scope = 'all' "
-                        "AND \"group\" = 'all' ORDER BY model").fetchall()  # fmt: skip
+        pred = con.sql(
+            "SELECT model, perturbation, severity, question_id, score FROM predictions"
+        ).pl()
+        sets = con.sql(
+            "SELECT perturbation, severity, question_id, similarity FROM question_sets"
+        ).pl()
+        table = con.sql(
+            "SELECT model, mmi FROM mmi WHERE modality = 'text' AND scope = 'all' "
+            "AND \"group\" = 'all' ORDER BY model"
+        ).fetchall()
     low = sets.filter(pl.col("similarity") < 0.9)
     every = set(sets["question_id"])
-    removed = {(k[0], k[1]): set(g["question_id"])
-               for k, g in low.group_by("perturbation", "severity")}  # fmt: skip
+    removed = {
+        (k[0], k[1]): set(g["question_id"]) for k, g in low.group_by("perturbation", "severity")
+    }
     print(f"{len(every)} questions; removed per set (severities 1-5):")
-    print(low.group_by("perturbation", "severity").len()
-          .pivot(on="severity", index="perturbation", values="len", sort_columns=True))  # fmt: skip
+    print(
+        low.group_by("perturbation", "severity")
+        .len()
+        .pivot(on="severity", index="perturbation", values="len", sort_columns=True)
+    )
 
     def kept(name: str, s: int) -> set[int]:
         return every - removed.get((name, s), set())
@@ -95,23 +107,43 @@ def report(db: Path) -> None:
     print("keep_last, table mmi:", dict(table))
     print("keep_last, recomputed:", text_mmi(pred, sets, lambda n, s: (None, None)))
     print("drop per set, clean on all:", text_mmi(pred, sets, lambda n, s: (kept(n, s), None)))
-    print("drop per set, clean on the kept:",
-          text_mmi(pred, sets, lambda n, s: (kept(n, s), kept(n, s))))  # fmt: skip
+    print(
+        "drop per set, clean on the kept:",
+        text_mmi(pred, sets, lambda n, s: (kept(n, s), kept(n, s))),
+    )
     print(
         f"drop as the project applies it: {len(survivors)} questions left",
         text_mmi(pred, sets, lambda n, s: (survivors, survivors)) if survivors else "",
     )
     for name in EDITS:
         one = sets.filter(pl.col("perturbation") == name)
-        print(f"  {name}: keep_last", text_mmi(pred, one, lambda n, s: (None, None)),
-              "drop", text_mmi(pred, one, lambda n, s: (kept(n, s), None)))  # fmt: skip
+        print(
+            f"  {name}: keep_last",
+            text_mmi(pred, one, lambda n, s: (None, None)),
+            "drop",
+            text_mmi(pred, one, lambda n, s: (kept(n, s), None)),
+        )
 
 
 def main(workdir: Path) -> None:
     config = write_config(workdir)
-    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
-                    str(workdir), "--configfile", str(config), "--replace-workflow-config",
-                    "--cores", "2"], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(workdir),
+            "--configfile",
+            str(config),
+            "--replace-workflow-config",
+            "--cores",
+            "2",
+        ],
+        check=True,
+    )
     report(workdir / "results" / "easy-vqa-multimodal" / "robustness.duckdb")
 
 

@@ -100,8 +100,14 @@ def estimate(m: Model, utilization: float, small_utilization: float, peak: float
     kv = 2 * m.layers * m.hidden * 2 * (m.qa_tokens + m.decode_steps) * m.batch
     memory = (weight_bytes + kv) / 1e9 + WORKSPACE_GB
     per_job_h = seconds / SUBSETS * 5 / 3600  # one corrupted subset: five severities
-    return {"name": m.name, "pflop": flops / 1e15, "gpu_h": seconds / 3600,
-            "gpu_gb": memory, "job_h": per_job_h, "weights_gb": weight_bytes / 1e9}  # fmt: skip
+    return {
+        "name": m.name,
+        "pflop": flops / 1e15,
+        "gpu_h": seconds / 3600,
+        "gpu_gb": memory,
+        "job_h": per_job_h,
+        "weights_gb": weight_bytes / 1e9,
+    }
 
 
 def main() -> None:
@@ -111,17 +117,21 @@ def main() -> None:
     p.add_argument("--peak-tflops", type=float, default=312.0)
     a = p.parse_args()
     peak = a.peak_tflops * 1e12
-    print(f"{QUESTIONS} questions x {SUBSETS} subsets, {IMAGES} images; peak "
-          f"{a.peak_tflops:.0f} TFLOP/s at {a.utilization:.0%} (LLaVA) / "
-          f"{a.small_utilization:.0%} (ViLT, BLIP, VLE, PNP-VQA)")  # fmt: skip
+    print(
+        f"{QUESTIONS} questions x {SUBSETS} subsets, {IMAGES} images; peak "
+        f"{a.peak_tflops:.0f} TFLOP/s at {a.utilization:.0%} (LLaVA) / "
+        f"{a.small_utilization:.0%} (ViLT, BLIP, VLE, PNP-VQA)"
+    )
     print("| model | compute (PFLOP) | GPU-hours | GPU memory (GB) | per corrupted-subset job |")
     print("|---|---|---|---|---|")
     total = 0.0
     for m in MODELS:
         e = estimate(m, a.utilization, a.small_utilization, peak)
         total += e["gpu_h"]
-        print(f"| {e['name']} | {e['pflop']:,.0f} | {e['gpu_h']:.1f} | {math.ceil(e['gpu_gb'])} "
-              f"| {e['job_h'] * 60:.0f} min |")  # fmt: skip
+        print(
+            f"| {e['name']} | {e['pflop']:,.0f} | {e['gpu_h']:.1f} | {math.ceil(e['gpu_gb'])} "
+            f"| {e['job_h'] * 60:.0f} min |"
+        )
     print(f"| all {len(MODELS)} | | {total:.1f} | | |")
 
 

@@ -42,16 +42,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-QUESTIONS = ["What is the man holding in his right hand?", "How many people are there?",
-             "What color is the bus?", "Is there a clock on the tower?",
-             "What sport is being played?", "Are the lights on?"]  # fmt: skip
+QUESTIONS = [
+    "What is the man holding in his right hand?",
+    "How many people are there?",
+    "What color is the bus?",
+    "Is there a clock on the tower?",
+    "What sport is being played?",
+    "Are the lights on?",
+]
 PAPER_QUESTIONS, PAPER_IMAGES, PAPER_SUBSETS = 16_000, 3_000, 71
 REAL = ("vilt-b32", "blip-base", "vle-base", "pnp-vqa-large", "llava-1.5-7b", "llava-1.5-13b")
-TINY = ("vilt", "blip", "vle", "pnp-vqa", "llava", "qwen2-vl", "qwen2.5-vl", "qwen3-vl",
-        "idefics3", "smolvlm", "llava-onevision", "gemma3", "paligemma2")  # fmt: skip
+TINY = (
+    "vilt",
+    "blip",
+    "vle",
+    "pnp-vqa",
+    "llava",
+    "qwen2-vl",
+    "qwen2.5-vl",
+    "qwen3-vl",
+    "idefics3",
+    "smolvlm",
+    "llava-onevision",
+    "gemma3",
+    "paligemma2",
+)
 # The model repository's chat checkpoints (config/modern.yaml), read from the local cache.
-HUB = ("qwen2-vl-2b", "qwen2.5-vl-3b", "qwen3-vl-2b", "smolvlm-256m", "idefics3-8b",
-       "llava-onevision-0.5b", "paligemma2-3b-mix-224", "gemma-3-4b-it")  # fmt: skip
+HUB = (
+    "qwen2-vl-2b",
+    "qwen2.5-vl-3b",
+    "qwen3-vl-2b",
+    "smolvlm-256m",
+    "idefics3-8b",
+    "llava-onevision-0.5b",
+    "paligemma2-3b-mix-224",
+    "gemma-3-4b-it",
+)
 TINY_PNP = {"block_num": 0, "num_captions": 5, "num_patches": 4}
 
 
@@ -71,19 +97,44 @@ def vle_base_config() -> dict:
     """The public ``config.json`` of VLE base for VQA: CLIP ViT-B/16 at 384 px,
     DeBERTa-v3-base, 6 fusion layers of width 768, VQAv2's 3,129 answers."""
     labels = {i: f"a{i}" for i in range(3129)}
-    vision = {"model_type": "clip_vision_model", "hidden_size": 768, "intermediate_size": 3072,
-              "num_hidden_layers": 12, "num_attention_heads": 12, "image_size": 384,
-              "patch_size": 16, "projection_dim": 512}  # fmt: skip
-    text = {"model_type": "deberta-v2", "vocab_size": 128100, "hidden_size": 768,
-            "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
-            "max_position_embeddings": 512, "relative_attention": True, "position_buckets": 256,
-            "norm_rel_ebd": "layer_norm", "share_att_key": True, "pos_att_type": ["p2c", "c2p"],
-            "position_biased_input": False, "type_vocab_size": 0,
-            "layer_norm_eps": 1e-7}  # fmt: skip
-    return {"model_type": "vle", "vision_config": vision, "text_config": text,
-            "hidden_size": 768, "num_hidden_layers": 6, "num_attention_heads": 12,
-            "intermediate_size": 3072, "id2label": labels,
-            "label2id": {v: k for k, v in labels.items()}}  # fmt: skip
+    vision = {
+        "model_type": "clip_vision_model",
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "image_size": 384,
+        "patch_size": 16,
+        "projection_dim": 512,
+    }
+    text = {
+        "model_type": "deberta-v2",
+        "vocab_size": 128100,
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "max_position_embeddings": 512,
+        "relative_attention": True,
+        "position_buckets": 256,
+        "norm_rel_ebd": "layer_norm",
+        "share_att_key": True,
+        "pos_att_type": ["p2c", "c2p"],
+        "position_biased_input": False,
+        "type_vocab_size": 0,
+        "layer_norm_eps": 1e-7,
+    }
+    return {
+        "model_type": "vle",
+        "vision_config": vision,
+        "text_config": text,
+        "hidden_size": 768,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "id2label": labels,
+        "label2id": {v: k for k, v in labels.items()},
+    }
 
 
 def real_models(name: str) -> dict:
@@ -102,13 +153,14 @@ def real_models(name: str) -> dict:
         T5ForConditionalGeneration,
         ViltConfig,
         ViltForQuestionAnswering,
-    )  # fmt: skip
+    )
 
     if name == "vilt-b32":
         # dandelin/vilt-b32-finetuned-vqa: ViT-B/32 widths, 3,129 answers.
         labels = {i: f"a{i}" for i in range(3129)}
-        config = ViltConfig(num_labels=3129, id2label=labels,
-                            label2id={v: k for k, v in labels.items()})  # fmt: skip
+        config = ViltConfig(
+            num_labels=3129, id2label=labels, label2id={v: k for k, v in labels.items()}
+        )
         return {"": ViltForQuestionAnswering(config)}
     if name == "blip-base":
         return {"": BlipForQuestionAnswering(BlipConfig())}  # defaults: BLIP base, 384 px
@@ -119,8 +171,14 @@ def real_models(name: str) -> dict:
     if name == "pnp-vqa-large":
         # BLIP large (ViT-L/16 at 384 px, BERT-base text with cross-attention to width
         # 1024) for matching and captioning; UnifiedQA-v2 large is a T5-large.
-        vision = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
-                  "num_attention_heads": 16, "image_size": 384, "patch_size": 16}  # fmt: skip
+        vision = {
+            "hidden_size": 1024,
+            "intermediate_size": 4096,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 16,
+            "image_size": 384,
+            "patch_size": 16,
+        }
         text = {"vocab_size": 30524, "num_attention_heads": 12, "encoder_hidden_size": 1024}
         return {
             "itm": BlipForImageTextRetrieval(BlipConfig(text_config=text, vision_config=vision)),
@@ -130,20 +188,37 @@ def real_models(name: str) -> dict:
             "qa": T5ForConditionalGeneration(
                 T5Config(
                     vocab_size=32128, d_model=1024, d_ff=4096, d_kv=64, num_layers=24, num_heads=16
-                )  # fmt: skip
+                )
             ),
         }
     width = {"llava-1.5-7b": (4096, 32, 32, 11008), "llava-1.5-13b": (5120, 40, 40, 13824)}
     hidden, layers, heads, mlp = width[name]
-    vision = CLIPVisionConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
-                              num_attention_heads=16, image_size=336, patch_size=14,
-                              projection_dim=768)  # fmt: skip
-    text = LlamaConfig(vocab_size=32064, hidden_size=hidden, intermediate_size=mlp,
-                       num_hidden_layers=layers, num_attention_heads=heads,
-                       num_key_value_heads=heads, max_position_embeddings=4096)  # fmt: skip
-    config = LlavaConfig(vision_config=vision, text_config=text, image_token_id=32000,
-                         vision_feature_layer=-2, vision_feature_select_strategy="default",
-                         projector_hidden_act="gelu")  # fmt: skip
+    vision = CLIPVisionConfig(
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        image_size=336,
+        patch_size=14,
+        projection_dim=768,
+    )
+    text = LlamaConfig(
+        vocab_size=32064,
+        hidden_size=hidden,
+        intermediate_size=mlp,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=4096,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=32000,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        projector_hidden_act="gelu",
+    )
     return {"": LlavaForConditionalGeneration(config)}
 
 
@@ -281,8 +356,9 @@ def write_tiny(name: str, folder: Path) -> dict:
 
     tok = _tokenizer()
     size = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
-    model = build_architecture("vilt", size, vocab_size=len(tok), labels=["yes", "no", "2", "red"],
-                               image_size=64)  # fmt: skip
+    model = build_architecture(
+        "vilt", size, vocab_size=len(tok), labels=["yes", "no", "2", "red"], image_size=64
+    )
     model.save_pretrained(folder)
     ViltProcessor(ViltImageProcessorPil(size={"shortest_edge": 64}), tok).save_pretrained(folder)
     return {"family": "vqa-classifier", "path_or_id": str(folder)}
@@ -353,8 +429,10 @@ def main() -> None:
     default = {"real": REAL, "hub": HUB, "tiny": TINY}[args.scale]
     names = args.models.split(",") if args.models else list(default)
     memory = "peak GPU GiB" if "cuda" in args.device else "peak RSS GiB"
-    print(f"| model | batch | image-feature reuse | questions/s | {memory} | "
-          "estimated GiB (weights + KV cache) | GPU-hours for paper.yaml |")  # fmt: skip
+    print(
+        f"| model | batch | image-feature reuse | questions/s | {memory} | "
+        "estimated GiB (weights + KV cache) | GPU-hours for paper.yaml |"
+    )
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -376,9 +454,11 @@ def main() -> None:
                     r = measure(entry, args.device, batch, args.questions, reuse)
                     hours = PAPER_QUESTIONS * PAPER_SUBSETS / r["q_per_s"] / 3600
                     label = "-" if reuse is None else ("yes" if reuse else "no")
-                    print(f"| {name} | {batch} | {label} | {r['q_per_s']:.1f} | "
-                          f"{r['peak_gib']:.2f} | {estimated} | {hours:.1f} |",
-                          flush=True)  # fmt: skip
+                    print(
+                        f"| {name} | {batch} | {label} | {r['q_per_s']:.1f} | "
+                        f"{r['peak_gib']:.2f} | {estimated} | {hours:.1f} |",
+                        flush=True,
+                    )
             shutil.rmtree(folder, ignore_errors=True)  # the 13B checkpoint alone: 25 GB
 
 

@@ -33,20 +33,31 @@ from vqarobust.features.table import FeatureTable, feature_table
 from vqarobust.materialize.feature_context import FeatureSwapSettings, plan_feature_swaps
 
 
-def synthetic_bank(n_images: int, rows: int, match: float, rng: np.random.Generator,
-                   classes: list[str], attributes: list[str]) -> FeatureTable:  # fmt: skip
+def synthetic_bank(
+    n_images: int,
+    rows: int,
+    match: float,
+    rng: np.random.Generator,
+    classes: list[str],
+    attributes: list[str],
+) -> FeatureTable:
     """A bank of ``rows`` rows per image; each row labelled with probability ``match``."""
     out = []
     for image in range(n_images):
         for row in range(rows):
             labelled = rng.random() < match
             attrs = sorted(set(rng.choice(attributes, size=int(rng.integers(0, 4)))))
-            out.append({"image_id": image, "object_index": row,
-                        "object_id": str(row) if labelled else None,
-                        "box": [0.0, 0.0, 0.1, 0.1],
-                        "class": str(rng.choice(classes)) if labelled else None,
-                        "attributes": attrs if labelled else None,
-                        "feature": rng.normal(size=16).astype(np.float32).tolist()})  # fmt: skip
+            out.append(
+                {
+                    "image_id": image,
+                    "object_index": row,
+                    "object_id": str(row) if labelled else None,
+                    "box": [0.0, 0.0, 0.1, 0.1],
+                    "class": str(rng.choice(classes)) if labelled else None,
+                    "attributes": attrs if labelled else None,
+                    "feature": rng.normal(size=16).astype(np.float32).tolist(),
+                }
+            )
     return FeatureTable(feature_table(out))
 
 
@@ -57,8 +68,7 @@ BANKS = {
 CAPS = (None, 6)
 
 
-def plan_one(bank_name: str, max_objects: int | None, images: int, per_image: int,
-             k: int) -> dict:  # fmt: skip
+def plan_one(bank_name: str, max_objects: int | None, images: int, per_image: int, k: int) -> dict:
     """Plan one bank's swaps with one cap; what the table prints of it."""
     label, rows, match, mode = BANKS[bank_name]
     rng = np.random.default_rng(0)
@@ -79,19 +89,32 @@ def plan_one(bank_name: str, max_objects: int | None, images: int, per_image: in
             for n in range(per_image):
                 chosen = set(rng.choice(matched, size=int(rng.integers(1, 3)), replace=False))
                 excluded = frozenset(labels[i][0] for i in chosen)
-                contexts.append(QuestionContext(
-                    image * 100 + n, image, tuple(i for i in matched if i not in chosen),
-                    excluded, frozenset(a for i in chosen for a in labels[i][1])))  # fmt: skip
+                contexts.append(
+                    QuestionContext(
+                        image * 100 + n,
+                        image,
+                        tuple(i for i in matched if i not in chosen),
+                        excluded,
+                        frozenset(a for i in chosen for a in labels[i][1]),
+                    )
+                )
         settings = FeatureSwapSettings(mode, seed=0, k=k, max_objects=max_objects)
         started = time.perf_counter()
-        planned = plan_feature_swaps(contexts, bank, ["swap_class", "swap_attribute"], settings,
-                                     str(glove))  # fmt: skip
+        planned = plan_feature_swaps(
+            contexts, bank, ["swap_class", "swap_attribute"], settings, str(glove)
+        )
         seconds = time.perf_counter() - started
-    return {"bank": label, "mode": mode, "cap": max_objects, "questions": len(contexts),
-            "objects": float(np.mean([len(c.context) for c in contexts])),
-            "swaps": len(planned), "top": max(r["severity"] for r in planned),
-            "seconds": seconds,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
+    return {
+        "bank": label,
+        "mode": mode,
+        "cap": max_objects,
+        "questions": len(contexts),
+        "objects": float(np.mean([len(c.context) for c in contexts])),
+        "swaps": len(planned),
+        "top": max(r["severity"] for r in planned),
+        "seconds": seconds,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def main() -> None:
@@ -101,12 +124,27 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--one", nargs=2, metavar=("BANK", "CAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = ["--images", str(args.images), "--questions-per-image",
-             str(args.questions_per_image), "--k", str(args.k)]  # fmt: skip
+    sizes = [
+        "--images",
+        str(args.images),
+        "--questions-per-image",
+        str(args.questions_per_image),
+        "--k",
+        str(args.k),
+    ]
     if args.one:
         bank, cap = args.one
-        print(json.dumps(plan_one(bank, None if cap == "none" else int(cap), args.images,
-                                  args.questions_per_image, args.k)))  # fmt: skip
+        print(
+            json.dumps(
+                plan_one(
+                    bank,
+                    None if cap == "none" else int(cap),
+                    args.images,
+                    args.questions_per_image,
+                    args.k,
+                )
+            )
+        )
         return
     print(
         "| bank | mode | objects swapped | questions | context objects per question | "
@@ -114,14 +152,27 @@ def main() -> None:
     )
     for bank in BANKS:
         for cap in CAPS:
-            out = subprocess.run([sys.executable, __file__, *sizes, "--one", bank,
-                                  "none" if cap is None else str(cap)],
-                                 check=True, capture_output=True, text=True).stdout  # fmt: skip
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    *sizes,
+                    "--one",
+                    bank,
+                    "none" if cap is None else str(cap),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             r = json.loads(out.strip().splitlines()[-1])
             swapped = "every one" if r["cap"] is None else f"first {r['cap']}"
-            print(f"| {r['bank']} | {r['mode']} | {swapped} | {r['questions']:,} | "
-                  f"{r['objects']:.1f} | {r['swaps']:,} | {r['top']} | {r['seconds']:.1f} | "
-                  f"{r['peak_mb'] / 1024:.1f} GB |", flush=True)  # fmt: skip
+            print(
+                f"| {r['bank']} | {r['mode']} | {swapped} | {r['questions']:,} | "
+                f"{r['objects']:.1f} | {r['swaps']:,} | {r['top']} | {r['seconds']:.1f} | "
+                f"{r['peak_mb'] / 1024:.1f} GB |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,9 @@ def default_requests(tmp: Path, n: int) -> tuple[list, list[str]]:
     q_path, img_dir = tmp / "q.parquet", tmp / "images"
     outputs = PreparedOutputs(q_path, img_dir, tmp / "manifest.txt", tmp / "dataset.json")
     prepare_dataset("easy-vqa", outputs, split="test", n_images=200, seed=0)
-    questions = read_questions(q_path).sort_by([("image_id", "ascending"),
-                                                ("question_id", "ascending")])  # fmt: skip
+    questions = read_questions(q_path).sort_by(
+        [("image_id", "ascending"), ("question_id", "ascending")]
+    )
     questions = questions.slice(0, n)
     ids = questions.column("image_id").to_pylist()
     images = decode_images(ImageShards(str(img_dir)), sorted(set(ids)))
@@ -73,9 +74,12 @@ def compare(name: str, entry: dict, images: Sequence, questions: Sequence[str]) 
     single, t_single = timed(lambda: one_at_a_time(entry["family"], path, images, questions))
     differ = sum(a != b for a, b in zip(batched, single, strict=True))
     n = len(questions)
-    print(f"| {name} | {n} | {t_single:.2f} s ({n / t_single:.0f} q/s) | "
-          f"{t_batched:.2f} s ({n / t_batched:.0f} q/s) | {t_single / t_batched:.1f}x | "
-          f"{differ} |", flush=True)  # fmt: skip
+    print(
+        f"| {name} | {n} | {t_single:.2f} s ({n / t_single:.0f} q/s) | "
+        f"{t_batched:.2f} s ({n / t_batched:.0f} q/s) | {t_single / t_batched:.1f}x | "
+        f"{differ} |",
+        flush=True,
+    )
     return differ == 0
 
 
@@ -96,23 +100,35 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         images, questions = default_requests(Path(tmp), args.questions)
-        blip = tiny_blip(Path(tmp) / "blip", vision={"hidden_size": 768, "num_hidden_layers": 12,
-                         "num_attention_heads": 12, "intermediate_size": 3072,
-                         "image_size": 224, "patch_size": 16})  # fmt: skip
-        print(f"torch {torch.__version__}, {args.threads} thread(s), {len(questions)} "
-              f"questions about {len({id(i) for i in images})} images\n")  # fmt: skip
+        blip = tiny_blip(
+            Path(tmp) / "blip",
+            vision={
+                "hidden_size": 768,
+                "num_hidden_layers": 12,
+                "num_attention_heads": 12,
+                "intermediate_size": 3072,
+                "image_size": 224,
+                "patch_size": 16,
+            },
+        )
+        print(
+            f"torch {torch.__version__}, {args.threads} thread(s), {len(questions)} "
+            f"questions about {len({id(i) for i in images})} images\n"
+        )
         print("| model | requests | one at a time | answer_all | ratio | answers differing |")
         print("|---|---|---|---|---|---|")
         agree = []
         for m in ("vilt-tiny", "cnn-bow"):
-            entry = {"family": "vqa-classifier", "path_or_id": f"{args.checkpoints}/{m}",
-                     "batch_size": 256}  # fmt: skip
+            entry = {
+                "family": "vqa-classifier",
+                "path_or_id": f"{args.checkpoints}/{m}",
+                "batch_size": 256,
+            }
             agree.append(compare(m, entry, images, questions))
         # BLIP at a batch size that fits its generation on a small machine.
         blip_entry = {"family": "blip", "path_or_id": str(blip), "batch_size": 32}
         k = args.generative_questions
-        agree.append(compare("blip (random, ViT-B vision)", blip_entry, images[:k],
-                             questions[:k]))  # fmt: skip
+        agree.append(compare("blip (random, ViT-B vision)", blip_entry, images[:k], questions[:k]))
     if not all(agree):
         print("answers differ between the two ways", file=sys.stderr)
         return 1

@@ -55,19 +55,28 @@ def main(workdir: str | None = None) -> None:
         n_images=3000,
     )
     shard_mb = sum(p.stat().st_size for p in (prepared / "images").iterdir()) / 2**20
-    print(f"prepared {counts['images']} images, {counts['questions']} questions "
-          f"({shard_mb:.0f} MB of JPEG shards) in {time.perf_counter() - t:.0f}s")  # fmt: skip
+    print(
+        f"prepared {counts['images']} images, {counts['questions']} questions "
+        f"({shard_mb:.0f} MB of JPEG shards) in {time.perf_counter() - t:.0f}s"
+    )
     model = tiny_blip(root / "tiny-blip")
     for chunk in (1024, counts["questions"]):
-        code = JOB.format(model=str(model), questions=str(prepared / "questions.parquet"),
-                          images=str(prepared / "images"), out=str(root / f"pred-{chunk}.parquet"),
-                          chunk=chunk)  # fmt: skip
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True, cwd=REPO)  # fmt: skip
+        code = JOB.format(
+            model=str(model),
+            questions=str(prepared / "questions.parquet"),
+            images=str(prepared / "images"),
+            out=str(root / f"pred-{chunk}.parquet"),
+            chunk=chunk,
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+        )
         n, seconds, rss_kb = out.stdout.split()
         label = "default" if chunk == 1024 else "whole subset"
-        print(f"chunk_size {chunk:>6} ({label}): {n} predictions in {float(seconds):.0f}s, "
-              f"peak RSS {int(rss_kb) / 1024:.0f} MB")  # fmt: skip
+        print(
+            f"chunk_size {chunk:>6} ({label}): {n} predictions in {float(seconds):.0f}s, "
+            f"peak RSS {int(rss_kb) / 1024:.0f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -39,11 +39,14 @@ def venv_install(requirements: list[str]) -> dict[str, object]:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         empty = folder_mb(venv)
         start = time.perf_counter()
-        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", *requirements],
-                       check=True)  # fmt: skip
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", *requirements], check=True)
         seconds = time.perf_counter() - start
-        listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format", "json"],
-                                check=True, capture_output=True, text=True).stdout  # fmt: skip
+        listed = subprocess.run(
+            [str(venv / "bin" / "pip"), "list", "--format", "json"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         packages = {p["name"]: p["version"] for p in json.loads(listed)}
         return {
             "requirements": requirements,

@@ -30,10 +30,24 @@ def main() -> None:
         (root / "override.yaml").write_text(
             yaml.safe_dump({"dataset": {k: str(v) for k, v in mini.items()}})
         )
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", tmp,
-               "--configfile", str(REPO / "config" / "paper.yaml"), str(root / "override.yaml"),
-               "--replace-workflow-config", "-n", "--cores", "8",
-               "--resources", "gpu=4"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            tmp,
+            "--configfile",
+            str(REPO / "config" / "paper.yaml"),
+            str(root / "override.yaml"),
+            "--replace-workflow-config",
+            "-n",
+            "--cores",
+            "8",
+            "--resources",
+            "gpu=4",
+        ]
         t = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
         seconds = time.perf_counter() - t

@@ -36,11 +36,17 @@ def paper(n_images: int, half_width: float, detect: float) -> None:
         out = Path(tmp)
         paths = write_run(out, n_images)
         db = out / "robustness.duckdb"
-        build_database(db, DatabaseInputs(out / "questions.parquet", paths),
-                       families=synthetic_families(), uncertainty={"resamples": 1000})  # fmt: skip
+        build_database(
+            db,
+            DatabaseInputs(out / "questions.parquet", paths),
+            families=synthetic_families(),
+            uncertainty={"resamples": 1000},
+        )
         plan = plan_size(str(db), Target(half_width=half_width, detect=detect))
-        command = (f"benchmarks/plan_size.py paper --images {n_images} --half-width "
-                   f"{half_width:g} --detect {detect:g}")  # fmt: skip
+        command = (
+            f"benchmarks/plan_size.py paper --images {n_images} --half-width "
+            f"{half_width:g} --detect {detect:g}"
+        )
         print(to_markdown(plan, command), end="")
 
 
@@ -50,12 +56,18 @@ def check(n_sets: int) -> None:
     target = Target(half_width=0.02, detect=0.03)
     c = check_plan(target, SimulatedStudy(concentration=4.0), n_sets=n_sets, resamples=1000)
     print(f"planned from a 200-image pilot, {n_sets} datasets of each planned size:")
-    print(f"clean accuracy: {c.accuracy_images:,} images, mean 95% half-width "
-          f"{c.accuracy_half_width:.4f} (target 0.02)")  # fmt: skip
-    print(f"relative drop: {c.drop_images:,} images, mean 95% half-width "
-          f"{c.drop_half_width:.4f} (target 0.02)")  # fmt: skip
-    print(f"difference of 0.03 in clean accuracy: {c.detect_images:,} images, found in "
-          f"{c.power:.1%} of datasets (planned 80%)")  # fmt: skip
+    print(
+        f"clean accuracy: {c.accuracy_images:,} images, mean 95% half-width "
+        f"{c.accuracy_half_width:.4f} (target 0.02)"
+    )
+    print(
+        f"relative drop: {c.drop_images:,} images, mean 95% half-width "
+        f"{c.drop_half_width:.4f} (target 0.02)"
+    )
+    print(
+        f"difference of 0.03 in clean accuracy: {c.detect_images:,} images, found in "
+        f"{c.power:.1%} of datasets (planned 80%)"
+    )
 
 
 def main() -> None:

@@ -37,8 +37,9 @@ def main(models_dir: str = "checkpoints/easy-vqa") -> None:
         q_df = pl.from_arrow(questions)
         print(f"easy-VQA test split: {questions.num_rows} questions")
         for path in sorted(p for p in Path(models_dir).iterdir() if p.is_dir()):
-            model = load_model({"family": "vqa-classifier", "path_or_id": str(path),
-                                "batch_size": 256})  # fmt: skip
+            model = load_model(
+                {"family": "vqa-classifier", "path_or_id": str(path), "batch_size": 256}
+            )
             t0 = time.perf_counter()
             preds = predict_subset(model, questions, Subset("clean", 0, str(img_dir)), path.name)
             dt = time.perf_counter() - t0

@@ -58,8 +58,12 @@ CHANGES: list[tuple[str, Callable[[Config], None]]] = [
 def _snakemake(workdir: Path) -> tuple[Counter, float]:
     """Run the workflow in ``workdir``; the jobs it ran, by rule, and its wall time."""
     t0 = time.perf_counter()
-    done = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "2"],
-                          cwd=workdir, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "snakemake"), "--cores", "2"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if done.returncode:
         raise SystemExit(f"snakemake failed in {workdir}:\n{done.stderr[-3000:]}")

@@ -21,8 +21,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VILT = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
-        "intermediate_size": 512, "patch_size": 16}  # fmt: skip
+VILT = {
+    "hidden_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "intermediate_size": 512,
+    "patch_size": 16,
+}
 
 
 def main() -> None:
@@ -43,8 +48,12 @@ def main() -> None:
             paths = [root / split / f for f in ("q.parquet", "images", "m.txt", "d.json")]
             prepare_dataset("easy-vqa", PreparedOutputs(*paths), split=split, n_images=n, seed=0)
             data[split] = paths
-        train_reference_model(str(data["train"][0]), str(data["train"][1]), root / "vilt",
-                              Recipe.of("vilt", epochs=0.05, batch_size=64, **VILT))  # fmt: skip
+        train_reference_model(
+            str(data["train"][0]),
+            str(data["train"][1]),
+            root / "vilt",
+            Recipe.of("vilt", epochs=0.05, batch_size=64, **VILT),
+        )
         subsets = []
         for severity in range(1, 6):
             corrupt_subset(data["test"][1], root / f"snow{severity}", "snow", severity)
@@ -69,8 +78,10 @@ def main() -> None:
             answered["n"] = 0
             t = time.perf_counter()
             n = run_inference(ref, data["test"][0], chosen, out, "cpu")
-            print(f"{label}: {time.perf_counter() - t:.1f} s wall, {n} predictions, "
-                  f"{answered['n']} questions answered")  # fmt: skip
+            print(
+                f"{label}: {time.perf_counter() - t:.1f} s wall, {n} predictions, "
+                f"{answered['n']} questions answered"
+            )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,11 @@ def kind_table(scored: pl.DataFrame, kinds: dict[int, str]) -> pl.DataFrame:
         cells.setdefault(model, {})[kind] = f"{accuracy:.3f} / {shown}"
     order = [k for k in KINDS if k in counts]
     return pl.DataFrame(
-        [{"model": m, **{f"{k} ({counts[k]})": cells[m].get(k, "") for k in order}}
-         for m in sorted(cells)]
-    )  # fmt: skip
+        [
+            {"model": m, **{f"{k} ({counts[k]})": cells[m].get(k, "") for k in order}}
+            for m in sorted(cells)
+        ]
+    )
 
 
 def main() -> None:

@@ -18,16 +18,61 @@ import polars as pl
 
 from vqarobust.metrics import score_predictions
 
-BASE = ["yes", "no", "2", "1", "3", "white", "red", "blue", "black", "green", "dog", "cat",
-        "tennis", "baseball", "kitchen", "pizza", "frisbee", "umbrella", "skateboarding",
-        "giraffe", "0", "4", "10", "man", "woman", "left", "right", "table", "snow", "wood",
-        "hot dog", "cell phone", "fire hydrant", "stop sign", "1000", "3.5",
-        "don't know"]  # fmt: skip
-VARIANTS = {"yes": ["Yes", "yes.", "YES!"], "no": ["No", "no."], "2": ["two", "Two"],
-            "1": ["one"], "3": ["three"], "4": ["four"], "10": ["ten"], "0": ["zero", "none"],
-            "dog": ["a dog", "the dog", "Dog."], "cat": ["a cat"],
-            "hot dog": ["hot-dog", "hotdog"], "1000": ["1,000"], "don't know": ["dont know"],
-            "man": ["a man", "the man"]}  # fmt: skip
+BASE = [
+    "yes",
+    "no",
+    "2",
+    "1",
+    "3",
+    "white",
+    "red",
+    "blue",
+    "black",
+    "green",
+    "dog",
+    "cat",
+    "tennis",
+    "baseball",
+    "kitchen",
+    "pizza",
+    "frisbee",
+    "umbrella",
+    "skateboarding",
+    "giraffe",
+    "0",
+    "4",
+    "10",
+    "man",
+    "woman",
+    "left",
+    "right",
+    "table",
+    "snow",
+    "wood",
+    "hot dog",
+    "cell phone",
+    "fire hydrant",
+    "stop sign",
+    "1000",
+    "3.5",
+    "don't know",
+]
+VARIANTS = {
+    "yes": ["Yes", "yes.", "YES!"],
+    "no": ["No", "no."],
+    "2": ["two", "Two"],
+    "1": ["one"],
+    "3": ["three"],
+    "4": ["four"],
+    "10": ["ten"],
+    "0": ["zero", "none"],
+    "dog": ["a dog", "the dog", "Dog."],
+    "cat": ["a cat"],
+    "hot dog": ["hot-dog", "hotdog"],
+    "1000": ["1,000"],
+    "don't know": ["dont know"],
+    "man": ["a man", "the man"],
+}
 
 
 def synthetic(n_pred: int, n_q: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -58,14 +103,18 @@ def synthetic(n_pred: int, n_q: int, seed: int = 0) -> tuple[pl.DataFrame, pl.Da
 def main(n_pred: int = 5_000_000, n_q: int = 200_000) -> None:
     t0 = time.perf_counter()
     predictions, questions = synthetic(int(n_pred), int(n_q))
-    print(f"generated {predictions.height:,} predictions / {questions.height:,} questions "
-          f"in {time.perf_counter() - t0:.1f}s")  # fmt: skip
+    print(
+        f"generated {predictions.height:,} predictions / {questions.height:,} questions "
+        f"in {time.perf_counter() - t0:.1f}s"
+    )
     for metric in ("vqa_accuracy", "vqa_accuracy_both", "exact_match"):
         t0 = time.perf_counter()
         scored = score_predictions(predictions, questions, metric)
         dt = time.perf_counter() - t0
-        print(f"{metric:17s} {dt:6.1f}s  {predictions.height / dt:12,.0f} predictions/s  "
-              f"mean score {scored['score'].mean():.4f}")  # fmt: skip
+        print(
+            f"{metric:17s} {dt:6.1f}s  {predictions.height / dt:12,.0f} predictions/s  "
+            f"mean score {scored['score'].mean():.4f}"
+        )
 
 
 if __name__ == "__main__":

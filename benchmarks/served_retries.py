@@ -28,8 +28,15 @@ def main() -> None:
     seconds = []
     for run in range(args.runs):
         # A new name per run: the jitter is seeded per model name and seed.
-        client = load_model({"family": "openai-chat", "base_url": f"http://127.0.0.1:{port}/v1",
-                             "model": "m", "seed": run}, name=f"down-{run}")  # fmt: skip
+        client = load_model(
+            {
+                "family": "openai-chat",
+                "base_url": f"http://127.0.0.1:{port}/v1",
+                "model": "m",
+                "seed": run,
+            },
+            name=f"down-{run}",
+        )
         t = time.perf_counter()
         try:
             client.answer([image], ["q?"])
@@ -37,8 +44,10 @@ def main() -> None:
             seconds.append(time.perf_counter() - t)
         client.close()
     mean, low, high = statistics.mean(seconds), min(seconds), max(seconds)
-    print(f"server down, default max_retries 3, {args.runs} runs: mean {mean:.2f} s, "
-          f"min {low:.2f} s, max {high:.2f} s (bound 0.5+1+2 = 3.5 s)")  # fmt: skip
+    print(
+        f"server down, default max_retries 3, {args.runs} runs: mean {mean:.2f} s, "
+        f"min {low:.2f} s, max {high:.2f} s (bound 0.5+1+2 = 3.5 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -42,14 +42,23 @@ def workload(n_images: int, per_image: int) -> tuple[list[Image.Image], list[str
     return images, questions
 
 
-def run(base_url: str, images: list, questions: list, concurrency: int, adaptive: bool,
-        by_image: bool) -> tuple[float, int, float]:  # fmt: skip
+def run(
+    base_url: str, images: list, questions: list, concurrency: int, adaptive: bool, by_image: bool
+) -> tuple[float, int, float]:
     """Requests per second of one pass, the requests the client sent (retries too) and
     the mean concurrency limit over the replies."""
-    client = load_model({"family": "openai-chat", "base_url": base_url, "model": "m",
-                         "max_concurrency": concurrency, "adaptive_concurrency": adaptive,
-                         "max_retries": 8, "batch_size": len(questions)},
-                        name="bench")  # fmt: skip
+    client = load_model(
+        {
+            "family": "openai-chat",
+            "base_url": base_url,
+            "model": "m",
+            "max_concurrency": concurrency,
+            "adaptive_concurrency": adaptive,
+            "max_retries": 8,
+            "batch_size": len(questions),
+        },
+        name="bench",
+    )
     if not by_image:
         client.request_order = lambda ims, qs: VQAModel.request_order(client, ims, qs)
     t = time.perf_counter()
@@ -66,22 +75,33 @@ def main() -> None:
     parser.add_argument("--ceiling", type=int, default=32, help="max_concurrency when adaptive")
     a = parser.parse_args()
     images, questions = workload(a.images, a.questions)
-    print(f"{len(questions)} requests ({a.images} images x {a.questions} questions); server: "
-          "8 slots, 40 ms prefill (4 ms for an image among the 4 last computed), 10 ms decode, "
-          "429 beyond 16 in flight")  # fmt: skip
-    print("| concurrency | order | requests/s | sent (with retries) | 429s | cache hits | "
-          "mean limit |")  # fmt: skip
+    print(
+        f"{len(questions)} requests ({a.images} images x {a.questions} questions); server: "
+        "8 slots, 40 ms prefill (4 ms for an image among the 4 last computed), 10 ms decode, "
+        "429 beyond 16 in flight"
+    )
+    print(
+        "| concurrency | order | requests/s | sent (with retries) | 429s | cache hits | "
+        "mean limit |"
+    )
     print("|---|---|---|---|---|---|---|")
-    settings = (("1", 1, False), ("8", 8, False), (str(a.ceiling), a.ceiling, False),
-                (f"adaptive, ceiling {a.ceiling}", a.ceiling, True))  # fmt: skip
+    settings = (
+        ("1", 1, False),
+        ("8", 8, False),
+        (str(a.ceiling), a.ceiling, False),
+        (f"adaptive, ceiling {a.ceiling}", a.ceiling, True),
+    )
     for label, concurrency, adaptive in settings:
         for by_image in (True, False):
             with CostServer() as server:
-                rate, sent, limit = run(server.base_url, images, questions, concurrency,
-                                        adaptive, by_image)  # fmt: skip
+                rate, sent, limit = run(
+                    server.base_url, images, questions, concurrency, adaptive, by_image
+                )
             order = "by image" if by_image else "by length"
-            print(f"| {label} | {order} | {rate:.1f} | {sent} | {server.refused} | "
-                  f"{server.hits} | {limit:.1f} |")  # fmt: skip
+            print(
+                f"| {label} | {order} | {rate:.1f} | {sent} | {server.refused} | "
+                f"{server.hits} | {limit:.1f} |"
+            )
 
 
 if __name__ == "__main__":

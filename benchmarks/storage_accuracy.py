@@ -33,18 +33,36 @@ NAME = "easy-vqa-store"
 def run(workdir: Path, fmt: str) -> Path:
     """One run's DuckDB file (the run is skipped where it is complete)."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config.update(corruptions=[c for c in config["corruptions"] if c != "grayscale"],
-                  controls=[], text={"perturbations": []}, basic_questions={"rankers": []},
-                  storage={"image_format": fmt, "jpeg_quality": 95})  # fmt: skip
+    config.update(
+        corruptions=[c for c in config["corruptions"] if c != "grayscale"],
+        controls=[],
+        text={"perturbations": []},
+        basic_questions={"rankers": []},
+        storage={"image_format": fmt, "jpeg_quality": 95},
+    )
     config["dataset"]["name"] = NAME
     folder = workdir / fmt
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "checkpoints").exists():
         (folder / "checkpoints").symlink_to(REPO / "checkpoints")
     (folder / "study.yaml").write_text(yaml.safe_dump(config))
-    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
-                    str(folder), "--configfile", str(folder / "study.yaml"),
-                    "--replace-workflow-config", "--cores", "1"], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(folder),
+            "--configfile",
+            str(folder / "study.yaml"),
+            "--replace-workflow-config",
+            "--cores",
+            "1",
+        ],
+        check=True,
+    )
     return folder / "results" / NAME / "robustness.duckdb"
 
 
@@ -54,8 +72,7 @@ def main(workdir: Path) -> None:
         db = run(workdir, fmt)
         roots[fmt] = db.parent
         with duckdb.connect(str(db), read_only=True) as con:
-            acc[fmt] = con.sql("SELECT model, perturbation, severity, accuracy "
-                               "FROM accuracy").pl()  # fmt: skip
+            acc[fmt] = con.sql("SELECT model, perturbation, severity, accuracy FROM accuracy").pl()
             mmi = con.sql(
                 "SELECT model, mmi FROM mmi WHERE modality = 'image' AND "
                 "scope = 'all' AND \"group\" = 'all' ORDER BY model"
@@ -68,24 +85,42 @@ def main(workdir: Path) -> None:
     both = both.with_columns(diff=pl.col("accuracy_jpeg") - pl.col("accuracy"))
     corrupted = both.filter(pl.col("perturbation") != "clean")
     print(both.filter(pl.col("perturbation") == "clean"))
-    print(corrupted.group_by("model").agg(
-        png=pl.col("accuracy").mean(), jpeg=pl.col("accuracy_jpeg").mean(),
-        mean_diff=pl.col("diff").mean(), max_abs_diff=pl.col("diff").abs().max(),
-        subsets_changed=(pl.col("diff") != 0).sum(), subsets=pl.len()).sort("model"))  # fmt: skip
-    print(corrupted.group_by("model", "perturbation").agg(
-        mean_diff=pl.col("diff").mean(), min=pl.col("diff").min(), max=pl.col("diff").max())
-        .sort("model", "perturbation"))  # fmt: skip
+    print(
+        corrupted.group_by("model")
+        .agg(
+            png=pl.col("accuracy").mean(),
+            jpeg=pl.col("accuracy_jpeg").mean(),
+            mean_diff=pl.col("diff").mean(),
+            max_abs_diff=pl.col("diff").abs().max(),
+            subsets_changed=(pl.col("diff") != 0).sum(),
+            subsets=pl.len(),
+        )
+        .sort("model")
+    )
+    print(
+        corrupted.group_by("model", "perturbation")
+        .agg(mean_diff=pl.col("diff").mean(), min=pl.col("diff").min(), max=pl.col("diff").max())
+        .sort("model", "perturbation")
+    )
     rows = []
     for p, s in sorted(set(zip(corrupted["perturbation"], corrupted["severity"], strict=True))):
-        a, b = ({r["image_id"]: store.decode_image(r["bytes"])
-                 for r in store.iter_images(roots[f] / "images" / p / str(s))}
-                for f in FORMATS)  # fmt: skip
-        rows.append((p, s, float(np.mean([np.abs(a[i].astype(np.int16) - b[i]).mean()
-                                           for i in a]))))  # fmt: skip
+        a, b = (
+            {
+                r["image_id"]: store.decode_image(r["bytes"])
+                for r in store.iter_images(roots[f] / "images" / p / str(s))
+            }
+            for f in FORMATS
+        )
+        rows.append(
+            (p, s, float(np.mean([np.abs(a[i].astype(np.int16) - b[i]).mean() for i in a])))
+        )
     mae = pl.DataFrame(rows, schema=["perturbation", "severity", "mae"], orient="row")
     print("mean |JPEG q95 - PNG| per pixel (0-255), over every image:", mae["mae"].mean())
-    print(mae.group_by("perturbation").agg(pl.col("mae").mean(), min=pl.col("mae").min(),
-                                           max=pl.col("mae").max()).sort("mae"))  # fmt: skip
+    print(
+        mae.group_by("perturbation")
+        .agg(pl.col("mae").mean(), min=pl.col("mae").min(), max=pl.col("mae").max())
+        .sort("mae")
+    )
 
 
 if __name__ == "__main__":

@@ -24,9 +24,22 @@ from vqarobust.corruptions import corrupt_item, to_rgb
 from vqarobust.corruptions.digital import jpeg_compression_bytes
 
 PHOTOS = ("astronaut.png", "coffee.png", "chelsea.png", "rocket.jpg", "motorcycle_left.png")
-BENCHMARK = ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "defocus_blur",
-             "zoom_blur", "snow", "brightness", "contrast", "saturate", "elastic_transform",
-             "spatter", "pixelate", "jpeg_compression")  # fmt: skip
+BENCHMARK = (
+    "gaussian_noise",
+    "shot_noise",
+    "impulse_noise",
+    "speckle_noise",
+    "defocus_blur",
+    "zoom_blur",
+    "snow",
+    "brightness",
+    "contrast",
+    "saturate",
+    "elastic_transform",
+    "spatter",
+    "pixelate",
+    "jpeg_compression",
+)
 N_IMAGES, N_SUBSETS = 3000, 70
 
 
@@ -54,8 +67,10 @@ def main() -> None:
                 per_corruption.setdefault(corruption, []).append(encoded["png"] / encoded["jpeg"])
     png, jpeg = np.mean(sizes["png"]), np.mean(sizes["jpeg"])
     print(f"{len(PHOTOS)} photos x {len(BENCHMARK)} corruptions x 5 severities, 640x480")
-    print(f"mean bytes per corrupted image: PNG {png / 1024:.0f} KiB, JPEG q95 "
-          f"{jpeg / 1024:.0f} KiB (PNG/JPEG = {png / jpeg:.1f}x)")  # fmt: skip
+    print(
+        f"mean bytes per corrupted image: PNG {png / 1024:.0f} KiB, JPEG q95 "
+        f"{jpeg / 1024:.0f} KiB (PNG/JPEG = {png / jpeg:.1f}x)"
+    )
     for fmt, mean in (("PNG", png), ("JPEG q95", jpeg)):
         total = mean * N_IMAGES * N_SUBSETS / 1e9
         print(f"{N_SUBSETS} subsets x {N_IMAGES} images as {fmt}: {total:.1f} GB")

@@ -38,8 +38,10 @@ def main(n_images: int = 5, threads: int = 1) -> None:
             t = time.perf_counter()
             stylizer(image, 5, rng)
             times.append(time.perf_counter() - t)
-    print(f"stylize, 640x480, CPU, {threads} thread(s): {np.mean(times):.2f} s per image "
-          f"(min {min(times):.2f}, max {max(times):.2f}, {n_images} images)")  # fmt: skip
+    print(
+        f"stylize, 640x480, CPU, {threads} thread(s): {np.mean(times):.2f} s per image "
+        f"(min {min(times):.2f}, max {max(times):.2f}, {n_images} images)"
+    )
 
 
 if __name__ == "__main__":

@@ -71,15 +71,19 @@ def per_model(root: str | Path = "benchmarks/out", dataset: str | None = None) -
             pl.col("s").sum().round(1).alias("job_seconds"),
             pl.col("job").first().alias("slowest_job"),
             pl.col("s").max().round(1).alias("slowest_job_s"),
-        )  # fmt: skip
+        )
         .sort("rule", "model")
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("root", nargs="?", default="benchmarks/out",
-                        help="the folder of Snakemake's benchmark files")  # fmt: skip
+    parser.add_argument(
+        "root",
+        nargs="?",
+        default="benchmarks/out",
+        help="the folder of Snakemake's benchmark files",
+    )
     parser.add_argument("--dataset", help="only this dataset's jobs (e.g. easy-vqa)")
     args = parser.parse_args()
     with pl.Config(tbl_rows=50, tbl_hide_dataframe_shape=True, fmt_str_lengths=80):

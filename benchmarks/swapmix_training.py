@@ -29,8 +29,11 @@ def main() -> None:
     run = Path(args.run_dir)
     config = yaml.safe_load(Path("config/scenes-features.yaml").read_text())
     name = config["dataset"]["name"]
-    train = {k: v for k, v in config["models"]["lxmert-detector"]["train"].items()
-             if k not in ("architecture", "epochs")}  # fmt: skip
+    train = {
+        k: v
+        for k, v in config["models"]["lxmert-detector"]["train"].items()
+        if k not in ("architecture", "epochs")
+    }
     torch.set_num_threads(1)
     questions = run / "resources" / "datasets" / name / "train" / "questions.parquet"
     print("| features | plain s | SwapMix s | ratio | swapped rows |\n|---|---|---|---|---|")
@@ -40,10 +43,10 @@ def main() -> None:
         seconds = {}
         with tempfile.TemporaryDirectory() as tmp:
             for arm, swapmix in (("plain", None), ("swapmix", {"k": config["context"]["k"]})):
-                recipe = Recipe.of("lxmert", epochs=args.epochs, swapmix=swapmix,
-                                   swap_mode=mode, **train)  # fmt: skip
-                stats = train_feature_model(str(questions), str(features), Path(tmp) / arm,
-                                            recipe)  # fmt: skip
+                recipe = Recipe.of(
+                    "lxmert", epochs=args.epochs, swapmix=swapmix, swap_mode=mode, **train
+                )
+                stats = train_feature_model(str(questions), str(features), Path(tmp) / arm, recipe)
                 seconds[arm] = stats["seconds"]
                 swapped = stats["swapped_rows"]
         print(

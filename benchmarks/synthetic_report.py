@@ -33,8 +33,14 @@ from vqarobust.report import render_report  # noqa: E402
 from vqarobust.seeding import derive_seed, item_rng  # noqa: E402
 from vqarobust.text.ranking import RankSettings, ranker_name  # noqa: E402
 
-MODELS = ["vilt-b32-finetuned-vqa", "blip-vqa-capfilt-large", "llava-1.5-7b-hf",
-          "llava-1.5-13b-hf", "vle-large-vqa-finetuned", "pnp-vqa-unifiedqa-v2-large"]  # fmt: skip
+MODELS = [
+    "vilt-b32-finetuned-vqa",
+    "blip-vqa-capfilt-large",
+    "llava-1.5-7b-hf",
+    "llava-1.5-13b-hf",
+    "vle-large-vqa-finetuned",
+    "pnp-vqa-unifiedqa-v2-large",
+]
 RANKERS = ["bq_lasso", "bq_cosine", "bq_bleu"]
 
 
@@ -66,8 +72,9 @@ def main(out: str) -> None:
         sets += [("text", s, p, path) for s, path in paths.items()]
     for r in RANKERS:
         ranks = root / "questions" / "rankings" / f"{r}.parquet"
-        rank_basic_questions(ds / "questions.parquet", [ds / "questions.parquet"], ranks, [r],
-                             RankSettings(21))  # fmt: skip
+        rank_basic_questions(
+            ds / "questions.parquet", [ds / "questions.parquet"], ranks, [r], RankSettings(21)
+        )
         paths = {lvl: root / "questions" / r / f"{lvl}.parquet" for lvl in range(1, 8)}
         basic_question_sets(ds / "questions.parquet", ranks, r, paths)
         sets += [("basic_question", lvl, r, path) for lvl, path in paths.items()]
@@ -81,8 +88,19 @@ def main(out: str) -> None:
                 rng = item_rng(0, model, perturbation, severity, qid)
                 answer = truth[qid] if rng.random() < p_right else "wrong"
                 rows.append((qid, answer, model, modality, perturbation, severity, False))
-    preds = pl.DataFrame(rows, orient="row", schema=["question_id", "answer", "model",
-                         "modality", "perturbation", "severity", "truncated"])  # fmt: skip
+    preds = pl.DataFrame(
+        rows,
+        orient="row",
+        schema=[
+            "question_id",
+            "answer",
+            "model",
+            "modality",
+            "perturbation",
+            "severity",
+            "truncated",
+        ],
+    )
     preds = preds.with_columns(pl.col("severity").cast(pl.Int16))
     pred_path = root / "predictions.parquet"
     store.write_table(preds.to_arrow(), pred_path)
@@ -101,8 +119,10 @@ def main(out: str) -> None:
         families=families,
     )
     render_report(db, root / "report" / "index.html")
-    print(f"{root / 'report' / 'index.html'}: {len(MODELS)} models, {len(subsets)} "
-          f"image subsets, {len(sets)} question sets")  # fmt: skip
+    print(
+        f"{root / 'report' / 'index.html'}: {len(MODELS)} models, {len(subsets)} "
+        f"image subsets, {len(sets)} question sets"
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,10 @@ def main(workdir: str | None = None) -> None:
             runs[tag] = weights(out)
         (h1, w1), (h2, _), (h3, w3) = runs.values()
         diff = max(float((w1[k] - w3[k]).abs().max()) for k in w1)
-        print(f"{arch}: 1 thread twice identical: {h1 == h2}; 1 vs 2 threads identical: "
-              f"{h1 == h3} (max |difference| {diff:.2g})")  # fmt: skip
+        print(
+            f"{arch}: 1 thread twice identical: {h1 == h2}; 1 vs 2 threads identical: "
+            f"{h1 == h3} (max |difference| {diff:.2g})"
+        )
 
 
 if __name__ == "__main__":

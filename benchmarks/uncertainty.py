@@ -44,8 +44,19 @@ N_IMAGES = 3000
 QUESTIONS_PER_IMAGE = [3, 4, 5, 6, 7, 8]
 MODELS = ["vilt", "blip-base", "blip-large", "vle", "pnp-vqa", "llava-7b"]
 RANKERS = ["bq_lasso", "bq_cosine", "bq_bleu"]
-TEXT = ["keyboard", "ocr", "char_insert", "char_replace", "char_swap", "char_delete",
-        "synonym_replace", "word_insert", "word_swap", "word_delete", "punct_insert"]  # fmt: skip
+TEXT = [
+    "keyboard",
+    "ocr",
+    "char_insert",
+    "char_replace",
+    "char_swap",
+    "char_delete",
+    "synonym_replace",
+    "word_insert",
+    "word_swap",
+    "word_delete",
+    "punct_insert",
+]
 
 
 def _peak_gb() -> float:
@@ -65,9 +76,12 @@ def synthetic_run(n_images: int = N_IMAGES) -> tuple[pl.DataFrame, pl.DataFrame,
         drops |= {("text", p, s): 0.015 * s * (1 + i % 3) for s in range(1, 6)}
     for r in RANKERS:
         drops |= {("basic_question", r, lvl): 0.05 + 0.01 * lvl for lvl in range(1, 8)}
-    models = {m: SimulatedModel(0.62 + 0.03 * k, {key: min(0.95, d * (1 + 0.15 * k))
-                                                 for key, d in drops.items()})
-              for k, m in enumerate(MODELS)}  # fmt: skip
+    models = {
+        m: SimulatedModel(
+            0.62 + 0.03 * k, {key: min(0.95, d * (1 + 0.15 * k)) for key, d in drops.items()}
+        )
+        for k, m in enumerate(MODELS)
+    }
     scored = simulate_scored(questions, models, seed=0)
     return questions, scored, synthetic_families()
 
@@ -83,15 +97,20 @@ def bench_bootstrap(resamples: int) -> None:
     from vqarobust.metrics.uncertainty import Settings
 
     questions, scored, families = synthetic_run()
-    print(f"{scored.height:,} predictions, {questions.height:,} questions, "
-          f"{N_IMAGES:,} images; peak so far {_peak_gb():.2f} GB")  # fmt: skip
+    print(
+        f"{scored.height:,} predictions, {questions.height:,} questions, "
+        f"{N_IMAGES:,} images; peak so far {_peak_gb():.2f} GB"
+    )
     start = time.perf_counter()
-    tables = uncertainty_tables(scored, questions, Settings(resamples=resamples),
-                                families=families, controls=["blank"])  # fmt: skip
+    tables = uncertainty_tables(
+        scored, questions, Settings(resamples=resamples), families=families, controls=["blank"]
+    )
     seconds = time.perf_counter() - start
     sizes = ", ".join(f"{k} {v.height:,}" for k, v in tables.items())
-    print(f"uncertainty_tables, {resamples} resamples: {seconds:.1f} s, peak RSS "
-          f"{_peak_gb():.2f} GB ({sizes} rows)")  # fmt: skip
+    print(
+        f"uncertainty_tables, {resamples} resamples: {seconds:.1f} s, peak RSS "
+        f"{_peak_gb():.2f} GB ({sizes} rows)"
+    )
 
 
 def bench_load_duckdb(resamples: int, out: Path) -> None:
@@ -112,8 +131,10 @@ def bench_load_duckdb(resamples: int, out: Path) -> None:
         uncertainty={"resamples": resamples},
     )
     seconds = time.perf_counter() - start
-    print(f"build_database ({counts['predictions']:,} predictions, {resamples} resamples): "
-          f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB")  # fmt: skip
+    print(
+        f"build_database ({counts['predictions']:,} predictions, {resamples} resamples): "
+        f"{seconds:.1f} s, peak RSS {_peak_gb():.2f} GB"
+    )
 
 
 def write_run(out: Path, n_images: int = N_IMAGES) -> list[Path]:
@@ -137,11 +158,15 @@ def bench_coverage(n_sets: int) -> None:
 
     for cluster in ("image", "question"):
         acc, drop = interval_coverage(n_sets, cluster, SimulatedStudy(concentration=4.0))
-        print(f"correlated questions, {cluster} bootstrap: coverage of accuracy {acc:.3f}, "
-              f"of relative drop {drop:.3f} ({n_sets} datasets)")  # fmt: skip
+        print(
+            f"correlated questions, {cluster} bootstrap: coverage of accuracy {acc:.3f}, "
+            f"of relative drop {drop:.3f} ({n_sets} datasets)"
+        )
     acc, drop = interval_coverage(n_sets, "image", SimulatedStudy(concentration=None))
-    print(f"independent questions, image bootstrap: coverage of accuracy {acc:.3f}, "
-          f"of relative drop {drop:.3f}")  # fmt: skip
+    print(
+        f"independent questions, image bootstrap: coverage of accuracy {acc:.3f}, "
+        f"of relative drop {drop:.3f}"
+    )
     for label, conc in (("correlated (concentration 2)", 2.0), ("independent", None)):
         ratio = interval_width("image", conc) / interval_width("question", conc)
         print(f"{label}: image-cluster / per-question interval width {ratio:.2f}")

@@ -224,8 +224,9 @@ class CostServer(_LocalServer):
             time.sleep(self.prefill_s * (self.cached if hit else 1.0) + self.decode_s)
         with self._lock:
             self.in_flight -= 1
-        self._send(handler, 200, {"choices": [{"message": {"role": "assistant",
-                                                           "content": "Yes."}}]})  # fmt: skip
+        self._send(
+            handler, 200, {"choices": [{"message": {"role": "assistant", "content": "Yes."}}]}
+        )
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict) -> None:

@@ -25,8 +25,7 @@ def file_seconds(items: list[pytest.Item]) -> int:
     """A test file's rough cost from its tests' marks (``MARK_SECONDS``), or its module's
     ``COST_SECONDS`` where it says more (an unmarked file of many slow unit tests, which
     would otherwise run last and leave the other worker idle)."""
-    costs = [max((MARK_SECONDS.get(m.name, 0) for m in i.iter_markers()), default=0)
-             for i in items]  # fmt: skip
+    costs = [max((MARK_SECONDS.get(m.name, 0) for m in i.iter_markers()), default=0) for i in items]
     marked = max(costs, default=0) + PER_MARKED_TEST * sum(c > 0 for c in costs)
     modules = [getattr(i, "module", None) for i in items]
     declared = max((getattr(m, "COST_SECONDS", 0) for m in modules if m), default=0)
@@ -86,9 +85,18 @@ def checkpoints(easy_vqa_train, tmp_path_factory):
     for key, arch, kw in (
         ("vilt", "vilt", {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}),
         ("cnn-bow", "cnn-bow", {"channels": [4, 8], "hidden_dim": 16}),
-        ("cnn-film", "cnn-bow", {"channels": [4, 8], "hidden_dim": 16, "fusion": "film",
-                                 "film_blocks": 1, "first_stride": 2}),
-    ):  # fmt: skip
+        (
+            "cnn-film",
+            "cnn-bow",
+            {
+                "channels": [4, 8],
+                "hidden_dim": 16,
+                "fusion": "film",
+                "film_blocks": 1,
+                "first_stride": 2,
+            },
+        ),
+    ):
         stats = train_reference_model(
             str(easy_vqa_train["questions"]),
             str(easy_vqa_train["images"]),
@@ -150,8 +158,9 @@ APT_LOCK = "/tmp/vqarobust-apt.lock"
 def apt_get(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """``apt-get *args`` (non-interactive) after the tests' apt lock is free."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run(["flock", APT_LOCK, "apt-get", *args], capture_output=True, env=env,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        ["flock", APT_LOCK, "apt-get", *args], capture_output=True, env=env, timeout=timeout
+    )
 
 
 def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:
@@ -164,7 +173,16 @@ def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:
 
     (workdir / "config").mkdir(exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--cores", "2"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]

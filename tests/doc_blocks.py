@@ -22,8 +22,11 @@ from typing import Any
 
 from tests.conftest import REPO
 
-DOCS = ("README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")),
-        "config/README.md")  # fmt: skip
+DOCS = (
+    "README.md",
+    *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")),
+    "config/README.md",
+)
 CHECKED = ("yaml", "bash", "python")
 MARKS = {"config", "over", "run", "given", "covered-by", "needs", "snakefile"}
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", flags=re.S | re.M)

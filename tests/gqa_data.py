@@ -49,9 +49,15 @@ def _graph(rng: np.random.Generator) -> dict:
         w, h = (int(v) for v in rng.integers(60, 140, size=2))
         x, y = int(rng.integers(0, WIDTH - w)), int(rng.integers(0, HEIGHT - h))
         oid = str(int(rng.integers(100000, 999999)))
-        objects[oid] = {"name": name, "x": x, "y": y, "w": w, "h": h,
-                        "attributes": [str(rng.choice(COLOURS)), str(rng.choice(SIZES))],
-                        "relations": []}  # fmt: skip
+        objects[oid] = {
+            "name": name,
+            "x": x,
+            "y": y,
+            "w": w,
+            "h": h,
+            "attributes": [str(rng.choice(COLOURS)), str(rng.choice(SIZES))],
+            "relations": [],
+        }
     return {"width": WIDTH, "height": HEIGHT, "objects": objects}
 
 
@@ -65,21 +71,27 @@ def _questions(image: str, graph: dict, first_id: int, rng: np.random.Generator)
     absent = next(c for c in CLASSES if c not in {o["name"] for o in graph["objects"].values()})
     out = {
         str(first_id): {
-            "imageId": image, "question": f"What color is the {oa['name']}?", "answer": colour,
+            "imageId": image,
+            "question": f"What color is the {oa['name']}?",
+            "answer": colour,
             "fullAnswer": f"The {oa['name']} is {colour}.",
-            "semantic": [{"operation": "select", "argument": f"{oa['name']} ({a})",
-                          "dependencies": []},
-                         {"operation": "query", "argument": "color", "dependencies": [0]}],
+            "semantic": [
+                {"operation": "select", "argument": f"{oa['name']} ({a})", "dependencies": []},
+                {"operation": "query", "argument": "color", "dependencies": [0]},
+            ],
             "annotations": {"question": {"3": a}, "answer": {}, "fullAnswer": {"1": a}},
             "types": {"structural": "query", "semantic": "attr", "detailed": "colorQuery"},
             "isBalanced": True,
         },
         str(first_id + 1): {
-            "imageId": image, "question": f"Is there a {absent}?", "answer": "no",
+            "imageId": image,
+            "question": f"Is there a {absent}?",
+            "answer": "no",
             "fullAnswer": f"No, there is no {absent}.",
-            "semantic": [{"operation": "select", "argument": f"{absent} (-) ",
-                          "dependencies": []},
-                         {"operation": "exist", "argument": "?", "dependencies": [0]}],
+            "semantic": [
+                {"operation": "select", "argument": f"{absent} (-) ", "dependencies": []},
+                {"operation": "exist", "argument": "?", "dependencies": [0]},
+            ],
             "annotations": {"question": {}, "answer": {}, "fullAnswer": {}},
             "types": {"structural": "verify", "semantic": "obj", "detailed": "existC"},
             "isBalanced": True,
@@ -89,16 +101,16 @@ def _questions(image: str, graph: dict, first_id: int, rng: np.random.Generator)
             "question": f"Which is larger, the {oa['name']} or the {ob['name']}?",
             "answer": oa["name"] if oa["w"] * oa["h"] >= ob["w"] * ob["h"] else ob["name"],
             "fullAnswer": "",
-            "semantic": [{"operation": "select", "argument": f"{oa['name']} ({a})",
-                          "dependencies": []},
-                         {"operation": "select", "argument": f"{ob['name']} ({b})",
-                          "dependencies": []},
-                         {"operation": "choose larger", "argument": "", "dependencies": [0, 1]}],
+            "semantic": [
+                {"operation": "select", "argument": f"{oa['name']} ({a})", "dependencies": []},
+                {"operation": "select", "argument": f"{ob['name']} ({b})", "dependencies": []},
+                {"operation": "choose larger", "argument": "", "dependencies": [0, 1]},
+            ],
             "annotations": {"question": {"4": a, "7": b}, "answer": {}, "fullAnswer": {}},
             "types": {"structural": "compare", "semantic": "attr", "detailed": "sizeChoose"},
             "isBalanced": True,
         },
-    }  # fmt: skip
+    }
     return out
 
 
@@ -115,8 +127,9 @@ def _detections(graph: dict, rng: np.random.Generator, dim: int) -> tuple[np.nda
     return boxes_arr.astype(np.float32), rng.normal(size=(len(boxes), dim)).astype(np.float32)
 
 
-def write_miniature(folder: Path, n_images: int = 6, dim: int = 16, seed: int = 0,
-                    images: bool = False) -> Miniature:  # fmt: skip
+def write_miniature(
+    folder: Path, n_images: int = 6, dim: int = 16, seed: int = 0, images: bool = False
+) -> Miniature:
     """Write the miniature under ``folder``; image ids alternate between Visual Genome's
     digits and GQA's ``n`` + digits."""
     import h5py
@@ -135,8 +148,13 @@ def write_miniature(folder: Path, n_images: int = 6, dim: int = 16, seed: int = 
     info, per_file = {}, {0: [], 1: []}
     for i, k in enumerate(keys):
         per_file[i % 2].append(k)
-        info[k] = {"width": WIDTH, "height": HEIGHT, "objectsNum": len(detections[k][0]),
-                   "file": i % 2, "idx": len(per_file[i % 2]) - 1}  # fmt: skip
+        info[k] = {
+            "width": WIDTH,
+            "height": HEIGHT,
+            "objectsNum": len(detections[k][0]),
+            "file": i % 2,
+            "idx": len(per_file[i % 2]) - 1,
+        }
     h5_folder = folder / "objects"
     h5_folder.mkdir(exist_ok=True)
     for index, members in per_file.items():
@@ -149,8 +167,9 @@ def write_miniature(folder: Path, n_images: int = 6, dim: int = 16, seed: int = 
             h5["bboxes"], h5["features"] = boxes, feats
     (folder / "gqa_objects_info.json").write_text(json.dumps(info))
     tsv = folder / "testdev_obj36.tsv"
-    tsv.write_text("".join(encode_obj36_line(k, WIDTH, HEIGHT, *detections[k])
-                           for k in reversed(keys)))  # fmt: skip
+    tsv.write_text(
+        "".join(encode_obj36_line(k, WIDTH, HEIGHT, *detections[k]) for k in reversed(keys))
+    )
     image_folder = None
     if images:
         from PIL import Image
@@ -164,7 +183,14 @@ def write_miniature(folder: Path, n_images: int = 6, dim: int = 16, seed: int = 
 
     answers = sorted({q["answer"] for q in questions.values()} | {"yes", *CLASSES, *COLOURS})
     return Miniature(
-        folder / "testdev_balanced_questions.json", folder / "testdev_sceneGraphs.json",
-        folder / "gqa_objects_info.json", h5_folder, tsv, image_folder, answers,
-        {q: relevant_objects(e) for q, e in questions.items()}, n_images, dim,
-    )  # fmt: skip
+        folder / "testdev_balanced_questions.json",
+        folder / "testdev_sceneGraphs.json",
+        folder / "gqa_objects_info.json",
+        h5_folder,
+        tsv,
+        image_folder,
+        answers,
+        {q: relevant_objects(e) for q, e in questions.items()},
+        n_images,
+        dim,
+    )

@@ -16,10 +16,18 @@ def vqav2_rows(mini: dict[str, Path], broken: int | None = None) -> dict[str, li
     """One row per question with its image's bytes (``broken``: that image id's bytes
     replaced by ones that do not decode)."""
     questions = json.loads(mini["questions"].read_text())["questions"]
-    annotations = {a["question_id"]: a for a in json.loads(mini["annotations"].read_text())[
-        "annotations"]}  # fmt: skip
-    fields = ("image", "question", "answers", "question_id", "image_id", "question_type",
-              "answer_type")  # fmt: skip
+    annotations = {
+        a["question_id"]: a for a in json.loads(mini["annotations"].read_text())["annotations"]
+    }
+    fields = (
+        "image",
+        "question",
+        "answers",
+        "question_id",
+        "image_id",
+        "question_type",
+        "answer_type",
+    )
     rows: dict[str, list] = {k: [] for k in fields}
     for q in questions:
         a = annotations[q["question_id"]]
@@ -28,9 +36,16 @@ def vqav2_rows(mini: dict[str, Path], broken: int | None = None) -> dict[str, li
             data = b"\xff\xd8 not really a JPEG"
         rows["image"].append({"bytes": data, "path": None})
         rows["question"].append(q["question"])
-        rows["answers"].append([{"answer": x["answer"], "answer_confidence":
-                                 x["answer_confidence"], "answer_id": x["answer_id"]}
-                                for x in a["answers"]])  # fmt: skip
+        rows["answers"].append(
+            [
+                {
+                    "answer": x["answer"],
+                    "answer_confidence": x["answer_confidence"],
+                    "answer_id": x["answer_id"],
+                }
+                for x in a["answers"]
+            ]
+        )
         rows["question_id"].append(q["question_id"])
         rows["image_id"].append(q["image_id"])
         rows["question_type"].append(a["question_type"])
@@ -41,17 +56,22 @@ def vqav2_rows(mini: dict[str, Path], broken: int | None = None) -> dict[str, li
 def features():
     import datasets
 
-    record = {"answer": datasets.Value("string"), "answer_confidence": datasets.Value("string"),
-              "answer_id": datasets.Value("int64")}  # fmt: skip
-    return datasets.Features({
-        "image": datasets.Image(),
-        "question": datasets.Value("string"),
-        "answers": [record],
-        "question_id": datasets.Value("int64"),
-        "image_id": datasets.Value("int64"),
-        "question_type": datasets.Value("string"),
-        "answer_type": datasets.Value("string"),
-    })  # fmt: skip
+    record = {
+        "answer": datasets.Value("string"),
+        "answer_confidence": datasets.Value("string"),
+        "answer_id": datasets.Value("int64"),
+    }
+    return datasets.Features(
+        {
+            "image": datasets.Image(),
+            "question": datasets.Value("string"),
+            "answers": [record],
+            "question_id": datasets.Value("int64"),
+            "image_id": datasets.Value("int64"),
+            "question_type": datasets.Value("string"),
+            "answer_type": datasets.Value("string"),
+        }
+    )
 
 
 def write_saved(rows: dict[str, list], out: Path) -> Path:

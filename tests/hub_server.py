@@ -79,8 +79,9 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def _not_found(self, what: str) -> None:
             body = json.dumps({"error": what}).encode()
-            self._send(404, body, {"Content-Type": "application/json",
-                                   "X-Error-Code": "RepoNotFound"})  # fmt: skip
+            self._send(
+                404, body, {"Content-Type": "application/json", "X-Error-Code": "RepoNotFound"}
+            )
 
         def _route(self) -> None:
             path = unquote(urlsplit(self.path).path)
@@ -97,18 +98,23 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                         "id": repo_id,
                         "sha": commit,
                         "private": False,
-                        "siblings": [{"rfilename": p.relative_to(folder).as_posix()}
-                                     for p in files],
-                    }  # fmt: skip
+                        "siblings": [
+                            {"rfilename": p.relative_to(folder).as_posix()} for p in files
+                        ],
+                    }
                 else:
                     data = [
-                        {"type": "file", "path": p.relative_to(folder).as_posix(),
-                         "size": p.stat().st_size,
-                         "oid": hashlib.sha1(p.read_bytes()).hexdigest()}
+                        {
+                            "type": "file",
+                            "path": p.relative_to(folder).as_posix(),
+                            "size": p.stat().st_size,
+                            "oid": hashlib.sha1(p.read_bytes()).hexdigest(),
+                        }
                         for p in files
-                    ]  # fmt: skip
-                return self._send(200, json.dumps(data).encode(),
-                                  {"Content-Type": "application/json"})  # fmt: skip
+                    ]
+                return self._send(
+                    200, json.dumps(data).encode(), {"Content-Type": "application/json"}
+                )
             if m := _RESOLVE.match(path):
                 repo_id, revision, name = m.groups()
                 commit = hub._commit(repo_id, revision)
@@ -117,8 +123,11 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                     return self._not_found(f"{repo_id}@{revision}/{name}")
                 body = file.read_bytes()
                 etag = f'"{hashlib.sha256(body).hexdigest()}"'
-                headers = {"X-Repo-Commit": commit, "ETag": etag,
-                           "Content-Type": "application/octet-stream"}  # fmt: skip
+                headers = {
+                    "X-Repo-Commit": commit,
+                    "ETag": etag,
+                    "Content-Type": "application/octet-stream",
+                }
                 return self._send(200, body, headers)
             return self._not_found(path)
 
@@ -146,11 +155,15 @@ def point_at(monkeypatch: pytest.MonkeyPatch, url: str, cache: Path) -> None:
     (both are read from the environment at import, so the module constants are set)."""
     import huggingface_hub.constants as hc
 
-    for name, value in (("HF_ENDPOINT", url), ("HF_HUB_CACHE", str(cache)),
-                        ("HF_HUB_OFFLINE", "0")):  # fmt: skip
+    for name, value in (
+        ("HF_ENDPOINT", url),
+        ("HF_HUB_CACHE", str(cache)),
+        ("HF_HUB_OFFLINE", "0"),
+    ):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(hc, "ENDPOINT", url)
-    monkeypatch.setattr(hc, "HUGGINGFACE_CO_URL_TEMPLATE",
-                        url + "/{repo_id}/resolve/{revision}/{filename}")  # fmt: skip
+    monkeypatch.setattr(
+        hc, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}"
+    )
     monkeypatch.setattr(hc, "HF_HUB_CACHE", str(cache))
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)

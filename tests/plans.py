@@ -40,8 +40,11 @@ def _dag(workdir: Path) -> Iterator[Any]:
     cwd = os.getcwd()
     try:
         with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            wf = api.workflow(resource_settings=ResourceSettings(cores=2),
-                              snakefile=REPO / "Snakefile", workdir=workdir)  # fmt: skip
+            wf = api.workflow(
+                resource_settings=ResourceSettings(cores=2),
+                snakefile=REPO / "Snakefile",
+                workdir=workdir,
+            )
             # Building the rule graph builds the DAG and decides what needs to run, without
             # the dry run's scheduling and printing of every job (half the time).
             with contextlib.redirect_stdout(io.StringIO()):
@@ -99,9 +102,10 @@ def triggered(
     """The jobs of ``after`` that Snakemake's own triggers rerun on a finished run of
     ``before``: new jobs, and jobs whose params or input file lists differ."""
     return {
-        key for key, job in after.items()
+        key
+        for key, job in after.items()
         if key not in before or (before[key].params, before[key].inputs) != (job.params, job.inputs)
-    }  # fmt: skip
+    }
 
 
 def reruns(before: dict[tuple[str, ...], Job], after: dict[tuple[str, ...], Job]) -> set[str]:

@@ -19,12 +19,19 @@ from vqarobust.code_digest import code_digest, module_files
 from vqarobust.runtime import Runtime
 
 OPTIONS = RunOptions(
-    weights={"a": 0.5}, families={"snow": "weather", "blank": "control"},
-    rscore={"tolerance": 0.05, "maximum": 20}, image_subsets=[("clean", 0), ("snow", 1)],
-    outside=["grayscale"], uncertainty={"resamples": 10}, models={"m": {"family": "x"}},
-    context=["swap_class"], reliance_k=[5, 10], feature_sources=["det"],
-    features={"det": {"kind": "detector", "dim": 8}}, vqabq={"ranker": "bq_cosine"},
-)  # fmt: skip
+    weights={"a": 0.5},
+    families={"snow": "weather", "blank": "control"},
+    rscore={"tolerance": 0.05, "maximum": 20},
+    image_subsets=[("clean", 0), ("snow", 1)],
+    outside=["grayscale"],
+    uncertainty={"resamples": 10},
+    models={"m": {"family": "x"}},
+    context=["swap_class"],
+    reliance_k=[5, 10],
+    feature_sources=["det"],
+    features={"det": {"kind": "detector", "dim": 8}},
+    vqabq={"ranker": "bq_cosine"},
+)
 
 
 @pytest.mark.parametrize("name", sorted(analyses.ANALYSES))
@@ -54,8 +61,10 @@ def test_registry_order_and_activity():
 
 def test_affected_follows_requires():
     assert analyses.affected(OPTIONS, changed=["uncertainty"]) == [
-        "uncertainty", "context_findings", "model_cards"
-    ]  # fmt: skip
+        "uncertainty",
+        "context_findings",
+        "model_cards",
+    ]
     assert analyses.affected(OPTIONS, groups=["attention"]) == ["attention"]
     assert "attention" not in analyses.affected(OPTIONS, groups=["predictions"])
 
@@ -76,13 +85,16 @@ def _package(root: Path, files: dict[str, str]) -> None:
 
 
 def test_code_digest_follows_imports(tmp_path, monkeypatch):
-    _package(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from digestpkg.b import f\n\ndef g():\n    from digestpkg import c\n",
-        "b.py": "X = 1\n",
-        "c.py": "Y = 1\n",
-        "d.py": "Z = 1\n",
-    })  # fmt: skip
+    _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from digestpkg.b import f\n\ndef g():\n    from digestpkg import c\n",
+            "b.py": "X = 1\n",
+            "c.py": "Y = 1\n",
+            "d.py": "Z = 1\n",
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m.startswith("digestpkg")]:
         monkeypatch.delitem(sys.modules, name)
@@ -104,8 +116,11 @@ def test_each_analysis_digest_covers_its_metric_code():
 def test_editing_one_metric_reruns_only_the_analyses_that_use_it():
     # The metrics package loads its robustness names lazily: MMI's module is in the
     # digest of the analyses computing MMI only, not of every analysis.
-    using = {a.name for a in analyses.ANALYSES.values()
-             if any(p.name == "mmi.py" for p in module_files(a.module))}  # fmt: skip
+    using = {
+        a.name
+        for a in analyses.ANALYSES.values()
+        if any(p.name == "mmi.py" for p in module_files(a.module))
+    }
     # image_quality reuses the robustness analysis's settings and counted rows.
     assert using == {"robustness", "uncertainty", "image_quality"}, using
 

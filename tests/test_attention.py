@@ -14,8 +14,9 @@ from vqarobust.models import ModelRef, load_model
 def test_js_divergence_hand_computed():
     # p = (1/2, 1/2), q = (1, 0): m = (3/4, 1/4);
     # KL(p||m) = 1/2 log2(2/3) + 1/2 log2(2) = 0.2075, KL(q||m) = log2(4/3) = 0.4150.
-    got = js_divergence(np.array([[0.5, 0.5], [1, 0], [0.2, 0.8]]),
-                        np.array([[1.0, 0.0], [0, 1], [0.2, 0.8]]))  # fmt: skip
+    got = js_divergence(
+        np.array([[0.5, 0.5], [1, 0], [0.2, 0.8]]), np.array([[1.0, 0.0], [0, 1], [0.2, 0.8]])
+    )
     expected = 0.5 * (0.5 * np.log2(2 / 3) + 0.5) + 0.5 * np.log2(4 / 3)
     assert got == pytest.approx([expected, 1.0, 0.0], abs=1e-12)
     rng = np.random.default_rng(0)
@@ -28,15 +29,31 @@ def test_js_divergence_hand_computed():
 
 def _maps(rows):
     return pl.DataFrame(
-        rows, schema=["model", "perturbation", "severity", "question_id", "image_id", "rows",
-                      "cols", "weights"], orient="row",
-    )  # fmt: skip
+        rows,
+        schema=[
+            "model",
+            "perturbation",
+            "severity",
+            "question_id",
+            "image_id",
+            "rows",
+            "cols",
+            "weights",
+        ],
+        orient="row",
+    )
 
 
 def test_shift_tables_from_maps():
     a, b = [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]
-    maps = _maps([("m", "clean", 0, 1, 9, 2, 2, a), ("m", "clean", 0, 2, 9, 2, 2, b),
-                  ("m", "snow", 1, 1, 9, 2, 2, a), ("m", "snow", 1, 2, 9, 2, 2, a)])  # fmt: skip
+    maps = _maps(
+        [
+            ("m", "clean", 0, 1, 9, 2, 2, a),
+            ("m", "clean", 0, 2, 9, 2, 2, b),
+            ("m", "snow", 1, 1, 9, 2, 2, a),
+            ("m", "snow", 1, 2, 9, 2, 2, a),
+        ]
+    )
     shifts = attention_shifts(maps)
     assert shifts["js_divergence"].to_list() == pytest.approx(
         [0.0, float(js_divergence(np.array(a), np.array(b)))]
@@ -60,8 +77,10 @@ def test_attention_questions_are_seeded_per_question(easy_vqa_eval):
     one = attention_questions(questions, seed=3, n=10)
     two = attention_questions(questions.reverse(), seed=3, n=10)
     assert one.equals(two) and one.height == 13 and one["sample"].sum() == 3
-    assert attention_questions(questions, seed=4, n=10)["question_id"].to_list() != \
-        one["question_id"].to_list()  # fmt: skip
+    assert (
+        attention_questions(questions, seed=4, n=10)["question_id"].to_list()
+        != one["question_id"].to_list()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +89,9 @@ def blip_path(tmp_path_factory):
 
 
 def test_vilt_attention_covers_every_patch_once(checkpoints):
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
-                        "device": "cpu"})  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]), "device": "cpu"}
+    )
     images = random_images(2, (64, 96))
     questions = ["what color is the shape?", "is there a circle?"]
     grids = model.image_attention(images, questions)
@@ -113,8 +133,11 @@ def test_attention_maps_job_gives_zero_shift_on_identical_images(
     copy = tmp_path / "copy"
     shutil.copytree(easy_vqa_eval["images"], copy)
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "noise", "gaussian_noise", 5)
-    subsets = [("clean", 0, easy_vqa_eval["images"]), ("copy", 1, copy),
-               ("gaussian_noise", 5, tmp_path / "noise")]  # fmt: skip
+    subsets = [
+        ("clean", 0, easy_vqa_eval["images"]),
+        ("copy", 1, copy),
+        ("gaussian_noise", 5, tmp_path / "noise"),
+    ]
     out = tmp_path / "maps.parquet"
     n = attention_maps(
         ModelRef(which, {"family": family, "path_or_id": str(path), "device": "cpu"}),
@@ -141,15 +164,20 @@ def test_attention_maps_job_gives_zero_shift_on_identical_images(
 def test_llava_attention_over_its_image_tokens(tmp_path):
     from tests.tiny_checkpoints import tiny_llava
 
-    model = load_model({"family": "llava", "path_or_id": str(tiny_llava(tmp_path / "llava")),
-                        "device": "cpu"})  # fmt: skip
+    model = load_model(
+        {"family": "llava", "path_or_id": str(tiny_llava(tmp_path / "llava")), "device": "cpu"}
+    )
     images = random_images(2, (32, 32))
     questions = ["what is it?", "is there a large blue square in the corner?"]
     before = model.model.config._attn_implementation
     grids = model.image_attention(images, questions)
-    n_tokens = int(model.processor(images=images[:1], text=model._prompts(questions[:1]),
-                                   return_tensors="pt")["input_ids"].eq(
-        model.model.config.image_token_id).sum())  # fmt: skip
+    n_tokens = int(
+        model.processor(images=images[:1], text=model._prompts(questions[:1]), return_tensors="pt")[
+            "input_ids"
+        ]
+        .eq(model.model.config.image_token_id)
+        .sum()
+    )
     side = int(round(n_tokens**0.5))
     assert all(g.shape == (side, side) and g.sum() == pytest.approx(1.0, abs=1e-5) for g in grids)
     # Left padding leaves the shorter prompt's map unchanged; the fused kernel is restored.
@@ -171,13 +199,24 @@ def test_the_answer_grid_draws_the_attention_over_each_image():
         Image.new("RGB", (16, 16), colour).save(buf, format="PNG")
         return buf.getvalue()
 
-    thumbs = pl.DataFrame({"perturbation": ["clean", "snow"], "severity": [0, 1],
-                           "png": [png("red"), png("blue")]})  # fmt: skip
-    answers = pl.DataFrame({"model": ["m", "m"], "perturbation": ["clean", "snow"],
-                            "severity": [0, 1], "answer": ["red", "blue"],
-                            "score": [1.0, 0.0]})  # fmt: skip
-    maps = _maps([("m", "clean", 0, 1, 9, 2, 2, [0.7, 0.1, 0.1, 0.1]),
-                  ("m", "snow", 1, 1, 9, 2, 2, [0.1, 0.1, 0.1, 0.7])])  # fmt: skip
+    thumbs = pl.DataFrame(
+        {"perturbation": ["clean", "snow"], "severity": [0, 1], "png": [png("red"), png("blue")]}
+    )
+    answers = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "perturbation": ["clean", "snow"],
+            "severity": [0, 1],
+            "answer": ["red", "blue"],
+            "score": [1.0, 0.0],
+        }
+    )
+    maps = _maps(
+        [
+            ("m", "clean", 0, 1, 9, 2, 2, [0.7, 0.1, 0.1, 0.1]),
+            ("m", "snow", 1, 1, 9, 2, 2, [0.1, 0.1, 0.1, 0.7]),
+        ]
+    )
     plain = figures.answer_grid("q?", "red", thumbs, answers, {"snow": "weather"})
     over = figures.answer_grid("q?", "red", thumbs, answers, {"snow": "weather"}, maps, "m")
     drawn = [len(ax.images) for ax in over.axes if ax.images]
@@ -193,8 +232,9 @@ def test_vilt_depends_on_the_item_alone_not_on_the_random_state(checkpoints):
     are bit-identical whatever the process drew before, the global generator is left as it
     was (a resumed job equals an uninterrupted one), and an image's answer does not depend
     on the padding that a larger image in its batch gives it."""
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
-                        "device": "cpu"})  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]), "device": "cpu"}
+    )
     images = [*random_images(1, (64, 96)), *random_images(1, (96, 64))]
     questions = ["what color is the shape?", "is there a circle?"]
     runs = []

@@ -38,8 +38,13 @@ def test_lasso_finds_the_known_best_matches_in_weight_order():
     vectors = _hand_made_pool()
     pool = [q for q in vectors if q != "main?"] + ["main?", "Main ?"]
     vectors["Main ?"] = vectors["main?"]
-    table = bq.rank_table(["main?"], pool, ["bq_lasso"], bq.RankSettings(3, alpha=1e-6),
-                          encode=_designed_encoder(vectors))  # fmt: skip
+    table = bq.rank_table(
+        ["main?"],
+        pool,
+        ["bq_lasso"],
+        bq.RankSettings(3, alpha=1e-6),
+        encode=_designed_encoder(vectors),
+    )
     top = table.sort("rank")
     assert top["basic_question"].to_list() == ["candidate 3?", "candidate 7?", "candidate 1?"]
     norm = np.linalg.norm(vectors["main?"])
@@ -61,34 +66,50 @@ def test_the_papers_disjoint_pool_removes_every_main_question_of_the_run():
     own = bq.rank_table(mqs, pool, ["bq_cosine"], bq.RankSettings(6), encode=encode)
     main_first = own.filter(question="main?").sort("rank")["basic_question"].to_list()
     assert main_first[0] in ("candidate 3?", "Candidate 3 ?")  # another main question
-    run = bq.rank_table(mqs, pool, ["bq_cosine"], bq.RankSettings(6, exclude_main="run"),
-                        encode=encode)  # fmt: skip
+    run = bq.rank_table(
+        mqs, pool, ["bq_cosine"], bq.RankSettings(6, exclude_main="run"), encode=encode
+    )
     assert not {"main?", "candidate 3?", "Candidate 3 ?"} & set(run["basic_question"])
     assert run.filter(question="main?").sort("rank")["basic_question"][0] == "candidate 7?"
     with pytest.raises(ValueError, match="exclude_main is own or run"):
-        bq.rank_table(mqs, pool, ["bq_cosine"], bq.RankSettings(6, exclude_main="all"),
-                      encode=encode)  # fmt: skip
+        bq.rank_table(
+            mqs, pool, ["bq_cosine"], bq.RankSettings(6, exclude_main="all"), encode=encode
+        )
 
 
 def test_lasso_fills_by_cosine_when_too_few_weights_are_nonzero():
     vectors = _hand_made_pool()
     pool = [q for q in vectors if q != "main?"]
-    table = bq.rank_table(["main?"], pool, ["bq_lasso"], bq.RankSettings(6, alpha=1e-6),
-                          encode=_designed_encoder(vectors))  # fmt: skip
+    table = bq.rank_table(
+        ["main?"],
+        pool,
+        ["bq_lasso"],
+        bq.RankSettings(6, alpha=1e-6),
+        encode=_designed_encoder(vectors),
+    )
     assert table["source"].to_list() == ["lasso"] * 3 + ["cosine"] * 3
     # Lowered from 1e-6 four times before the fill.
     assert table["alpha"][0] == pytest.approx(1e-10)
 
 
 def test_cosine_and_bleu_rank_by_their_own_similarity():
-    pool = ["what color is the shape?", "what colour is the shape?", "is there a circle?",
-            "how many dogs are there?", "what shape is in the image?",
-            "is the shape red?"]  # fmt: skip
+    pool = [
+        "what color is the shape?",
+        "what colour is the shape?",
+        "is there a circle?",
+        "how many dogs are there?",
+        "what shape is in the image?",
+        "is the shape red?",
+    ]
     vectors = {q: np.eye(8)[i] for i, q in enumerate(pool)}
     vectors["what color is the circle?"] = np.eye(8)[0] * 0.9 + np.eye(8)[2] * 0.1
-    table = bq.rank_table(["what color is the circle?"], pool, ["bq_cosine", "bq_bleu"],
-                          bq.RankSettings(3),
-                          encode=_designed_encoder(vectors))  # fmt: skip
+    table = bq.rank_table(
+        ["what color is the circle?"],
+        pool,
+        ["bq_cosine", "bq_bleu"],
+        bq.RankSettings(3),
+        encode=_designed_encoder(vectors),
+    )
     cosine = table.filter(ranker="bq_cosine").sort("rank")["basic_question"].to_list()
     assert cosine[:2] == ["what color is the shape?", "is there a circle?"]
     bleu = table.filter(ranker="bq_bleu").sort("rank")["basic_question"].to_list()
@@ -97,11 +118,13 @@ def test_cosine_and_bleu_rank_by_their_own_similarity():
 
 @pytest.mark.parametrize(
     "reference, hypothesis",
-    [("what color is the circle?", "what color is the shape?"),
-     ("is there a red circle in the image?", "is there a blue triangle?"),
-     ("how many dogs?", "how many people are on the bus?"),
-     ("why?", "what is this?")],
-)  # fmt: skip
+    [
+        ("what color is the circle?", "what color is the shape?"),
+        ("is there a red circle in the image?", "is there a blue triangle?"),
+        ("how many dogs?", "how many people are on the bus?"),
+        ("why?", "what is this?"),
+    ],
+)
 def test_bleu_is_coco_captions_and_its_add_one_option_nltks(reference, hypothesis):
     """The default is pycocoevalcap's per-sentence BLEU-4 (no smoothing); add_one is nltk's
     method2."""
@@ -113,8 +136,13 @@ def test_bleu_is_coco_captions_and_its_add_one_option_nltks(reference, hypothesi
     tokens = {0: [" ".join(bq.bleu_tokens(reference))]}, {0: [" ".join(bq.bleu_tokens(hypothesis))]}
     _, per_sentence = Bleu(4).compute_score(*tokens, verbose=0)
     assert ours[0] == pytest.approx(per_sentence[3][0], rel=1e-9)
-    smoothed, _, _ = bq.bleu_scores(reference, np.zeros(2), pool, np.array([0]),
-                                    settings=bq.RankSettings(bleu_smoothing="add_one"))  # fmt: skip
+    smoothed, _, _ = bq.bleu_scores(
+        reference,
+        np.zeros(2),
+        pool,
+        np.array([0]),
+        settings=bq.RankSettings(bleu_smoothing="add_one"),
+    )
     theirs = sentence_bleu(
         [bq.bleu_tokens(reference)],
         bq.bleu_tokens(hypothesis),
@@ -124,9 +152,14 @@ def test_bleu_is_coco_captions_and_its_add_one_option_nltks(reference, hypothesi
 
 
 def test_minilm_ranks_paraphrases_first():
-    pool = ["what colour is the shape?", "how many dogs are on the bus?",
-            "what is the shape's color?", "is it raining?", "where is the cat sleeping?",
-            "what color is the shape?"]  # fmt: skip
+    pool = [
+        "what colour is the shape?",
+        "how many dogs are on the bus?",
+        "what is the shape's color?",
+        "is it raining?",
+        "where is the cat sleeping?",
+        "what color is the shape?",
+    ]
     lists = text.basic_questions(["what color is the shape?"], pool, k=3, ranker="cosine")
     assert lists[0][:2] == ["what colour is the shape?", "what is the shape's color?"]
     assert "what color is the shape?" not in lists[0]
@@ -146,16 +179,26 @@ def test_a_pool_smaller_than_k_is_an_error():
 
 def test_noise_levels_append_the_ranked_basic_questions(tmp_path):
     texts = ["what color is the shape?", "is there a circle?"]
-    questions = [{"question_id": i, "image_id": 1, "question": q, "answers": ["x"] * 10,
-                  "question_type": "what", "answer_type": "other"}
-                 for i, q in enumerate(texts)]  # fmt: skip
+    questions = [
+        {
+            "question_id": i,
+            "image_id": 1,
+            "question": q,
+            "answers": ["x"] * 10,
+            "question_type": "what",
+            "answer_type": "other",
+        }
+        for i, q in enumerate(texts)
+    ]
     import pyarrow as pa
 
     qpath = tmp_path / "q.parquet"
     store.write_table(pa.Table.from_pylist(questions, schema=store.QUESTION_SCHEMA), qpath)
     pool = tmp_path / "pool.parquet"
-    extra = [{**questions[0], "question_id": 10 + i, "question": f"is the shape number {i} red?"}
-             for i in range(8)]  # fmt: skip
+    extra = [
+        {**questions[0], "question_id": 10 + i, "question": f"is the shape number {i} red?"}
+        for i in range(8)
+    ]
     store.write_table(pa.Table.from_pylist(questions + extra, schema=store.QUESTION_SCHEMA), pool)
     ranks = tmp_path / "rankings.parquet"
     pool_table = tmp_path / "pool-table.parquet"
@@ -190,10 +233,11 @@ WORDS = ["what", "color", "is", "the", "the", "circle", "red", "how", "many", "d
 @settings(max_examples=60, deadline=None)
 @given(
     reference=st.lists(st.sampled_from(WORDS), min_size=1, max_size=9),
-    hypotheses=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=9), min_size=1,
-                        max_size=5),
+    hypotheses=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=9), min_size=1, max_size=5
+    ),
     n=st.integers(1, 4),
-)  # fmt: skip
+)
 def test_bleu_1_to_4_match_coco_caption_and_nltk_with_repeated_words(reference, hypotheses, n):
     """Clipped counts (a word the hypothesis repeats counts at most as often as in the
     reference) and the brevity penalty: pycocoevalcap's per-sentence BLEU-n without
@@ -210,39 +254,55 @@ def test_bleu_1_to_4_match_coco_caption_and_nltk_with_repeated_words(reference, 
     assert ours == pytest.approx(coco[n - 1], rel=1e-9, abs=1e-300)
     smoothed = bq.bleu(" ".join(reference), pool, np.arange(len(texts)), n, "add_one")
     theirs = [
-        sentence_bleu([reference], h, weights=(1 / n,) * n,
-                      smoothing_function=SmoothingFunction().method2)
+        sentence_bleu(
+            [reference], h, weights=(1 / n,) * n, smoothing_function=SmoothingFunction().method2
+        )
         for h in hypotheses
-    ]  # fmt: skip
+    ]
     assert smoothed == pytest.approx(theirs, abs=1e-12)
 
 
 def test_the_bleu_rankers_are_registered_with_their_order():
     assert {"bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu"} <= set(bq.BQ_RANKERS.list())
     assert [bq.ranker_name(r) for r in ("bq_bleu1", "bq_bleu3", "bq_bleu")] == [
-        "bleu1", "bleu3", "bleu"]  # fmt: skip
+        "bleu1",
+        "bleu3",
+        "bleu",
+    ]
     with pytest.raises(ValueError, match="BLEU order must be 1..4"):
-        bq.bleu("a b", bq.Candidates(["a"], np.array(["a"], dtype=object), np.zeros((1, 2))),
-                np.array([0]), 5)  # fmt: skip
+        bq.bleu(
+            "a b",
+            bq.Candidates(["a"], np.array(["a"], dtype=object), np.zeros((1, 2))),
+            np.array([0]),
+            5,
+        )
 
 
 def test_every_ranking_names_its_method_and_lasso_its_mode():
     """The fast and the paper mode of LASSO (and BLEU's smoothing) are named in the
     rankings, the exported datasets and the R_score tables (docs/text.md)."""
     fast = bq.describe_ranker("bq_lasso", bq.DEFAULT_RANKING, "all-MiniLM-L6-v2")
-    assert fast == ("LASSO, fast mode: non-negative, alpha 0.001, the 300 cosine-nearest "
-                    "candidates on all-MiniLM-L6-v2 embeddings")  # fmt: skip
+    assert fast == (
+        "LASSO, fast mode: non-negative, alpha 0.001, the 300 cosine-nearest "
+        "candidates on all-MiniLM-L6-v2 embeddings"
+    )
     paper = bq.RankSettings(lasso_mode="paper", lasso_lambda=1e-6, exclude_main="run")
     assert bq.describe_ranker("ynbq_lasso", paper) == (
         "LASSO, paper mode: unconstrained, lambda 1e-06, the whole pool (LARS); yes/no pool; "
-        "every main question removed from the pool")  # fmt: skip
+        "every main question removed from the pool"
+    )
     assert bq.describe_ranker("bq_bleu") == "BLEU-4, coco-caption, no smoothing"
     assert bq.describe_ranker("bq_bleu2", bq.RankSettings(bleu_smoothing="add_one")) == (
-        "BLEU-2, add-one smoothing (nltk method2)")  # fmt: skip
+        "BLEU-2, add-one smoothing (nltk method2)"
+    )
     vectors = _hand_made_pool()
-    table = bq.rank_table(["main?"], list(vectors), ["bq_lasso", "bq_cosine"],
-                          bq.RankSettings(3, alpha=1e-6),
-                          encode=_designed_encoder(vectors))  # fmt: skip
+    table = bq.rank_table(
+        ["main?"],
+        list(vectors),
+        ["bq_lasso", "bq_cosine"],
+        bq.RankSettings(3, alpha=1e-6),
+        encode=_designed_encoder(vectors),
+    )
     methods = dict(table.select("ranker", "method").unique().iter_rows())
     assert methods["bq_lasso"].startswith("LASSO, fast mode: non-negative, alpha 1e-06")
     assert methods["bq_cosine"] == "cosine similarity"

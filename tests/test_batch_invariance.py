@@ -19,16 +19,19 @@ from tests.test_pnp_vqa import TINY
 from tests.tiny_checkpoints import tiny_llava, tiny_lxmert, tiny_pnp, tiny_vle
 from vqarobust.models import load_model
 
-QUESTIONS = ["what", "is there a red circle in the image what color is the shape and how many",
-             "how many dog?", "color?",
-             "does the image contain a big red triangle on the left side of it"]  # fmt: skip
+QUESTIONS = [
+    "what",
+    "is there a red circle in the image what color is the shape and how many",
+    "how many dog?",
+    "color?",
+    "does the image contain a big red triangle on the left side of it",
+]
 CLOSE = {"atol": 1e-5, "rtol": 1e-4}  # fp32 reductions over other shapes: last-bit noise
 
 
 def _requests() -> tuple[list[Image.Image], list[str]]:
     rng = np.random.default_rng(0)
-    images = [Image.fromarray(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8))
-              for _ in range(3)]  # fmt: skip
+    images = [Image.fromarray(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8)) for _ in range(3)]
     pairs = [(im, q) for im in images for q in QUESTIONS]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
@@ -36,8 +39,11 @@ def _requests() -> tuple[list[Image.Image], list[str]]:
 @pytest.mark.parametrize("family", ["llava", "image-text-to-text"])
 def test_chat_families_generate_a_padded_batch_like_one_request(tmp_path, family):
     torch.manual_seed(1)  # weights whose replies differ between requests (5 distinct)
-    spec = {"family": family, "path_or_id": str(tiny_llava(tmp_path / "llava")),
-            "max_new_tokens": 6}  # fmt: skip
+    spec = {
+        "family": family,
+        "path_or_id": str(tiny_llava(tmp_path / "llava")),
+        "max_new_tokens": 6,
+    }
     images, questions = _requests()
     batched = load_model({**spec, "batch_size": len(questions)}).answer_all(images, questions)
     assert len(set(batched)) > 1  # the comparison can fail: the replies differ
@@ -45,8 +51,9 @@ def test_chat_families_generate_a_padded_batch_like_one_request(tmp_path, family
 
 
 def test_vle_logits_of_a_padded_batch_are_each_requests_alone(tmp_path):
-    model = load_model({"family": "vle", "path_or_id": str(tiny_vle(tmp_path / "vle")),
-                        "batch_size": 15})  # fmt: skip
+    model = load_model(
+        {"family": "vle", "path_or_id": str(tiny_vle(tmp_path / "vle")), "batch_size": 15}
+    )
     logits: list[torch.Tensor] = []
 
     class Spy:
@@ -92,12 +99,21 @@ def test_lxmert_scores_of_padded_regions_and_questions_are_each_requests_alone(t
     the batch's most, beside questions of one to fifteen words."""
     from vqarobust.features.table import RegionFeatures
 
-    model = load_model({"family": "lxmert", "path_or_id": str(tiny_lxmert(tmp_path / "lx", dim=4)),
-                        "batch_size": 15})  # fmt: skip
+    model = load_model(
+        {
+            "family": "lxmert",
+            "path_or_id": str(tiny_lxmert(tmp_path / "lx", dim=4)),
+            "batch_size": 15,
+        }
+    )
     rng = np.random.default_rng(1)
-    regions = [RegionFeatures(rng.normal(size=(n, 4)).astype(np.float32),
-                              rng.uniform(0, 1, size=(n, 4)).astype(np.float32))
-               for n in (1, 6, 3)]  # fmt: skip
+    regions = [
+        RegionFeatures(
+            rng.normal(size=(n, 4)).astype(np.float32),
+            rng.uniform(0, 1, size=(n, 4)).astype(np.float32),
+        )
+        for n in (1, 6, 3)
+    ]
     inputs = [r for r in regions for _ in QUESTIONS]
     questions = QUESTIONS * len(regions)
     with torch.inference_mode():

@@ -46,15 +46,23 @@ def test_without_boxes_each_is_its_box_free_sibling(name):
     image = photo_like(96, 128, 0)
     for boxes in (None, np.zeros((0, 4))):
         for s in range(1, 6):
-            assert np.array_equal(corrupt(image, name, s, 5, boxes=boxes),
-                                  corrupt(image, SIBLING[name], s, 5))  # fmt: skip
+            assert np.array_equal(
+                corrupt(image, name, s, 5, boxes=boxes), corrupt(image, SIBLING[name], s, 5)
+            )
 
 
 @pytest.mark.parametrize("name", BOXED)
 def test_ssim_falls_over_the_five_severities(name):
     images = [photo_like(96, 128, seed) for seed in range(3)]
-    ssim = [np.mean([ssim_psnr(im, corrupt(im, name, s, seed=k, boxes=SMALL))[0]
-                     for k, im in enumerate(images)]) for s in range(1, 6)]  # fmt: skip
+    ssim = [
+        np.mean(
+            [
+                ssim_psnr(im, corrupt(im, name, s, seed=k, boxes=SMALL))[0]
+                for k, im in enumerate(images)
+            ]
+        )
+        for s in range(1, 6)
+    ]
     assert all(a > b for a, b in zip(ssim, ssim[1:], strict=False)), (name, ssim)
 
 
@@ -70,8 +78,9 @@ def test_deterministic_per_item(name):
 
 boxes_st = st.lists(
     st.tuples(st.integers(0, 70), st.integers(0, 50), st.integers(1, 40), st.integers(1, 40)),
-    min_size=1, max_size=4,
-).map(lambda b: np.array([[x, y, x + w, y + h] for x, y, w, h in b], float))  # fmt: skip
+    min_size=1,
+    max_size=4,
+).map(lambda b: np.array([[x, y, x + w, y + h] for x, y, w, h in b], float))
 
 
 @settings(max_examples=60, deadline=None)
@@ -95,8 +104,9 @@ def test_object_crop_is_its_window_resized_by_opencv():
     image = photo_like(96, 128, 3)
     for seed in range(3):
         x, y, cw, ch = geometric.crop_window(96, 128, 4, SMALL, np.random.default_rng(seed))
-        expected = cv2.resize(image[y : y + ch, x : x + cw], (128, 96),
-                              interpolation=cv2.INTER_LINEAR)  # fmt: skip
+        expected = cv2.resize(
+            image[y : y + ch, x : x + cw], (128, 96), interpolation=cv2.INTER_LINEAR
+        )
         out = geometric.object_crop(image, 4, np.random.default_rng(seed), boxes=SMALL)
         assert np.array_equal(out, expected)
 
@@ -128,8 +138,12 @@ def test_free_positions_by_brute_force():
     boxes = np.array([[3.0, 2.0, 7.0, 5.0], [10.0, 8.0, 12.0, 12.0]])
     mask = covered(boxes, 14, 16)
     for sh, sw in ((1, 1), (3, 2), (4, 5)):
-        free = [y * (16 - sw + 1) + x for y in range(14 - sh + 1) for x in range(16 - sw + 1)
-                if not mask[y : y + sh, x : x + sw].any()]  # fmt: skip
+        free = [
+            y * (16 - sw + 1) + x
+            for y in range(14 - sh + 1)
+            for x in range(16 - sw + 1)
+            if not mask[y : y + sh, x : x + sw].any()
+        ]
         assert occlusion.free_positions(14, 16, sh, sw, boxes).tolist() == free
 
 
@@ -142,10 +156,17 @@ def test_no_room_outside_the_objects_leaves_the_image_and_says_so():
 
 
 def _questions(rows: list[tuple[int, int, str, list[str]]]) -> pa.Table:
-    return pa.table({"question_id": [r[0] for r in rows], "image_id": [r[1] for r in rows],
-                     "question": [r[2] for r in rows], "answers": [r[3] for r in rows],
-                     "question_type": ["what"] * len(rows), "answer_type": ["other"] * len(rows)},
-                    schema=QUESTION_SCHEMA)  # fmt: skip
+    return pa.table(
+        {
+            "question_id": [r[0] for r in rows],
+            "image_id": [r[1] for r in rows],
+            "question": [r[2] for r in rows],
+            "answers": [r[3] for r in rows],
+            "question_type": ["what"] * len(rows),
+            "answer_type": ["other"] * len(rows),
+        },
+        schema=QUESTION_SCHEMA,
+    )
 
 
 def test_coco_boxes_by_hand(tmp_path):
@@ -153,25 +174,56 @@ def test_coco_boxes_by_hand(tmp_path):
     synonym "man") and a car nobody names; image 2 has no instances; image 3's question
     names nothing annotated."""
     instances = {
-        "categories": [{"id": 1, "name": "person"}, {"id": 2, "name": "dog"},
-                       {"id": 3, "name": "car"}],
-        "annotations": [
-            {"id": 10, "image_id": 1, "category_id": 2, "bbox": [5, 6, 10, 20], "area": 200,
-             "iscrowd": 0},
-            {"id": 11, "image_id": 1, "category_id": 1, "bbox": [30, 5, 10, 10], "area": 100,
-             "iscrowd": 0},
-            {"id": 12, "image_id": 1, "category_id": 3, "bbox": [50, 50, 4, 4], "area": 16,
-             "iscrowd": 1},
-            {"id": 13, "image_id": 3, "category_id": 3, "bbox": [0, 0, 8, 8], "area": 64,
-             "iscrowd": 0},
+        "categories": [
+            {"id": 1, "name": "person"},
+            {"id": 2, "name": "dog"},
+            {"id": 3, "name": "car"},
         ],
-    }  # fmt: skip
+        "annotations": [
+            {
+                "id": 10,
+                "image_id": 1,
+                "category_id": 2,
+                "bbox": [5, 6, 10, 20],
+                "area": 200,
+                "iscrowd": 0,
+            },
+            {
+                "id": 11,
+                "image_id": 1,
+                "category_id": 1,
+                "bbox": [30, 5, 10, 10],
+                "area": 100,
+                "iscrowd": 0,
+            },
+            {
+                "id": 12,
+                "image_id": 1,
+                "category_id": 3,
+                "bbox": [50, 50, 4, 4],
+                "area": 16,
+                "iscrowd": 1,
+            },
+            {
+                "id": 13,
+                "image_id": 3,
+                "category_id": 3,
+                "bbox": [0, 0, 8, 8],
+                "area": 64,
+                "iscrowd": 0,
+            },
+        ],
+    }
     path = tmp_path / "instances.json"
     path.write_text(json.dumps(instances))
-    questions = _questions([(100, 1, "What is the man holding?", ["leash"]),
-                            (101, 1, "What animal is it?", ["dog", "dog"]),
-                            (200, 2, "Is it sunny?", ["yes"]),
-                            (300, 3, "What colour is the sky?", ["blue"])])  # fmt: skip
+    questions = _questions(
+        [
+            (100, 1, "What is the man holding?", ["leash"]),
+            (101, 1, "What animal is it?", ["dog", "dog"]),
+            (200, 2, "Is it sunny?", ["yes"]),
+            (300, 3, "What colour is the sky?", ["blue"]),
+        ]
+    )
     table = object_boxes.coco_boxes(questions, path)
     assert table.schema == object_boxes.BOX_SCHEMA
     assert table.select(["image_id", "object_id", "relevant"]).to_pylist() == [
@@ -193,12 +245,20 @@ def test_coco_boxes_by_hand(tmp_path):
 
 def test_gqa_boxes_follow_the_reasoning_steps():
     entries = {
-        "7": {"imageId": "n5", "question": "What is on the table?", "answer": "cup",
-              "semantic": [{"argument": "table (1)"}, {"argument": "_ (2)"}],
-              "annotations": {"answer": {"0": "2"}}},
-        "8": {"imageId": "n5", "question": "Is the lamp on?", "answer": "yes",
-              "semantic": [{"argument": "lamp (3)"}]},
-    }  # fmt: skip
+        "7": {
+            "imageId": "n5",
+            "question": "What is on the table?",
+            "answer": "cup",
+            "semantic": [{"argument": "table (1)"}, {"argument": "_ (2)"}],
+            "annotations": {"answer": {"0": "2"}},
+        },
+        "8": {
+            "imageId": "n5",
+            "question": "Is the lamp on?",
+            "answer": "yes",
+            "semantic": [{"argument": "lamp (3)"}],
+        },
+    }
     obj = {"name": "x", "x": 1, "y": 2, "w": 3, "h": 4}
     graphs = {"n5": {"objects": {"1": obj, "2": obj, "3": obj, "4": obj}}}
     from vqarobust.datasets.gqa import image_number
@@ -233,15 +293,25 @@ def test_a_table_of_another_schema_is_refused(tmp_path):
 
 def test_the_config_refuses_them_without_boxes():
     models = {"m": {"family": "blip", "path_or_id": "x"}}
-    base = {"dataset": {"name": "d", "adapter": "easy-vqa"}, "corruptions": ["snow", "object_crop"],
-            "models": models}  # fmt: skip
+    base = {
+        "dataset": {"name": "d", "adapter": "easy-vqa"},
+        "corruptions": ["snow", "object_crop"],
+        "models": models,
+    }
     with pytest.raises(ConfigError, match=r"at corruptions\[1\]: 'object_crop' needs object boxes"):
         validate_config(base)
-    vqav2 = {"dataset": {"name": "v", "adapter": "vqav2", "questions": "q.json",
-                         "annotations": "a.json", "images": "i"},
-             "corruptions": ["occlude_context"], "models": models}  # fmt: skip
+    vqav2 = {
+        "dataset": {
+            "name": "v",
+            "adapter": "vqav2",
+            "questions": "q.json",
+            "annotations": "a.json",
+            "images": "i",
+        },
+        "corruptions": ["occlude_context"],
+        "models": models,
+    }
     with pytest.raises(ConfigError, match="on vqav2 needs COCO's instance annotations"):
         validate_config(vqav2)
-    scenes = {"dataset": {"name": "s", "adapter": "scenes"}, "corruptions": BOXED,
-              "models": models}  # fmt: skip
+    scenes = {"dataset": {"name": "s", "adapter": "scenes"}, "corruptions": BOXED, "models": models}
     assert validate_config(scenes)["corruptions"] == BOXED

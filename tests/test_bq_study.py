@@ -39,27 +39,47 @@ def study(tmp_path_factory, checkpoints):
     train = write_v1_pool(root / "pool", "train2014", n=240, seed=1)
     val = write_v1_pool(root / "pool", "val2014", n=90, seed=2, task="MultipleChoice")
     override = {
-        "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
-                    "images": str(mini["images"])},
+        "dataset": {
+            "questions": str(mini["questions"]),
+            "annotations": str(mini["annotations"]),
+            "images": str(mini["images"]),
+        },
         "severities": [1],
         "basic_questions": {
             "rankers": ["bq_lasso"],
-            "pool_files": [{"vqa": "v1", "folder": str(root / "pool"), "split": "train2014"},
-                           {"vqa": "v1", "folder": str(root / "pool"), "split": "val2014",
-                            "task": "MultipleChoice", "annotations": False}],
+            "pool_files": [
+                {"vqa": "v1", "folder": str(root / "pool"), "split": "train2014"},
+                {
+                    "vqa": "v1",
+                    "folder": str(root / "pool"),
+                    "split": "val2014",
+                    "task": "MultipleChoice",
+                    "annotations": False,
+                },
+            ],
         },
         "threads": {"infer": 1},
         # No attention maps: this test reads none, and the paper test runs them for both
         # families.
         "diagnostics": {"attention": {"n": 0}},
-        "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
-                            "device": "cpu", "batch_size": 16},
-                   # A generative model: VQABQ asks it the chain of questions (the
-                   # classifier gets the MQ followed by its basic questions).
-                   "blip": {"family": "blip", "path_or_id": str(tiny_blip(root / "blip")),
-                            "device": "cpu", "batch_size": 8,
-                            "chain_prompt": "Related: {basic_questions} Question: {question}"}},
-    }  # fmt: skip
+        "models": {
+            "vilt": {
+                "family": "vqa-classifier",
+                "path_or_id": str(checkpoints["vilt"]),
+                "device": "cpu",
+                "batch_size": 16,
+            },
+            # A generative model: VQABQ asks it the chain of questions (the
+            # classifier gets the MQ followed by its basic questions).
+            "blip": {
+                "family": "blip",
+                "path_or_id": str(tiny_blip(root / "blip")),
+                "device": "cpu",
+                "batch_size": 8,
+                "chain_prompt": "Related: {basic_questions} Question: {question}",
+            },
+        },
+    }
     workdir = root / "run"
     workdir.mkdir()
     out = snakemake(workdir, override)
@@ -70,13 +90,17 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     workdir, override, train, val, _ = study
     results = workdir / "results" / "vqav2-bq"
     # Pool sizes: each file deduplicated, then merged; yes/no by annotations or the rule.
-    frames = [pools.read_pool_source(train["questions"], train["annotations"]),
-              pools.read_pool_source(val["questions"])]  # fmt: skip
+    frames = [
+        pools.read_pool_source(train["questions"], train["annotations"]),
+        pools.read_pool_source(val["questions"]),
+    ]
     merged = pools.distinct_pool(pl.concat(frames))
     n_yes = int((merged["yes_no_occurrences"] * 2 >= merged["occurrences"]).sum())
     tables = sorted((results / "questions" / "pool").glob("*.parquet"))
-    assert [t.stem for t in tables] == ["file-MultipleChoice_mscoco_val2014_questions",
-                                        "file-OpenEnded_mscoco_train2014_questions"]  # fmt: skip
+    assert [t.stem for t in tables] == [
+        "file-MultipleChoice_mscoco_val2014_questions",
+        "file-OpenEnded_mscoco_train2014_questions",
+    ]
     loaded = pools.load_pools(tables)
     assert pools.pool_sizes(loaded) == {"general": merged.height, "yes_no": n_yes}
     assert 22 <= n_yes < merged.height
@@ -100,14 +124,18 @@ def test_the_study_runs_to_duckdb_and_the_report(study):
     with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
         n_q = con.sql("SELECT count(*) FROM questions").fetchall()[0][0]
         overall = con.sql("SELECT * FROM rscore_overall WHERE modality = 'basic_question'").pl()
-        acc = con.sql("SELECT model, perturbation, severity, accuracy FROM accuracy "
-                      "WHERE modality IN ('clean', 'basic_question')").pl()  # fmt: skip
+        acc = con.sql(
+            "SELECT model, perturbation, severity, accuracy FROM accuracy "
+            "WHERE modality IN ('clean', 'basic_question')"
+        ).pl()
     for name in ("bq_lasso", "ynbq_lasso"):
         exported = pl.read_parquet(results / "basic_questions" / f"{name}.parquet")
         assert exported.height == n_q
         assert set(exported["basic_questions"].list.len()) == {21}
-        assert json.loads((results / "basic_questions" / f"{name}.json").read_text())[0][
-            "question_id"] == exported["question_id"][0]  # fmt: skip
+        assert (
+            json.loads((results / "basic_questions" / f"{name}.json").read_text())[0]["question_id"]
+            == exported["question_id"][0]
+        )
     # R_score1 / R_score2: the R_score of the mean drop over the 7 levels, by hand.
     acc = acc.filter(pl.col("model") == "vilt")
     overall = overall.filter(pl.col("model") == "vilt")
@@ -143,17 +171,24 @@ def test_the_lasso_mode_is_named_in_rankings_datasets_rscore_and_report(study):
     paper = "LASSO, paper mode: unconstrained, lambda 1e-06, the whole pool (LARS)"
     removed = "every main question removed from the pool"
     with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
-        ranking = dict(con.sql("SELECT DISTINCT perturbation, ranking FROM rscore_overall "
-                               "WHERE modality = 'basic_question'").fetchall())  # fmt: skip
+        ranking = dict(
+            con.sql(
+                "SELECT DISTINCT perturbation, ranking FROM rscore_overall "
+                "WHERE modality = 'basic_question'"
+            ).fetchall()
+        )
     on = f"{paper} on all-MiniLM-L6-v2 embeddings"
-    assert ranking == {"bq_lasso": f"{on}; {removed}",
-                       "ynbq_lasso": f"{on}; yes/no pool; {removed}"}  # fmt: skip
+    assert ranking == {
+        "bq_lasso": f"{on}; {removed}",
+        "ynbq_lasso": f"{on}; yes/no pool; {removed}",
+    }
     for name in ("bq_lasso", "ynbq_lasso"):
         ranks = pl.read_parquet(results / "questions" / "rankings" / f"{name}.parquet")
         exported = pl.read_parquet(results / "basic_questions" / f"{name}.parquet")
         assert set(ranks["method"]) == set(exported["method"])
-        assert set(ranks["method"]) == {ranking[name].replace(
-            " on all-MiniLM-L6-v2 embeddings", "")}  # fmt: skip
+        assert set(ranks["method"]) == {
+            ranking[name].replace(" on all-MiniLM-L6-v2 embeddings", "")
+        }
     report = (results / "report" / "index.html").read_text()
     assert "How each was ranked" in report and paper in report
 
@@ -177,9 +212,11 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
         sel = con.sql("SELECT * FROM vqabq_selection ORDER BY question_id").pl()
         table = con.sql("SELECT * FROM vqabq").pl()
         stats = con.sql("SELECT * FROM vqabq_scores").pl()
-        preds = con.sql("SELECT model, perturbation, severity, question_id, score FROM "
-                        "predictions WHERE perturbation IN ('clean', 'vqabq_chain') "
-                        "ORDER BY model, perturbation, severity, question_id").pl()  # fmt: skip
+        preds = con.sql(
+            "SELECT model, perturbation, severity, question_id, score FROM "
+            "predictions WHERE perturbation IN ('clean', 'vqabq_chain') "
+            "ORDER BY model, perturbation, severity, question_id"
+        ).pl()
         modalities = con.sql("SELECT DISTINCT modality FROM rscore").pl()["modality"].to_list()
         questions = con.sql("SELECT question_id, question FROM questions").pl()
         con_counts = con.sql("SELECT * FROM vqabq_counts").pl()
@@ -190,8 +227,11 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
     for row in sel.join(questions, on="question_id").iter_rows(named=True):
         g = by_mq[row["question"]]
         scores, own = g["score"].to_list(), (g["source"] == "lasso").to_list()
-        tests = [scores[0] > 0.60, scores[1] / scores[0] > 0.58 if scores[0] else False,
-                 scores[2] / scores[1] > 0.41 if scores[1] else False]  # fmt: skip
+        tests = [
+            scores[0] > 0.60,
+            scores[1] / scores[0] > 0.58 if scores[0] else False,
+            scores[2] / scores[1] > 0.41 if scores[1] else False,
+        ]
         expect = 0
         for i in range(3):
             if not (own[i] and scores[i] > 0 and tests[i]):
@@ -201,7 +241,8 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
     kept = dict(zip(sel["question_id"], sel["n_bq"], strict=True))
     counts = con_counts.filter(split="all")
     assert counts.sort("n_bq")["questions"].to_list() == [
-        sum(1 for n in kept.values() if n == k) for k in range(4)]  # fmt: skip
+        sum(1 for n in kept.values() if n == k) for k in range(4)
+    ]
     # Every model answers each MQ with its first 1, 2 and 3 basic questions; VQABQ takes
     # the answer at the number Algorithm 1 keeps.
     for model in ("vilt", "blip"):
@@ -210,8 +251,10 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
         chain = preds.filter(perturbation="vqabq_chain", model=model)
         assert sorted(set(chain["severity"])) == [1, 2, 3]
         at = {(r["question_id"], r["severity"]): r["score"] for r in chain.iter_rows(named=True)}
-        mixed = [at[(q, kept[q])] if kept[q] else sc
-                 for q, sc in zip(clean["question_id"], clean["score"], strict=True)]  # fmt: skip
+        mixed = [
+            at[(q, kept[q])] if kept[q] else sc
+            for q, sc in zip(clean["question_id"], clean["score"], strict=True)
+        ]
         assert whole["questions"] == questions.height
         assert whole["selected"] == sum(1 for n in kept.values() if n)
         assert whole["acc_mq"] == pytest.approx(clean["score"].mean())
@@ -228,5 +271,7 @@ def test_vqabq_tables_follow_algorithm_1_on_the_runs_rankings(study):
     assert set(table["split"]) == {"all", "held_out_tuned", "held_out_given"}
     held = table.filter(split="held_out_given").row(0, named=True)
     assert held["questions"] == int((~sel["tune"]).sum())
-    assert "VQABQ: main questions answered with their basic questions" in (
-        results / "report" / "index.html").read_text()  # fmt: skip
+    assert (
+        "VQABQ: main questions answered with their basic questions"
+        in (results / "report" / "index.html").read_text()
+    )

@@ -43,8 +43,10 @@ def test_the_default_study_evaluates_the_shipped_checkpoints_which_meet_the_bar(
         assert entry["path_or_id"] == f"checkpoints/easy-vqa/{name}"
         accuracy = manifest["models"][name]["accuracy"]
         assert accuracy["blank"] == pytest.approx(accuracy["clean"] * accuracy["blank_ratio"])
-        meets = {"clean": accuracy["clean"] >= BAR["clean"],
-                 "blank_ratio": accuracy["blank_ratio"] <= BAR["blank_ratio"]}  # fmt: skip
+        meets = {
+            "clean": accuracy["clean"] >= BAR["clean"],
+            "blank_ratio": accuracy["blank_ratio"] <= BAR["blank_ratio"],
+        }
         # A shortfall is listed, and only a real one: meeting the bar fails until removed.
         missed = sorted(k for k, ok in meets.items() if not ok)
         assert missed == SHORT_OF_THE_BAR.get(name, []), name
@@ -68,8 +70,9 @@ def test_the_reference_models_study_trains_each_model_once_and_measures_the_blan
 
     from tests.study_run import run_study
 
-    out = run_study(ROOT / "config" / "reference-models.yaml", tmp_path, {}, "-n", "--quiet",
-                    "rules")  # fmt: skip
+    out = run_study(
+        ROOT / "config" / "reference-models.yaml", tmp_path, {}, "-n", "--quiet", "rules"
+    )
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
     models = len(load_config(ROOT / "config" / "reference-models.yaml")["models"])
     # One inference job per model (clean, blank and the two corruptions at one severity).
@@ -88,18 +91,24 @@ def _study(tmp_path: Path) -> tuple[Path, dict, Path]:
         "models": {
             "m1": {"family": "vqa-classifier", "train": {"architecture": "vilt", "epochs": 2}},
             "hub": {"family": "vqa-classifier", "path_or_id": "x/y"},
-        },  # fmt: skip
+        },
     }
     db = tmp_path / "robustness.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")
-        con.execute("INSERT INTO run_info VALUES ('provenance.git_commit', 'abc'), "
-                    "('provenance.git_dirty', 'false'), ('provenance.version.torch', '2.13.0'), "
-                    "('provenance.model.m1', '{\"machines\": [{\"cpu\": \"X\"}]}')")  # fmt: skip
-        con.execute("CREATE TABLE image_reliance AS SELECT 'm1' AS model, 0.9 AS clean_accuracy, "
-                    "'blank' AS control, 0.45 AS control_accuracy, 0.5 AS ratio")  # fmt: skip
-        con.execute("CREATE TABLE predictions AS SELECT 'm1' AS model, 'clean' AS perturbation, "
-                    "range AS question_id FROM range(7)")  # fmt: skip
+        con.execute(
+            "INSERT INTO run_info VALUES ('provenance.git_commit', 'abc'), "
+            "('provenance.git_dirty', 'false'), ('provenance.version.torch', '2.13.0'), "
+            '(\'provenance.model.m1\', \'{"machines": [{"cpu": "X"}]}\')'
+        )
+        con.execute(
+            "CREATE TABLE image_reliance AS SELECT 'm1' AS model, 0.9 AS clean_accuracy, "
+            "'blank' AS control, 0.45 AS control_accuracy, 0.5 AS ratio"
+        )
+        con.execute(
+            "CREATE TABLE predictions AS SELECT 'm1' AS model, 'clean' AS perturbation, "
+            "range AS question_id FROM range(7)"
+        )
     return models, config, db
 
 

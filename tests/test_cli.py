@@ -56,8 +56,17 @@ def test_summary_markdown(tmp_path, capsys):
     from vqarobust import store
     from vqarobust.db import DatabaseInputs, build_database
 
-    q = [{"question_id": i, "image_id": i, "question": "q?", "answers": ["cat"] * 10,
-          "question_type": "what", "answer_type": "other"} for i in range(4)]  # fmt: skip
+    q = [
+        {
+            "question_id": i,
+            "image_id": i,
+            "question": "q?",
+            "answers": ["cat"] * 10,
+            "question_type": "what",
+            "answer_type": "other",
+        }
+        for i in range(4)
+    ]
     store.write_table(pa.Table.from_pylist(q, schema=store.QUESTION_SCHEMA), tmp_path / "q.parquet")
     rows = []
     # Questions answered right (of 4) per severity; severity 0 is the clean subset.
@@ -65,10 +74,18 @@ def test_summary_markdown(tmp_path, capsys):
         for severity, n_right in enumerate(right):
             corruption = "clean" if severity == 0 else "snow"
             modality = "clean" if severity == 0 else "image"
-            rows += [{"question_id": i, "answer": "cat" if i < n_right else "dog",
-                      "model": model, "modality": modality, "perturbation": corruption,
-                      "severity": severity, "truncated": False}
-                     for i in range(4)]  # fmt: skip
+            rows += [
+                {
+                    "question_id": i,
+                    "answer": "cat" if i < n_right else "dog",
+                    "model": model,
+                    "modality": modality,
+                    "perturbation": corruption,
+                    "severity": severity,
+                    "truncated": False,
+                }
+                for i in range(4)
+            ]
     preds = pl.DataFrame(rows).with_columns(pl.col("severity").cast(pl.Int16))
     preds.write_parquet(tmp_path / "p.parquet")
     build_database(
@@ -90,8 +107,11 @@ def test_summary_markdown(tmp_path, capsys):
     committed = tmp_path / "block.md"
     committed.write_text(out)
     assert main(["summary", str(tmp_path / "r.duckdb"), "--check", str(committed)]) == 0
-    committed.write_text(out.replace("| good | 1.000 [1.000, 1.000] | 0.875", "| good | "
-                                     "1.000 [1.000, 1.000] | 0.876"))  # fmt: skip
+    committed.write_text(
+        out.replace(
+            "| good | 1.000 [1.000, 1.000] | 0.875", "| good | 1.000 [1.000, 1.000] | 0.876"
+        )
+    )
     capsys.readouterr()
     assert main(["summary", str(tmp_path / "r.duckdb"), "--check", str(committed)]) == 1
     err = capsys.readouterr().err
@@ -110,15 +130,35 @@ def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
     from vqarobust.metrics.uncertainty import Settings
 
     q = simulate_questions(60, 4, seed=2)
-    drops = {("image", c, s): 0.05 * s * k for k, c in enumerate(["snow", "contrast"], 1)
-             for s in range(1, 6)}  # fmt: skip
+    drops = {
+        ("image", c, s): 0.05 * s * k
+        for k, c in enumerate(["snow", "contrast"], 1)
+        for s in range(1, 6)
+    }
     models = {"x": SimulatedModel(0.8, drops), "y": SimulatedModel(0.6, drops)}
     scored = simulate_scored(q, models, seed=2).join(q, on="question_id")
-    table = scored.select("model", pl.col("perturbation").alias("corruption"), "severity",
-                          "question_id", "image_id", "score")  # fmt: skip
+    table = scored.select(
+        "model",
+        pl.col("perturbation").alias("corruption"),
+        "severity",
+        "question_id",
+        "image_id",
+        "score",
+    )
     table.write_csv(tmp_path / "per_question.csv")
-    assert main(["metrics", str(tmp_path / "per_question.csv"), "--out", str(tmp_path / "o"),
-                 "--resamples", "300"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "metrics",
+                str(tmp_path / "per_question.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                "--resamples",
+                "300",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "vre_low" in out and "intervals.csv" in out
     got = pl.read_csv(tmp_path / "o" / "intervals.csv")
@@ -135,15 +175,38 @@ def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
         expected["intervals"].filter(pl.col("metric") == "vre_model").select(vre).sort("model"),
     )
     # An accuracy table has no questions to resample: a clear error, not intervals of nothing.
-    acc = table.group_by("model", "corruption", "severity").agg(pl.col("score").mean()
-                                                                .alias("accuracy"))  # fmt: skip
+    acc = table.group_by("model", "corruption", "severity").agg(
+        pl.col("score").mean().alias("accuracy")
+    )
     acc.write_csv(tmp_path / "acc.csv")
-    assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o2"),
-                 "--resamples", "10"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "metrics",
+                str(tmp_path / "acc.csv"),
+                "--out",
+                str(tmp_path / "o2"),
+                "--resamples",
+                "10",
+            ]
+        )
+        == 2
+    )
     assert "--resamples needs one row per question" in capsys.readouterr().err
     table.drop("image_id").write_csv(tmp_path / "no_image.csv")
-    assert main(["metrics", str(tmp_path / "no_image.csv"), "--out", str(tmp_path / "o3"),
-                 "--resamples", "10"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "metrics",
+                str(tmp_path / "no_image.csv"),
+                "--out",
+                str(tmp_path / "o3"),
+                "--resamples",
+                "10",
+            ]
+        )
+        == 2
+    )
     assert "lack columns ['image_id'] (or cluster by question)" in capsys.readouterr().err
 
 
@@ -153,18 +216,31 @@ def test_metrics_refuses_a_gap_unless_asked_to_drop_it(tmp_path, capsys):
     rows = [("a", "clean", 0, 0.9), ("b", "clean", 0, 0.8)]
     rows += [("a", "snow", s, 0.9 - 0.1 * s) for s in range(1, 6)]
     rows += [(m, "blur", s, 0.8 - 0.05 * s) for m in ("a", "b") for s in range(1, 6)]
-    pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"],
-                 orient="row").write_csv(tmp_path / "acc.csv")  # fmt: skip
+    pl.DataFrame(
+        rows, schema=["model", "corruption", "severity", "accuracy"], orient="row"
+    ).write_csv(tmp_path / "acc.csv")
     assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o")]) == 2
     assert "b/snow (severities [1, 2, 3, 4, 5])" in capsys.readouterr().err
-    assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o"),
-                 "--on-missing", "drop"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "metrics",
+                str(tmp_path / "acc.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                "--on-missing",
+                "drop",
+            ]
+        )
+        == 0
+    )
     assert "perturbations ['snow'] (for every model)" in capsys.readouterr().err
     assert set(pl.read_csv(tmp_path / "o" / "submetrics.csv")["corruption"]) == {"blur"}
 
 
-def test_preview_of_a_dataset_image_by_id_is_what_the_workflow_stores(easy_vqa_eval, tmp_path,
-                                                                      capsys):  # fmt: skip
+def test_preview_of_a_dataset_image_by_id_is_what_the_workflow_stores(
+    easy_vqa_eval, tmp_path, capsys
+):
     import numpy as np
 
     from vqarobust import store
@@ -175,8 +251,7 @@ def test_preview_of_a_dataset_image_by_id_is_what_the_workflow_stores(easy_vqa_e
     image_id = store.ImageShards(images).ids()[1]
     corrupt_subset(images, tmp_path / "snow3", "snow", 3, global_seed=7)
     stored = store.decode_image(store.ImageShards(tmp_path / "snow3").read([image_id])[image_id])
-    cells = preview_cells(read_dataset_image(images, image_id), ["snow"], seed=7,
-                          image_id=image_id)  # fmt: skip
+    cells = preview_cells(read_dataset_image(images, image_id), ["snow"], seed=7, image_id=image_id)
     assert np.array_equal(cells["snow", 3], stored)  # seeded per item, as corrupt_images
     out = tmp_path / "grid.png"
     args = ["preview", "--images", str(images), "--id", str(image_id), "--out", str(out)]
@@ -199,14 +274,29 @@ def test_images_export_writes_the_stored_bytes(easy_vqa_eval, tmp_path, capsys):
     assert [f.name for f in files] == sorted(f"{i}.png" for i in ids)
     stored = store.ImageShards(images).read(ids)
     assert all((tmp_path / "all" / f"{i}.png").read_bytes() == stored[i] for i in ids)
-    assert main(["images", "export", str(images), "--out", str(tmp_path / "two"),
-                 "--ids", str(ids[0]), str(ids[2])]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "images",
+                "export",
+                str(images),
+                "--out",
+                str(tmp_path / "two"),
+                "--ids",
+                str(ids[0]),
+                str(ids[2]),
+            ]
+        )
+        == 0
+    )
     assert sorted(f.name for f in (tmp_path / "two").iterdir()) == sorted(
         [f"{ids[0]}.png", f"{ids[2]}.png"]
     )
     # An unknown id, or a folder that holds other files: an error, nothing written.
-    assert main(["images", "export", str(images), "--out", str(tmp_path / "x"),
-                 "--ids", "999999"]) == 2  # fmt: skip
+    assert (
+        main(["images", "export", str(images), "--out", str(tmp_path / "x"), "--ids", "999999"])
+        == 2
+    )
     assert "no images [999999]" in capsys.readouterr().err and not (tmp_path / "x").exists()
     assert main(["images", "export", str(images), "--out", str(tmp_path / "all")]) == 2
     assert "is not an empty folder" in capsys.readouterr().err

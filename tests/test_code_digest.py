@@ -38,9 +38,11 @@ def rerunpkg(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m.startswith("rerunpkg")]:
         monkeypatch.delitem(sys.modules, name)
-    _package(tmp_path, {
-        "__init__.py": "",
-        "a.py": '''\
+    _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": '''\
             """Module a."""
             from rerunpkg import b
 
@@ -62,8 +64,9 @@ def rerunpkg(tmp_path, monkeypatch):
             def fog(x):
                 return helper(x) + 2
             ''',
-        "b.py": "class Registry:\n    pass\n",
-    })  # fmt: skip
+            "b.py": "class Registry:\n    pass\n",
+        },
+    )
     return tmp_path / "rerunpkg"
 
 
@@ -142,8 +145,11 @@ def _rule_modules(plan: StudyPlan) -> dict[str, set[str]]:
     from vqarobust.models import FAMILIES
 
     family = FAMILIES.entry(plan.config["models"]["vilt-tiny"]["family"])
-    entries = {"corrupt_images": "snow", "perturb_questions": "keyboard",
-               "rank_basic_questions": "bq_lasso"}  # fmt: skip
+    entries = {
+        "corrupt_images": "snow",
+        "perturb_questions": "keyboard",
+        "rank_basic_questions": "bq_lasso",
+    }
     out = {}
     for rule in JOBS:
         script = SCRIPTS / f"{'extract_features' if rule.startswith('extract') else rule}.py"
@@ -178,11 +184,14 @@ def _loaded_at_import() -> dict[str, set[str]]:
                 if n.split(".")[0] == "vqarobust" and getattr(m, "__file__", None))
         print(json.dumps(out))
     """)
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True, cwd=REPO)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
     root = PACKAGE.parent.as_posix() + "/"
-    return {k: {p.removeprefix(root) for p in v}
-            for k, v in json.loads(proc.stdout.splitlines()[-1]).items()}  # fmt: skip
+    return {
+        k: {p.removeprefix(root) for p in v}
+        for k, v in json.loads(proc.stdout.splitlines()[-1]).items()
+    }
 
 
 def _documented(source: str) -> str:
@@ -266,8 +275,10 @@ def test_every_definition_cut_out_of_a_module_belongs_to_a_registered_perturbati
     (found by its function's name, so a ranker's yes/no twin and the VQABQ chain count)."""
     from vqarobust import perturbations
 
-    applied = {(perturbations.entry(n).origin, getattr(perturbations.entry(n).obj, "__name__", n))
-               for n in perturbations.names()}  # fmt: skip
+    applied = {
+        (perturbations.entry(n).origin, getattr(perturbations.entry(n).obj, "__name__", n))
+        for n in perturbations.names()
+    }
     orphans = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)

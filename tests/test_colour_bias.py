@@ -19,7 +19,7 @@ QUESTIONS = pl.DataFrame(
             "what color is it?",
             "what colour is the bus?",
             "how many dogs?",
-        ],  # fmt: skip
+        ],
         # 4: "Red" x2 vs "blue" x1 -> red after normalization; 5: numbers are no colour.
         "answers": [
             ["red"] * 10,
@@ -27,14 +27,14 @@ QUESTIONS = pl.DataFrame(
             ["gray"] * 10,
             ["Red", "Red", "blue"],
             ["2"] * 10,
-        ],  # fmt: skip
+        ],
         "question_type": [
             "what color is the",
             "is there a",
             "what color is",
             "what color is",
             "how many",
-        ],  # fmt: skip
+        ],
         "answer_type": ["other", "yes/no", "other", "other", "number"],
     }
 )
@@ -42,9 +42,10 @@ QUESTIONS = pl.DataFrame(
 
 def _scored(rows):
     return pl.DataFrame(
-        rows, schema=["model", "modality", "perturbation", "severity", "question_id", "answer",
-                      "score"], orient="row",
-    )  # fmt: skip
+        rows,
+        schema=["model", "modality", "perturbation", "severity", "question_id", "answer", "score"],
+        orient="row",
+    )
 
 
 def test_colour_questions_by_their_most_frequent_answer():
@@ -53,21 +54,28 @@ def test_colour_questions_by_their_most_frequent_answer():
 
 
 def test_colour_bias_hand_computed():
-    scored = _scored([
-        # model m: clean answers name colours; on grayscale it says blue (chromatic),
-        # gray (a grey) and "circle" (no colour).
-        ("m", "clean", "clean", 0, 1, "red", 1.0), ("m", "clean", "clean", 0, 3, "gray", 1.0),
-        ("m", "clean", "clean", 0, 4, "Red", 1.0), ("m", "clean", "clean", 0, 2, "yes", 1.0),
-        ("m", "image", "grayscale", 1, 1, "Blue", 0.0),
-        ("m", "image", "grayscale", 1, 3, "gray", 1.0),
-        ("m", "image", "grayscale", 1, 4, "circle", 0.0),
-        ("m", "image", "grayscale", 1, 2, "no", 0.0),  # not a colour question
-        ("m", "image", "snow", 1, 1, "green", 0.0),  # another corruption: ignored
-    ])  # fmt: skip
+    scored = _scored(
+        [
+            # model m: clean answers name colours; on grayscale it says blue (chromatic),
+            # gray (a grey) and "circle" (no colour).
+            ("m", "clean", "clean", 0, 1, "red", 1.0),
+            ("m", "clean", "clean", 0, 3, "gray", 1.0),
+            ("m", "clean", "clean", 0, 4, "Red", 1.0),
+            ("m", "clean", "clean", 0, 2, "yes", 1.0),
+            ("m", "image", "grayscale", 1, 1, "Blue", 0.0),
+            ("m", "image", "grayscale", 1, 3, "gray", 1.0),
+            ("m", "image", "grayscale", 1, 4, "circle", 0.0),
+            ("m", "image", "grayscale", 1, 2, "no", 0.0),  # not a colour question
+            ("m", "image", "snow", 1, 1, "green", 0.0),  # another corruption: ignored
+        ]
+    )
     rows = colour_rows(scored, QUESTIONS)
     assert sorted(rows["question_id"]) == [1, 3, 4]
-    assert dict(rows.select("question_id", "class").rows()) == {1: "chromatic", 3: "grey",
-                                                                 4: "non_colour"}  # fmt: skip
+    assert dict(rows.select("question_id", "class").rows()) == {
+        1: "chromatic",
+        3: "grey",
+        4: "non_colour",
+    }
     t = colour_bias_table(rows).row(0, named=True)
     assert t["n_colour_questions"] == 3
     assert t["chromatic_share"] == pytest.approx(1 / 3)
@@ -121,7 +129,7 @@ def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):
                 "vre": names("SELECT perturbation FROM vre_corruption"),
                 "mmi": con.execute(
                     "SELECT perturbed FROM mmi WHERE modality = 'image' AND scope = 'all'"
-                ).fetchone()[0],  # fmt: skip
+                ).fetchone()[0],
                 "acc": names("SELECT perturbation FROM accuracy"),
                 "iv": names("SELECT perturbation FROM intervals WHERE metric = 'accuracy'"),
                 "bias": con.sql("SELECT * FROM colour_bias").pl(),
@@ -140,7 +148,9 @@ def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):
     assert out[True]["mmi"] == pytest.approx((clean_like + grey) / 2)
     bias = out[False]["bias"]
     # easy-VQA's colour questions: the wrong answers are "wrong", right ones the label.
-    n_colour = sum(q["answers"][0] in {"red", "green", "blue", "yellow", "teal", "brown",
-                                       "black", "gray"} for q in questions)  # fmt: skip
+    n_colour = sum(
+        q["answers"][0] in {"red", "green", "blue", "yellow", "teal", "brown", "black", "gray"}
+        for q in questions
+    )
     assert bias["n_colour_questions"].to_list() == [n_colour]
     assert out[False]["examples"]["png"].null_count() == 0

@@ -120,8 +120,9 @@ def test_acquire_waits_for_a_slot_and_can_be_cancelled():
 
 def test_a_served_model_sends_an_images_questions_together():
     a, b, c = (Image.new("RGB", (4, 4), colour) for colour in ("red", "green", "blue"))
-    client = load_model({"family": "openai-chat", "base_url": "http://127.0.0.1:9/v1",
-                         "model": "m"}, name="served")  # fmt: skip
+    client = load_model(
+        {"family": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "model": "m"}, name="served"
+    )
     images = [a, b, a, c, b, a]
     questions = ["q"] * 3 + ["a much longer question?"] * 3
     assert client.request_order(images, questions).tolist() == [0, 2, 5, 1, 4, 3]
@@ -137,10 +138,18 @@ def test_the_adaptive_limit_keeps_a_server_below_its_queue():
     refused = {}
     for adaptive in (False, True):
         with CostServer(slots=4, prefill_s=0.02, decode_s=0.01, max_queue=8) as server:
-            client = load_model({"family": "openai-chat", "base_url": server.base_url,
-                                 "model": "m", "max_concurrency": 32, "max_retries": 10,
-                                 "adaptive_concurrency": adaptive, "batch_size": 96},
-                                name="served")  # fmt: skip
+            client = load_model(
+                {
+                    "family": "openai-chat",
+                    "base_url": server.base_url,
+                    "model": "m",
+                    "max_concurrency": 32,
+                    "max_retries": 10,
+                    "adaptive_concurrency": adaptive,
+                    "batch_size": 96,
+                },
+                name="served",
+            )
             answers = client.answer_all(images, questions)
             client.close()
         assert answers == ["yes"] * len(questions)

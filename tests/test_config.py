@@ -83,8 +83,16 @@ def test_basic_question_study_config_is_the_papers_protocol():
     cfg = validate_config(yaml.safe_load((REPO / "config" / "basic-questions.yaml").read_text()))
     bq = cfg["basic_questions"]
     assert bq["datasets"] == ["general", "yes_no"] and bq["pool"] == []
-    assert {"bq_lasso", "bq_bleu1", "bq_bleu2", "bq_bleu3", "bq_bleu", "bq_rouge", "bq_cider",
-            "bq_meteor"} <= set(bq["rankers"])  # fmt: skip
+    assert {
+        "bq_lasso",
+        "bq_bleu1",
+        "bq_bleu2",
+        "bq_bleu3",
+        "bq_bleu",
+        "bq_rouge",
+        "bq_cider",
+        "bq_meteor",
+    } <= set(bq["rankers"])
     assert bq["lasso"] == {"mode": "paper", "lambda": 1e-6} and bq["k"] == 21
     # The paper's pool: VQA v1's train2014 and val2014 questions, with their annotations.
     assert [(f["vqa"], f["split"], f["task"], f["annotations"]) for f in bq["pool_files"]] == [
@@ -101,17 +109,26 @@ def test_reference_models_run_on_the_cpu(default_config):
     assert {m["device"] for m in study["models"].values()} == {"cpu"}
 
 
-VQAV2 = {"name": "v", "adapter": "vqav2", "questions": "q.json", "annotations": "a.json",
-         "images": "val2014.zip"}  # fmt: skip
+VQAV2 = {
+    "name": "v",
+    "adapter": "vqav2",
+    "questions": "q.json",
+    "annotations": "a.json",
+    "images": "val2014.zip",
+}
 
 
 @pytest.mark.parametrize(
     ("dataset", "message"),
     [
-        ({"name": "v", "adapter": "vqa2"},
-         r"dataset.adapter: unknown adapter 'vqa2'; did you mean 'vqav2'\? known: "),
-        ({"name": "v", "adapter": "vqav2", "questions": "q.json"},
-         r"adapter 'vqav2' needs \['annotations', 'images'\]"),
+        (
+            {"name": "v", "adapter": "vqa2"},
+            r"dataset.adapter: unknown adapter 'vqa2'; did you mean 'vqav2'\? known: ",
+        ),
+        (
+            {"name": "v", "adapter": "vqav2", "questions": "q.json"},
+            r"adapter 'vqav2' needs \['annotations', 'images'\]",
+        ),
         ({**VQAV2, "split": "val"}, r"dataset.split: adapter 'vqav2' does not read it"),
         ({**VQAV2, "path": "x.jsonl"}, r"dataset.path: adapter 'vqav2' does not read it"),
         ({"name": "e", "adapter": "easy-vqa", "images": "x"}, r"dataset.images: adapter 'easy"),
@@ -119,22 +136,29 @@ VQAV2 = {"name": "v", "adapter": "vqav2", "questions": "q.json", "annotations": 
         ({**VQAV2, "on_bad_image": "ignore"}, r"dataset.on_bad_image: 'ignore' is not one of"),
         ({"name": "j", "adapter": "jsonl"}, r"adapter 'jsonl' needs \['path'\]"),
     ],
-)  # fmt: skip
+)
 def test_dataset_keys_are_checked_per_adapter(dataset, message):
-    config = {"dataset": dataset, "corruptions": ["snow"],
-              "models": {"m": {"family": "vqa-classifier", "path_or_id": "x/y"}}}  # fmt: skip
+    config = {
+        "dataset": dataset,
+        "corruptions": ["snow"],
+        "models": {"m": {"family": "vqa-classifier", "path_or_id": "x/y"}},
+    }
     with pytest.raises(ConfigError, match=message):
         validate_config(config)
 
 
 def test_adapter_defaults_fill_n_images():
     blip = {"m": {"family": "blip", "path_or_id": "x/y"}}
-    for dataset, n in ((VQAV2, 3000), ({"name": "e", "adapter": "easy-vqa"}, 200),
-                       ({"name": "j", "adapter": "jsonl", "path": "d.jsonl"}, None)):  # fmt: skip
+    for dataset, n in (
+        (VQAV2, 3000),
+        ({"name": "e", "adapter": "easy-vqa"}, 200),
+        ({"name": "j", "adapter": "jsonl", "path": "d.jsonl"}, None),
+    ):
         cfg = validate_config({"dataset": dict(dataset), "corruptions": ["snow"], "models": blip})
         assert cfg["dataset"]["n_images"] == n
-    cfg = validate_config({"dataset": {**VQAV2, "manifest": "ids.txt"}, "corruptions": ["snow"],
-                           "models": blip})  # fmt: skip
+    cfg = validate_config(
+        {"dataset": {**VQAV2, "manifest": "ids.txt"}, "corruptions": ["snow"], "models": blip}
+    )
     assert "n_images" not in cfg["dataset"]
 
 
@@ -149,8 +173,15 @@ def test_training_needs_easy_vqa():
 def test_params_are_canonical_and_leave_runtime_settings_out():
     from vqarobust.params import answer_spec, canonical, runtime_options
 
-    a = {"family": "blip", "path_or_id": "x", "dtype": "auto", "batch_size": 8,
-         "mem_mb": 9000, "gpu_model": "a100", "prompt": "p"}  # fmt: skip
+    a = {
+        "family": "blip",
+        "path_or_id": "x",
+        "dtype": "auto",
+        "batch_size": 8,
+        "mem_mb": 9000,
+        "gpu_model": "a100",
+        "prompt": "p",
+    }
     b = dict(reversed(list(a.items())), batch_size=64, mem_mb=1)
     assert repr(answer_spec(a)) == repr(answer_spec(b))
     assert "batch_size" not in answer_spec(a)
@@ -165,17 +196,25 @@ def test_params_are_canonical_and_leave_runtime_settings_out():
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda c: c.update(severitys=c.pop("severities")),
-         r"\(top level\): 'severitys' was unexpected; did you mean 'severities'\?"),
-        (lambda c: c["dataset"].update(n_image=5),
-         r"dataset: 'n_image' was unexpected; did you mean 'n_images'\?"),
-        (lambda c: c["corruptions"].append("gausian_noise"),
-         r"unknown corruption 'gausian_noise'; did you mean 'gaussian_noise'\?"),
-        (lambda c: c["scoring"].update(metric="vqa_acuracy"),
-         r"scoring.metric: .*did you mean 'vqa_accuracy'\?"),
+        (
+            lambda c: c.update(severitys=c.pop("severities")),
+            r"\(top level\): 'severitys' was unexpected; did you mean 'severities'\?",
+        ),
+        (
+            lambda c: c["dataset"].update(n_image=5),
+            r"dataset: 'n_image' was unexpected; did you mean 'n_images'\?",
+        ),
+        (
+            lambda c: c["corruptions"].append("gausian_noise"),
+            r"unknown corruption 'gausian_noise'; did you mean 'gaussian_noise'\?",
+        ),
+        (
+            lambda c: c["scoring"].update(metric="vqa_acuracy"),
+            r"scoring.metric: .*did you mean 'vqa_accuracy'\?",
+        ),
         (lambda c: c.update(zzz=1), r"'zzz' was unexpected; allowed: \["),
     ],
-)  # fmt: skip
+)
 def test_misspellings_get_a_hint(default_config, mutate, message):
     mutate(default_config)
     with pytest.raises(ConfigError, match=message):
@@ -206,8 +245,11 @@ def test_strings_from_snakemake_config_are_coerced_to_the_schema_types(default_c
     from vqarobust.config import coerce_strings, load_schema, validate_config
 
     schema = load_schema()
-    config = dict(default_config, severities=["1", "3", "5"],
-                  dataset={**default_config["dataset"], "n_images": "500"})  # fmt: skip
+    config = dict(
+        default_config,
+        severities=["1", "3", "5"],
+        dataset={**default_config["dataset"], "n_images": "500"},
+    )
     validate_config(config)
     assert config["severities"] == [1, 3, 5] and config["dataset"]["n_images"] == 500
     number = {"type": "number"}
@@ -230,8 +272,13 @@ def test_the_documented_config_recipes_work_as_written(override):
 
     snakemake = shutil.which("snakemake", path=str(REPO / ".venv" / "bin")) or "snakemake"
     # A dry run plans the jobs (and validates the config) without touching any file.
-    done = subprocess.run([snakemake, "-n", "--quiet", "--config", override], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [snakemake, "-n", "--quiet", "--config", override],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert override in (REPO / "docs" / "configuration.md").read_text()
 

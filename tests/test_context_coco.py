@@ -63,9 +63,13 @@ def test_relevance_from_question_and_answer_words():
     assert coco.mentioned_categories(["Is there a dog in the picture?", "yes"], cats) == {"dog"}
     assert coco.mentioned_categories(["How many people are there?", "2"], cats) == {"person"}
     assert coco.mentioned_categories(["What is the man holding?", "an umbrella"], cats) == {
-        "person", "umbrella"}  # fmt: skip
+        "person",
+        "umbrella",
+    }
     assert coco.mentioned_categories(["What is on the tables?", "plants"], cats) == {
-        "dining table", "potted plant"}  # fmt: skip
+        "dining table",
+        "potted plant",
+    }
     # Whole words only: "carpet" and "busy" name no car and no bus.
     assert coco.mentioned_categories(["Is the carpet busy?", "no"], cats) == set()
 
@@ -82,7 +86,7 @@ def test_swaps_use_only_context_instances_and_unmentioned_classes():
         "dog": [coco.Instance(6, 12, "dog", (0, 0, 40, 40), 1600, False)],
         "bench": [coco.Instance(7, 13, "bench", (0, 0, 40, 40), 1600, False)],
     }
-    neighbours = {"cat": ["dog", "bench", "car"]}  # fmt: skip
+    neighbours = {"cat": ["dog", "bench", "car"]}
     swaps = coco.coco_swaps(inst, {"dog"}, neighbours, donors, 2, np.random.default_rng(0))
     assert {s.target.id for s in swaps} == {2}  # the dog is relevant; small and crowd skipped
     cls = [s for s in swaps if s.perturbation == "swap_class"]
@@ -95,13 +99,16 @@ def test_every_context_instance_is_swapped_unless_capped():
     """Eight cats, largest first: all eight are swapped (the paper's rule), or the
     largest c with max_objects c, each target's swaps as without the cap."""
     inst = [coco.Instance(i, 10, "cat", (0, 0, 50, 50), 5000 - i, False) for i in range(1, 9)]
-    donors = {"cat": [coco.Instance(20, 11, "cat", (0, 0, 40, 40), 1600, False)],
-              "bench": [coco.Instance(21, 12, "bench", (0, 0, 40, 40), 1600, False)]}  # fmt: skip
+    donors = {
+        "cat": [coco.Instance(20, 11, "cat", (0, 0, 40, 40), 1600, False)],
+        "bench": [coco.Instance(21, 12, "bench", (0, 0, 40, 40), 1600, False)],
+    }
     neighbours = {"cat": ["bench"]}
 
     def swaps(cap):  # noqa: ANN001, ANN202
-        return coco.coco_swaps(inst, set(), neighbours, donors, 1, np.random.default_rng(0),
-                               max_objects=cap)  # fmt: skip
+        return coco.coco_swaps(
+            inst, set(), neighbours, donors, 1, np.random.default_rng(0), max_objects=cap
+        )
 
     every = swaps(None)
     assert [s.target.id for s in every if s.perturbation == "swap_class"] == list(range(1, 9))
@@ -133,9 +140,12 @@ def test_coco_swaps_materialize_seeded(mini, tmp_path):
     def run(out, seed=0):
         sets = {"swap_class": out / "c.parquet", "swap_attribute": out / "a.parquet"}
         sources = CocoSources(prepared / "img", paths["images"], paths["instances"])
-        return swap_context_coco(prepared / "q.parquet", sources,
-                                 SwapOutputs(out / "swaps.parquet", sets, out / "images"),
-                                 SwapSettings(seed, k=1, max_objects=2))  # fmt: skip
+        return swap_context_coco(
+            prepared / "q.parquet",
+            sources,
+            SwapOutputs(out / "swaps.parquet", sets, out / "images"),
+            SwapSettings(seed, k=1, max_objects=2),
+        )
 
     counts = run(tmp_path / "a")
     assert counts["swaps"] > 0 and counts["swap_class"] > 0 and counts["swap_attribute"] > 0
@@ -170,18 +180,30 @@ def test_config_for_coco_context():
     from vqarobust.config import ConfigError, validate_config
 
     def vqav2(context: dict) -> dict:
-        dataset = {"name": "v", "adapter": "vqav2", "questions": "q", "annotations": "a",
-                   "images": "i"}  # fmt: skip
-        return {"dataset": dataset, "corruptions": ["snow"], "context": context,
-                "models": {"m": {"family": "blip", "path_or_id": "x"}}}  # fmt: skip
+        dataset = {
+            "name": "v",
+            "adapter": "vqav2",
+            "questions": "q",
+            "annotations": "a",
+            "images": "i",
+        }
+        return {
+            "dataset": dataset,
+            "corruptions": ["snow"],
+            "context": context,
+            "models": {"m": {"family": "blip", "path_or_id": "x"}},
+        }
 
     with pytest.raises(ConfigError, match="set context.instances"):
         validate_config(vqav2({"perturbations": ["swap_class"]}))
     ok = validate_config(vqav2({"perturbations": ["swap_class"], "instances": "x.json"}))
     assert ok["context"]["min_area"] == 1024
-    scenes = {"dataset": {"name": "s", "adapter": "scenes"}, "corruptions": ["snow"],
-              "models": {"m": {"family": "blip", "path_or_id": "x"}},
-              "context": {"instances": "x.json"}}  # fmt: skip
+    scenes = {
+        "dataset": {"name": "s", "adapter": "scenes"},
+        "corruptions": ["snow"],
+        "models": {"m": {"family": "blip", "path_or_id": "x"}},
+        "context": {"instances": "x.json"},
+    }
     with pytest.raises(ConfigError, match="context.instances: vqav2 only"):
         validate_config(scenes)
 
@@ -195,15 +217,31 @@ def test_coco_context_runs_through_the_workflow(mini, checkpoints, tmp_path):
 
     paths, _ = mini
     config = {
-        "dataset": {"name": "mini", "adapter": "vqav2", "questions": str(paths["questions"]),
-                    "annotations": str(paths["annotations"]), "images": str(paths["images"]),
-                    "n_images": 8},
-        "corruptions": ["gaussian_noise"], "severities": [2], "threads": {"infer": 1},
-        "context": {"perturbations": ["swap_class", "swap_attribute"], "k": 1,
-                    "instances": str(paths["instances"])},
-        "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
-                            "device": "cpu", "batch_size": 16}},
-    }  # fmt: skip
+        "dataset": {
+            "name": "mini",
+            "adapter": "vqav2",
+            "questions": str(paths["questions"]),
+            "annotations": str(paths["annotations"]),
+            "images": str(paths["images"]),
+            "n_images": 8,
+        },
+        "corruptions": ["gaussian_noise"],
+        "severities": [2],
+        "threads": {"infer": 1},
+        "context": {
+            "perturbations": ["swap_class", "swap_attribute"],
+            "k": 1,
+            "instances": str(paths["instances"]),
+        },
+        "models": {
+            "vilt": {
+                "family": "vqa-classifier",
+                "path_or_id": str(checkpoints["vilt"]),
+                "device": "cpu",
+                "batch_size": 16,
+            }
+        },
+    }
     run_workflow(tmp_path, config)
     with duckdb.connect(
         str(tmp_path / "results" / "mini" / "robustness.duckdb"), read_only=True

@@ -57,8 +57,12 @@ def test_glass_blur_matches_the_reference_in_distribution(severity):
     photos = [photo_like(64, 96, s) for s in range(6)]
 
     def distortion(fn):
-        return np.mean([np.abs(fn(im, "glass_blur", severity, seed=k).astype(float) - im).mean()
-                        for k, im in enumerate(photos)])  # fmt: skip
+        return np.mean(
+            [
+                np.abs(fn(im, "glass_blur", severity, seed=k).astype(float) - im).mean()
+                for k, im in enumerate(photos)
+            ]
+        )
 
     ours, theirs = distortion(corrupt), distortion(reference_corrupt)
     assert abs(ours / theirs - 1) < 0.05, (ours, theirs)
@@ -68,8 +72,12 @@ def test_glass_blur_matches_the_reference_in_distribution(severity):
     for ramp in _ramps():
 
         def drift(fn, ramp=ramp):
-            return np.mean([(fn(ramp, "glass_blur", severity, seed=k).astype(float) - ramp)[inner]
-                            .mean() for k in range(6)])  # fmt: skip
+            return np.mean(
+                [
+                    (fn(ramp, "glass_blur", severity, seed=k).astype(float) - ramp)[inner].mean()
+                    for k in range(6)
+                ]
+            )
 
         ours, theirs = drift(corrupt), drift(reference_corrupt)
         assert abs(ours - theirs) < 0.1 * abs(theirs) + 0.1, (ours, theirs)

@@ -13,12 +13,34 @@ from vqarobust.corruptions.physical import water_layer
 from vqarobust.corruptions.samples import photo_like
 
 BENCHMARK = [
-    "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "defocus_blur",
-    "zoom_blur", "snow", "brightness", "contrast", "saturate", "elastic_transform",
-    "spatter", "pixelate", "jpeg_compression",
-]  # fmt: skip
-RANDOM = {"gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow",
-          "elastic_transform", "spatter", "glass_blur", "motion_blur", "frost", "fog"}  # fmt: skip
+    "gaussian_noise",
+    "shot_noise",
+    "impulse_noise",
+    "speckle_noise",
+    "defocus_blur",
+    "zoom_blur",
+    "snow",
+    "brightness",
+    "contrast",
+    "saturate",
+    "elastic_transform",
+    "spatter",
+    "pixelate",
+    "jpeg_compression",
+]
+RANDOM = {
+    "gaussian_noise",
+    "shot_noise",
+    "impulse_noise",
+    "speckle_noise",
+    "snow",
+    "elastic_transform",
+    "spatter",
+    "glass_blur",
+    "motion_blur",
+    "frost",
+    "fog",
+}
 
 
 # Corruptions that need nothing but the image (stylize needs weights and styles, the
@@ -38,8 +60,12 @@ def _image(h, w, seed=0):
 def test_the_14_benchmark_corruptions_are_registered_with_classes():
     assert sorted(names(benchmark=True)) == sorted(BENCHMARK)
     assert corruptions.family("snow") == "weather"
-    assert set(names(family="noise")) == {"gaussian_noise", "shot_noise", "impulse_noise",
-                                          "speckle_noise"}  # fmt: skip
+    assert set(names(family="noise")) == {
+        "gaussian_noise",
+        "shot_noise",
+        "impulse_noise",
+        "speckle_noise",
+    }
     assert max_severity("grayscale") == 1 and max_severity("fog") == 5
     assert names(family="stylize") == ["stylize"] and "AdaIN weights" in needs("stylize")
 
@@ -100,10 +126,14 @@ NOT_MONOTONE = {
 def test_distortion_does_not_decrease_with_severity(name):
     images = [photo_like(96, 128, s) for s in range(4)]
     distortion = [
-        np.mean([np.abs(corrupt(im, name, s, seed=k).astype(float) - im).mean()
-                 for k, im in enumerate(images)])
+        np.mean(
+            [
+                np.abs(corrupt(im, name, s, seed=k).astype(float) - im).mean()
+                for k, im in enumerate(images)
+            ]
+        )
         for s in range(1, 6)
-    ]  # fmt: skip
+    ]
     for s in range(1, 5):
         drop = distortion[s - 1] - distortion[s]
         if s in NOT_MONOTONE.get(name, {}):

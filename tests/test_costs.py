@@ -581,8 +581,10 @@ def test_cost_estimate_from_a_results_database(tmp_path, monkeypatch):
         con.register("frame", costs.to_arrow())
         con.execute("CREATE TABLE costs AS SELECT * FROM frame")
         # 12 questions on 3 images: 4 per image.
-        con.execute("CREATE TABLE questions AS SELECT range AS question_id, "
-                    "range % 3 AS image_id FROM range(12)")  # fmt: skip
+        con.execute(
+            "CREATE TABLE questions AS SELECT range AS question_id, "
+            "range % 3 AS image_id FROM range(12)"
+        )
     pilot = read_pilot(db)
     assert pilot.questions_per_image == 4.0
     plan = StudyPlan.build(validate_config(_config()))  # dataset.n_images: 200

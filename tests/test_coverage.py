@@ -22,15 +22,16 @@ def _table(cells):
     for (model, corruption), accs in cells.items():
         first = 0 if corruption == "clean" else 1
         rows += [(model, corruption, first + i, a) for i, a in enumerate(accs)]
-    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"],
-                        orient="row")  # fmt: skip
+    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
 
 
 FULL = {
-    ("a", "clean"): [0.9], ("a", "snow"): [0.8, 0.7, 0.6, 0.5, 0.4],
+    ("a", "clean"): [0.9],
+    ("a", "snow"): [0.8, 0.7, 0.6, 0.5, 0.4],
     ("a", "blur"): [0.85, 0.8, 0.75, 0.7, 0.65],
-    ("b", "clean"): [0.8], ("b", "blur"): [0.6, 0.5, 0.4, 0.3, 0.2],
-}  # fmt: skip
+    ("b", "clean"): [0.8],
+    ("b", "blur"): [0.6, 0.5, 0.4, 0.3, 0.2],
+}
 
 
 @pytest.mark.parametrize("metric", ["vre", "mmi", "rscore"])
@@ -53,8 +54,11 @@ def test_a_model_without_clean_rows_is_an_error(metric):
 
 def test_drop_leaves_the_gap_out_for_every_model_with_a_warning():
     table = _table(FULL)
-    with pytest.warns(RobustnessWarning, match=r"dropped \(on_missing='drop'\): models \[\], "
-                      r"perturbations \['snow'\]"):  # fmt: skip
+    with pytest.warns(
+        RobustnessWarning,
+        match=r"dropped \(on_missing='drop'\): models \[\], "
+        r"perturbations \['snow'\]",
+    ):
         got = robustness_tables(table, on_missing="drop")
     expected = robustness_tables(table.filter(pl.col("corruption") != "snow"))
     assert got.vre_model.equals(expected.vre_model)
@@ -66,8 +70,9 @@ def test_drop_leaves_the_gap_out_for_every_model_with_a_warning():
 
 def test_a_partly_missing_severity_is_a_gap_but_one_missing_for_all_is_not():
     table = _table({**FULL, ("b", "snow"): [0.7, 0.6, 0.5, 0.4, 0.3]})
-    holed = table.filter(~((pl.col("model") == "b") & (pl.col("severity") == 5)
-                           & (pl.col("corruption") == "snow")))  # fmt: skip
+    holed = table.filter(
+        ~((pl.col("model") == "b") & (pl.col("severity") == 5) & (pl.col("corruption") == "snow"))
+    )
     with pytest.raises(MissingRowsError, match=r"1 \(model, perturbation, severity\) subsets"):
         check_coverage(holed)
     # severities: [1, 3, 5] for every model and corruption: a config choice, no gap.
@@ -82,10 +87,15 @@ def test_the_database_refuses_gaps_or_records_the_drop(tmp_path, easy_vqa_eval):
     paths = [
         _write_predictions(tmp_path, questions, m, "clean", [0], lambda s: 0.9) for m in ("a", "b")
     ]
-    paths += [_write_predictions(tmp_path, questions, "a", c, [1, 2, 3, 4, 5],
-                                 lambda s: 0.9 - 0.1 * s) for c in ("snow", "blur")]  # fmt: skip
-    paths.append(_write_predictions(tmp_path, questions, "b", "blur", [1, 2, 3, 4, 5],
-                                    lambda s: 0.9 - 0.05 * s))  # fmt: skip
+    paths += [
+        _write_predictions(tmp_path, questions, "a", c, [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s)
+        for c in ("snow", "blur")
+    ]
+    paths.append(
+        _write_predictions(
+            tmp_path, questions, "b", "blur", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.05 * s
+        )
+    )
     db = tmp_path / "r.duckdb"
     with pytest.raises(MissingRowsError, match="b/snow"):
         build_database(
@@ -99,11 +109,14 @@ def test_the_database_refuses_gaps_or_records_the_drop(tmp_path, easy_vqa_eval):
         on_missing="drop",
     )
     with duckdb.connect(str(db), read_only=True) as con:
-        warned = json.loads(con.execute("SELECT value FROM run_info WHERE key = 'warnings'")
-                            .fetchone()[0])  # fmt: skip
+        warned = json.loads(
+            con.execute("SELECT value FROM run_info WHERE key = 'warnings'").fetchone()[0]
+        )
         assert any("perturbations ['snow']" in w for w in warned)
-        assert {r[0] for r in con.execute("SELECT DISTINCT perturbation FROM submetrics")
-                .fetchall()} == {"blur"}  # fmt: skip
-        boot = con.execute("SELECT DISTINCT perturbation FROM intervals WHERE metric = "
-                           "'accuracy'").fetchall()  # fmt: skip
+        assert {
+            r[0] for r in con.execute("SELECT DISTINCT perturbation FROM submetrics").fetchall()
+        } == {"blur"}
+        boot = con.execute(
+            "SELECT DISTINCT perturbation FROM intervals WHERE metric = 'accuracy'"
+        ).fetchall()
         assert "snow" not in {r[0] for r in boot}

@@ -7,9 +7,16 @@ from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.report import render_report
 
 TABLES = {
-    "questions", "predictions", "accuracy", "question_type_accuracy", "submetrics",
-    "vre_model", "vre_corruption", "vre_sweep", "run_info",
-}  # fmt: skip
+    "questions",
+    "predictions",
+    "accuracy",
+    "question_type_accuracy",
+    "submetrics",
+    "vre_model",
+    "vre_corruption",
+    "vre_sweep",
+    "run_info",
+}
 
 
 def _write_predictions(
@@ -23,8 +30,15 @@ def _write_predictions(
             ok = i < round(share * len(questions))
             answer = q["answers"][0] if ok else "wrong"
             rows.append((q["question_id"], answer, model, modality, corruption, sev, False))
-    columns = ["question_id", "answer", "model", "modality", "perturbation", "severity",
-               "truncated"]  # fmt: skip
+    columns = [
+        "question_id",
+        "answer",
+        "model",
+        "modality",
+        "perturbation",
+        "severity",
+        "truncated",
+    ]
     df = pl.DataFrame(rows, schema=columns, orient="row").with_columns(
         pl.col("severity").cast(pl.Int16)
     )
@@ -48,7 +62,7 @@ def database(tmp_path, easy_vqa_eval):
                     corruption,
                     [1, 2, 3, 4, 5],
                     lambda s, k=slope: 0.9 - k * s,
-                )  # fmt: skip
+                )
             )
     db = tmp_path / "robustness.duckdb"
     counts = build_database(
@@ -184,14 +198,17 @@ def test_question_types_by_perturbation_pool_severities_and_average_models(datab
     assert got.height == pooled.height
     assert (got["accuracy"] - got["expected"]).abs().max() < 1e-12
     mean = pooled.group_by("perturbation", "question_type").agg(pl.col("expected").mean())
-    got = table.filter(pl.col("model") == "(mean)").join(mean, on=["perturbation",
-                                                                   "question_type"])  # fmt: skip
+    got = table.filter(pl.col("model") == "(mean)").join(mean, on=["perturbation", "question_type"])
     assert got.height == mean.height and (got["accuracy"] - got["expected"]).abs().max() < 1e-12
     # The summary's weakest type per corruption, recomputed.
     big = sizes.filter(pl.col("n") >= MIN_TYPE_QUESTIONS)["question_type"].to_list()
-    expect = (mean.filter(pl.col("question_type").is_in(big))
-              .sort("expected", "question_type").group_by("perturbation", maintain_order=True)
-              .first().sort("perturbation"))  # fmt: skip
+    expect = (
+        mean.filter(pl.col("question_type").is_in(big))
+        .sort("expected", "question_type")
+        .group_by("perturbation", maintain_order=True)
+        .first()
+        .sort("perturbation")
+    )
     weakest = summarize(db).weakest_types
     assert weakest.height == 2  # snow and blur each name a type
     assert weakest["corruption"].to_list() == expect["perturbation"].to_list()
@@ -204,8 +221,9 @@ def test_the_report_shows_misprediction_shares_that_sum_to_one(database):
     db, _, _ = database
     with duckdb.connect(str(db), read_only=True) as con:
         kinds, examples = mispredictions(con)
-        counts = con.sql("SELECT model, modality, sum(n) AS n FROM mispredictions "
-                         "GROUP BY ALL ORDER BY ALL").pl()  # fmt: skip
+        counts = con.sql(
+            "SELECT model, modality, sum(n) AS n FROM mispredictions GROUP BY ALL ORDER BY ALL"
+        ).pl()
     shares = kinds.drop("model", "modality", "mispredictions")
     assert all(dtype == pl.Float64 for dtype in shares.dtypes)
     assert (shares.sum_horizontal() - 1.0).abs().max() < 1e-12

@@ -45,8 +45,9 @@ def test_checkpoint_identity(tmp_path):
     (tmp_path / "m" / "config.json").write_text("{}")
     entry = {"family": "vqa-classifier", "path_or_id": str(tmp_path / "m")}
     local = resolve_checkpoints(entry)
-    assert local.identity == {"path_or_id": {"path": str(tmp_path / "m"),
-                                             "sha256": tree_sha256(tmp_path / "m")}}  # fmt: skip
+    assert local.identity == {
+        "path_or_id": {"path": str(tmp_path / "m"), "sha256": tree_sha256(tmp_path / "m")}
+    }
     assert local.entry == entry
     # Weights that resolve to nothing are an error naming the model, not a None commit
     # that a later download would contradict.

@@ -84,11 +84,14 @@ def test_lock_record_reads_the_checkouts_lock_or_says_there_is_none(tmp_path: Pa
 
 
 def test_machine_records_the_kernel_level_and_threads_the_process_runs_with() -> None:
-    code = "import json, torch; from vqarobust.environment import machine; " \
-        "torch.set_num_threads(1); print(json.dumps(machine()))"  # fmt: skip
+    code = (
+        "import json, torch; from vqarobust.environment import machine; "
+        "torch.set_num_threads(1); print(json.dumps(machine()))"
+    )
     env = {"ATEN_CPU_CAPABILITY": "default", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     forced = json.loads(done.stdout)
     assert forced["cpu_capability"] == "DEFAULT"
     assert forced["torch_threads"] == 1

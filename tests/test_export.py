@@ -20,11 +20,13 @@ def db(easy_vqa_eval, tmp_path_factory):
     perturb_question_set(easy_vqa_eval["questions"], sets, "keyboard", 0)
     paths = []
     for model in ("m", "n"):
-        paths += [_write_predictions(tmp, questions, model, "clean", [0], lambda s: 0.9),
-                  _write_predictions(tmp, questions, model, "snow", [1, 2, 3, 4, 5],
-                                     lambda s: 0.8),
-                  _write_predictions(tmp, questions, model, "keyboard", [1], lambda s: 0.5,
-                                     modality="text")]  # fmt: skip
+        paths += [
+            _write_predictions(tmp, questions, model, "clean", [0], lambda s: 0.9),
+            _write_predictions(tmp, questions, model, "snow", [1, 2, 3, 4, 5], lambda s: 0.8),
+            _write_predictions(
+                tmp, questions, model, "keyboard", [1], lambda s: 0.5, modality="text"
+            ),
+        ]
     path = tmp / "r.duckdb"
     build_database(
         path,
@@ -67,8 +69,23 @@ def test_three_formats_hold_the_same_records(db, tmp_path):
 
 def test_cli_names_what_is_unknown(db, tmp_path, capsys):
     path, n, _ = db
-    assert main(["export", str(path), "--out", str(tmp_path / "a.jsonl"), "--format", "jsonl",
-                 "--model", "m", "--perturbation", "snow"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "export",
+                str(path),
+                "--out",
+                str(tmp_path / "a.jsonl"),
+                "--format",
+                "jsonl",
+                "--model",
+                "m",
+                "--perturbation",
+                "snow",
+            ]
+        )
+        == 0
+    )
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 5 * n
     assert main(["export", str(path), "--out", str(tmp_path / "b.parquet"), "--model", "x"]) == 2
     assert "no model ['x']" in capsys.readouterr().err

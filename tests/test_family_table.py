@@ -8,20 +8,27 @@ import polars as pl
 
 from vqarobust.report.sections.tables import _vre_family, family_sentences
 
-FAMILY = pl.DataFrame({
-    "model": ["a", "a", "a", "b", "b", "c"],
-    "modality": ["image"] * 6,
-    "family": ["noise", "geometric", "blur", "noise", "geometric", "noise"],
-    "n_perturbations": [4, 5, 2, 4, 5, 4],
-    "accuracy": [0.6, 0.5, 0.7, 0.6, 0.65, 0.5],
-    "relative_drop": [0.20, 0.35, 0.10, 0.25, 0.22, 0.3],
-    "vre": [0.4, 0.6, 0.2, 0.5, 0.45, 0.5],
-})  # fmt: skip
+FAMILY = pl.DataFrame(
+    {
+        "model": ["a", "a", "a", "b", "b", "c"],
+        "modality": ["image"] * 6,
+        "family": ["noise", "geometric", "blur", "noise", "geometric", "noise"],
+        "n_perturbations": [4, 5, 2, 4, 5, 4],
+        "accuracy": [0.6, 0.5, 0.7, 0.6, 0.65, 0.5],
+        "relative_drop": [0.20, 0.35, 0.10, 0.25, 0.22, 0.3],
+        "vre": [0.4, 0.6, 0.2, 0.5, 0.45, 0.5],
+    }
+)
 # (model, family) -> relative drop interval; a's geometric lies above its other two,
 # b's noise overlaps its geometric.
-BOUNDS = {("a", "noise"): (0.15, 0.25), ("a", "geometric"): (0.30, 0.40),
-          ("a", "blur"): (0.05, 0.15), ("b", "noise"): (0.20, 0.30),
-          ("b", "geometric"): (0.18, 0.26), ("c", "noise"): (0.25, 0.35)}  # fmt: skip
+BOUNDS = {
+    ("a", "noise"): (0.15, 0.25),
+    ("a", "geometric"): (0.30, 0.40),
+    ("a", "blur"): (0.05, 0.15),
+    ("b", "noise"): (0.20, 0.30),
+    ("b", "geometric"): (0.18, 0.26),
+    ("c", "noise"): (0.25, 0.35),
+}
 
 
 def _database(with_intervals: bool) -> duckdb.DuckDBPyConnection:
@@ -33,8 +40,9 @@ def _database(with_intervals: bool) -> duckdb.DuckDBPyConnection:
         for (model, family), (low, high) in BOUNDS.items():
             rows.append(("relative_drop_family", model, "image", family, low, high))
             rows.append(("vre_family", model, "image", family, 0.0, 1.0))
-    iv = pl.DataFrame(rows, schema=["metric", "model", "modality", "perturbation", "low",
-                                    "high"], orient="row")  # fmt: skip
+    iv = pl.DataFrame(
+        rows, schema=["metric", "model", "modality", "perturbation", "low", "high"], orient="row"
+    )
     con.register("iv", iv.to_arrow())
     con.execute("CREATE TABLE intervals AS SELECT * FROM iv")
     return con
@@ -50,8 +58,10 @@ def test_the_sentences_are_true_of_the_table():
         rows = table.filter(pl.col("model") == model)
         top = rows.sort("relative_drop", descending=True).row(0, named=True)
         assert f"the {top['family']} perturbations cost the most" in sentence
-        assert f"relative drop {top['relative_drop']:.3f} [{top['relative_drop_low']:.3f}, " \
-               f"{top['relative_drop_high']:.3f}]" in sentence  # fmt: skip
+        assert (
+            f"relative drop {top['relative_drop']:.3f} [{top['relative_drop_low']:.3f}, "
+            f"{top['relative_drop_high']:.3f}]" in sentence
+        )
         others = rows.filter(pl.col("family") != top["family"])
         overlap = int((others["relative_drop_high"] >= top["relative_drop_low"]).sum())
         if overlap:

@@ -29,9 +29,14 @@ def unit(angle_deg: float) -> np.ndarray:
 
 
 # Cosines with "a": b 0.9, c 0.6, h 0.5 (exactly the threshold), d 0.3, e 0.0.
-VECTORS = {"a": unit(0), "b": unit(np.degrees(np.arccos(0.9))),
-           "c": unit(np.degrees(np.arccos(0.6))),
-           "h": unit(60), "d": unit(np.degrees(np.arccos(0.3))), "e": unit(90)}  # fmt: skip
+VECTORS = {
+    "a": unit(0),
+    "b": unit(np.degrees(np.arccos(0.9))),
+    "c": unit(np.degrees(np.arccos(0.6))),
+    "h": unit(60),
+    "d": unit(np.degrees(np.arccos(0.3))),
+    "e": unit(90),
+}
 
 
 def test_nearest_classes_threshold_then_random_padding():
@@ -44,8 +49,10 @@ def test_nearest_classes_threshold_then_random_padding():
     five = nearest_classes("a", classes, VECTORS, 5, rng())
     assert five[:3] == ["b", "c", "h"] and sorted(five[3:]) == ["d", "e"]
     assert nearest_classes("a", classes, VECTORS, 5, rng()) == five  # same seed, same order
-    orders = {tuple(nearest_classes("a", classes, VECTORS, 5, np.random.default_rng(s)))[3:]
-              for s in range(20)}  # fmt: skip
+    orders = {
+        tuple(nearest_classes("a", classes, VECTORS, 5, np.random.default_rng(s)))[3:]
+        for s in range(20)
+    }
     assert orders == {("d", "e"), ("e", "d")}  # the padding really is random
     # More than there are: every other class once; a class is never its own neighbour.
     assert sorted(nearest_classes("a", classes, VECTORS, 10, rng())) == ["b", "c", "d", "e", "h"]
@@ -71,20 +78,30 @@ def test_nearest_attribute_sets_by_encoding():
 def bank() -> FeatureTable:
     """Three images; features are distinct per object (row value = 10 * image + index)."""
     objects = [
-        (0, "circle", ("red", "small")), (0, "square", ("blue", "large")),
+        (0, "circle", ("red", "small")),
+        (0, "square", ("blue", "large")),
         (0, "star", ("green", "small")),
-        (1, "square", ("red", "small")), (1, "square", ("green", "small")),
-        (1, "star", ("blue", "large")), (2, "circle", ("blue", "large")),
+        (1, "square", ("red", "small")),
+        (1, "square", ("green", "small")),
+        (1, "star", ("blue", "large")),
+        (2, "circle", ("blue", "large")),
         (2, "triangle", ("red", "small")),
-    ]  # fmt: skip
+    ]
     rows, counts = [], {}
     for image_id, cls, attrs in objects:
         i = counts.get(image_id, 0)
         counts[image_id] = i + 1
-        rows.append({"image_id": image_id, "object_index": i, "object_id": str(i),
-                     "box": [0.1 * i, 0.1, 0.1 * i + 0.1, 0.2], "class": cls,
-                     "attributes": list(attrs),
-                     "feature": [10.0 * image_id + i] * 3 + [float(i)]})  # fmt: skip
+        rows.append(
+            {
+                "image_id": image_id,
+                "object_index": i,
+                "object_id": str(i),
+                "box": [0.1 * i, 0.1, 0.1 * i + 0.1, 0.2],
+                "class": cls,
+                "attributes": list(attrs),
+                "feature": [10.0 * image_id + i] * 3 + [float(i)],
+            }
+        )
     return FeatureTable(feature_table(rows))
 
 
@@ -127,7 +144,8 @@ def test_a_feature_swap_changes_exactly_the_swapped_row_to_the_donors():
     # The earlier rule, a named option: the circle with the square's attributes.
     same = FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0, class_attributes="same")
     assert FeatureSwap("swap_class", 1, 1, "circle", ("blue", "large"), (2, 0)) in same.swaps(
-        q, ["swap_class"])  # fmt: skip
+        q, ["swap_class"]
+    )
     with pytest.raises(ValueError, match="class_attributes is one of"):
         FeatureSwapPlanner(b, SHAPE_VECTORS, k=3, seed=0, class_attributes="own")
 
@@ -135,10 +153,23 @@ def test_a_feature_swap_changes_exactly_the_swapped_row_to_the_donors():
 def test_perfect_sight_swaps_re_encode_the_new_labels():
     names = ("red", "blue", "green", "small", "large")
     vocab = {**SHAPE_VECTORS, **{a: unit(40 + 7 * i) for i, a in enumerate(names)}}
-    objects = [{"image_id": 0, "object_index": i, "object_id": str(i), "box": [0, 0, 1, 1],
-                "class": c, "attributes": list(a)} for i, (c, a) in
-               enumerate([("circle", ("red", "small")), ("square", ("blue", "large")),
-                          ("star", ("green", "small"))])]  # fmt: skip
+    objects = [
+        {
+            "image_id": 0,
+            "object_index": i,
+            "object_id": str(i),
+            "box": [0, 0, 1, 1],
+            "class": c,
+            "attributes": list(a),
+        }
+        for i, (c, a) in enumerate(
+            [
+                ("circle", ("red", "small")),
+                ("square", ("blue", "large")),
+                ("star", ("green", "small")),
+            ]
+        )
+    ]
     b = FeatureTable(perfect_sight_table(objects, vocab), vocab)
     planner = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=0, mode="labels")
     q = QuestionContext(5, 0, context=(1,), excluded_attributes=frozenset({"green"}))
@@ -151,10 +182,11 @@ def test_perfect_sight_swaps_re_encode_the_new_labels():
         (s.after_class, s.after_attributes) for s in swaps if s.perturbation == "swap_class"
     ] == [("circle", ("red", "small"))]
     # The earlier rule, a named option: class swaps keep the object's own attributes.
-    same = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=0, mode="labels",
-                              class_attributes="same")  # fmt: skip
+    same = FeatureSwapPlanner(b, SHAPE_VECTORS, k=2, seed=0, mode="labels", class_attributes="same")
     assert [(s.after_class, s.after_attributes) for s in same.swaps(q, ["swap_class"])] == [
-        ("circle", ("blue", "large")), ("star", ("blue", "large"))]  # fmt: skip
+        ("circle", ("blue", "large")),
+        ("star", ("blue", "large")),
+    ]
     for sw in swaps:
         assert sw.donor is None and "green" not in sw.after_attributes
         swapped = apply_swap(b, 0, sw)
@@ -165,8 +197,7 @@ def test_perfect_sight_swaps_re_encode_the_new_labels():
         )
     # The row is [class vector, mean of the attribute vectors].
     expected = np.r_[vocab["square"], (vocab["blue"] + vocab["large"]) / 2]
-    np.testing.assert_allclose(b.matrix[1], expected,
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(b.matrix[1], expected, rtol=1e-6)
 
 
 def _key(s):  # noqa: ANN001, ANN202
@@ -189,8 +220,10 @@ def test_the_first_k_swaps_of_a_run_with_more_are_the_runs_with_k():
     for image_id in range(5):
         objects = scenes.scene(0, "test", image_id)
         for question in scenes.questions(0, "test", image_id, objects):
-            run = {k: scene_swaps(objects, question, neighbours, k, np.random.default_rng(image_id))
-                   for k in (3, 7)}  # fmt: skip
+            run = {
+                k: scene_swaps(objects, question, neighbours, k, np.random.default_rng(image_id))
+                for k in (3, 7)
+            }
             assert {(s.perturbation, s.object_id, s.changes) for s in run[3]} == {
                 (s.perturbation, s.object_id, s.changes) for s in run[7] if s.rank <= 3
             }
@@ -199,10 +232,18 @@ def test_the_first_k_swaps_of_a_run_with_more_are_the_runs_with_k():
 def test_a_cap_on_the_objects_keeps_the_first_objects_swaps_exactly():
     """context.max_objects: None swaps every context object (the paper's rule); a cap of
     c swaps the first c (by row, by id on scenes), each exactly as without the cap."""
-    rows = [{"image_id": 0, "object_index": i, "object_id": str(i), "box": [0, 0, 1, 1],
-             "class": ("circle", "square", "star")[i % 3],
-             "attributes": [("red", "blue", "green")[i // 3]], "feature": [float(i)] * 4}
-            for i in range(9)]  # fmt: skip
+    rows = [
+        {
+            "image_id": 0,
+            "object_index": i,
+            "object_id": str(i),
+            "box": [0, 0, 1, 1],
+            "class": ("circle", "square", "star")[i % 3],
+            "attributes": [("red", "blue", "green")[i // 3]],
+            "feature": [float(i)] * 4,
+        }
+        for i in range(9)
+    ]
     b = FeatureTable(feature_table(rows))
     q = QuestionContext(5, 0, context=tuple(range(1, 9)))  # row 0 is the question's
     kinds = ["swap_class", "swap_attribute"]
@@ -219,8 +260,9 @@ def test_a_cap_on_the_objects_keeps_the_first_objects_swaps_exactly():
         objects = scenes.scene(0, "test", image_id)
         for question in scenes.questions(0, "test", image_id, objects):
             all_ = scene_swaps(objects, question, neighbours, 2, np.random.default_rng(image_id))
-            first = scene_swaps(objects, question, neighbours, 2, np.random.default_rng(image_id),
-                                max_objects=1)  # fmt: skip
+            first = scene_swaps(
+                objects, question, neighbours, 2, np.random.default_rng(image_id), max_objects=1
+            )
             ids = [o.id for o in scenes.context_objects(objects, question)]
             assert {s.object_id for s in all_} <= set(ids)
             assert first == [s for s in all_ if s.object_id == ids[0]]
@@ -231,12 +273,20 @@ def test_a_cap_on_the_objects_keeps_the_first_objects_swaps_exactly():
 def test_reliance_at_k_by_hand():
     # q1 correct; it flips only under its rank-3 class swap. q2 correct; flips under its
     # rank-1 attribute swap. q3 wrong on the clean image.
-    rows = [("m", "clean", "clean", 0, 1, "red", 1.0), ("m", "clean", "clean", 0, 2, "yes", 1.0),
-            ("m", "clean", "clean", 0, 3, "no", 0.0)]  # fmt: skip
-    ctx = [(1, "swap_class", 1, 1, "red"), (1, "swap_class", 2, 2, "red"),
-           (1, "swap_class", 3, 3, "blue"), (1, "swap_attribute", 1, 1, "red"),
-           (2, "swap_attribute", 1, 1, "no"), (2, "swap_class", 1, 1, "yes"),
-           (3, "swap_class", 1, 1, "yes")]  # fmt: skip
+    rows = [
+        ("m", "clean", "clean", 0, 1, "red", 1.0),
+        ("m", "clean", "clean", 0, 2, "yes", 1.0),
+        ("m", "clean", "clean", 0, 3, "no", 0.0),
+    ]
+    ctx = [
+        (1, "swap_class", 1, 1, "red"),
+        (1, "swap_class", 2, 2, "red"),
+        (1, "swap_class", 3, 3, "blue"),
+        (1, "swap_attribute", 1, 1, "red"),
+        (2, "swap_attribute", 1, 1, "no"),
+        (2, "swap_class", 1, 1, "yes"),
+        (3, "swap_class", 1, 1, "yes"),
+    ]
     rows += [("m", "context", p, sev, q, a, float(a in ("red", "yes"))) for q, p, sev, _, a in ctx]
     scored = pl.DataFrame(
         rows,
@@ -244,15 +294,24 @@ def test_reliance_at_k_by_hand():
         orient="row",
     )
     scored = scored.with_columns(pl.col("severity").cast(pl.Int16))
-    ranks = pl.DataFrame([("m", q, p, sev, r) for q, p, sev, r, _ in ctx],
-                         schema=["model", "question_id", "perturbation", "severity", "rank"],
-                         orient="row").with_columns(pl.col("severity").cast(pl.Int16))  # fmt: skip
+    ranks = pl.DataFrame(
+        [("m", q, p, sev, r) for q, p, sev, r, _ in ctx],
+        schema=["model", "question_id", "perturbation", "severity", "rank"],
+        orient="row",
+    ).with_columns(pl.col("severity").cast(pl.Int16))
     table = reliance_at_k(scored, ranks, [1, 3])
-    got = {(r["perturbation"], r["k"]): (r["n_correct"], r["n_changed"])
-           for r in table.iter_rows(named=True)}  # fmt: skip
-    assert got == {("all", 1): (2, 1), ("all", 3): (2, 2),  # q2 at k=1; q1 too at k=3
-                   ("swap_class", 1): (2, 0), ("swap_class", 3): (2, 1),
-                   ("swap_attribute", 1): (2, 1), ("swap_attribute", 3): (2, 1)}  # fmt: skip
+    got = {
+        (r["perturbation"], r["k"]): (r["n_correct"], r["n_changed"])
+        for r in table.iter_rows(named=True)
+    }
+    assert got == {
+        ("all", 1): (2, 1),
+        ("all", 3): (2, 2),  # q2 at k=1; q1 too at k=3
+        ("swap_class", 1): (2, 0),
+        ("swap_class", 3): (2, 1),
+        ("swap_attribute", 1): (2, 1),
+        ("swap_attribute", 3): (2, 1),
+    }
     with pytest.raises(ValueError, match="no swap"):
         reliance_at_k(scored, ranks.head(3), [1])
 
@@ -267,18 +326,32 @@ def test_the_planners_rankings_choose_what_the_reference_functions_would():
     classes = [f"c{i}" for i in range(12)]
     attrs = [f"a{i}" for i in range(5)]
     vocab = {n: rng.normal(size=4).astype(np.float32) for n in classes + attrs}
-    objects = [{"image_id": i, "object_index": j, "object_id": str(j),
-                "box": [0.0, 0.0, 0.1, 0.1], "class": str(rng.choice(classes)),
-                "attributes": sorted(set(rng.choice(attrs, size=int(rng.integers(0, 3)))))}
-               for i in range(12) for j in range(4)]  # fmt: skip
+    objects = [
+        {
+            "image_id": i,
+            "object_index": j,
+            "object_id": str(j),
+            "box": [0.0, 0.0, 0.1, 0.1],
+            "class": str(rng.choice(classes)),
+            "attributes": sorted(set(rng.choice(attrs, size=int(rng.integers(0, 3))))),
+        }
+        for i in range(12)
+        for j in range(4)
+    ]
     bank = FeatureTable(perfect_sight_table(objects, vocab), vocab)
     for mode, class_attributes in (("donor", "paper"), ("labels", "paper"), ("labels", "same")):
-        planner = FeatureSwapPlanner(bank, vocab, 4, 7, mode, threshold=0.2,
-                                     class_attributes=class_attributes)  # fmt: skip
+        planner = FeatureSwapPlanner(
+            bank, vocab, 4, 7, mode, threshold=0.2, class_attributes=class_attributes
+        )
         for qid in range(24):
             image = qid % 12
-            q = QuestionContext(qid, image, (0, 1, 2, 3), frozenset(rng.choice(classes, 2)),
-                                frozenset(rng.choice(attrs, 1)))  # fmt: skip
+            q = QuestionContext(
+                qid,
+                image,
+                (0, 1, 2, 3),
+                frozenset(rng.choice(classes, 2)),
+                frozenset(rng.choice(attrs, 1)),
+            )
             for index in range(4):
                 cls, own, _ = bank.labels(image)[index]
                 row = bank.row(image, index)

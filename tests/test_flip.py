@@ -47,14 +47,16 @@ HAND_WRITTEN = [
 
 
 def _questions() -> pl.DataFrame:
-    return pl.DataFrame({
-        "question_id": list(range(1, len(HAND_WRITTEN) + 1)),
-        "image_id": [10] * len(HAND_WRITTEN),
-        "question": [q for q, _, _ in HAND_WRITTEN],
-        "answers": [a for _, a, _ in HAND_WRITTEN],
-        "question_type": ["what"] * len(HAND_WRITTEN),
-        "answer_type": ["other"] * len(HAND_WRITTEN),
-    })  # fmt: skip
+    return pl.DataFrame(
+        {
+            "question_id": list(range(1, len(HAND_WRITTEN) + 1)),
+            "image_id": [10] * len(HAND_WRITTEN),
+            "question": [q for q, _, _ in HAND_WRITTEN],
+            "answers": [a for _, a, _ in HAND_WRITTEN],
+            "question_type": ["what"] * len(HAND_WRITTEN),
+            "answer_type": ["other"] * len(HAND_WRITTEN),
+        }
+    )
 
 
 def test_marking_hand_written_questions():
@@ -105,9 +107,19 @@ def _predictions(answers_clean: list[str], answers_flip: list[str]) -> pl.DataFr
     rows += [(i + 1, a, "image", "horizontal_flip", 1) for i, a in enumerate(answers_flip)]
     assert len(answers_flip) == n
     return pl.DataFrame(
-        [{"question_id": q, "answer": a, "model": "m", "modality": m, "perturbation": p,
-          "severity": s, "truncated": False} for q, a, m, p, s in rows]
-    )  # fmt: skip
+        [
+            {
+                "question_id": q,
+                "answer": a,
+                "model": "m",
+                "modality": m,
+                "perturbation": p,
+                "severity": s,
+                "truncated": False,
+            }
+            for q, a, m, p, s in rows
+        ]
+    )
 
 
 @pytest.mark.parametrize("policy", ["flip_answers", "leave_out"])
@@ -115,10 +127,14 @@ def test_scoring_rescores_or_leaves_out_the_marked_questions(tmp_path, policy):
     questions = _questions()
     truth = [a[0] for _, a, _ in HAND_WRITTEN]
     # On the flipped images the model answers as the flip makes right: the other side.
-    on_flip = [{1: "right", 2: "on the left", 3: "right hand", 26: "The Right one"}.get(i, a)
-               for i, a in enumerate(truth, 1)]  # fmt: skip
-    result = run(_inputs(tmp_path, questions, _predictions(truth, on_flip)),
-                 Settings("exact_match", {}, policy))  # fmt: skip
+    on_flip = [
+        {1: "right", 2: "on the left", 3: "right hand", 26: "The Right one"}.get(i, a)
+        for i, a in enumerate(truth, 1)
+    ]
+    result = run(
+        _inputs(tmp_path, questions, _predictions(truth, on_flip)),
+        Settings("exact_match", {}, policy),
+    )
     marks = result.tables["flip_marks"].frame
     predictions = result.tables["predictions"].frame
     left = set(marks.filter(pl.col("treatment") == "left_out")["question_id"])
@@ -126,7 +142,11 @@ def test_scoring_rescores_or_leaves_out_the_marked_questions(tmp_path, policy):
     if policy == "flip_answers":
         assert left == {i for i, k in kinds.items() if k != "answer"}
         assert set(marks.filter(pl.col("treatment") == "scored_flipped")["question_id"]) == {
-            1, 2, 3, 26}  # fmt: skip
+            1,
+            2,
+            3,
+            26,
+        }
     else:
         assert left == set(kinds)
     # Left-out questions leave every table, the clean subset's too (paired subsets).
@@ -140,9 +160,11 @@ def test_scoring_rescores_or_leaves_out_the_marked_questions(tmp_path, policy):
     assert predictions.filter(pl.col("perturbation") == "clean")["score"].min() == 1.0
     # The run's warning (shown in the report's Warnings section) is true of the table.
     scored = marks.height - len(left)
-    assert (f"of the {marks.height} questions a flip changes, {scored} are scored against "
-            f"their swapped answers on the flipped images and {len(left)} are left out of "
-            "every table (table flip_marks)") in " ".join(result.warnings)  # fmt: skip
+    assert (
+        f"of the {marks.height} questions a flip changes, {scored} are scored against "
+        f"their swapped answers on the flipped images and {len(left)} are left out of "
+        "every table (table flip_marks)"
+    ) in " ".join(result.warnings)
 
 
 def test_without_a_flip_subset_nothing_is_marked(tmp_path):
@@ -162,10 +184,14 @@ def test_with_vqa_accuracy_the_swapped_answers_keep_their_case(tmp_path):
     keeps its case, so a flipped-image answer scores as the clean one does."""
     questions = _questions()
     truth = [a[0] for _, a, _ in HAND_WRITTEN]
-    on_flip = [{1: "right", 2: "on the left", 3: "right hand", 26: "The Right one"}.get(i, a)
-               for i, a in enumerate(truth, 1)]  # fmt: skip
-    result = run(_inputs(tmp_path, questions, _predictions(truth, on_flip)),
-                 Settings("vqa_accuracy", {}, "flip_answers"))  # fmt: skip
+    on_flip = [
+        {1: "right", 2: "on the left", 3: "right hand", 26: "The Right one"}.get(i, a)
+        for i, a in enumerate(truth, 1)
+    ]
+    result = run(
+        _inputs(tmp_path, questions, _predictions(truth, on_flip)),
+        Settings("vqa_accuracy", {}, "flip_answers"),
+    )
     scores = result.tables["predictions"].frame.filter(pl.col("question_id").is_in([1, 26]))
     by = {(p, q): s for p, q, s in scores.select("perturbation", "question_id", "score").rows()}
     for qid in (1, 26):

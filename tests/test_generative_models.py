@@ -13,11 +13,14 @@ from vqarobust.models import load_model
 
 def _requests(n_images=3, per_image=3):
     rng = np.random.default_rng(0)
-    images = [Image.fromarray(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8))
-              for _ in range(n_images)]  # fmt: skip
+    images = [
+        Image.fromarray(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8)) for _ in range(n_images)
+    ]
     qs = ["what color is the shape?", "is there a circle?", "how many dog?"]
-    return ([im for im in images for _ in range(per_image)],
-            [qs[k % len(qs)] for k in range(n_images * per_image)])  # fmt: skip
+    return (
+        [im for im in images for _ in range(per_image)],
+        [qs[k % len(qs)] for k in range(n_images * per_image)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +29,9 @@ def blip_path(tmp_path_factory):
 
 
 def test_blip_answers_batches_like_single_requests(blip_path):
-    model = load_model({"family": "blip", "path_or_id": str(blip_path), "batch_size": 4,
-                        "max_new_tokens": 3})  # fmt: skip
+    model = load_model(
+        {"family": "blip", "path_or_id": str(blip_path), "batch_size": 4, "max_new_tokens": 3}
+    )
     images, questions = _requests()
     answers = model.answer_all(images, questions)
     assert len(answers) == len(questions) and all(isinstance(a, str) for a in answers)
@@ -44,8 +48,9 @@ def llava_path(tmp_path_factory):
 
 @pytest.mark.parametrize("family", ["llava", "image-text-to-text"])
 def test_chat_models_answer_with_left_padding(llava_path, family):
-    model = load_model({"family": family, "path_or_id": str(llava_path), "batch_size": 4,
-                        "max_new_tokens": 3})  # fmt: skip
+    model = load_model(
+        {"family": family, "path_or_id": str(llava_path), "batch_size": 4, "max_new_tokens": 3}
+    )
     assert model.processor.tokenizer.padding_side == "left"
     images, questions = _requests()
     answers = model.answer_all(images, questions)
@@ -63,8 +68,9 @@ def test_blip_answers_what_transformers_generate_answers_one_request_at_a_time(b
     images, _ = _requests()
     questions = ["what", "is there a red circle in the image what color is the shape"] * 3
     images = (images * 6)[: len(questions)]
-    model = load_model({"family": "blip", "path_or_id": str(blip_path), "batch_size": 6,
-                        "max_new_tokens": 5})  # fmt: skip
+    model = load_model(
+        {"family": "blip", "path_or_id": str(blip_path), "batch_size": 6, "max_new_tokens": 5}
+    )
     expected = one_at_a_time("blip", str(blip_path), images, questions, max_new_tokens=5)
     decoded = model.model.text_decoder.generate
     masks = []
@@ -113,8 +119,11 @@ def test_encoder_outputs_split_per_image_and_join_in_request_order(layout):
     from vqarobust.models.chat import join_encoder_outputs, split_encoder_output
 
     a, b = torch.tensor([[1.0], [2.0]]), torch.tensor([[3.0]])
-    pooled = {"batched tensor": torch.tensor([[[1.0]], [[3.0]]]),
-              "tuple per image": (a, b), "list per image": [a, b]}[layout]  # fmt: skip
+    pooled = {
+        "batched tensor": torch.tensor([[[1.0]], [[3.0]]]),
+        "tuple per image": (a, b),
+        "list per image": [a, b],
+    }[layout]
     per_image = split_encoder_output(_encoder_output(pooler_output=pooled), 2)
     joined = join_encoder_outputs([per_image[1], per_image[0], per_image[1]], torch.device("cpu"))
     assert joined.last_hidden_state is None

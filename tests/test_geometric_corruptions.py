@@ -25,8 +25,11 @@ ALL = sorted(set().union(*NEW.values()))
 def test_registered_with_their_families_outside_the_benchmark():
     # The flip (tests/test_flip.py), the box-aware ones (tests/test_box_corruptions.py) and
     # native low resolution (tests/test_low_resolution.py).
-    others = {"geometric": {"horizontal_flip", "object_crop"}, "occlusion": {"occlude_context"},
-              "resolution": {"low_resolution"}}  # fmt: skip
+    others = {
+        "geometric": {"horizontal_flip", "object_crop"},
+        "occlusion": {"occlude_context"},
+        "resolution": {"low_resolution"},
+    }
     for family, members in NEW.items():
         extra = others.get(family, set())
         assert set(corruptions.names(family=family)) == members | extra
@@ -38,8 +41,10 @@ def test_registered_with_their_families_outside_the_benchmark():
 @pytest.mark.parametrize("name", ALL)
 def test_ssim_falls_over_the_five_severities(name):
     images = [photo_like(96, 128, seed) for seed in range(3)]
-    ssim = [np.mean([ssim_psnr(im, corrupt(im, name, s, seed=k))[0]
-                     for k, im in enumerate(images)]) for s in range(1, 6)]  # fmt: skip
+    ssim = [
+        np.mean([ssim_psnr(im, corrupt(im, name, s, seed=k))[0] for k, im in enumerate(images)])
+        for s in range(1, 6)
+    ]
     assert all(a > b for a, b in zip(ssim, ssim[1:], strict=False)), (name, ssim)
     assert ssim[0] < 0.999, (name, ssim)  # severity 1 already changes the image
 
@@ -64,8 +69,14 @@ def test_rotation_is_opencvs_rotation_about_the_centre():
         out = geometric.rotate(image, 3, np.random.default_rng(seed))
         angle = sign * geometric.ROTATE_DEGREES[2]
         matrix = cv2.getRotationMatrix2D(((160 - 1) / 2, (120 - 1) / 2), angle, 1.0)
-        expected = cv2.warpAffine(image, matrix, (160, 120), flags=cv2.INTER_LINEAR,
-                                  borderMode=cv2.BORDER_CONSTANT, borderValue=0)  # fmt: skip
+        expected = cv2.warpAffine(
+            image,
+            matrix,
+            (160, 120),
+            flags=cv2.INTER_LINEAR,
+            borderMode=cv2.BORDER_CONSTANT,
+            borderValue=0,
+        )
         inner = (slice(20, 100), slice(30, 130))
         diff = np.abs(out[inner].astype(float) - expected[inner]).mean()
         assert diff < 1.0, (seed, diff)
@@ -92,14 +103,20 @@ def test_zoom_crop_is_the_centre_crop_scaled_up():
     assert np.abs(out.astype(float) - expected).mean() < 2.0
 
 
-@pytest.mark.parametrize("name, flag", [("downscale_nearest", cv2.INTER_NEAREST),
-                                        ("downscale_bilinear", cv2.INTER_LINEAR),
-                                        ("downscale_bicubic", cv2.INTER_CUBIC)])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, flag",
+    [
+        ("downscale_nearest", cv2.INTER_NEAREST),
+        ("downscale_bilinear", cv2.INTER_LINEAR),
+        ("downscale_bicubic", cv2.INTER_CUBIC),
+    ],
+)
 def test_downscaling_is_an_area_average_then_the_named_filter(name, flag):
     image = photo_like(96, 144, 5)
     for severity, factor in enumerate(resolution.DOWNSCALE_FACTOR, 1):
-        small = cv2.resize(image, (round(144 * factor), round(96 * factor)),
-                           interpolation=cv2.INTER_AREA)  # fmt: skip
+        small = cv2.resize(
+            image, (round(144 * factor), round(96 * factor)), interpolation=cv2.INTER_AREA
+        )
         expected = cv2.resize(small, (144, 96), interpolation=flag)
         out = corrupt(image, name, severity)
         assert np.abs(out.astype(float) - expected).mean() < 0.5, (name, severity)
@@ -173,9 +190,11 @@ def test_only_the_corruptions_that_take_an_option_accept_it(tmp_path, easy_vqa_e
 
     for name in ("perspective", "zoom_crop", "snow"):
         assert corruptions.options(name) == ()
-    n = corrupt_subset(easy_vqa_eval["images"], tmp_path / "rot", "rotate", 2,
-                       options={"border": "reflect"})  # fmt: skip
+    n = corrupt_subset(
+        easy_vqa_eval["images"], tmp_path / "rot", "rotate", 2, options={"border": "reflect"}
+    )
     assert n > 0
     with pytest.raises(ValueError, match="snow takes no option border"):
-        corrupt_subset(easy_vqa_eval["images"], tmp_path / "snow", "snow", 1,
-                       options={"border": "reflect"})  # fmt: skip
+        corrupt_subset(
+            easy_vqa_eval["images"], tmp_path / "snow", "snow", 1, options={"border": "reflect"}
+        )

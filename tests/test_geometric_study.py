@@ -56,8 +56,9 @@ def test_a_miniature_runs_end_to_end(tmp_path):
     _checkpoints(tmp_path)
     config = yaml.safe_load(STUDY.read_text())
     config["dataset"]["n_images"] = 4
-    config.update(corruptions=["rotate", "low_resolution", "horizontal_flip"], controls=[],
-                  severities=[1, 5])  # fmt: skip
+    config.update(
+        corruptions=["rotate", "low_resolution", "horizontal_flip"], controls=[], severities=[1, 5]
+    )
     config["models"] = {"cnn-bow": config["models"]["cnn-bow"]}
     config["uncertainty"] = {"resamples": 20}
     miniature = tmp_path / "geometric-miniature.yaml"
@@ -65,8 +66,10 @@ def test_a_miniature_runs_end_to_end(tmp_path):
     run_study(miniature, tmp_path, {})
     db = tmp_path / "results" / "easy-vqa-geometric" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
-        family = con.sql("SELECT family, n_perturbations, relative_drop, vre FROM vre_family "
-                         "WHERE modality = 'image' ORDER BY family").pl()  # fmt: skip
+        family = con.sql(
+            "SELECT family, n_perturbations, relative_drop, vre FROM vre_family "
+            "WHERE modality = 'image' ORDER BY family"
+        ).pl()
         intervals = con.sql(
             "SELECT perturbation, estimate, low, high FROM intervals "
             "WHERE metric = 'relative_drop_family' ORDER BY perturbation"

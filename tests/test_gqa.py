@@ -87,13 +87,15 @@ def test_released_features_are_matched_to_the_scene_graphs(mini, tmp_path):
     write_table(read_gqa(mini.questions, mini.scene_graphs).to_arrow(), questions)
 
     def inputs(released):
-        return FeatureInputs(questions=str(questions), scene_graphs=str(mini.scene_graphs),
-                             released=released)  # fmt: skip
+        return FeatureInputs(
+            questions=str(questions), scene_graphs=str(mini.scene_graphs), released=released
+        )
 
     h5_files = {"info": str(mini.info), "folder": str(mini.h5_folder)}
     extract_features(tmp_path / "h5.parquet", "gqa_h5", inputs(h5_files), adapter="gqa")
-    extract_features(tmp_path / "tsv.parquet", "obj36", inputs({"path": str(mini.tsv)}),
-                     adapter="gqa")  # fmt: skip
+    extract_features(
+        tmp_path / "tsv.parquet", "obj36", inputs({"path": str(mini.tsv)}), adapter="gqa"
+    )
     h5 = FeatureTable.read(tmp_path / "h5.parquet")
     tsv = FeatureTable.read(tmp_path / "tsv.parquet")
     # The same detections in both layouts: the same table, rows in the detector's order
@@ -103,8 +105,15 @@ def test_released_features_are_matched_to_the_scene_graphs(mini, tmp_path):
     graphs = json.loads(mini.scene_graphs.read_text())
     n_objects = sum(len(g["objects"]) for g in graphs.values())
     info = read_info(tmp_path / "h5.parquet")
-    assert info == {"kind": "gqa_h5", "dim": mini.dim, "images": 6, "question_images": 6,
-                    "detections": n_objects + 6, "matched": n_objects, "unmatched": 6}  # fmt: skip
+    assert info == {
+        "kind": "gqa_h5",
+        "dim": mini.dim,
+        "images": 6,
+        "question_images": 6,
+        "detections": n_objects + 6,
+        "matched": n_objects,
+        "unmatched": 6,
+    }
     for image_id, (start, end) in h5.rows.items():
         objects = graphs[image_key(image_id)]["objects"]
         labels = h5.labels(image_id)
@@ -176,20 +185,30 @@ def test_the_names_a_question_says():
 
 def _config(mini, **extra):
     config = {
-        "study": "gqa-mini", "dataset": {"name": "gqa", "adapter": "gqa",
-                                         "questions": str(mini.questions),
-                                         "scene_graphs": str(mini.scene_graphs)},
-        "corruptions": [], "controls": [], "severities": [1],
+        "study": "gqa-mini",
+        "dataset": {
+            "name": "gqa",
+            "adapter": "gqa",
+            "questions": str(mini.questions),
+            "scene_graphs": str(mini.scene_graphs),
+        },
+        "corruptions": [],
+        "controls": [],
+        "severities": [1],
         # Without images, the VRE side is the questions': a model reads the clean features.
         "text": {"perturbations": ["keyboard"]},
-        "context": {"perturbations": ["swap_class", "swap_attribute"], "k": 2,
-                    "reliance_k": [1, 2]},
-        "features": {"h5": {"kind": "gqa_h5", "info": str(mini.info),
-                            "folder": str(mini.h5_folder)},
-                     "tsv": {"kind": "obj36", "path": str(mini.tsv)},
-                     "sight": {"kind": "perfect_sight"}},
+        "context": {
+            "perturbations": ["swap_class", "swap_attribute"],
+            "k": 2,
+            "reliance_k": [1, 2],
+        },
+        "features": {
+            "h5": {"kind": "gqa_h5", "info": str(mini.info), "folder": str(mini.h5_folder)},
+            "tsv": {"kind": "obj36", "path": str(mini.tsv)},
+            "sight": {"kind": "perfect_sight"},
+        },
         "models": {},
-    }  # fmt: skip
+    }
     config.update(extra)
     return config
 
@@ -202,8 +221,9 @@ def test_config_checks_of_gqa(mini):
     with pytest.raises(ConfigError, match="the VRE suite needs image corruptions or text"):
         validate_config(no_vre)
     with pytest.raises(ConfigError, match="models.vilt: family vqa-classifier reads pixels"):
-        validate_config(_config(mini, models={"vilt": {"family": "vqa-classifier",
-                                                       "path_or_id": "x"}}))  # fmt: skip
+        validate_config(
+            _config(mini, models={"vilt": {"family": "vqa-classifier", "path_or_id": "x"}})
+        )
     with pytest.raises(ConfigError, match="at corruptions: image perturbations need dataset.im"):
         validate_config(_config(mini, corruptions=["snow"], models={"lx": lx}))
     with_images = _config(mini, corruptions=["snow"], models={"lx": lx})
@@ -222,10 +242,14 @@ def test_config_checks_of_gqa(mini):
     broken["features"]["h5"]["info"] = "nowhere.json"
     with pytest.raises(ConfigError, match="features.h5.info: no file nowhere.json"):
         validate_config(broken)
-    scenes = {"dataset": {"name": "s", "adapter": "scenes"}, "corruptions": ["snow"],
-              "models": {"lx": {**lx, "train": {"architecture": "lxmert"}}},
-              "features": {"h5": {"kind": "gqa_h5", "info": str(mini.info),
-                                  "folder": str(mini.h5_folder)}}}  # fmt: skip
+    scenes = {
+        "dataset": {"name": "s", "adapter": "scenes"},
+        "corruptions": ["snow"],
+        "models": {"lx": {**lx, "train": {"architecture": "lxmert"}}},
+        "features": {
+            "h5": {"kind": "gqa_h5", "info": str(mini.info), "folder": str(mini.h5_folder)}
+        },
+    }
     with pytest.raises(ConfigError, match="features.h5.kind: gqa_h5 features need dataset.adap"):
         validate_config(scenes)
 
@@ -246,24 +270,35 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     # Two answers, ordered so that each untrained model (its seed-0 weights prefer one
     # index) answers "no": the existence questions are then right and context reliance has
     # questions to count.
-    runs = (("lx-h5", "h5", mini.dim, ["yes", "no"]), ("lx-tsv", "tsv", mini.dim, ["yes", "no"]),
-            ("lx-sight", "sight", sight_dim, ["no", "yes"]))  # fmt: skip
+    runs = (
+        ("lx-h5", "h5", mini.dim, ["yes", "no"]),
+        ("lx-tsv", "tsv", mini.dim, ["yes", "no"]),
+        ("lx-sight", "sight", sight_dim, ["no", "yes"]),
+    )
     for name, source, dim, answers in runs:
         path = tiny_lxmert(tmp_path / "checkpoints" / name, dim=dim, answers=answers)
-        models[name] = {"family": "lxmert", "path_or_id": str(path), "features": source,
-                        "device": "cpu", "batch_size": 8}  # fmt: skip
+        models[name] = {
+            "family": "lxmert",
+            "path_or_id": str(path),
+            "features": source,
+            "device": "cpu",
+            "batch_size": 8,
+        }
     run_workflow(tmp_path, _config(mini, models=models))
     results = tmp_path / "results" / "gqa"
     with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
         reliance = con.sql(
             "SELECT model, perturbation FROM context_reliance ORDER BY ALL"
         ).fetchall()
-        assert reliance == [(m, p) for m in sorted(models)
-                            for p in ("all", "swap_attribute", "swap_class")]  # fmt: skip
+        assert reliance == [
+            (m, p) for m in sorted(models) for p in ("all", "swap_attribute", "swap_class")
+        ]
         inputs = con.sql("SELECT model, kind FROM model_inputs ORDER BY model").fetchall()
         assert inputs == [("lx-h5", "gqa_h5"), ("lx-sight", "perfect_sight"), ("lx-tsv", "obj36")]
-        clean = con.sql("SELECT model, count(*) FROM predictions WHERE modality = 'clean' "
-                        "GROUP BY model ORDER BY model").fetchall()  # fmt: skip
+        clean = con.sql(
+            "SELECT model, count(*) FROM predictions WHERE modality = 'clean' "
+            "GROUP BY model ORDER BY model"
+        ).fetchall()
         assert clean == [(m, 18) for m in sorted(models)]
         swaps = con.sql("SELECT * FROM feature_swaps").pl()
     # Only context objects were swapped: never an object the question's reasoning selects,
@@ -295,8 +330,13 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     assert plan(tmp_path) == {}
     tiny_lxmert(tmp_path / "checkpoints" / "lx-h5", dim=mini.dim, answers=["yes", "no"], seed=1)
     jobs = plan(tmp_path)
-    assert jobs == {"run_model": 1, **analyses(*FROM_PREDICTIONS, "context_at_k"),
-                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {
+        "run_model": 1,
+        **analyses(*FROM_PREDICTIONS, "context_at_k"),
+        "load_duckdb": 1,
+        "render_report": 1,
+        "all": 1,
+    }
 
 
 def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path, monkeypatch):
@@ -326,18 +366,37 @@ def test_the_shipped_gqa_config_plans_the_papers_run(mini, tmp_path, monkeypatch
     with pytest.raises(ConfigError, match="context.word_vectors: no file data/glove.6B.300d.txt"):
         validate_config(shipped)
     graphs = json.loads(mini.scene_graphs.read_text())
-    names = {n for g in graphs.values() for o in g["objects"].values()
-             for n in (o["name"], *o.get("attributes", []))}  # fmt: skip
+    names = {
+        n
+        for g in graphs.values()
+        for o in g["objects"].values()
+        for n in (o["name"], *o.get("attributes", []))
+    }
     words = sorted({w for n in names for w in n.split()})
     rng = np.random.default_rng(0)
-    (tmp_path / "data" / "glove.6B.300d.txt").write_text("".join(
-        f"{w} {' '.join(f'{v:.4f}' for v in rng.normal(size=300))}\n" for w in words))  # fmt: skip
+    (tmp_path / "data" / "glove.6B.300d.txt").write_text(
+        "".join(f"{w} {' '.join(f'{v:.4f}' for v in rng.normal(size=300))}\n" for w in words)
+    )
     out = run_study(REPO / "config" / "gqa.yaml", tmp_path, {}, "-n", "--quiet", "rules")
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
-    assert {k: counts.get(k, 0) for k in ("prepare_dataset", "extract_features", "swap_features",
-                                          "corrupt_images", "swap_context", "run_model")} == {
-        "prepare_dataset": 1, "extract_features": 2, "swap_features": 2, "corrupt_images": 0,
-        "swap_context": 0, "run_model": 2}  # fmt: skip
+    assert {
+        k: counts.get(k, 0)
+        for k in (
+            "prepare_dataset",
+            "extract_features",
+            "swap_features",
+            "corrupt_images",
+            "swap_context",
+            "run_model",
+        )
+    } == {
+        "prepare_dataset": 1,
+        "extract_features": 2,
+        "swap_features": 2,
+        "corrupt_images": 0,
+        "swap_context": 0,
+        "run_model": 2,
+    }
 
 
 def test_the_donor_bank_is_every_scene_graph_of_the_split(mini, tmp_path):

@@ -28,8 +28,9 @@ pytest.importorskip("datasets")
 
 
 def outputs(root):
-    out = PreparedOutputs(root / "q.parquet", root / "images", root / "manifest.txt",
-                          root / "dataset.json")  # fmt: skip
+    out = PreparedOutputs(
+        root / "q.parquet", root / "images", root / "manifest.txt", root / "dataset.json"
+    )
     return {"out": out}
 
 
@@ -52,11 +53,17 @@ def sets(tmp_path_factory):
 def test_both_layouts_give_what_the_official_files_give(sets, layout, tmp_path):
     mini = sets["mini"]
     kw = {"n_images": 5, "seed": 3}
-    prepare_dataset("vqav2", questions=str(mini["questions"]),
-                    annotations=str(mini["annotations"]), images=str(mini["images"]),
-                    **kw, **outputs(tmp_path / "official"))  # fmt: skip
-    counts = prepare_dataset("hf", path=str(sets[layout]), split=SPLIT, **kw,
-                             **outputs(tmp_path / "hf"))  # fmt: skip
+    prepare_dataset(
+        "vqav2",
+        questions=str(mini["questions"]),
+        annotations=str(mini["annotations"]),
+        images=str(mini["images"]),
+        **kw,
+        **outputs(tmp_path / "official"),
+    )
+    counts = prepare_dataset(
+        "hf", path=str(sets[layout]), split=SPLIT, **kw, **outputs(tmp_path / "hf")
+    )
     assert counts["images"] == 5
     official = pl.read_parquet(tmp_path / "official" / "q.parquet")
     hf = pl.read_parquet(tmp_path / "hf" / "q.parquet")
@@ -80,8 +87,9 @@ def test_a_broken_image_fails_naming_it_or_is_skipped_and_counted(sets, tmp_path
     with pytest.raises(BadImagesError, match=rf"{bad} \(does not decode"):
         prepare_dataset("hf", path=str(sets["broken"]), split=SPLIT, **outputs(tmp_path / "a"))
     assert not (tmp_path / "a" / "images").exists()
-    counts = prepare_dataset("hf", path=str(sets["broken"]), split=SPLIT, on_bad_image="skip",
-                             **outputs(tmp_path / "b"))  # fmt: skip
+    counts = prepare_dataset(
+        "hf", path=str(sets["broken"]), split=SPLIT, on_bad_image="skip", **outputs(tmp_path / "b")
+    )
     assert counts["skipped_images"] == 1 and counts["images"] == 11
     assert bad not in set(pl.read_parquet(tmp_path / "b" / "q.parquet")["image_id"])
 
@@ -100,12 +108,21 @@ def test_single_answer_preset_numbers_rows_and_distinct_images(tmp_path):
 
     red, blue = png(200), png(20)
     ds = datasets.Dataset.from_dict(
-        {"image": [{"bytes": b, "path": None} for b in (red, red, blue)],
-         "question": ["What colour is it?", "Is it red?", "How many?"],
-         "answer": ["red", "yes", "2"], "imageId": ["n1", "n1", "n2"]},
-        features=datasets.Features({"image": datasets.Image(), "question": datasets.Value(
-            "string"), "answer": datasets.Value("string"), "imageId": datasets.Value("string")}),
-    )  # fmt: skip
+        {
+            "image": [{"bytes": b, "path": None} for b in (red, red, blue)],
+            "question": ["What colour is it?", "Is it red?", "How many?"],
+            "answer": ["red", "yes", "2"],
+            "imageId": ["n1", "n1", "n2"],
+        },
+        features=datasets.Features(
+            {
+                "image": datasets.Image(),
+                "question": datasets.Value("string"),
+                "answer": datasets.Value("string"),
+                "imageId": datasets.Value("string"),
+            }
+        ),
+    )
     ds.save_to_disk(str(tmp_path / "one"))  # a single split, saved on its own
     by_bytes = open_hf(str(tmp_path / "one"), "test", {"preset": "single-answer"})
     q = by_bytes.questions
@@ -114,8 +131,9 @@ def test_single_answer_preset_numbers_rows_and_distinct_images(tmp_path):
     assert q["answer_type"].to_list() == ["other", "yes/no", "number"]
     assert by_bytes.images.read(1) == blue
     by_bytes.images.close()
-    named = open_hf(str(tmp_path / "one"), "test", {"preset": "single-answer",
-                                                     "image_id": "imageId"})  # fmt: skip
+    named = open_hf(
+        str(tmp_path / "one"), "test", {"preset": "single-answer", "image_id": "imageId"}
+    )
     assert named.questions["image_id"].to_list() == [0, 0, 1]  # strings numbered
 
 
@@ -143,8 +161,16 @@ def _config(dataset: dict) -> dict:
 
 
 def test_config_keys_of_the_hf_adapter():
-    cfg = validate_config(_config({"adapter": "hf", "path": "data/vqa", "split": "validation",
-                                   "columns": {"preset": "single-answer"}}))  # fmt: skip
+    cfg = validate_config(
+        _config(
+            {
+                "adapter": "hf",
+                "path": "data/vqa",
+                "split": "validation",
+                "columns": {"preset": "single-answer"},
+            }
+        )
+    )
     inputs, params = dataset_job(cfg["dataset"], "eval", 0)
     assert inputs == {"path": "data/vqa"}
     assert params["columns"] == {"preset": "single-answer"} and params["split"] == "validation"
@@ -161,19 +187,44 @@ def test_config_keys_of_the_hf_adapter():
 @pytest.mark.slow
 def test_the_workflow_runs_on_both_layouts(sets, checkpoints, tmp_path):
     config = {
-        "dataset": {"name": "hf-vqa", "adapter": "hf", "path": str(sets["broken"]),
-                    "split": SPLIT, "on_bad_image": "skip"},
-        "corruptions": ["gaussian_noise"], "severities": [1],
-        "text": {"perturbations": []}, "basic_questions": {"rankers": []},
-        "diagnostics": {"attention": {"n": 0}}, "uncertainty": {"resamples": 50},
+        "dataset": {
+            "name": "hf-vqa",
+            "adapter": "hf",
+            "path": str(sets["broken"]),
+            "split": SPLIT,
+            "on_bad_image": "skip",
+        },
+        "corruptions": ["gaussian_noise"],
+        "severities": [1],
+        "text": {"perturbations": []},
+        "basic_questions": {"rankers": []},
+        "diagnostics": {"attention": {"n": 0}},
+        "uncertainty": {"resamples": 50},
         "threads": {"infer": 1},
-        "models": {"vilt": {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"]),
-                            "device": "cpu", "batch_size": 8}},
-    }  # fmt: skip
+        "models": {
+            "vilt": {
+                "family": "vqa-classifier",
+                "path_or_id": str(checkpoints["vilt"]),
+                "device": "cpu",
+                "batch_size": 8,
+            }
+        },
+    }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
-           "--configfile", str(tmp_path / "c.yaml"), "--replace-workflow-config",
-           "--cores", "2"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--configfile",
+        str(tmp_path / "c.yaml"),
+        "--replace-workflow-config",
+        "--cores",
+        "2",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     db = tmp_path / "results" / "hf-vqa" / "robustness.duckdb"
@@ -209,17 +260,24 @@ def test_images_given_as_paths_are_read_from_the_dataset_folder(sets, tmp_path):
                 (mini["images"] / image_name(image_id)).read_bytes()
             )
         paths.append(name)
-    features = {**{k: v for k, v in hf_features().items() if k != "image"},
-                "image": datasets.Value("string")}  # fmt: skip
+    features = {
+        **{k: v for k, v in hf_features().items() if k != "image"},
+        "image": datasets.Value("string"),
+    }
     rows["image"] = paths
     ds = datasets.Dataset.from_dict(rows, features=datasets.Features(features))
     (tmp_path / "set" / "data").mkdir()
     ds.to_parquet(str(tmp_path / "set" / "data" / f"{SPLIT}-00000-of-00001.parquet"))
-    prepare_dataset("hf", path=str(tmp_path / "set"), split=SPLIT, n_images=4, seed=0,
-                    **outputs(tmp_path / "out"))  # fmt: skip
+    prepare_dataset(
+        "hf",
+        path=str(tmp_path / "set"),
+        split=SPLIT,
+        n_images=4,
+        seed=0,
+        **outputs(tmp_path / "out"),
+    )
     for r in store.iter_images(tmp_path / "out" / "images"):
         assert r["bytes"] == (mini["images"] / image_name(r["image_id"])).read_bytes()
     (tmp_path / "set" / paths[0]).unlink()  # a path to nothing: a bad image, named
     with pytest.raises(BadImagesError, match="missing"):
-        prepare_dataset("hf", path=str(tmp_path / "set"), split=SPLIT,
-                        **outputs(tmp_path / "out2"))  # fmt: skip
+        prepare_dataset("hf", path=str(tmp_path / "set"), split=SPLIT, **outputs(tmp_path / "out2"))

@@ -44,8 +44,11 @@ def _wang_ssim(x: np.ndarray, y: np.ndarray) -> float:
         b = sliding_window_view(y[..., c].astype(np.float64), (11, 11))
         ma, mb = (a * w).sum((-2, -1)), (b * w).sum((-2, -1))
         da, db = a - ma[..., None, None], b - mb[..., None, None]
-        va, vb, cov = (da * da * w).sum((-2, -1)), (db * db * w).sum((-2, -1)), (
-            da * db * w).sum((-2, -1))  # fmt: skip
+        va, vb, cov = (
+            (da * da * w).sum((-2, -1)),
+            (db * db * w).sum((-2, -1)),
+            (da * db * w).sum((-2, -1)),
+        )
         s = ((2 * ma * mb + c1) * (2 * cov + c2)) / ((ma**2 + mb**2 + c1) * (va + vb + c2))
         scores.append(s.mean())
     return float(np.mean(scores))
@@ -60,9 +63,18 @@ def test_ssim_is_wang_et_als_formula_by_default():
     b = b.astype(np.uint8)
     ssim, _ = ssim_psnr(a, b)
     assert ssim == pytest.approx(_wang_ssim(a, b), abs=1e-6)
-    assert ssim == pytest.approx(structural_similarity(
-        a, b, channel_axis=2, data_range=255, gaussian_weights=True, sigma=1.5,
-        use_sample_covariance=False), abs=1e-6)  # fmt: skip
+    assert ssim == pytest.approx(
+        structural_similarity(
+            a,
+            b,
+            channel_axis=2,
+            data_range=255,
+            gaussian_weights=True,
+            sigma=1.5,
+            use_sample_covariance=False,
+        ),
+        abs=1e-6,
+    )
     # The uniform window is another score of the same pair.
     assert abs(ssim_psnr(a, b, "uniform")[0] - ssim) > 1e-3
     assert ssim_psnr(a, a.copy()) == (1.0, math.inf)
@@ -75,8 +87,11 @@ def test_ssim_and_psnr_equal_scikit_image():
 
     a, b = _image(1), _image(2)
     photo = _image(4, 48)
-    pairs = [(a, b), (a, np.clip(a.astype(int) + _image(3) // 8, 0, 255).astype(np.uint8)),
-             (_image(5, 11), _image(6, 11))]  # fmt: skip
+    pairs = [
+        (a, b),
+        (a, np.clip(a.astype(int) + _image(3) // 8, 0, 255).astype(np.uint8)),
+        (_image(5, 11), _image(6, 11)),
+    ]
     for name in ("gaussian_noise", "defocus_blur", "brightness", "pixelate"):
         pairs.append((photo, corrupt(photo, name, 3, seed=1)))
     gaussian = {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False}
@@ -86,8 +101,10 @@ def test_ssim_and_psnr_equal_scikit_image():
             want = structural_similarity(clean, other, channel_axis=2, data_range=255, **options)
             assert ssim == pytest.approx(want, abs=1e-6)
             # and the mean of its per-channel scores, as scikit-image defines channel_axis
-            per_channel = [structural_similarity(clean[..., c], other[..., c], data_range=255,
-                                                 **options) for c in range(3)]  # fmt: skip
+            per_channel = [
+                structural_similarity(clean[..., c], other[..., c], data_range=255, **options)
+                for c in range(3)
+            ]
             assert ssim == pytest.approx(np.mean(per_channel), abs=1e-6)
             assert psnr == pytest.approx(peak_signal_noise_ratio(clean, other, data_range=255))
 
@@ -112,7 +129,7 @@ def test_quality_table_hand_computed():
             "image_id": [1, 2, 3, 1, 2],
             "ssim": [0.9, 0.8, 1.0, 0.5, 0.7],
             "psnr": [30.0, 20.0, math.inf, 10.0, 14.0],
-        }  # fmt: skip
+        }
     )
     t = {r["perturbation"]: r for r in quality_table(per_image).iter_rows(named=True)}
     assert t["snow"]["n_images"] == 3 and t["snow"]["n_identical"] == 1
@@ -135,7 +152,7 @@ def test_rank_correlation_per_model():
             "perturbation": ["a", "a", "b", "b"],
             "severity": [1, 2, 1, 2],
             "ssim_mean": [0.9, 0.5, 0.8, 0.3],
-        }  # fmt: skip
+        }
     )
     acc = pl.DataFrame(
         {
@@ -144,7 +161,7 @@ def test_rank_correlation_per_model():
             "perturbation": ["a", "a", "b", "b"] * 2 + ["clean"],
             "severity": [1, 2, 1, 2] * 2 + [0],
             "accuracy": [0.7, 0.4, 0.6, 0.2, 0.5, 0.5, 0.5, 0.5, 0.9],
-        }  # fmt: skip
+        }
     )
     got = {r["model"]: r for r in quality_correlation(quality, acc).iter_rows(named=True)}
     # m: the SSIM order 0.9 > 0.8 > 0.5 > 0.3 is its accuracy order: rho = 1.
@@ -156,10 +173,15 @@ def test_rank_correlation_per_model():
 
 
 def test_corrupted_shards_carry_the_quality_of_the_stored_image(easy_vqa_eval, tmp_path):
-    clean = {r["image_id"]: store.decode_image(r["bytes"])
-             for r in store.iter_images(easy_vqa_eval["images"])}  # fmt: skip
-    for name, severity, fmt in (("gaussian_noise", 3, "png"), ("jpeg_compression", 5, "png"),
-                                ("brightness", 2, "jpeg")):  # fmt: skip
+    clean = {
+        r["image_id"]: store.decode_image(r["bytes"])
+        for r in store.iter_images(easy_vqa_eval["images"])
+    }
+    for name, severity, fmt in (
+        ("gaussian_noise", 3, "png"),
+        ("jpeg_compression", 5, "png"),
+        ("brightness", 2, "jpeg"),
+    ):
         out = tmp_path / f"{name}-{fmt}"
         corrupt_subset(easy_vqa_eval["images"], out, name, severity, storage=ImageStorage(fmt))
         rows = list(store.iter_images(out))
@@ -175,15 +197,21 @@ def test_corrupted_shards_carry_the_quality_of_the_stored_image(easy_vqa_eval, t
     assert store.read_image_quality(easy_vqa_eval["images"]) is None
     with pytest.warns(UserWarning, match="no image quality scores in 1 image subsets.*snow/1"):
         empty = read_quality([("snow", 1, easy_vqa_eval["images"])])
-    assert empty.height == 0 and empty.columns == ["perturbation", "severity", "image_id",
-                                                   "ssim", "psnr"]  # fmt: skip
+    assert empty.height == 0 and empty.columns == [
+        "perturbation",
+        "severity",
+        "image_id",
+        "ssim",
+        "psnr",
+    ]
 
 
 def test_more_severe_noise_lowers_ssim(easy_vqa_eval, tmp_path):
     means = []
     for severity in (1, 3, 5):
-        corrupt_subset(easy_vqa_eval["images"], tmp_path / str(severity), "gaussian_noise",
-                       severity)  # fmt: skip
+        corrupt_subset(
+            easy_vqa_eval["images"], tmp_path / str(severity), "gaussian_noise", severity
+        )
         frame = read_quality([("gaussian_noise", severity, tmp_path / str(severity))])
         means.append(frame["ssim"].mean())
     assert means[0] > means[1] > means[2]
@@ -201,8 +229,9 @@ def test_database_and_report_carry_the_calibration(easy_vqa_eval, tmp_path):
     paths = [_write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9)]
     subsets = [("clean", 0, str(easy_vqa_eval["images"]))]
     for name in ("gaussian_noise", "contrast"):
-        paths.append(_write_predictions(tmp_path, questions, "m", name, [1, 2, 3],
-                                        lambda s: 0.9 - 0.2 * s))  # fmt: skip
+        paths.append(
+            _write_predictions(tmp_path, questions, "m", name, [1, 2, 3], lambda s: 0.9 - 0.2 * s)
+        )
         for s in (1, 2, 3):
             corrupt_subset(easy_vqa_eval["images"], tmp_path / f"{name}{s}", name, s)
             subsets.append((name, s, str(tmp_path / f"{name}{s}")))

@@ -308,20 +308,38 @@ def test_swap_indices_past_int8_and_chunks_kept_from_int8(easy_vqa_eval, tmp_pat
     n = qs.num_rows
     severities = [1, 2, 300] * 2
     path = tmp_path / "swap_class.parquet"
-    store.write_table(pa.table({
-        "question_id": qs.column("question_id"), "image_id": qs.column("image_id"),
-        "original": qs.column("question"), "perturbed": qs.column("question"),
-        "perturbation": ["swap_class"] * n, "severity": severities, "changed": [True] * n,
-        "similarity": [1.0] * n, "tries": [1] * n,
-    }, schema=store.QUESTION_SET_SCHEMA), path)  # fmt: skip
+    store.write_table(
+        pa.table(
+            {
+                "question_id": qs.column("question_id"),
+                "image_id": qs.column("image_id"),
+                "original": qs.column("question"),
+                "perturbed": qs.column("question"),
+                "perturbation": ["swap_class"] * n,
+                "severity": severities,
+                "changed": [True] * n,
+                "similarity": [1.0] * n,
+                "tries": [1] * n,
+            },
+            schema=store.QUESTION_SET_SCHEMA,
+        ),
+        path,
+    )
     assert context_severities(path) == [1, 2, 300]
-    subsets = [Subset("swap_class", s, str(easy_vqa_eval["images"]), "context", str(path))
-               for s in context_severities(path)]  # fmt: skip
+    subsets = [
+        Subset("swap_class", s, str(easy_vqa_eval["images"]), "context", str(path))
+        for s in context_severities(path)
+    ]
     out = tmp_path / "pred.parquet"
 
     def run():  # noqa: ANN202
-        run_inference(ModelRef("echo", {"device": "cpu"}, loader=lambda *a, **k: Echo()),
-                      easy_vqa_eval["questions"], subsets, out, device="cpu")  # fmt: skip
+        run_inference(
+            ModelRef("echo", {"device": "cpu"}, loader=lambda *a, **k: Echo()),
+            easy_vqa_eval["questions"],
+            subsets,
+            out,
+            device="cpu",
+        )
         return pl.read_parquet(out)
 
     df = run()
@@ -331,8 +349,12 @@ def test_swap_indices_past_int8_and_chunks_kept_from_int8(easy_vqa_eval, tmp_pat
     chunks = sorted((tmp_path / "pred.parquet.chunks").glob("*.parquet"))
     small = [c for c in chunks if pq.read_table(c).column("severity")[0].as_py() == 1]
     old = pq.read_table(small[0])
-    pq.write_table(old.cast(old.schema.set(old.schema.get_field_index("severity"),
-                                           pa.field("severity", pa.int8()))), small[0])  # fmt: skip
+    pq.write_table(
+        old.cast(
+            old.schema.set(old.schema.get_field_index("severity"), pa.field("severity", pa.int8()))
+        ),
+        small[0],
+    )
     assert pq.read_table(small[0]).schema.field("severity").type == pa.int8()
     out.unlink()
     assert run().sort("severity", "question_id").equals(df.sort("severity", "question_id"))
@@ -360,15 +382,19 @@ def test_a_question_set_of_other_questions_is_refused(easy_vqa_eval, tmp_path):
 def test_the_vilt_classifier_counts_questions_over_its_text_limit(checkpoints):
     from vqarobust.models import load_model
 
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"])},
-                       name="vilt", device="cpu")  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints["vilt"])},
+        name="vilt",
+        device="cpu",
+    )
     short = "what color is the shape?"
     long = " ".join([short] * 8)
     assert model.truncated([short, long]) == [False, True]
 
 
-def test_the_bag_of_words_model_cuts_nothing_and_warns_of_nothing(checkpoints, easy_vqa_eval,
-                                                                 caplog):  # fmt: skip
+def test_the_bag_of_words_model_cuts_nothing_and_warns_of_nothing(
+    checkpoints, easy_vqa_eval, caplog
+):
     """cnn-bow has no text positions: a question longer than its tokenizer's nominal 40
     tokens is read whole (its answer depends on the words past 40) and is not counted."""
     import logging
@@ -377,8 +403,11 @@ def test_the_bag_of_words_model_cuts_nothing_and_warns_of_nothing(checkpoints, e
 
     from vqarobust.models import load_model
 
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])},
-                       name="cnn", device="cpu")  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])},
+        name="cnn",
+        device="cpu",
+    )
     long = " ".join(["what color is the shape?"] * 12)
     assert len(model.processor.tokenizer(long, verbose=False)["input_ids"]) > 40
     assert model.truncated([long]) == [False]
@@ -592,8 +621,9 @@ def test_a_classifiers_answer_does_not_depend_on_the_other_images_of_its_batch(c
     rng = np.random.default_rng(0)
     small = Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8))
     large = Image.fromarray(rng.integers(0, 256, (96, 128, 3), dtype=np.uint8))
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
-                        "batch_size": 2})  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints[key]), "batch_size": 2}
+    )
     question = "what color is the shape?"
     alone = model.logits([small], [question])[0]
     batched = model.logits([small, large], [question, question])[0]
@@ -612,8 +642,9 @@ def test_a_classifier_encodes_each_image_once_per_chunk(checkpoints, key):
     images = random_images(2, size=(64, 64))
     questions = ["what color is the shape?", "is there a circle?", "what shape is it?"]
     requests = [(images[i % 2], questions[i % 3]) for i in range(6)]
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
-                        "batch_size": 2})  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints[key]), "batch_size": 2}
+    )
     encoded = []
     if key == "vilt":
         embed = model._visual_embed
@@ -623,8 +654,9 @@ def test_a_classifier_encodes_each_image_once_per_chunk(checkpoints, key):
         model.model.encode_images = lambda pixels: encoded.append(len(pixels)) or encode(pixels)
     answers = model.answer_all([im for im, _ in requests], [q for _, q in requests])
     assert sum(encoded) == 2
-    one_by_one = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints[key]),
-                             "batch_size": 1})  # fmt: skip
+    one_by_one = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints[key]), "batch_size": 1}
+    )
     assert answers == [one_by_one.answer([im], [q])[0] for im, q in requests]
     # ... and the answers of transformers' own one-request-at-a-time loop.
     usual = one_at_a_time("vqa-classifier", str(checkpoints[key]), *zip(*requests, strict=True))

@@ -50,8 +50,7 @@ def gap_free_tables(draw: st.DrawFn) -> pl.DataFrame:
     cells += [(m, c, s) for m in models for c in corruptions for s in range(1, levels[c] + 1)]
     values = draw(st.lists(st.integers(0, 64), min_size=len(cells), max_size=len(cells)))
     rows = [(*cell, v / 64) for cell, v in zip(cells, values, strict=True)]
-    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"],
-                        orient="row")  # fmt: skip
+    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
 
 
 def _replicates(table: pl.DataFrame, extra: np.ndarray) -> np.ndarray:
@@ -80,8 +79,11 @@ def test_mmi_table_is_its_kernel_at_the_observed_replicate(table, seed):
     # And the kernel is MMI: the mean over a corruption's severities, the mean of those.
     for (model,), part in table.group_by(["model"]):
         clean = part.filter(pl.col("severity") == 0)["accuracy"].mean()
-        means = part.filter(pl.col("severity") > 0).group_by("corruption").agg(
-            pl.col("accuracy").mean())["accuracy"]  # fmt: skip
+        means = (
+            part.filter(pl.col("severity") > 0)
+            .group_by("corruption")
+            .agg(pl.col("accuracy").mean())["accuracy"]
+        )
         row = point.filter(pl.col("model") == model, pl.col("scope") == "all").row(0, named=True)
         assert np.isclose(row["perturbed"], means.mean(), rtol=0, atol=1e-12)
         expected = (clean - means.mean()) / clean if clean > 0 else 0.0
@@ -93,8 +95,7 @@ def test_mmi_table_is_its_kernel_at_the_observed_replicate(table, seed):
 def test_rscore_tables_are_their_kernel_at_the_observed_replicate(table, tolerance, gap):
     maximum = min(tolerance + gap, 100.0)
     per_level, overall = rscore_tables(table, tolerance, maximum)
-    r = rscore_arrays(table["accuracy"].to_numpy()[None, :], with_rows(table), tolerance,
-                      maximum)  # fmt: skip
+    r = rscore_arrays(table["accuracy"].to_numpy()[None, :], with_rows(table), tolerance, maximum)
     order = r.labels.with_columns(pl.Series("rscore", r.rscore[0]), pl.Series("di", r.acc_di[0]))
     order = order.sort("model", "corruption", "severity")
     assert per_level["rscore"].to_list() == order["rscore"].to_list()
@@ -107,8 +108,9 @@ def test_rscore_tables_are_their_kernel_at_the_observed_replicate(table, toleran
     # The per-perturbation score is that of the mean deterioration over its levels.
     sm, st_ = np.sqrt(maximum), np.sqrt(tolerance)
     for row in overall.iter_rows(named=True):
-        di = per_level.filter(pl.col("model") == row["model"],
-                              pl.col("corruption") == row["corruption"])["acc_di"]  # fmt: skip
+        di = per_level.filter(
+            pl.col("model") == row["model"], pl.col("corruption") == row["corruption"]
+        )["acc_di"]
         assert row["levels"] == di.len()
         assert np.isclose(row["acc_di"], di.mean(), rtol=0, atol=1e-9)
         expected = np.clip((sm - np.sqrt(row["acc_di"])) / (sm - st_), 0, 1)
@@ -146,17 +148,30 @@ def test_interval_estimates_are_the_point_tables_bit_for_bit(run):  # noqa: F811
     families = {k: v for k, v in FAMILIES.items() if k != "blank"}
     point = modality_tables(acc.filter(pl.col("perturbation") != "blank"), families=families)
     checks = {
-        "mmi": (point["mmi"].select("model", "modality", pl.col("scope").alias("key"),
-                                    pl.col("group").alias("perturbation"), "mmi"), "mmi"),
-        "rscore": (point["rscore"].select("model", "modality", "perturbation", "severity",
-                                          "rscore"), "rscore"),
-        "rscore_overall": (point["rscore_overall"].select("model", "modality", "perturbation",
-                                                          "rscore"), "rscore"),
-    }  # fmt: skip
+        "mmi": (
+            point["mmi"].select(
+                "model",
+                "modality",
+                pl.col("scope").alias("key"),
+                pl.col("group").alias("perturbation"),
+                "mmi",
+            ),
+            "mmi",
+        ),
+        "rscore": (
+            point["rscore"].select("model", "modality", "perturbation", "severity", "rscore"),
+            "rscore",
+        ),
+        "rscore_overall": (
+            point["rscore_overall"].select("model", "modality", "perturbation", "rscore"),
+            "rscore",
+        ),
+    }
     for metric, (table, value) in checks.items():
         keys = [c for c in table.columns if c != value]
-        joined = table.join(iv.filter(pl.col("metric") == metric), on=keys, how="left",
-                            nulls_equal=True)  # fmt: skip
+        joined = table.join(
+            iv.filter(pl.col("metric") == metric), on=keys, how="left", nulls_equal=True
+        )
         assert joined.height == table.height and joined["estimate"].null_count() == 0, metric
         assert joined[value].to_list() == joined["estimate"].to_list(), metric
 
@@ -181,15 +196,17 @@ def _keyed(frame: pl.DataFrame, value: str, **cols: object) -> pl.DataFrame:
     return out.with_columns(pl.col(k).cast(t) for k, t in INTERVAL_SCHEMA.items() if k in KEYS)
 
 
-def _point_tables(scored: pl.DataFrame, questions: pl.DataFrame, families: dict[str, str],
-                  controls: list[str]) -> dict[str, pl.DataFrame]:  # fmt: skip
+def _point_tables(
+    scored: pl.DataFrame, questions: pl.DataFrame, families: dict[str, str], controls: list[str]
+) -> dict[str, pl.DataFrame]:
     """Each interval metric's numbers as the workflow's point tables give them (the
     analyses' library calls), keyed like the ``intervals`` table."""
     accuracy = accuracy_tables(scored, questions)
     acc = accuracy["accuracy"]
     counted = perturbation_accuracy(acc).filter(~pl.col("perturbation").is_in(controls))
-    point = modality_tables(counted, families={k: v for k, v in families.items()
-                                               if k not in controls})  # fmt: skip
+    point = modality_tables(
+        counted, families={k: v for k, v in families.items() if k not in controls}
+    )
     sub, vm, vc = point["submetrics"], point["vre_model"], point["vre_corruption"]
     vf = point["vre_family"]
     mmi = point["mmi"]
@@ -197,32 +214,48 @@ def _point_tables(scored: pl.DataFrame, questions: pl.DataFrame, families: dict[
         "accuracy": _keyed(acc, "accuracy"),
         "vre_model": _keyed(vm, "vre"),
         "vre_perturbation": _keyed(vc, "vre", model=None),
-        "relative_drop_paper": pl.concat([
-            _keyed(vm, "relative_drop"), _keyed(vc, "relative_drop", model=None),
-            _keyed(sub, "relative_drop")]),
+        "relative_drop_paper": pl.concat(
+            [
+                _keyed(vm, "relative_drop"),
+                _keyed(vc, "relative_drop", model=None),
+                _keyed(sub, "relative_drop"),
+            ]
+        ),
         "relative_drop_eq8": _keyed(vc, "relative_drop_eq8", model=None),
         "vre_family": _keyed(vf, "vre", perturbation="family", key=pl.lit("family")),
-        "relative_drop_family": _keyed(vf, "relative_drop", perturbation="family",
-                                       key=pl.lit("family")),
+        "relative_drop_family": _keyed(
+            vf, "relative_drop", perturbation="family", key=pl.lit("family")
+        ),
         "mmi": _keyed(mmi, "mmi", perturbation="group", key="scope"),
-        "perturbed_accuracy": _keyed(mmi.filter(pl.col("scope") == "all"), "perturbed",
-                                     perturbation=None),
+        "perturbed_accuracy": _keyed(
+            mmi.filter(pl.col("scope") == "all"), "perturbed", perturbation=None
+        ),
         "rscore": _keyed(point["rscore"], "rscore"),
         "rscore_overall": _keyed(point["rscore_overall"], "rscore"),
-        "image_reliance_ratio": _keyed(image_reliance(perturbation_accuracy(acc), controls),
-                                       "ratio", modality=pl.lit("image"),
-                                       perturbation="control"),
-    }  # fmt: skip
-    for m in ("first_drop", "range_of_error", "error_rate", "average_error",
-              "corruption_error_diff"):  # fmt: skip
+        "image_reliance_ratio": _keyed(
+            image_reliance(perturbation_accuracy(acc), controls),
+            "ratio",
+            modality=pl.lit("image"),
+            perturbation="control",
+        ),
+    }
+    for m in (
+        "first_drop",
+        "range_of_error",
+        "error_rate",
+        "average_error",
+        "corruption_error_diff",
+    ):
         out[m] = _keyed(sub, m)
     for kind in TYPES:
         out[f"{kind}_accuracy"] = _keyed(accuracy[f"{kind}_accuracy"], "accuracy", key=kind)
     context = context_tables(scored)
-    out["context_reliance"] = _keyed(context["context_reliance"], "reliance",
-                                     modality=pl.lit("context"))  # fmt: skip
-    out["effective_accuracy"] = _keyed(context["effective_accuracy"], "effective_accuracy",
-                                       modality=pl.lit("context"))  # fmt: skip
+    out["context_reliance"] = _keyed(
+        context["context_reliance"], "reliance", modality=pl.lit("context")
+    )
+    out["effective_accuracy"] = _keyed(
+        context["effective_accuracy"], "effective_accuracy", modality=pl.lit("context")
+    )
     return out
 
 
@@ -235,12 +268,18 @@ def _with_swaps(scored: pl.DataFrame, seed: int) -> pl.DataFrame:
     for kind in ("swap_class", "swap_attribute"):
         for severity in (1, 2):
             flip = rng.random(clean.height) < 1 / 3
-            swaps.append(clean.with_columns(
-                pl.lit("context").alias("modality"), pl.lit(kind).alias("perturbation"),
-                pl.lit(severity, pl.Int16).alias("severity"),
-                pl.when(pl.Series(flip)).then(pl.lit("other")).otherwise("answer").alias("answer"),
-                pl.when(pl.Series(flip)).then(0.0).otherwise("score").alias("score"),
-            ))  # fmt: skip
+            swaps.append(
+                clean.with_columns(
+                    pl.lit("context").alias("modality"),
+                    pl.lit(kind).alias("perturbation"),
+                    pl.lit(severity, pl.Int16).alias("severity"),
+                    pl.when(pl.Series(flip))
+                    .then(pl.lit("other"))
+                    .otherwise("answer")
+                    .alias("answer"),
+                    pl.when(pl.Series(flip)).then(0.0).otherwise("score").alias("score"),
+                )
+            )
     return pl.concat([scored, *swaps])
 
 
@@ -258,8 +297,9 @@ def test_every_interval_estimate_is_its_point_table_bit_for_bit(run, cluster):  
     # The bootstrap reads the rows in another order (the analyses' inputs differ: image
     # order and question order): the sums are the same bits.
     shuffled = scored.sample(fraction=1.0, shuffle=True, seed=3)
-    t = uncertainty_tables(shuffled, q, Settings(resamples=20, cluster=cluster),
-                           families=FAMILIES, controls=["blank"])  # fmt: skip
+    t = uncertainty_tables(
+        shuffled, q, Settings(resamples=20, cluster=cluster), families=FAMILIES, controls=["blank"]
+    )
     iv = t["intervals"]
     point = _point_tables(scored, q, FAMILIES, ["blank"])
     assert set(iv["metric"]) == set(point) | NO_POINT_TABLE
@@ -287,19 +327,33 @@ def per_question_rows(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
     n_q = draw(st.integers(1, 12))
     images = draw(st.lists(st.integers(0, 3), min_size=n_q, max_size=n_q))
     kinds = draw(st.lists(st.sampled_from(["what", "how", None]), min_size=n_q, max_size=n_q))
-    questions = pl.DataFrame({"question_id": range(n_q), "image_id": images,
-                              "question_type": kinds, "answer_type": "other"})  # fmt: skip
-    score = st.one_of(st.sampled_from([0.0, 0.3, 0.6, 0.9, 1.0]),
-                      st.floats(0, 1, allow_nan=False))  # fmt: skip
+    questions = pl.DataFrame(
+        {
+            "question_id": range(n_q),
+            "image_id": images,
+            "question_type": kinds,
+            "answer_type": "other",
+        }
+    )
+    score = st.one_of(st.sampled_from([0.0, 0.3, 0.6, 0.9, 1.0]), st.floats(0, 1, allow_nan=False))
     rows = []
     for model in ("m0", "m1")[: draw(st.integers(1, 2))]:
         for sub, severity in (("clean", 0), ("fog", 1), ("fog", 2))[: draw(st.integers(1, 3))]:
             for q in draw(st.sets(st.integers(0, n_q - 1), min_size=1)):
                 rows.append((model, sub, sub, severity, q, draw(score), draw(st.booleans())))
-    scored = pl.DataFrame(rows, orient="row", schema={
-        "model": pl.String, "modality": pl.String, "perturbation": pl.String,
-        "severity": pl.Int16, "question_id": pl.Int64, "score": pl.Float64,
-        "truncated": pl.Boolean})  # fmt: skip
+    scored = pl.DataFrame(
+        rows,
+        orient="row",
+        schema={
+            "model": pl.String,
+            "modality": pl.String,
+            "perturbation": pl.String,
+            "severity": pl.Int16,
+            "question_id": pl.Int64,
+            "score": pl.Float64,
+            "truncated": pl.Boolean,
+        },
+    )
     return scored, questions
 
 
@@ -312,8 +366,7 @@ def test_accuracy_table_is_its_kernel_at_the_data_whatever_the_clusters(data, se
     for cluster in CLUSTERS:
         mapping, n = cluster_index(questions, cluster)
         # In any order: the kernel adds the questions up by question id.
-        rows = scored.join(mapping, on="question_id").sample(fraction=1.0, shuffle=True,
-                                                             seed=seed)  # fmt: skip
+        rows = scored.join(mapping, on="question_id").sample(fraction=1.0, shuffle=True, seed=seed)
         sums = cluster_sums(rows, SUBSET, ["score"], n)
         w = replicate_weights(n, 3, seed)
         acc = sums.means("score", w)
@@ -337,11 +390,14 @@ def test_accuracy_table_is_its_kernel_at_the_data_whatever_the_clusters(data, se
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8)), min_size=1, max_size=6))
 def test_image_reliance_is_its_kernel_at_the_data(pairs):
-    acc = pl.DataFrame({
-        "model": [f"m{i}" for i in range(len(pairs))] * 2,
-        "perturbation": ["clean"] * len(pairs) + ["blank"] * len(pairs),
-        "severity": [0] * len(pairs) + [1] * len(pairs),
-        "accuracy": [c / 8 for c, _ in pairs] + [b / 8 for _, b in pairs]})  # fmt: skip
+    acc = pl.DataFrame(
+        {
+            "model": [f"m{i}" for i in range(len(pairs))] * 2,
+            "perturbation": ["clean"] * len(pairs) + ["blank"] * len(pairs),
+            "severity": [0] * len(pairs) + [1] * len(pairs),
+            "accuracy": [c / 8 for c, _ in pairs] + [b / 8 for _, b in pairs],
+        }
+    )
     table = image_reliance(acc, ["blank"])
     clean = np.array([c / 8 for c, _ in pairs])
     blank = np.array([b / 8 for _, b in pairs])
@@ -358,9 +414,17 @@ def test_context_tables_are_their_kernel_at_the_data(n_q, seed):
     questions = pl.DataFrame({"question_id": range(n_q), "image_id": [i // 2 for i in range(n_q)]})
     rng = np.random.default_rng(seed)
     score = rng.choice([0.0, 0.3, 1.0], n_q)
-    clean = pl.DataFrame({"model": "m", "modality": "clean", "perturbation": "clean",
-                          "severity": pl.Series([0] * n_q, dtype=pl.Int16),
-                          "question_id": range(n_q), "answer": "a", "score": score})  # fmt: skip
+    clean = pl.DataFrame(
+        {
+            "model": "m",
+            "modality": "clean",
+            "perturbation": "clean",
+            "severity": pl.Series([0] * n_q, dtype=pl.Int16),
+            "question_id": range(n_q),
+            "answer": "a",
+            "score": score,
+        }
+    )
     swapped = clean.sample(fraction=rng.uniform(0, 1), seed=seed % 1000)["question_id"]
     scored = _with_swaps(clean, seed).filter(
         (pl.col("modality") == "clean") | pl.col("question_id").is_in(swapped.to_list())
@@ -389,11 +453,20 @@ def test_context_tables_are_their_kernel_at_the_data(n_q, seed):
 
 
 def test_an_answer_to_an_unknown_question_is_an_error():
-    scored = pl.DataFrame({"model": ["m", "m"], "modality": "clean", "perturbation": "clean",
-                           "severity": 0, "question_id": [1, 7], "score": [1.0, 0.0],
-                           "truncated": False})  # fmt: skip
-    questions = pl.DataFrame({"question_id": [1, 2], "image_id": [1, 1],
-                              "question_type": "what", "answer_type": "other"})  # fmt: skip
+    scored = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "modality": "clean",
+            "perturbation": "clean",
+            "severity": 0,
+            "question_id": [1, 7],
+            "score": [1.0, 0.0],
+            "truncated": False,
+        }
+    )
+    questions = pl.DataFrame(
+        {"question_id": [1, 2], "image_id": [1, 1], "question_type": "what", "answer_type": "other"}
+    )
     with pytest.raises(
         ValueError, match=r"1 questions answered have no question row \(e.g. \[7\]\)"
     ):

@@ -15,12 +15,14 @@ def _acc(perturbation, model, values):
 
 
 def test_level_control_by_hand():
-    acc = pl.concat([
-        _acc("bq_a", "m1", [0.9, 0.8, 0.7, 0.6]),    # falls every level: rho -1
-        _acc("bq_a", "m2", [0.9, 0.7, 0.8, 0.6]),    # rho -0.8, one of three steps rises
-        _acc("bq_b", "m1", [0.6, 0.7, 0.8, 0.9]),    # rises: rho +1
-        _acc("bq_b", "m2", [0.5, 0.5, 0.5, 0.5]),    # flat: no correlation
-    ])  # fmt: skip
+    acc = pl.concat(
+        [
+            _acc("bq_a", "m1", [0.9, 0.8, 0.7, 0.6]),  # falls every level: rho -1
+            _acc("bq_a", "m2", [0.9, 0.7, 0.8, 0.6]),  # rho -0.8, one of three steps rises
+            _acc("bq_b", "m1", [0.6, 0.7, 0.8, 0.9]),  # rises: rho +1
+            _acc("bq_b", "m2", [0.5, 0.5, 0.5, 0.5]),  # flat: no correlation
+        ]
+    )
     per = level_control(acc).sort("perturbation", "model")
     assert per["spearman"].to_list()[:3] == pytest.approx([-1.0, -0.8, 1.0])
     assert per["spearman"][3] != per["spearman"][3]  # NaN: flat accuracy

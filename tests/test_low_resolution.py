@@ -43,26 +43,36 @@ def test_scaled_back_it_is_albumentations_downscale(severity):
     image = photo_like(96, 128, severity)
     small = corrupt(image, "low_resolution", severity, 0)
     f = DOWNSCALE_FACTOR[severity - 1]
-    reference = A.Downscale(scale_range=(f, f), p=1.0,
-                            interpolation_pair={"downscale": cv2.INTER_AREA,
-                                                "upscale": cv2.INTER_CUBIC})  # fmt: skip
+    reference = A.Downscale(
+        scale_range=(f, f),
+        p=1.0,
+        interpolation_pair={"downscale": cv2.INTER_AREA, "upscale": cv2.INTER_CUBIC},
+    )
     assert np.array_equal(at_size(small, 96, 128), reference(image=image)["image"])
-    assert np.array_equal(at_size(small, 96, 128),
-                          corrupt(image, "downscale_bicubic", severity, 0))  # fmt: skip
+    assert np.array_equal(at_size(small, 96, 128), corrupt(image, "downscale_bicubic", severity, 0))
 
 
 def test_ssim_at_the_clean_size_falls_over_the_five_severities():
     images = [photo_like(96, 128, seed) for seed in range(3)]
-    ssim = [np.mean([ssim_psnr(im, at_size(corrupt(im, "low_resolution", s, 0), 96, 128))[0]
-                     for im in images]) for s in range(1, 6)]  # fmt: skip
+    ssim = [
+        np.mean(
+            [
+                ssim_psnr(im, at_size(corrupt(im, "low_resolution", s, 0), 96, 128))[0]
+                for im in images
+            ]
+        )
+        for s in range(1, 6)
+    ]
     assert all(a > b for a, b in zip(ssim, ssim[1:], strict=False)), ssim
 
 
 def test_it_draws_nothing():
     image = photo_like(64, 80, 1)
     a = corrupt_item(image, "low_resolution", 3, 7, "img-1")
-    assert all(np.array_equal(a, corrupt_item(image, "low_resolution", 3, s, i))
-               for s, i in ((7, "img-2"), (8, "img-1")))  # fmt: skip
+    assert all(
+        np.array_equal(a, corrupt_item(image, "low_resolution", 3, s, i))
+        for s, i in ((7, "img-2"), (8, "img-1"))
+    )
 
 
 def test_its_subset_stores_small_images_with_quality_at_the_clean_size(tmp_path, easy_vqa_eval):
@@ -99,9 +109,14 @@ def test_detector_features_refuse_it():
         "dataset": {"name": "s", "adapter": "scenes"},
         "corruptions": ["snow", "low_resolution"],
         "features": {"det": {"kind": "detector", "dim": 8, "epochs": 1}},
-        "models": {"lx": {"family": "lxmert", "features": "det",
-                          "train": {"architecture": "lxmert", "epochs": 1}}},
-    }  # fmt: skip
+        "models": {
+            "lx": {
+                "family": "lxmert",
+                "features": "det",
+                "train": {"architecture": "lxmert", "epochs": 1},
+            }
+        },
+    }
     message = r"corruptions\[1\]: 'low_resolution' stores smaller images, and models.lx reads"
     with pytest.raises(ConfigError, match=message):
         validate_config(config)

@@ -32,11 +32,14 @@ def _by_hand(state, linear, a: np.ndarray, b: np.ndarray) -> float:
     def taps(img):
         x = torch.from_numpy(img).permute(2, 0, 1)[None].float() / 127.5 - 1
         x = (x - torch.tensor([-0.030, -0.088, -0.188]).view(1, 3, 1, 1)) / torch.tensor(
-            [0.458, 0.448, 0.450]).view(1, 3, 1, 1)  # fmt: skip
+            [0.458, 0.448, 0.450]
+        ).view(1, 3, 1, 1)
         out = []
-        for idx, (stride, pad, pool) in zip((0, 3, 6, 8, 10), ((4, 2, True), (1, 2, True),
-                                            (1, 1, False), (1, 1, False), (1, 1, False)),
-                                            strict=True):  # fmt: skip
+        for idx, (stride, pad, pool) in zip(
+            (0, 3, 6, 8, 10),
+            ((4, 2, True), (1, 2, True), (1, 1, False), (1, 1, False), (1, 1, False)),
+            strict=True,
+        ):
             x = F.relu(
                 F.conv2d(
                     x,
@@ -112,19 +115,25 @@ def test_lpips_of_a_corrupted_subset_reaches_the_database_and_report(
 
     backbone, lin, *_ = weights
     metric = load_lpips(backbone, lin)
-    clean = {r["image_id"]: store.decode_image(r["bytes"])
-             for r in store.iter_images(easy_vqa_eval["images"])}  # fmt: skip
+    clean = {
+        r["image_id"]: store.decode_image(r["bytes"])
+        for r in store.iter_images(easy_vqa_eval["images"])
+    }
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     paths = [_write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9)]
     subsets, lpips_paths, means = [("clean", 0, str(easy_vqa_eval["images"]))], [], []
-    paths.append(_write_predictions(tmp_path, questions, "m", "gaussian_noise", [1, 5],
-                                    lambda s: 0.9 - 0.1 * s))  # fmt: skip
+    paths.append(
+        _write_predictions(
+            tmp_path, questions, "m", "gaussian_noise", [1, 5], lambda s: 0.9 - 0.1 * s
+        )
+    )
     for s in (1, 5):
         folder = tmp_path / f"noise{s}"
         corrupt_subset(easy_vqa_eval["images"], folder, "gaussian_noise", s)
         out = tmp_path / f"lpips{s}.parquet"
-        assert score_lpips(easy_vqa_eval["images"], folder, out, "gaussian_noise", s,
-                           backbone, lin) == len(clean)  # fmt: skip
+        assert score_lpips(
+            easy_vqa_eval["images"], folder, out, "gaussian_noise", s, backbone, lin
+        ) == len(clean)
         table = pl.read_parquet(out)
         assert table["image_id"].to_list() == sorted(clean)
         for row in store.iter_images(folder):
@@ -136,9 +145,13 @@ def test_lpips_of_a_corrupted_subset_reaches_the_database_and_report(
         subsets.append(("gaussian_noise", s, str(folder)))
         lpips_paths.append(out)
     db = tmp_path / "r.duckdb"
-    build_database(db, DatabaseInputs(easy_vqa_eval["questions"], paths, image_subsets=subsets,
-                                      lpips_paths=lpips_paths),
-                   families={"gaussian_noise": "noise"})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(
+            easy_vqa_eval["questions"], paths, image_subsets=subsets, lpips_paths=lpips_paths
+        ),
+        families={"gaussian_noise": "noise"},
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         per_image = con.sql("SELECT * FROM image_quality_images").pl()
         quality = con.sql("SELECT * FROM image_quality ORDER BY severity").pl()
@@ -207,8 +220,11 @@ def test_lpips_equals_the_lpips_package_with_its_shipped_linear_layers(tmp_path)
     torch.manual_seed(0)
     reference = lpips.LPIPS(net="alex", pnet_rand=True, verbose=False).eval()
     # "net.slice1.0.weight" is torchvision's "features.0.weight".
-    state = {f"features.{k.split('.', 2)[2]}": v
-             for k, v in reference.state_dict().items() if k.startswith("net.")}  # fmt: skip
+    state = {
+        f"features.{k.split('.', 2)[2]}": v
+        for k, v in reference.state_dict().items()
+        if k.startswith("net.")
+    }
     torch.save(state, tmp_path / "alexnet.pth")
     shipped = Path(lpips.__file__).parent / "weights" / "v0.1" / "alex.pth"
     metric = load_lpips(tmp_path / "alexnet.pth", shipped)

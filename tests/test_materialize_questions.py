@@ -72,8 +72,9 @@ def test_fidelity_filter_resamples_until_similar_enough():
 
 def test_fidelity_filter_with_minilm_records_tries_and_similarity(easy_vqa_eval, tmp_path):
     out = {5: tmp_path / "5.parquet"}
-    perturb_question_set(easy_vqa_eval["questions"], out, "char_delete", 0,
-                         Fidelity(min_similarity=0.9, max_tries=3))  # fmt: skip
+    perturb_question_set(
+        easy_vqa_eval["questions"], out, "char_delete", 0, Fidelity(min_similarity=0.9, max_tries=3)
+    )
     got = pl.read_parquet(out[5])
     assert got["tries"].null_count() == 0 and got["tries"].is_between(1, 3).all()
     passed = got.filter(pl.col("tries") < 3)
@@ -122,8 +123,13 @@ def dropped_set(easy_vqa_eval, tmp_path_factory):
     """char_delete at severity 3 with a MiniLM threshold near its median similarity, so
     some questions pass and some are dropped."""
     out = {3: tmp_path_factory.mktemp("drop") / "3.parquet"}
-    perturb_question_set(easy_vqa_eval["questions"], out, "char_delete", 0,
-                         Fidelity(0.75, max_tries=2, on_low_similarity="drop"))  # fmt: skip
+    perturb_question_set(
+        easy_vqa_eval["questions"],
+        out,
+        "char_delete",
+        0,
+        Fidelity(0.75, max_tries=2, on_low_similarity="drop"),
+    )
     return out[3]
 
 
@@ -139,8 +145,9 @@ def test_dropped_questions_are_null_and_not_asked(easy_vqa_eval, dropped_set):
     assert gone["changed"].null_count() == gone.height
     assert got.filter(pl.col("perturbed").is_not_null())["changed"].null_count() == 0
     questions = store.read_questions(easy_vqa_eval["questions"])
-    asked = subset_questions(questions, Subset("char_delete", 3, str(easy_vqa_eval["images"]),
-                                               "text", str(dropped_set)))  # fmt: skip
+    asked = subset_questions(
+        questions, Subset("char_delete", 3, str(easy_vqa_eval["images"]), "text", str(dropped_set))
+    )
     assert asked.num_rows == got.height - gone.height
     assert set(asked.column("question_id").to_pylist()).isdisjoint(gone["question_id"])
 
@@ -156,11 +163,13 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
     kept = [q for q in questions if q["question_id"] not in gone]
-    paths = [_write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
-             _write_predictions(tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5],
-                                lambda s: 0.9 - 0.1 * s),
-             _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5,
-                                modality="text")]  # fmt: skip
+    paths = [
+        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        _write_predictions(
+            tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s
+        ),
+        _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
+    ]
     db = tmp_path / "r.duckdb"
     build_database(
         db,
@@ -171,8 +180,12 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
         drops = con.execute("SELECT * FROM fidelity_drops").fetchall()
         asked = dict(con.execute("SELECT modality, max(n) FROM accuracy GROUP BY ALL").fetchall())
         n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
-        clean_ids = {i for (i,) in con.execute(
-            "SELECT question_id FROM predictions WHERE modality = 'clean'").fetchall()}  # fmt: skip
+        clean_ids = {
+            i
+            for (i,) in con.execute(
+                "SELECT question_id FROM predictions WHERE modality = 'clean'"
+            ).fetchall()
+        }
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
     assert drops == [("char_delete", 3, len(gone))]
     # Clean accuracy is over the same questions as the perturbed set: paired.
@@ -196,8 +209,13 @@ def _tiny_sentence_encoder(folder):
     torch.manual_seed(0)
     bert_dir = folder / "bert"
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64)  # fmt: skip
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
     BertModel(config).save_pretrained(bert_dir)
     tokenizer.save_pretrained(bert_dir)
     word = models.Transformer(str(bert_dir))
@@ -211,8 +229,13 @@ def test_any_sentence_transformers_encoder_drives_the_filter(easy_vqa_eval, tmp_
 
     encoder = _tiny_sentence_encoder(tmp_path)
     out = {3: tmp_path / "3.parquet"}
-    perturb_question_set(easy_vqa_eval["questions"], out, "keyboard", 0,
-                         Fidelity(0.5, max_tries=2, similarity_encoder=str(encoder)))  # fmt: skip
+    perturb_question_set(
+        easy_vqa_eval["questions"],
+        out,
+        "keyboard",
+        0,
+        Fidelity(0.5, max_tries=2, similarity_encoder=str(encoder)),
+    )
     got = pl.read_parquet(out[3])
     a = encode(got["original"].to_list(), path=str(encoder))
     b = encode(got["perturbed"].to_list(), path=str(encoder))
@@ -231,14 +254,26 @@ def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path):
     shutil.copytree(encoder, repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    script = ("from vqarobust.text.encoder import encode; import sys; "
-              "print(encode(['what shape is it?'], path=sys.argv[1]).shape)")  # fmt: skip
+    script = (
+        "from vqarobust.text.encoder import encode; import sys; "
+        "print(encode(['what shape is it?'], path=sys.argv[1]).shape)"
+    )
     env = {"PATH": "/usr/bin:/bin", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    ok = subprocess.run([sys.executable, "-c", script, "someone/tiny-st"], env=env,
-                        capture_output=True, text=True, check=False)  # fmt: skip
+    ok = subprocess.run(
+        [sys.executable, "-c", script, "someone/tiny-st"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.strip().endswith("(1, 32)")
-    missing = subprocess.run([sys.executable, "-c", script, "someone/not-cached"], env=env,
-                             capture_output=True, text=True, check=False)  # fmt: skip
+    missing = subprocess.run(
+        [sys.executable, "-c", script, "someone/not-cached"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert missing.returncode != 0
     assert "neither a folder nor in the local Hugging Face cache" in missing.stderr

@@ -49,9 +49,23 @@ def test_cli_writes_every_table(tmp_path, capsys):
     path = tmp_path / "acc.parquet"
     pl.read_csv(GOOD.encode()).write_parquet(path)
     out = tmp_path / "out"
-    assert main(["metrics", str(path), "--out", str(out), "--weights", "first_drop=0.6",
-                 "range_of_error=0.1", "error_rate=0.1", "average_error=0.1",
-                 "corruption_error_diff=0.1"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "metrics",
+                str(path),
+                "--out",
+                str(out),
+                "--weights",
+                "first_drop=0.6",
+                "range_of_error=0.1",
+                "error_rate=0.1",
+                "average_error=0.1",
+                "corruption_error_diff=0.1",
+            ]
+        )
+        == 0
+    )
     for name in ("submetrics", "vre_model", "vre_corruption", "mmi", "accuracy"):
         assert (out / f"{name}.csv").exists()
     assert "VRE per model" in capsys.readouterr().out

@@ -52,14 +52,16 @@ VOCABULARY = pl.DataFrame(
     [("what shape is", a) for a in ("circle", "triangle", "rectangle")]
     + [("what animal is", a) for a in ("cat", "dog", "horse")]
     + [("what color is the", a) for a in ("red", "blue", "green")],
-    schema=["question_type", "answer"], orient="row",
-)  # fmt: skip
+    schema=["question_type", "answer"],
+    orient="row",
+)
 
 
 def test_at_least_thirty_hand_written_pairs_get_their_kind():
     assert len(PAIRS) >= 30
-    pairs = pl.DataFrame([p[:3] for p in PAIRS], schema=["clean", "perturbed", "question_type"],
-                         orient="row")  # fmt: skip
+    pairs = pl.DataFrame(
+        [p[:3] for p in PAIRS], schema=["clean", "perturbed", "question_type"], orient="row"
+    )
     got = classify(pairs, VOCABULARY).to_list()
     wrong = [(p, g) for p, g in zip(PAIRS, got, strict=True) if p[3] != g]
     assert not wrong
@@ -72,11 +74,13 @@ def test_without_a_vocabulary_nothing_is_a_misclassification():
 
 
 def test_the_table_counts_clean_correct_perturbed_wrong_answers_only():
-    questions = pl.DataFrame({
-        "question_id": [1, 2, 3],
-        "question_type": ["what color is the", "how many", "is there a"],
-        "answers": [["red"] * 10, ["3"] * 10, ["yes"] * 10],
-    })  # fmt: skip
+    questions = pl.DataFrame(
+        {
+            "question_id": [1, 2, 3],
+            "question_type": ["what color is the", "how many", "is there a"],
+            "answers": [["red"] * 10, ["3"] * 10, ["yes"] * 10],
+        }
+    )
     rows = [  # model, modality, perturbation, severity, question_id, answer, score
         ("m", "clean", "clean", 0, 1, "red", 1.0),
         ("m", "clean", "clean", 0, 2, "3", 1.0),
@@ -92,19 +96,25 @@ def test_the_table_counts_clean_correct_perturbed_wrong_answers_only():
     scored = pl.DataFrame(rows, schema=columns, orient="row")
     detail = misprediction_rows(scored, questions)
     assert detail.select("severity", "question_id", "kind").rows() == [
-        (1, 1, "miscolour"), (1, 2, "miscount_over"), (2, 2, "blindness")]  # fmt: skip
+        (1, 1, "miscolour"),
+        (1, 2, "miscount_over"),
+        (2, 2, "blindness"),
+    ]
     table = misprediction_table(detail)
     assert table.height == 2 * len(KINDS)
     sev1 = table.filter(pl.col("severity") == 1)
     assert dict(sev1.select("kind", "n").iter_rows())["miscolour"] == 1
     assert sev1["share"].sum() == pytest.approx(1.0)
-    assert table.filter((pl.col("severity") == 2) & (pl.col("kind") == "blindness"))[
-        "share"].item() == 1.0  # fmt: skip
+    assert (
+        table.filter((pl.col("severity") == 2) & (pl.col("kind") == "blindness"))["share"].item()
+        == 1.0
+    )
 
 
 def test_the_vocabulary_is_every_normalized_human_answer_per_type():
-    q = pl.DataFrame({"question_type": ["how many", "how many"],
-                      "answers": [["Two", "2"], ["three"]]})  # fmt: skip
+    q = pl.DataFrame(
+        {"question_type": ["how many", "how many"], "answers": [["Two", "2"], ["three"]]}
+    )
     vocab = answer_vocabulary(q).sort("answer")
     assert vocab.rows() == [("how many", "2"), ("how many", "3")]
 
@@ -126,8 +136,10 @@ def test_examples_are_seeded_with_thumbnails_of_the_clean_and_the_seen_image(
     questions = pl.from_arrow(store.read_questions(easy_vqa_eval["questions"]))
     truth = questions.select("question_id", pl.col("answers").list.first().alias("a"))
     rows = [("m", "clean", "clean", 0, q, a, 1.0) for q, a in truth.iter_rows()]
-    rows += [("m", "image", "snow", 1, q, "yes" if a == "no" else "no", 0.0)
-             for q, a in truth.iter_rows()]  # fmt: skip
+    rows += [
+        ("m", "image", "snow", 1, q, "yes" if a == "no" else "no", 0.0)
+        for q, a in truth.iter_rows()
+    ]
     columns = ["model", "modality", "perturbation", "severity", "question_id", "answer", "score"]
     scored = pl.DataFrame(rows, schema=columns, orient="row")
     wrong = misprediction_rows(scored, questions)

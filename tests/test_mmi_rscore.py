@@ -33,9 +33,11 @@ def test_mmi_hand_computed():
 def test_mmi_ave_weighs_each_perturbation_the_same():
     # snow at five severities (mean 0.5), one-level paraphrase at 0.2.
     acc = pl.concat(
-        [ACC.filter(pl.col("corruption") != "blur"),
-         pl.DataFrame([("m", "paraphrase", 1, 0.2)], schema=ACC.schema, orient="row")]
-    )  # fmt: skip
+        [
+            ACC.filter(pl.col("corruption") != "blur"),
+            pl.DataFrame([("m", "paraphrase", 1, 0.2)], schema=ACC.schema, orient="row"),
+        ]
+    )
     t = mmi_table(acc, {"snow": "weather", "paraphrase": "sentence"})
     get = {(r["scope"], r["group"]): r for r in t.iter_rows(named=True)}
     # ave: (0.5 + 0.2) / 2 = 0.35 -> (0.8 - 0.35) / 0.8 = 0.5625

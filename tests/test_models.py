@@ -72,18 +72,28 @@ def test_pretraining_sees_only_its_answers_first_then_every_question(
     small = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2}
     args = (str(easy_vqa_train["questions"]), str(easy_vqa_train["images"]))
     with caplog.at_level(logging.INFO, logger="vqarobust.models.training"):
-        stats = train_reference_model(*args, tmp_path / "m", Recipe.of(
-            "vilt", epochs=0.5, batch_size=8, pretrain={"answers": shapes, "epochs": 2},
-            **small))  # fmt: skip
+        stats = train_reference_model(
+            *args,
+            tmp_path / "m",
+            Recipe.of(
+                "vilt", epochs=0.5, batch_size=8, pretrain={"answers": shapes, "epochs": 2}, **small
+            ),
+        )
     assert f"pretraining on the {n_shape} questions answered circle, rectangle" in caplog.text
     # round(2 * n_shape / 8) pretraining steps, then round(0.5 * all / 8).
     assert stats["steps"] == round(2 * n_shape / 8) + round(0.5 * questions.num_rows / 8)
     with pytest.raises(ValueError, match=r"no training question has answer \['hexagon'\]"):
-        train_reference_model(*args, tmp_path / "x", Recipe.of(
-            "vilt", pretrain={"answers": ["hexagon"], "epochs": 1}, **small))  # fmt: skip
+        train_reference_model(
+            *args,
+            tmp_path / "x",
+            Recipe.of("vilt", pretrain={"answers": ["hexagon"], "epochs": 1}, **small),
+        )
     with pytest.raises(ValueError, match="random questions without SwapMix"):
-        train_reference_model(*args, tmp_path / "y", Recipe.of(
-            "cnn-bow", channels=[4], pretrain={"answers": shapes, "epochs": 1}))  # fmt: skip
+        train_reference_model(
+            *args,
+            tmp_path / "y",
+            Recipe.of("cnn-bow", channels=[4], pretrain={"answers": shapes, "epochs": 1}),
+        )
 
 
 class Echo(VQAModel):
@@ -170,8 +180,10 @@ def test_missing_weights_fail_fast_with_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     with pytest.raises(MissingWeightsError, match="model 'vilt'.*not in the local Hugging Face"):
-        load_model({"family": "vqa-classifier", "path_or_id": "dandelin/vilt-b32-finetuned-vqa"},
-                   name="vilt")  # fmt: skip
+        load_model(
+            {"family": "vqa-classifier", "path_or_id": "dandelin/vilt-b32-finetuned-vqa"},
+            name="vilt",
+        )
     with pytest.raises(MissingWeightsError, match="no checkpoint directory"):
         load_model({"family": "vqa-classifier", "path_or_id": str(tmp_path / "nowhere")})
     (tmp_path / "empty").mkdir()
@@ -230,13 +242,20 @@ def test_repository_lists_the_papers_models():
 
     repo = read_repository()
     ids = {e.get("path_or_id") for e in repo.values()}
-    assert {"dandelin/vilt-b32-finetuned-vqa", "Salesforce/blip-vqa-base",
-            "Salesforce/blip-vqa-capfilt-large", "llava-hf/llava-1.5-7b-hf",
-            "llava-hf/llava-1.5-13b-hf", "hfl/vle-base-for-vqa"} <= ids  # fmt: skip
+    assert {
+        "dandelin/vilt-b32-finetuned-vqa",
+        "Salesforce/blip-vqa-base",
+        "Salesforce/blip-vqa-capfilt-large",
+        "llava-hf/llava-1.5-7b-hf",
+        "llava-hf/llava-1.5-13b-hf",
+        "hfl/vle-base-for-vqa",
+    } <= ids
     pnp = repo["pnp-vqa-large"]
     assert (pnp["itm_model"], pnp["caption_model"], pnp["qa_model"]) == (
-        "Salesforce/blip-itm-large-coco", "Salesforce/blip-image-captioning-large",
-        "allenai/unifiedqa-v2-t5-large-1363200")  # fmt: skip
+        "Salesforce/blip-itm-large-coco",
+        "Salesforce/blip-image-captioning-large",
+        "allenai/unifiedqa-v2-t5-large-1363200",
+    )
     for name, entry in repo.items():
         # Every paper model has an adapter: no entry is left "unavailable".
         assert entry["family"] in FAMILIES, name
@@ -278,8 +297,10 @@ def test_config_entries_can_start_from_the_repository():
     entry = validate_config(cfg)["models"]["blip"]
     assert entry["family"] == "blip" and entry["path_or_id"] == "Salesforce/blip-vqa-base"
     assert entry["batch_size"] == 8
-    cfg["models"] = {"vle": {"from_repository": "vle-base-vqa"},
-                     "pnp": {"from_repository": "pnp-vqa-large"}}  # fmt: skip
+    cfg["models"] = {
+        "vle": {"from_repository": "vle-base-vqa"},
+        "pnp": {"from_repository": "pnp-vqa-large"},
+    }
     models = validate_config(cfg)["models"]
     assert models["vle"]["family"] == "vle" and models["vle"]["device"] == "cuda"
     assert models["pnp"]["qa_model"] == "allenai/unifiedqa-v2-t5-large-1363200"
@@ -296,15 +317,34 @@ def test_training_rejects_mixed_image_sizes(tmp_path):
     rows = []
     for i, side in enumerate((32, 40)):
         img = np.zeros((side, side, 3), np.uint8)
-        rows.append({"image_id": i, "bytes": store.encode_image(img), "format": "png",
-                     "width": side, "height": side})  # fmt: skip
+        rows.append(
+            {
+                "image_id": i,
+                "bytes": store.encode_image(img),
+                "format": "png",
+                "width": side,
+                "height": side,
+            }
+        )
     store.write_image_shards(rows, tmp_path / "images")
-    q = [{"question_id": i, "image_id": i, "question": "is it?", "answers": ["yes"] * 10,
-          "question_type": "is"} for i in range(2)]  # fmt: skip
+    q = [
+        {
+            "question_id": i,
+            "image_id": i,
+            "question": "is it?",
+            "answers": ["yes"] * 10,
+            "question_type": "is",
+        }
+        for i in range(2)
+    ]
     store.write_table(pa.Table.from_pylist(q, schema=store.QUESTION_SCHEMA), tmp_path / "q.parquet")
     with pytest.raises(ValueError, match="images of one size"):
-        train_reference_model(str(tmp_path / "q.parquet"), str(tmp_path / "images"),
-                              tmp_path / "m", Recipe.of("cnn-bow"))  # fmt: skip
+        train_reference_model(
+            str(tmp_path / "q.parquet"),
+            str(tmp_path / "images"),
+            tmp_path / "m",
+            Recipe.of("cnn-bow"),
+        )
     assert not (tmp_path / "m").exists()
 
 
@@ -313,8 +353,9 @@ def _cnn(fusion: str, **kw):
 
     torch.manual_seed(0)
     options = {"channels": [4, 8], "hidden_dim": 16, "fusion": fusion, **kw}
-    model = build_architecture("cnn-bow", options, vocab_size=12, labels=["a", "b", "c"],
-                               image_size=32)  # fmt: skip
+    model = build_architecture(
+        "cnn-bow", options, vocab_size=12, labels=["a", "b", "c"], image_size=32
+    )
     return model.eval()
 
 
@@ -324,8 +365,11 @@ def test_late_fusion_initialisation_is_pinned():
     import torch
 
     state = _cnn("late").state_dict()
-    assert list(state)[:3] == ["image_encoder.0.weight", "image_encoder.1.weight",
-                               "image_encoder.1.bias"]  # fmt: skip
+    assert list(state)[:3] == [
+        "image_encoder.0.weight",
+        "image_encoder.1.weight",
+        "image_encoder.1.bias",
+    ]
     total = sum(float(v.double().abs().sum()) for v in state.values() if v.is_floating_point())
     assert total == pytest.approx(105.482015, abs=1e-5)
     assert torch.equal(state["word_embeddings.weight"][0], torch.zeros(64))
@@ -366,8 +410,13 @@ def test_film_gradients_reach_the_question_encoder_and_the_first_layer():
     ids = torch.tensor([[2, 5, 6, 3], [2, 7, 3, 0]])
     out = model(input_ids=ids, pixel_values=torch.randn(2, 3, 32, 32), labels=torch.tensor([0, 2]))
     out.loss.backward()
-    for name in ("question_encoder.weight_ih_l0", "film.weight", "stem.0.conv.weight",
-                 "blocks.0.conv2.weight", "word_embeddings.weight"):  # fmt: skip
+    for name in (
+        "question_encoder.weight_ih_l0",
+        "film.weight",
+        "stem.0.conv.weight",
+        "blocks.0.conv2.weight",
+        "word_embeddings.weight",
+    ):
         grad = dict(model.named_parameters())[name].grad
         assert grad is not None and grad.abs().sum() > 0, name
 
@@ -410,10 +459,12 @@ def test_an_entry_without_a_batch_size_gets_its_familys():
     cfg = {
         "dataset": {"name": "d", "adapter": "easy-vqa"},
         "corruptions": ["snow"],
-        "models": {"blip": {"family": "blip", "path_or_id": "x"},
-                   "chat": {"family": "image-text-to-text", "path_or_id": "y"},
-                   "pnp": {"from_repository": "pnp-vqa-large", "batch_size": 4}},
-    }  # fmt: skip
+        "models": {
+            "blip": {"family": "blip", "path_or_id": "x"},
+            "chat": {"family": "image-text-to-text", "path_or_id": "y"},
+            "pnp": {"from_repository": "pnp-vqa-large", "batch_size": 4},
+        },
+    }
     models = validate_config(cfg)["models"]
     assert (DEFAULT_BATCH_SIZE, SMALL_BATCH_SIZE) == (64, 8)
     assert [models[m]["batch_size"] for m in ("blip", "chat", "pnp")] == [64, 8, 4]

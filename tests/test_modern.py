@@ -50,8 +50,10 @@ def test_modern_plan_at_3000_images_requests_the_estimated_gpu_memory(tmp_path, 
 
     mini = write_mini_vqav2(tmp_path / "vqav2", n_images=3000, images="none")
     tiny = BUILDERS["qwen2.5-vl"](tmp_path / "qwen")
-    override = {"dataset": {k: str(v) for k, v in mini.items()},
-                "models": {"qwen2.5-vl-3b": {"path_or_id": str(tiny)}}}  # fmt: skip
+    override = {
+        "dataset": {k: str(v) for k, v in mini.items()},
+        "models": {"qwen2.5-vl-3b": {"path_or_id": str(tiny)}},
+    }
     out = run_study(MODERN, tmp_path, override, "-n", "--forceall")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
     assert counts["corrupt_images"] == "71"
@@ -75,26 +77,42 @@ def modern_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("modern")
     mini = write_mini_vqav2(root / "vqav2", n_images=3)
     cpu = {"device": "cpu", "dtype": "float32", "batch_size": 8, "max_new_tokens": 4}
-    models = {name: {"path_or_id": str(BUILDERS[arch](root / arch.replace(".", "_"))), **cpu}
-              for name, arch in STAND_INS.items()}  # fmt: skip
-    llava = load_model({"family": "llava", "path_or_id": str(tiny_llava(root / "llava")),
-                        "prompt": "{question}", "max_new_tokens": 4}, device="cpu")  # fmt: skip
+    models = {
+        name: {"path_or_id": str(BUILDERS[arch](root / arch.replace(".", "_"))), **cpu}
+        for name, arch in STAND_INS.items()
+    }
+    llava = load_model(
+        {
+            "family": "llava",
+            "path_or_id": str(tiny_llava(root / "llava")),
+            "prompt": "{question}",
+            "max_new_tokens": 4,
+        },
+        device="cpu",
+    )
     # A short delay per request, so that concurrent requests overlap on the server.
-    with ChatServer(lambda image, text: llava.answer([image], [text])[0],
-                    delay_s=0.05) as server:  # fmt: skip
+    with ChatServer(lambda image, text: llava.answer([image], [text])[0], delay_s=0.05) as server:
         # A fixed limit of 4 per job, so that the server's count can be checked.
-        models["served"] = {"family": "openai-chat", "base_url": server.base_url,
-                            "model": "tiny-llava", "max_new_tokens": 4, "max_concurrency": 4,
-                            "adaptive_concurrency": False}  # fmt: skip
+        models["served"] = {
+            "family": "openai-chat",
+            "base_url": server.base_url,
+            "model": "tiny-llava",
+            "max_new_tokens": 4,
+            "max_concurrency": 4,
+            "adaptive_concurrency": False,
+        }
         override = {
-            "dataset": {"questions": str(mini["questions"]),
-                        "annotations": str(mini["annotations"]), "images": str(mini["images"])},
+            "dataset": {
+                "questions": str(mini["questions"]),
+                "annotations": str(mini["annotations"]),
+                "images": str(mini["images"]),
+            },
             "corruptions": ["gaussian_noise"],
             "severities": [3],
             "controls": [],
             "threads": {"infer": 1},
             "models": models,
-        }  # fmt: skip
+        }
         workdir = root / "run"
         workdir.mkdir()
         run_study(MODERN, workdir, override)
@@ -107,11 +125,13 @@ def test_modern_study_end_to_end_keeps_raw_replies(modern_run):
     db = workdir / "results" / "vqav2-val-3000" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         n_q = con.execute("SELECT count(*) FROM questions").fetchone()[0]
-        per_model = dict(con.execute(
-            "SELECT model, count(*) FROM predictions GROUP BY model").fetchall())  # fmt: skip
+        per_model = dict(
+            con.execute("SELECT model, count(*) FROM predictions GROUP BY model").fetchall()
+        )
         rows = con.execute("SELECT answer, raw_answer FROM predictions").fetchall()
         served = con.execute(
-            "SELECT DISTINCT modality FROM accuracy WHERE model = 'served'").fetchall()  # fmt: skip
+            "SELECT DISTINCT modality FROM accuracy WHERE model = 'served'"
+        ).fetchall()
     # clean and gaussian_noise at severity 3
     assert per_model == {name: 2 * n_q for name in [*STAND_INS, "served"]}
     assert all(raw is not None and answer == short_answer(raw) for answer, raw in rows)

@@ -39,8 +39,9 @@ def test_the_shipped_config_is_the_papers_protocol():
     assert config["ssim"] == {"window": "gaussian"}
     assert sorted(config["lpips"]) == ["backbone", "linear"]
     styles = [n for n in REWRITES if n != "back_translation"]
-    assert all(config["text"]["sentence"][n]["sampling"] == {"top_k": 50, "top_p": 0.95}
-               for n in styles)  # fmt: skip
+    assert all(
+        config["text"]["sentence"][n]["sampling"] == {"top_k": 50, "top_p": 0.95} for n in styles
+    )
     assert sorted(config["text"]["sentence"]) == sorted(REWRITES)
 
 
@@ -64,13 +65,17 @@ def test_its_dag_skips_what_is_absent_and_plans_the_rest(tmp_path):
         assert f"`hf download {ENCODER}`" in skipped[name]
     assert skipped["LPIPS"].startswith("lpips.backbone: no file data/lpips/alexnet")
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
-    jobs = ("corrupt_images", "perturb_questions", "rewrite_questions", "score_lpips",
-            "run_model")  # fmt: skip
+    jobs = ("corrupt_images", "perturb_questions", "rewrite_questions", "score_lpips", "run_model")
     assert {k: counts.get(k, 0) for k in jobs} == {
-        "corrupt_images": 80, "perturb_questions": 0, "rewrite_questions": 0,
-        "score_lpips": 0, "run_model": 2}  # fmt: skip
-    out = run_study(STUDY, tmp_path, {"text": {"similarity_encoder": None}}, "-n", "--quiet",
-                    "rules")  # fmt: skip
+        "corrupt_images": 80,
+        "perturb_questions": 0,
+        "rewrite_questions": 0,
+        "score_lpips": 0,
+        "run_model": 2,
+    }
+    out = run_study(
+        STUDY, tmp_path, {"text": {"similarity_encoder": None}}, "-n", "--quiet", "rules"
+    )
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M)}
     assert counts["perturb_questions"] == 11
     assert not re.search(r"^Skipping keyboard", out, re.M)
@@ -144,12 +149,15 @@ def test_a_miniature_runs_end_to_end(tmp_path):
         skipped = dict(con.sql("SELECT perturbation, reason FROM skipped_perturbations").fetchall())
         assert sorted(skipped) == sorted(["stylize", *REWRITES])
         assert "is neither a local folder nor in the Hugging Face cache" in skipped["casual"]
-        sets = con.sql("SELECT perturbation, severity, original, perturbed, similarity, tries "
-                       "FROM question_sets").pl()  # fmt: skip
+        sets = con.sql(
+            "SELECT perturbation, severity, original, perturbed, similarity, tries "
+            "FROM question_sets"
+        ).pl()
         mmi = con.sql("SELECT modality FROM mmi WHERE scope = 'all' AND \"group\" = 'all'")
         modalities = {m for (m,) in mmi.fetchall()}
-        quality = con.sql("SELECT ssim_mean, lpips_mean FROM image_quality "
-                          "WHERE perturbation = 'gaussian_noise'").fetchall()  # fmt: skip
+        quality = con.sql(
+            "SELECT ssim_mean, lpips_mean FROM image_quality WHERE perturbation = 'gaussian_noise'"
+        ).fetchall()
     # Every text perturbation is under the filter, on both levels.
     assert sets["similarity"].null_count() == 0 and sets["tries"].null_count() == 0
     assert set(sets["perturbation"]) == {"char_replace", "word_delete", "punct_insert"}

@@ -12,13 +12,25 @@ from vqarobust.text import ranking as bq
 from vqarobust.text.wordnet import wordnet_dir
 
 POOL = [
-    "What color is the shirt?", "Is the man wearing a hat?", "how many people are there",
-    "What is the man holding in his hand?", "What colour is the jacket of the person?",
-    "is it raining", "What color is the sky?", "the the the man", "Is the shirt red or blue?",
-    "what color color is is the the shirt shirt", "Why?", "Is the dog's collar red?",
-]  # fmt: skip
-MQS = ["What color is the shirt of the man?", "Is the dog brown?", "why is the man smiling?",
-       "Zebra?"]  # fmt: skip
+    "What color is the shirt?",
+    "Is the man wearing a hat?",
+    "how many people are there",
+    "What is the man holding in his hand?",
+    "What colour is the jacket of the person?",
+    "is it raining",
+    "What color is the sky?",
+    "the the the man",
+    "Is the shirt red or blue?",
+    "what color color is is the the shirt shirt",
+    "Why?",
+    "Is the dog's collar red?",
+]
+MQS = [
+    "What color is the shirt of the man?",
+    "Is the dog brown?",
+    "why is the man smiling?",
+    "Zebra?",
+]
 
 
 def _pool(texts=POOL, d: int = 4) -> bq.Candidates:
@@ -103,16 +115,20 @@ def test_meteor_is_nltks_over_wordnet():
     pool = _pool()
     mq = "What colour is the man's shirt?"
     ours = bq.meteor_scores(mq, None, pool, np.arange(len(POOL)))[0]
-    theirs = [single_meteor_score(bq.bleu_tokens(mq), bq.bleu_tokens(c), wordnet=wordnet.load())
-              for c in POOL]  # fmt: skip
+    theirs = [
+        single_meteor_score(bq.bleu_tokens(mq), bq.bleu_tokens(c), wordnet=wordnet.load())
+        for c in POOL
+    ]
     assert ours == pytest.approx(theirs)
     # Synonyms count: "colour" matches "color" through WordNet, so the colour question
     # ranks above an unrelated one.
     table = bq.rank_table(
         [mq], pool, ["bq_meteor"], bq.RankSettings(k=3), encode=lambda s: np.zeros((len(s), 4))
     )
-    assert table["basic_question"][0] in {"What color is the shirt?",
-                                           "What colour is the jacket of the person?"}  # fmt: skip
+    assert table["basic_question"][0] in {
+        "What color is the shirt?",
+        "What colour is the jacket of the person?",
+    }
     assert bq.needs("bq_meteor") == "wordnet" and bq.needs("ynbq_meteor") == "wordnet"
 
 
@@ -141,8 +157,13 @@ def test_lasso_paper_mode_is_sklearns_lasso_with_the_papers_lambda():
     assert set(np.flatnonzero(source == "lasso")) == set(np.flatnonzero(positive))
     # The negative weight is no basic question of LASSO's: cosine ranks it after.
     assert weights[20] < 0 and source[20] == "cosine"
-    table = bq.rank_table(["main?"], pool, ["bq_lasso"], bq.RankSettings(3, lasso_mode="paper",
-                          lasso_lambda=lam), encode=lambda s: mq[None, :])  # fmt: skip
+    table = bq.rank_table(
+        ["main?"],
+        pool,
+        ["bq_lasso"],
+        bq.RankSettings(3, lasso_mode="paper", lasso_lambda=lam),
+        encode=lambda s: mq[None, :],
+    )
     order = np.argsort(-np.where(positive, weights, -np.inf))[:3]
     assert table["basic_question"].to_list() == [texts[i] for i in order]
     assert table["basic_question"][:2].to_list() == ["question 4?", "question 11?"]
@@ -152,21 +173,36 @@ def test_lasso_paper_mode_is_sklearns_lasso_with_the_papers_lambda():
 
 def test_yes_no_rankers_rank_only_the_yes_no_pool():
     texts = [f"Is there a dog number {i}?" for i in range(5)] + [
-        f"What color is car {i}?" for i in range(5)]  # fmt: skip
+        f"What color is car {i}?" for i in range(5)
+    ]
     pool = _pool(texts)
     pool.yes_no = np.array([True] * 5 + [False] * 5)
-    table = bq.rank_table(["Is there a dog?"], pool, ["bq_bleu", "ynbq_bleu"], bq.RankSettings(3),
-                          encode=lambda s: np.zeros((len(s), 4)))  # fmt: skip
+    table = bq.rank_table(
+        ["Is there a dog?"],
+        pool,
+        ["bq_bleu", "ynbq_bleu"],
+        bq.RankSettings(3),
+        encode=lambda s: np.zeros((len(s), 4)),
+    )
     yes_no = table.filter(ranker="ynbq_bleu")["basic_question"].to_list()
     assert len(yes_no) == 3 and all(q.startswith("Is there") for q in yes_no)
     assert bq.bq_dataset("ynbq_bleu") == "yes_no" and bq.bq_dataset("bq_bleu") == "general"
     assert bq.perturbation_name("bq_lasso", "yes_no") == "ynbq_lasso"
     assert bq.ranker_family("ynbq_lasso") == "yn_lasso" and bq.ranker_family("bq_lasso") == "lasso"
     with pytest.raises(ValueError, match="yes/no pool has 2 candidates"):
-        bq.rank_table(["Is there a dog?"], pool.subset(np.arange(10) >= 3), ["ynbq_bleu"],
-                      bq.RankSettings(3),
-                      encode=lambda s: np.zeros((len(s), 4)))  # fmt: skip
+        bq.rank_table(
+            ["Is there a dog?"],
+            pool.subset(np.arange(10) >= 3),
+            ["ynbq_bleu"],
+            bq.RankSettings(3),
+            encode=lambda s: np.zeros((len(s), 4)),
+        )
     unknown = _pool(texts)
     with pytest.raises(ValueError, match="needs to know which pool questions are yes/no"):
-        bq.rank_table(["Is there a dog?"], unknown, ["ynbq_bleu"], bq.RankSettings(3),
-                      encode=lambda s: np.zeros((len(s), 4)))  # fmt: skip
+        bq.rank_table(
+            ["Is there a dog?"],
+            unknown,
+            ["ynbq_bleu"],
+            bq.RankSettings(3),
+            encode=lambda s: np.zeros((len(s), 4)),
+        )

@@ -38,16 +38,27 @@ def test_wheel_install_from_another_folder_validates_configs(tmp_path):
     shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "-q"]
     wheel_dir = str(tmp_path / "wheel")
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir,
-                    str(source)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir, str(source)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next((tmp_path / "wheel").glob("vqarobust-*.whl"))
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(tmp_path / "target"),
-                    str(wheel)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(tmp_path / "target"), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     paper = tmp_path / "paper.yaml"
     paper.write_text((REPO / "config" / "paper.yaml").read_text())
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "target")}
-    out = subprocess.run([sys.executable, "-c", CHECK.format(paper=str(paper))], cwd=tmp_path,
-                         env=env, capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK.format(paper=str(paper))],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert str(tmp_path / "target") in out.stdout
 

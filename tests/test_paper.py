@@ -39,8 +39,12 @@ def paper_run(tmp_path_factory, checkpoints):
     vle, pnp = tiny_vle(root / "vle"), tiny_pnp(root / "pnp")
     cpu = {"device": "cpu", "batch_size": 8}
     override = {
-        "dataset": {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
-                    "images": str(mini["images"]), "on_bad_image": "skip"},
+        "dataset": {
+            "questions": str(mini["questions"]),
+            "annotations": str(mini["annotations"]),
+            "images": str(mini["images"]),
+            "on_bad_image": "skip",
+        },
         # One corruption at two severities: a second adds a job per model and nothing new.
         "corruptions": ["gaussian_noise"],
         "severities": [1, 3],
@@ -49,12 +53,11 @@ def paper_run(tmp_path_factory, checkpoints):
             "vilt": {"path_or_id": str(checkpoints["vilt"]), **cpu},
             "blip": {"path_or_id": str(blip), **cpu},
             "vle": {"path_or_id": str(vle), **cpu},
-            "pnp-vqa": {**pnp, "pnp": {"block_num": 0, "num_captions": 5, "num_patches": 4},
-                        **cpu},
+            "pnp-vqa": {**pnp, "pnp": {"block_num": 0, "num_captions": 5, "num_patches": 4}, **cpu},
             "llava-1.5-7b": {"path_or_id": str(llava), **cpu},
             "llava-1.5-13b": {"path_or_id": str(llava), **cpu},
         },
-    }  # fmt: skip
+    }
     workdir = root / "run"
     workdir.mkdir()
     snakemake(workdir, override)
@@ -83,8 +86,9 @@ def test_paper_config_end_to_end(paper_run):
         per_model = dict(
             con.execute("SELECT model, count(*) FROM predictions GROUP BY model").fetchall()
         )
-        assert per_model == {m: n_q * 4 for m in ("vilt", "blip", "vle", "pnp-vqa", "llava-1.5-7b",
-                                                   "llava-1.5-13b")}  # fmt: skip
+        assert per_model == {
+            m: n_q * 4 for m in ("vilt", "blip", "vle", "pnp-vqa", "llava-1.5-7b", "llava-1.5-13b")
+        }
         controls = con.execute("SELECT DISTINCT control FROM image_reliance").fetchall()
         assert controls == [("blank",)]
         types = con.execute("SELECT DISTINCT answer_type FROM answer_type_accuracy").fetchall()
@@ -115,11 +119,17 @@ def test_rerun_with_the_manifest_reproduces_the_subset(paper_run, tmp_path):
     manifest = workdir / "resources" / "datasets" / "vqav2-val-3000" / "eval" / "manifest.txt"
     from vqarobust.datasets import PreparedOutputs, prepare_dataset
 
-    out = PreparedOutputs(tmp_path / "q.parquet", tmp_path / "img", tmp_path / "m.txt",
-                          tmp_path / "i.json")  # fmt: skip
-    prepare_dataset("vqav2", out, questions=str(mini["questions"]),
-                    annotations=str(mini["annotations"]), images=str(mini["images"]),
-                    manifest=str(manifest))  # fmt: skip
+    out = PreparedOutputs(
+        tmp_path / "q.parquet", tmp_path / "img", tmp_path / "m.txt", tmp_path / "i.json"
+    )
+    prepare_dataset(
+        "vqav2",
+        out,
+        questions=str(mini["questions"]),
+        annotations=str(mini["annotations"]),
+        images=str(mini["images"]),
+        manifest=str(manifest),
+    )
     assert out.manifest.read_text().split("\n")[-10:] == manifest.read_text().split("\n")[-10:]
     a = pl.read_parquet(out.questions)
     b = pl.read_parquet(manifest.parent / "questions.parquet")
@@ -133,7 +143,15 @@ def test_paper_plan_at_3000_images(tmp_path):
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
     # 70 corrupted subsets + the blank control; one job for each of 6 models (clean + 14 +
     # blank); the attention maps of the 4 models that expose them (ViLT, BLIP, both LLaVAs).
-    expected = {"prepare_dataset": "1", "corrupt_images": "71", "run_model": "6",
-                "image_attention": "4", "analyze": "13", "load_duckdb": "1",
-                "render_report": "1", "all": "1", "total": "98"}  # fmt: skip
+    expected = {
+        "prepare_dataset": "1",
+        "corrupt_images": "71",
+        "run_model": "6",
+        "image_attention": "4",
+        "analyze": "13",
+        "load_duckdb": "1",
+        "render_report": "1",
+        "all": "1",
+        "total": "98",
+    }
     assert counts == expected

@@ -19,8 +19,17 @@ from vqarobust.plan import KINDS, PlanError, StudyPlan
 
 # The study configs that validate on any machine (gqa.yaml names data files; models.yaml
 # is a catalogue of entries, not a study).
-STUDIES = ["config", "basic-questions", "geometric", "modern", "multimodal", "paper",
-           "reference-models", "scenes", "scenes-features"]  # fmt: skip
+STUDIES = [
+    "config",
+    "basic-questions",
+    "geometric",
+    "modern",
+    "multimodal",
+    "paper",
+    "reference-models",
+    "scenes",
+    "scenes-features",
+]
 
 
 def _config(name: str) -> dict:
@@ -39,8 +48,12 @@ def test_the_default_catalogue_by_hand(plans):
     # 15 corruptions (14 benchmark ones and grayscale), the blank control, 9 text
     # perturbations and 3 rankers (README, "What the default run does").
     assert {k: kinds.count(k) for k in set(kinds)} == {
-        "clean": 1, "corruption": 15, "control": 1, "text": 9, "ranker": 3,
-    }  # fmt: skip
+        "clean": 1,
+        "corruption": 15,
+        "control": 1,
+        "text": 9,
+        "ranker": 3,
+    }
     assert plan.subset("clean").severities == (0,)
     assert plan.subset("snow").severities == (1, 2, 3, 4, 5)
     assert plan.subset("grayscale").severities == (1,)  # one level

@@ -41,13 +41,22 @@ def _env(*paths: Path) -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: int = 600):  # noqa: ANN202
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def _snakemake(workdir: Path, env: dict[str, str], *args: str):  # noqa: ANN202
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--cores", "2", *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        *args,
+    ]
     return _run(cmd, workdir, env)
 
 
@@ -59,9 +68,23 @@ def _install_example(target: Path) -> None:
 
     source = target.parent / "example-source"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    proc = _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                 "--no-build-isolation", "--no-index", "--target", str(target), str(source)],
-                REPO, dict(os.environ))  # fmt: skip
+    proc = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        REPO,
+        dict(os.environ),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (target / "vqarobust_example" / "corruptions.py").is_file()
 
@@ -71,14 +94,29 @@ def _tiny_model(folder: Path) -> None:
     import torch
     from safetensors.torch import save_file
 
-    answers = ["circle", "rectangle", "triangle", "red", "green", "blue", "black", "gray",
-               "teal", "brown", "yellow", "yes", "no"]  # fmt: skip
+    answers = [
+        "circle",
+        "rectangle",
+        "triangle",
+        "red",
+        "green",
+        "blue",
+        "black",
+        "gray",
+        "teal",
+        "brown",
+        "yellow",
+        "yes",
+        "no",
+    ]
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"answers": answers, "buckets": 16}))
     torch.manual_seed(0)
     layer = torch.nn.Linear(3 + 16, len(answers))
-    save_file({k: v.contiguous() for k, v in layer.state_dict().items()},
-              str(folder / "model.safetensors"))  # fmt: skip
+    save_file(
+        {k: v.contiguous() for k, v in layer.state_dict().items()},
+        str(folder / "model.safetensors"),
+    )
 
 
 def _config() -> dict:
@@ -93,10 +131,15 @@ def _config() -> dict:
         "basic_questions": {"rankers": []},
         "threads": {"infer": 1},
         "uncertainty": {"resamples": 20},
-        "models": {"colour-bag": {"family": "example-colour-bag",
-                                  "path_or_id": "models/colour-bag", "batch_size": 4,
-                                  "device": "cpu"}},
-    }  # fmt: skip
+        "models": {
+            "colour-bag": {
+                "family": "example-colour-bag",
+                "path_or_id": "models/colour-bag",
+                "batch_size": 4,
+                "device": "cpu",
+            }
+        },
+    }
 
 
 @pytest.mark.workflow
@@ -113,8 +156,9 @@ def test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs(tmp_path):
     _tiny_model(work / "models" / "colour-bag")
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(_config()))
 
-    listing = _run([sys.executable, "-m", "vqarobust.cli", "corruptions", "--family", "lens"],
-                   work, env)  # fmt: skip
+    listing = _run(
+        [sys.executable, "-m", "vqarobust.cli", "corruptions", "--family", "lens"], work, env
+    )
     assert listing.stdout.splitlines()[1].split() == [
         "vignette",
         "lens",
@@ -131,10 +175,12 @@ def test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs(tmp_path):
     for name, levels in (("vignette", ["1", "2"]), ("local_tint", ["1"])):
         assert sorted(p.name for p in (results / "images" / name).iterdir()) == levels
     with duckdb.connect(str(results / "robustness.duckdb"), read_only=True) as con:
-        asked = con.sql("SELECT DISTINCT perturbation FROM predictions WHERE model = "
-                        "'colour-bag' ORDER BY 1").fetchall()  # fmt: skip
-        changes = con.sql("SELECT perturbation, severity, n, changed, share FROM "
-                          "answer_changes ORDER BY ALL").fetchall()  # fmt: skip
+        asked = con.sql(
+            "SELECT DISTINCT perturbation FROM predictions WHERE model = 'colour-bag' ORDER BY 1"
+        ).fetchall()
+        changes = con.sql(
+            "SELECT perturbation, severity, n, changed, share FROM answer_changes ORDER BY ALL"
+        ).fetchall()
         families = dict(con.sql("SELECT perturbation, family FROM vre_corruption").fetchall())
         plugins_info = json.loads(
             con.execute("SELECT value FROM run_info WHERE key = 'provenance.plugins'").fetchone()[0]
@@ -150,8 +196,10 @@ def test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs(tmp_path):
     }
     assert all(share == changed / n for *_, n, changed, share in changes)
     assert families["vignette"] == "lens" and families["local_tint"] == "colour"
-    assert {p["module"] for p in plugins_info} >= {"vqarobust_example.corruptions",
-                                                   "studyplugins.tint"}  # fmt: skip
+    assert {p["module"] for p in plugins_info} >= {
+        "vqarobust_example.corruptions",
+        "studyplugins.tint",
+    }
     html = (results / "report" / "index.html").read_text()
     assert '<section id="plugins"><h2>Plugin analyses</h2>' in html
     assert 'id="plugin-answer_changes"' in html
@@ -166,68 +214,90 @@ def test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs(tmp_path):
     assert planned["corrupt_images"] == 2 and planned["run_model"] == 1
     assert "prepare_dataset" not in planned and "perturb_questions" not in planned
     jobs = dry.stdout.split("rule ")
-    corrupted = {j.split("corruption=")[1].split(",")[0] for j in jobs
-                 if j.startswith("corrupt_images:")}  # fmt: skip
+    corrupted = {
+        j.split("corruption=")[1].split(",")[0] for j in jobs if j.startswith("corrupt_images:")
+    }
     assert corrupted == {"vignette"}
     assert {"analyze:scoring", "analyze:answer_changes", "analyze:image_quality"} <= set(planned)
 
 
 BAD = {
     "import_error": ("broken", "import numpyy\n"),
-    "clash_with_builtin": ("clash", "from vqarobust.corruptions import CORRUPTIONS\n\n"
-                                    "@CORRUPTIONS.register(family='weather')\n"
-                                    "def snow(image, severity, rng):\n    return image\n"),
-    "float_output": ("floaty", "from vqarobust.corruptions import CORRUPTIONS\n\n"
-                               "@CORRUPTIONS.register(family='odd')\n"
-                               "def floaty(image, severity, rng):\n"
-                               "    return image / 255.0\n"),
-    "smaller_output": ("shrink", "from vqarobust.corruptions import CORRUPTIONS\n\n"
-                                 "@CORRUPTIONS.register(family='odd')\n"
-                                 "def shrink(image, severity, rng):\n"
-                                 "    return image[1:].copy()\n"),
-    "global_random": ("noisy", "import numpy as np\n"
-                               "from vqarobust.corruptions import CORRUPTIONS\n\n"
-                               "@CORRUPTIONS.register(family='odd')\n"
-                               "def noisy(image, severity, rng):\n"
-                               "    return (image ^ np.random.randint(0, 2, image.shape))"
-                               ".astype(np.uint8)\n"),
-    "unknown_needs": ("needy", "from vqarobust.corruptions import CORRUPTIONS\n\n"
-                               "@CORRUPTIONS.register(family='odd', needs='depth maps')\n"
-                               "def needy(image, severity, rng, depth):\n    return image\n"),
-    "foreign_option": ("optioned", "from vqarobust.corruptions import CORRUPTIONS\n\n"
-                                   "@CORRUPTIONS.register(family='odd', options=('gamma',))\n"
-                                   "def optioned(image, severity, rng, gamma=1.0):\n"
-                                   "    return image\n"),
-}  # fmt: skip
+    "clash_with_builtin": (
+        "clash",
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(family='weather')\n"
+        "def snow(image, severity, rng):\n    return image\n",
+    ),
+    "float_output": (
+        "floaty",
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(family='odd')\n"
+        "def floaty(image, severity, rng):\n"
+        "    return image / 255.0\n",
+    ),
+    "smaller_output": (
+        "shrink",
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(family='odd')\n"
+        "def shrink(image, severity, rng):\n"
+        "    return image[1:].copy()\n",
+    ),
+    "global_random": (
+        "noisy",
+        "import numpy as np\n"
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(family='odd')\n"
+        "def noisy(image, severity, rng):\n"
+        "    return (image ^ np.random.randint(0, 2, image.shape))"
+        ".astype(np.uint8)\n",
+    ),
+    "unknown_needs": (
+        "needy",
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(family='odd', needs='depth maps')\n"
+        "def needy(image, severity, rng, depth):\n    return image\n",
+    ),
+    "foreign_option": (
+        "optioned",
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(family='odd', options=('gamma',))\n"
+        "def optioned(image, severity, rng, gamma=1.0):\n"
+        "    return image\n",
+    ),
+}
 MESSAGES = {
     "import_error": "plugin module broken (config plugins): cannot import broken: "
-                    "ModuleNotFoundError: No module named 'numpyy'",
+    "ModuleNotFoundError: No module named 'numpyy'",
     "clash_with_builtin": "plugin module clash (config plugins): perturbation 'snow' of module "
-                          "clash clashes with the one of built-in (vqarobust.corruptions.weather)",
+    "clash clashes with the one of built-in (vqarobust.corruptions.weather)",
     "float_output": "config error at corruptions[0]: corruption 'floaty' of module floaty "
-                    "(config plugins) is refused: severity 1 on a 48x64 sample image: "
-                    "RuntimeError: floaty severity 1 returned float64 (48, 64, 3), not uint8 "
-                    "(48, 64, 3)",
+    "(config plugins) is refused: severity 1 on a 48x64 sample image: "
+    "RuntimeError: floaty severity 1 returned float64 (48, 64, 3), not uint8 "
+    "(48, 64, 3)",
     "smaller_output": "config error at corruptions[0]: corruption 'shrink' of module shrink "
-                      "(config plugins) is refused: severity 1 on a 48x64 sample image: "
-                      "RuntimeError: shrink severity 1 returned uint8 (47, 64, 3), not uint8 "
-                      "(48, 64, 3)",
+    "(config plugins) is refused: severity 1 on a 48x64 sample image: "
+    "RuntimeError: shrink severity 1 returned uint8 (47, 64, 3), not uint8 "
+    "(48, 64, 3)",
     "global_random": "config error at corruptions[0]: corruption 'noisy' of module noisy "
-                     "(config plugins) is refused: severity 1 gave other pixels for the same "
-                     "seed: it must draw only from the rng it is given",
+    "(config plugins) is refused: severity 1 gave other pixels for the same "
+    "seed: it must draw only from the rng it is given",
     "unknown_needs": "config error at corruptions[0]: corruption 'needy' of module needy "
-                     "(config plugins) needs 'depth maps', which the workflow cannot give a "
-                     "plugin corruption (only 'boxes')",
+    "(config plugins) needs 'depth maps', which the workflow cannot give a "
+    "plugin corruption (only 'boxes')",
     "foreign_option": "config error at corruptions[0]: corruption 'optioned' of module "
-                      "optioned (config plugins) takes options ['gamma'], which are not keys "
-                      "of the config's geometric section (['border', 'flip_questions'])",
-}  # fmt: skip
+    "optioned (config plugins) takes options ['gamma'], which are not keys "
+    "of the config's geometric section (['border', 'flip_questions'])",
+}
 
 
 def _study(folder: Path, plugins: list[str], corruptions: list[str]) -> Path:
-    config = {"dataset": {"name": "d", "adapter": "easy-vqa"}, "plugins": plugins,
-              "corruptions": corruptions,
-              "models": {"m": {"family": "blip", "path_or_id": "x"}}}  # fmt: skip
+    config = {
+        "dataset": {"name": "d", "adapter": "easy-vqa"},
+        "plugins": plugins,
+        "corruptions": corruptions,
+        "models": {"m": {"family": "blip", "path_or_id": "x"}},
+    }
     path = folder / "study.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -295,23 +365,36 @@ def _distribution(site: Path, name: str, entry_points: str) -> None:
 def test_two_plugins_with_one_name_are_refused_naming_both(tmp_path):
     site = tmp_path / "site"
     _distribution(site, "first-dist", "[vqarobust.corruptions]\nfizz = first_mod\n")
-    registering = ("from vqarobust.corruptions import CORRUPTIONS\n\n"
-                   "@CORRUPTIONS.register(name='fizz', family='odd')\n"
-                   "def fizz_{n}(image, severity, rng):\n    return image\n")  # fmt: skip
+    registering = (
+        "from vqarobust.corruptions import CORRUPTIONS\n\n"
+        "@CORRUPTIONS.register(name='fizz', family='odd')\n"
+        "def fizz_{n}(image, severity, rng):\n    return image\n"
+    )
     (site / "first_mod.py").write_text(registering.format(n=1))
     (tmp_path / "second_mod.py").write_text(registering.format(n=2))
     study = _study(tmp_path, ["second_mod"], [])
-    proc = _run([sys.executable, "-m", "vqarobust.cli", "validate-config", str(study)],
-                tmp_path, _env(site))  # fmt: skip
+    proc = _run(
+        [sys.executable, "-m", "vqarobust.cli", "validate-config", str(study)], tmp_path, _env(site)
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
         "plugin module second_mod (config plugins): perturbation 'fizz' of module second_mod "
         "clashes with the one of module first_mod"
     )
-    listing = _run([sys.executable, "-m", "vqarobust.cli", "corruptions", "--family", "odd"],
-                   tmp_path, _env(site))  # fmt: skip
-    assert listing.stdout.splitlines()[1].split() == ["fizz", "odd", "1..5", "fizz",
-                                                      "(package", "first-dist", "1.0)"]  # fmt: skip
+    listing = _run(
+        [sys.executable, "-m", "vqarobust.cli", "corruptions", "--family", "odd"],
+        tmp_path,
+        _env(site),
+    )
+    assert listing.stdout.splitlines()[1].split() == [
+        "fizz",
+        "odd",
+        "1..5",
+        "fizz",
+        "(package",
+        "first-dist",
+        "1.0)",
+    ]
 
 
 def test_an_entry_point_that_fails_stops_the_workflow_at_start(tmp_path):
@@ -338,8 +421,11 @@ def test_every_registry_lists_where_its_names_come_from(tmp_path):
     )
     out = {}
     for command in ("text-perturbations", "rankers", "families", "analyses"):
-        proc = _run([sys.executable, "-m", "vqarobust.cli", command, "--plugin", "local_family"],
-                    tmp_path, _env())  # fmt: skip
+        proc = _run(
+            [sys.executable, "-m", "vqarobust.cli", command, "--plugin", "local_family"],
+            tmp_path,
+            _env(),
+        )
         assert proc.returncode == 0, proc.stderr
         out[command] = proc.stdout.splitlines()
     assert out["text-perturbations"][0].split() == ["name", "level", "needs", "from"]
@@ -360,12 +446,16 @@ def test_a_plugin_digest_follows_relative_imports_and_the_package(tmp_path, monk
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "helpers.py").write_text("SCALE = 2\n")
-    (package / "family.py").write_text("from vqarobust.models.base import VQAModel\n"
-                                       "from .helpers import SCALE\n")  # fmt: skip
+    (package / "family.py").write_text(
+        "from vqarobust.models.base import VQAModel\nfrom .helpers import SCALE\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     before = plugins.source_digest("relplugin.family")
     assert {p.name for p in code_digest.module_files("relplugin.family")} == {
-        "__init__.py", "family.py", "helpers.py"}  # fmt: skip
+        "__init__.py",
+        "family.py",
+        "helpers.py",
+    }
     (package / "helpers.py").write_text("SCALE = 3\n")
     assert plugins.source_digest("relplugin.family") != before
     first = plugins.module_digest("relplugin.family")

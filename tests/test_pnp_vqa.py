@@ -36,8 +36,13 @@ def pnp(pnp_paths):
     return load_model({"family": "pnp-vqa", **pnp_paths, "batch_size": 3, "pnp": TINY})
 
 
-QUESTIONS = ["What color is the shape?", "is there a circle?", "how many dog",
-             "does the image contain a red triangle?", "What shape is there?"]  # fmt: skip
+QUESTIONS = [
+    "What color is the shape?",
+    "is there a circle?",
+    "how many dog",
+    "does the image contain a red triangle?",
+    "What shape is there?",
+]
 
 
 def test_gradcam_relevance_by_hand():
@@ -53,8 +58,11 @@ def test_gradcam_relevance_by_hand():
     full = torch.tensor([[1, 1, 1, 1]])
     assert torch.allclose(gradcam_relevance(attention, grads, full), torch.tensor([[0.75, 1.0]]))
     # The same tensors for "[ENC] w1 [SEP] [PAD]": only w1 counts.
-    both = gradcam_relevance(attention.repeat(2, 1, 1, 1), grads.repeat(2, 1, 1, 1),
-                             torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]))  # fmt: skip
+    both = gradcam_relevance(
+        attention.repeat(2, 1, 1, 1),
+        grads.repeat(2, 1, 1, 1),
+        torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+    )
     assert torch.allclose(both, torch.tensor([[0.75, 1.0], [1.0, 0.0]]))
     # No question token between [ENC] and [SEP]: no division by zero.
     empty = gradcam_relevance(attention[:, :, :2], grads[:, :, :2], torch.tensor([[1, 1]]))
@@ -84,7 +92,9 @@ def test_caption_filter_and_qa_contexts():
     assert kept == ["a dog on grass", "a cat"]  # "a dog" is inside a kept caption
     assert keep_new_captions(kept, ["a red bus", "a tree"], 3) == [*kept, "a red bus"]
     assert qa_contexts("What Is It? ", ["A dog ", "a cat"]) == [
-        "what is it? \\n a dog.", "what is it? \\n a cat."]  # fmt: skip
+        "what is it? \\n a dog.",
+        "what is it? \\n a cat.",
+    ]
     assert qa_contexts("q", ["a", "b", "c"], per_context=2) == ["q \\n a. b.", "q \\n c."]
 
 
@@ -138,12 +148,14 @@ def test_fusion_in_decoder_encodes_each_context_alone(pnp_paths):
         assert fid_generate(t5, tok, [[a, b]]) == fid_generate(t5, tok, [[b, a]])
         # One context: plain T5 generation.
         enc = tok([c], return_tensors="pt")
-        plain = t5.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                            max_length=20)  # fmt: skip
+        plain = t5.generate(
+            input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], max_length=20
+        )
         assert fid_generate(t5, tok, [[c]]) == tok.batch_decode(plain, skip_special_tokens=True)
         # Batched questions with different context counts answer as alone.
         assert fid_generate(t5, tok, [[a, b], [c]]) == (
-            fid_generate(t5, tok, [[a, b]]) + fid_generate(t5, tok, [[c]]))  # fmt: skip
+            fid_generate(t5, tok, [[a, b]]) + fid_generate(t5, tok, [[c]])
+        )
 
 
 def test_pipeline_answers_a_batch_seeded_per_item(pnp, pnp_paths):
@@ -154,8 +166,15 @@ def test_pipeline_answers_a_batch_seeded_per_item(pnp, pnp_paths):
     # Per-item seeding: the same answers one at a time, in another order, after a reload.
     assert [pnp.answer([im], [q])[0] for im, q in zip(images, qs, strict=True)] == answers
     assert pnp.answer_all(images[::-1], qs[::-1]) == answers[::-1]
-    again = load_model({"family": "pnp-vqa", **pnp_paths, "batch_size": 2, "pnp": TINY,
-                        "share_image_features": False})  # fmt: skip
+    again = load_model(
+        {
+            "family": "pnp-vqa",
+            **pnp_paths,
+            "batch_size": 2,
+            "pnp": TINY,
+            "share_image_features": False,
+        }
+    )
     assert again.answer_all(images, qs) == answers
 
 
@@ -172,8 +191,13 @@ def test_pipeline_stages(pnp):
 
 
 def test_too_few_distinct_captions_is_logged(pnp_paths, caplog):
-    m = load_model({"family": "pnp-vqa", **pnp_paths,
-                    "pnp": {**TINY, "num_captions": 400, "max_caption_rounds": 1}})  # fmt: skip
+    m = load_model(
+        {
+            "family": "pnp-vqa",
+            **pnp_paths,
+            "pnp": {**TINY, "num_captions": 400, "max_caption_rounds": 1},
+        }
+    )
     with caplog.at_level(logging.WARNING):
         m.answer_all(random_images(1), ["what color?"])
     assert "1 of 1 questions got fewer than 400 distinct captions after 1 rounds" in caplog.text
@@ -190,8 +214,11 @@ def test_config_checks_the_pnp_entry():
     from vqarobust.config import ConfigError, validate_config
 
     def check(entry):
-        cfg = {"dataset": {"name": "d", "adapter": "easy-vqa"}, "corruptions": ["snow"],
-               "models": {"m": entry}}  # fmt: skip
+        cfg = {
+            "dataset": {"name": "d", "adapter": "easy-vqa"},
+            "corruptions": ["snow"],
+            "models": {"m": entry},
+        }
         return validate_config(cfg)["models"]["m"]
 
     full = {"family": "pnp-vqa", "itm_model": "a", "caption_model": "b", "qa_model": "c"}

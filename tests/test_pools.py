@@ -31,17 +31,27 @@ def _encode(sentences):
 
 # VQAv2-style questions with the answer type their annotations give.
 VQAV2_STYLE = [
-    ("Is the man wearing a hat?", True), ("Are there any clouds in the sky?", True),
-    ("Does this bus have two levels?", True), ("Can you see the ocean?", True),
-    ("Was this photo taken at night?", True), ("Has the cake been cut?", True),
-    ("Do the trees have leaves?", True), ("Could this be a hotel room?", True),
-    ("Isn't the water calm?", True), ("Are there more than 3 people?", True),
-    ("Is the plate white or blue?", False), ("Is this a cat or a dog?", False),
-    ("What color is the bus?", False), ("How many people are there?", False),
-    ("Where is the cat sitting?", False), ("Which hand holds the racket?", False),
-    ("Why is the man smiling?", False), ("What is on the table?", False),
-    ("Who is holding the umbrella?", False), ("What sport is being played?", False),
-]  # fmt: skip
+    ("Is the man wearing a hat?", True),
+    ("Are there any clouds in the sky?", True),
+    ("Does this bus have two levels?", True),
+    ("Can you see the ocean?", True),
+    ("Was this photo taken at night?", True),
+    ("Has the cake been cut?", True),
+    ("Do the trees have leaves?", True),
+    ("Could this be a hotel room?", True),
+    ("Isn't the water calm?", True),
+    ("Are there more than 3 people?", True),
+    ("Is the plate white or blue?", False),
+    ("Is this a cat or a dog?", False),
+    ("What color is the bus?", False),
+    ("How many people are there?", False),
+    ("Where is the cat sitting?", False),
+    ("Which hand holds the racket?", False),
+    ("Why is the man smiling?", False),
+    ("What is on the table?", False),
+    ("Who is holding the umbrella?", False),
+    ("What sport is being played?", False),
+]
 
 
 @pytest.mark.parametrize("question, yes_no", VQAV2_STYLE)
@@ -68,8 +78,12 @@ def test_a_vqav2_file_with_annotations_deduplicates_and_takes_answer_types(tmp_p
 
 
 def test_jsonl_and_parquet_pools_and_their_errors(tmp_path):
-    rows = [{"question": "Is it sunny?"}, {"question": "is it sunny"},
-            {"question": "What is this?", "answer_type": "yes/no"}, {"question": "  "}]  # fmt: skip
+    rows = [
+        {"question": "Is it sunny?"},
+        {"question": "is it sunny"},
+        {"question": "What is this?", "answer_type": "yes/no"},
+        {"question": "  "},
+    ]
     jsonl = tmp_path / "pool.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in rows))
     frame = pools.read_pool_source(jsonl)
@@ -104,14 +118,26 @@ def test_jsonl_and_parquet_pools_and_their_errors(tmp_path):
 
 def test_sources_merge_by_normalized_text_and_majority_decides_yes_no(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a.write_text("\n".join(json.dumps(r) for r in [
-        {"question": "Is the sky blue?", "answer_type": "yes/no"},
-        {"question": "What is it?", "answer_type": "other"}]))  # fmt: skip
-    b.write_text("\n".join(json.dumps(r) for r in [
-        {"question": "is the sky blue", "answer_type": "other"},
-        {"question": "is the sky blue?", "answer_type": "other"},
-        {"question": "What is it?", "answer_type": "yes/no"},
-        {"question": "Where?", "answer_type": "other"}]))  # fmt: skip
+    a.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"question": "Is the sky blue?", "answer_type": "yes/no"},
+                {"question": "What is it?", "answer_type": "other"},
+            ]
+        )
+    )
+    b.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"question": "is the sky blue", "answer_type": "other"},
+                {"question": "is the sky blue?", "answer_type": "other"},
+                {"question": "What is it?", "answer_type": "yes/no"},
+                {"question": "Where?", "answer_type": "other"},
+            ]
+        )
+    )
     tables = []
     for src in (a, b):
         out = tmp_path / f"{src.stem}-table.parquet"
@@ -127,8 +153,9 @@ def test_sources_merge_by_normalized_text_and_majority_decides_yes_no(tmp_path):
 
 
 def test_pool_source_names_and_the_config_checks(tmp_path):
-    sources = pools.pool_sources(["train"], ["x/v2_train2014_questions.json",
-                                             {"questions": "y/my pool.jsonl"}])  # fmt: skip
+    sources = pools.pool_sources(
+        ["train"], ["x/v2_train2014_questions.json", {"questions": "y/my pool.jsonl"}]
+    )
     assert list(sources) == ["split-train", "file-v2_train2014_questions", "file-my_pool"]
     with pytest.raises(ValueError, match="two pool files are named 'q'"):
         pools.pool_sources([], ["a/q.json", "b/q.jsonl"])
@@ -137,8 +164,14 @@ def test_pool_source_names_and_the_config_checks(tmp_path):
     def check(bq_settings):
         validate_config({**base, "basic_questions": {**base["basic_questions"], **bq_settings}})
 
-    check({"pool_files": [str(tmp_path / "a.json")], "pool": [], "datasets": ["general", "yes_no"],
-           "lasso": {"mode": "paper", "lambda": 1e-6}})  # fmt: skip
+    check(
+        {
+            "pool_files": [str(tmp_path / "a.json")],
+            "pool": [],
+            "datasets": ["general", "yes_no"],
+            "lasso": {"mode": "paper", "lambda": 1e-6},
+        }
+    )
     with pytest.raises(ConfigError, match="bq_lasso and add yes_no to basic_questions.datasets"):
         check({"rankers": ["ynbq_lasso"]})
     with pytest.raises(ConfigError, match="the rankers need a pool"):
@@ -152,17 +185,25 @@ def test_pool_source_names_and_the_config_checks(tmp_path):
 
 
 def test_export_has_one_row_per_main_question_with_its_ranked_basic_questions(tmp_path):
-    questions = [{"question_id": i, "image_id": 7 + i % 2, "question": q, "answers": ["x"] * 10,
-                  "question_type": "what", "answer_type": "other"}
-                 for i, q in enumerate(["Is it red?", "Is it blue?", "Is it red?"])]  # fmt: skip
+    questions = [
+        {
+            "question_id": i,
+            "image_id": 7 + i % 2,
+            "question": q,
+            "answers": ["x"] * 10,
+            "question_type": "what",
+            "answer_type": "other",
+        }
+        for i, q in enumerate(["Is it red?", "Is it blue?", "Is it red?"])
+    ]
     qpath = tmp_path / "q.parquet"
     store.write_table(pa.Table.from_pylist(questions, schema=store.QUESTION_SCHEMA), qpath)
     pool = [f"Is shape {i} red?" for i in range(8)]
     candidates = bq.make_pool(pool, _encode)
     candidates.yes_no = np.ones(len(pool), dtype=bool)
-    table = bq.rank_table(["Is it red?", "Is it blue?"], candidates, ["ynbq_bleu"],
-                          bq.RankSettings(6),
-                          encode=_encode)  # fmt: skip
+    table = bq.rank_table(
+        ["Is it red?", "Is it blue?"], candidates, ["ynbq_bleu"], bq.RankSettings(6), encode=_encode
+    )
     ranks = tmp_path / "r.parquet"
     store.write_table(table.to_arrow(), ranks)
     out_p, out_j = tmp_path / "bqd.parquet", tmp_path / "bqd.json"
@@ -184,10 +225,14 @@ def test_export_has_one_row_per_main_question_with_its_ranked_basic_questions(tm
 
 def test_rscore_overall_is_the_rscore_of_the_mean_deterioration():
     # Clean 0.80; levels 0.78, 0.70, 0.60: drops 2, 10, 20 points, mean 32/3.
-    acc = pl.DataFrame({
-        "model": ["m"] * 4, "corruption": ["clean", "bq", "bq", "bq"],
-        "severity": [0, 1, 2, 3], "accuracy": [0.80, 0.78, 0.70, 0.60],
-    })  # fmt: skip
+    acc = pl.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "corruption": ["clean", "bq", "bq", "bq"],
+            "severity": [0, 1, 2, 3],
+            "accuracy": [0.80, 0.78, 0.70, 0.60],
+        }
+    )
     per_level, overall = rscore_tables(acc, 0.05, 20)
     row = overall.row(0, named=True)
     assert row["corruption"] == "bq" and row["levels"] == 3

@@ -26,8 +26,10 @@ def run(checkpoints, easy_vqa_eval, tmp_path_factory):
     root = tmp_path_factory.mktemp("prov")
     spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])}
     paths = []
-    for name, subsets in (("clean", [Subset("clean", 0, str(easy_vqa_eval["images"]))]),
-                          ("snow", [])):  # fmt: skip
+    for name, subsets in (
+        ("clean", [Subset("clean", 0, str(easy_vqa_eval["images"]))]),
+        ("snow", []),
+    ):
         if name == "snow":
             for sev in (1, 2):
                 corrupt_subset(easy_vqa_eval["images"], root / f"snow{sev}", "snow", sev)
@@ -49,8 +51,9 @@ def run(checkpoints, easy_vqa_eval, tmp_path_factory):
 
 def test_run_info_holds_code_config_data_weights_and_times(run, checkpoints, easy_vqa_eval):
     info = read(run["db"])
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     # build_database is the library's: no workflow checkout; the package is this editable one.
     assert info["git_commit"] == "null" and info["workflow_dir"] == "null"
     package = json.loads(info["package"])
@@ -69,8 +72,14 @@ def test_run_info_holds_code_config_data_weights_and_times(run, checkpoints, eas
     assert info["started"] <= info["finished"]
     assert info["prediction_files"] == "2"
     assert info["prediction_files_without_fingerprint"] == "0"
-    for package in ("python", "version.torch", "version.transformers", "version.snakemake",
-                    "version.duckdb", "version.polars"):  # fmt: skip
+    for package in (
+        "python",
+        "version.torch",
+        "version.transformers",
+        "version.snakemake",
+        "version.duckdb",
+        "version.polars",
+    ):
         assert info[package] and info[package] != "not installed"
     # easy-VQA ships in a wheel: no source file to hash, its package version names it.
     assert not any(k.startswith("dataset.source.") for k in info)
@@ -83,8 +92,9 @@ def test_dataset_sources_are_hashed_when_the_split_is_prepared(tmp_path):
     (tmp_path / "q.json").write_text("{}")
     (tmp_path / "imgs").mkdir()
     (tmp_path / "imgs" / "1.jpg").write_bytes(b"xx")
-    digests = source_digests({"questions": str(tmp_path / "q.json"),
-                              "images": str(tmp_path / "imgs"), "split": "val"})  # fmt: skip
+    digests = source_digests(
+        {"questions": str(tmp_path / "q.json"), "images": str(tmp_path / "imgs"), "split": "val"}
+    )
     assert digests["questions"]["sha256"] == file_sha256(tmp_path / "q.json")
     assert "listing_sha256" in digests["images"] and "sha256" not in digests["images"]
     assert "split" not in digests
@@ -95,8 +105,13 @@ def test_outside_a_checkout_there_is_no_commit(tmp_path):
 
 
 def _git(folder, *args):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, env=env)
 
 
@@ -112,19 +127,33 @@ def test_an_untracked_module_makes_the_checkout_dirty_an_ignored_file_does_not(t
     assert code_identity(tmp_path)["git_dirty"] is True
 
 
-def test_a_workflow_run_records_its_checkout_and_a_folder_that_is_none(run, easy_vqa_eval,
-                                                                        tmp_path):  # fmt: skip
+def test_a_workflow_run_records_its_checkout_and_a_folder_that_is_none(
+    run, easy_vqa_eval, tmp_path
+):
     from vqarobust.provenance import collect
 
     files = {"questions": easy_vqa_eval["questions"]}
-    here = collect(config=None, prediction_paths=run["paths"], dataset_files=files,
-                   dataset_info={}, seed=0, workflow_dir=REPO)  # fmt: skip
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()  # fmt: skip
+    here = collect(
+        config=None,
+        prediction_paths=run["paths"],
+        dataset_files=files,
+        dataset_info={},
+        seed=0,
+        workflow_dir=REPO,
+    )
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert here["provenance.git_commit"] == head
     assert here["provenance.workflow_dir"] == str(REPO)
-    elsewhere = collect(config=None, prediction_paths=run["paths"], dataset_files=files,
-                        dataset_info={}, seed=0, workflow_dir=tmp_path)  # fmt: skip
+    elsewhere = collect(
+        config=None,
+        prediction_paths=run["paths"],
+        dataset_files=files,
+        dataset_info={},
+        seed=0,
+        workflow_dir=tmp_path,
+    )
     assert elsewhere["provenance.git_commit"] == "null"
     assert elsewhere["provenance.git_dirty"] == "null"
 
@@ -143,26 +172,51 @@ def test_a_wheel_in_a_venv_inside_a_checkout_is_named_by_its_files(tmp_path):
     (checkout / "README").write_text("x\n")
     _git(checkout, "add", ".")
     _git(checkout, "commit", "-qm", "one")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", "-w", str(tmp_path / "dist"), str(REPO)],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+    )
     venv = checkout / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     wheel = next((tmp_path / "dist").glob("vqarobust-*.whl"))
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    site = subprocess.run([str(python), "-c", purelib], check=True, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site,
-                    str(wheel)], check=True, capture_output=True)  # fmt: skip
+    site = subprocess.run(
+        [str(python), "-c", purelib], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site, str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     # The dependencies come from this environment, after the venv's own site-packages.
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
-    code = ("import json; from vqarobust.provenance import package_identity; "
-            "print(json.dumps(package_identity()))")  # fmt: skip
+    code = (
+        "import json; from vqarobust.provenance import package_identity; "
+        "print(json.dumps(package_identity()))"
+    )
 
     def identity():
-        out = subprocess.run([str(python), "-c", code], cwd=checkout, env=env, check=True,
-                             capture_output=True, text=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [str(python), "-c", code],
+            cwd=checkout,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         return json.loads(out)
 
     first = identity()
@@ -227,8 +281,11 @@ def test_the_report_shows_the_provenance_block(run):
 def test_model_cards_count_the_loaded_models_parameters(run, checkpoints):
     from vqarobust.models import load_model
 
-    model = load_model({"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])},
-                       name="cnn", device="cpu")  # fmt: skip
+    model = load_model(
+        {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])},
+        name="cnn",
+        device="cpu",
+    )
     expected = sum(p.numel() for p in model.model.parameters())
     with duckdb.connect(str(run["db"]), read_only=True) as con:
         card = con.sql("SELECT * FROM model_cards").pl().row(0, named=True)

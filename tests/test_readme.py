@@ -32,8 +32,10 @@ def test_ci_runs_the_readmes_two_commands_and_checks_its_numbers():
     )
     assert ".venv/bin/pip install --quiet -c envs/constraints.txt -e '.[dev]'" in ci
     assert ci.index(tests) < ci.index(".venv/bin/snakemake")
-    assert (".venv/bin/vqarobust summary results/easy-vqa/robustness.duckdb --check "
-            "docs/results/default-run.md") in ci  # fmt: skip
+    assert (
+        ".venv/bin/vqarobust summary results/easy-vqa/robustness.duckdb --check "
+        "docs/results/default-run.md"
+    ) in ci
 
 
 def test_readme_question_count_matches_the_summary():
@@ -89,8 +91,11 @@ def test_the_readmes_preview_command_runs_on_the_defaults_images(tmp_path):
     dataset = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["dataset"]
     assert (dataset["adapter"], dataset.get("seed", 0)) == ("easy-vqa", 0)
     prepared = _prepare(tmp_path / "eval", "test", dataset["n_images"])
-    line = next(x for x in (REPO / "README.md").read_text().splitlines()
-                if "vqarobust preview --images" in x)  # fmt: skip
+    line = next(
+        x
+        for x in (REPO / "README.md").read_text().splitlines()
+        if "vqarobust preview --images" in x
+    )
     args = shlex.split(line.split("#")[0])[1:]
     args[args.index("--images") + 1] = str(prepared["images"])
     args[args.index("--out") + 1] = str(tmp_path / "g.png")

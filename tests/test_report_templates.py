@@ -22,9 +22,22 @@ TEMPLATES = Path(vqarobust.report.__file__).parent / "templates"
 
 def test_one_block_per_section_in_registry_order():
     names = [s.name for s in SECTIONS]
-    assert names == ["summary", "settings", "figures", "calibration", "attention",
-                     "uncertainty", "questions", "context", "failures", "tables", "plugins",
-                     "costs", "warnings", "provenance"]  # fmt: skip
+    assert names == [
+        "summary",
+        "settings",
+        "figures",
+        "calibration",
+        "attention",
+        "uncertainty",
+        "questions",
+        "context",
+        "failures",
+        "tables",
+        "plugins",
+        "costs",
+        "warnings",
+        "provenance",
+    ]
     assert list(page_template().blocks) == names
     page = (TEMPLATES / "report.html.j2").read_text()
     for s in SECTIONS:
@@ -53,12 +66,14 @@ def test_the_sections_make_exactly_the_declared_files(database, tmp_path):  # no
     import matplotlib.pyplot as plt
 
     db, _, _ = database
-    extra = Section("extra", (), lambda data, run: None,
-                    figures=lambda data, run: {"surprise": plt.figure()})  # fmt: skip
+    extra = Section(
+        "extra", (), lambda data, run: None, figures=lambda data, run: {"surprise": plt.figure()}
+    )
     with pytest.raises(RuntimeError, match=r"make figures \['surprise'\] that report.outputs"):
         render_report(db, tmp_path / "a" / "index.html", sections=(*SECTIONS, extra))
-    twice = Section("twice", (), lambda data, run: None,
-                    tables=lambda data: {"accuracy": pl.DataFrame()})  # fmt: skip
+    twice = Section(
+        "twice", (), lambda data, run: None, tables=lambda data: {"accuracy": pl.DataFrame()}
+    )
     with pytest.raises(RuntimeError, match=r"two report sections make the table \['accuracy'\]"):
         render_report(db, tmp_path / "b" / "index.html", sections=(*SECTIONS, twice))
     without = tuple(s for s in SECTIONS if s.name != "attention")
@@ -79,8 +94,9 @@ def test_text_from_the_database_is_escaped(database, tmp_path):  # noqa: F811
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE predictions SET model = '<script>x</script>' WHERE model = 'bad'")
         con.execute("UPDATE vre_model SET model = '<script>x</script>' WHERE model = 'bad'")
-        con.execute("UPDATE run_info SET value = '[\"<b>careful</b> & more\"]' "
-                    "WHERE key = 'warnings'")  # fmt: skip
+        con.execute(
+            "UPDATE run_info SET value = '[\"<b>careful</b> & more\"]' WHERE key = 'warnings'"
+        )
     text = render_report(db, tmp_path / "r" / "index.html").read_text()
     assert "<script>" not in text and "&lt;script&gt;x&lt;/script&gt;" in text
     assert "<li>&lt;b&gt;careful&lt;/b&gt; &amp; more</li>" in text
@@ -103,9 +119,11 @@ def test_sections_without_data_are_left_out(database, tmp_path):  # noqa: F811
 def test_a_page_of_ones_own_extends_the_template(database, tmp_path):  # noqa: F811
     db, _, _ = database
     mine = tmp_path / "mine.html.j2"
-    mine.write_text('{% extends "report.html.j2" %}{% block summary %}<section id="summary">'
-                    "<p>{{ summary.models.height }} models</p></section>{% endblock %}"
-                    "{% block figures %}{% endblock %}")  # fmt: skip
+    mine.write_text(
+        '{% extends "report.html.j2" %}{% block summary %}<section id="summary">'
+        "<p>{{ summary.models.height }} models</p></section>{% endblock %}"
+        "{% block figures %}{% endblock %}"
+    )
     text = render_report(db, tmp_path / "r" / "index.html", template=mine).read_text()
     assert '<section id="summary"><p>2 models</p></section>' in text
     assert '<section id="figures">' not in text and '<section id="tables">' in text

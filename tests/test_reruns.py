@@ -25,88 +25,179 @@ TINY = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text()
 # Only job graphs are built (nothing runs), so the files they name need only exist.
 SCENES = {
     "seed": 0,
-    "dataset": {"name": "scenes", "adapter": "scenes", "scene_seed": 0, "n_images": 4,
-                "train_n_images": 8},
+    "dataset": {
+        "name": "scenes",
+        "adapter": "scenes",
+        "scene_seed": 0,
+        "n_images": 4,
+        "train_n_images": 8,
+    },
     "corruptions": ["gaussian_noise"],
     "severities": [1, 2],
-    "context": {"perturbations": ["swap_class", "swap_attribute"], "k": 2, "reliance_k": [1, 2],
-                "word_vectors": "data/words.txt"},
-    "features": {"detector": {"kind": "detector", "dim": 8, "epochs": 1},
-                 "sight": {"kind": "perfect_sight"}},
+    "context": {
+        "perturbations": ["swap_class", "swap_attribute"],
+        "k": 2,
+        "reliance_k": [1, 2],
+        "word_vectors": "data/words.txt",
+    },
+    "features": {
+        "detector": {"kind": "detector", "dim": 8, "epochs": 1},
+        "sight": {"kind": "perfect_sight"},
+    },
     "basic_questions": {"rankers": ["bq_cosine"], "k": 3},
     "models": {
-        "vilt-tiny": {"family": "vqa-classifier", "train": {"architecture": "vilt", "epochs": 1,
-                      "swapmix": {"p_object": 0.5, "p_class": 0.5, "k": 2}}},
-        "lxmert-detector": {"family": "lxmert", "features": "detector",
-                            "train": {"architecture": "lxmert", "epochs": 1, "dropout": 0.0,
-                                      "swapmix": {"p_object": 0.5, "p_class": 0.5, "k": 2}}},
-        "lxmert-sight": {"family": "lxmert", "features": "sight",
-                         "train": {"architecture": "lxmert", "epochs": 1}},
+        "vilt-tiny": {
+            "family": "vqa-classifier",
+            "train": {
+                "architecture": "vilt",
+                "epochs": 1,
+                "swapmix": {"p_object": 0.5, "p_class": 0.5, "k": 2},
+            },
+        },
+        "lxmert-detector": {
+            "family": "lxmert",
+            "features": "detector",
+            "train": {
+                "architecture": "lxmert",
+                "epochs": 1,
+                "dropout": 0.0,
+                "swapmix": {"p_object": 0.5, "p_class": 0.5, "k": 2},
+            },
+        },
+        "lxmert-sight": {
+            "family": "lxmert",
+            "features": "sight",
+            "train": {"architecture": "lxmert", "epochs": 1},
+        },
     },
-}  # fmt: skip
+}
 GQA = {
     "seed": 0,
-    "dataset": {"name": "gqa", "adapter": "gqa", "questions": "data/q.json",
-                "scene_graphs": "data/sg.json", "n_images": 4},
-    "corruptions": [], "controls": [],
+    "dataset": {
+        "name": "gqa",
+        "adapter": "gqa",
+        "questions": "data/q.json",
+        "scene_graphs": "data/sg.json",
+        "n_images": 4,
+    },
+    "corruptions": [],
+    "controls": [],
     "text": {"perturbations": ["keyboard"]},
     "context": {"perturbations": ["swap_class"], "k": 2},
-    "features": {"obj36": {"kind": "obj36", "path": "data/obj36.tsv"},
-                 "objects": {"kind": "gqa_h5", "info": "data/objects/info.json",
-                             "folder": "data/objects"}},
-    "models": {"lxmert": {"family": "lxmert", "path_or_id": "unc-nlp/lxmert-gqa-uncased",
-                          "answers": "data/label2ans.json", "features": "obj36"},
-               "lxmert-objects": {"family": "lxmert", "path_or_id": "unc-nlp/lxmert-gqa-uncased",
-                                  "answers": "data/label2ans.json", "features": "objects"}},
-}  # fmt: skip
+    "features": {
+        "obj36": {"kind": "obj36", "path": "data/obj36.tsv"},
+        "objects": {"kind": "gqa_h5", "info": "data/objects/info.json", "folder": "data/objects"},
+    },
+    "models": {
+        "lxmert": {
+            "family": "lxmert",
+            "path_or_id": "unc-nlp/lxmert-gqa-uncased",
+            "answers": "data/label2ans.json",
+            "features": "obj36",
+        },
+        "lxmert-objects": {
+            "family": "lxmert",
+            "path_or_id": "unc-nlp/lxmert-gqa-uncased",
+            "answers": "data/label2ans.json",
+            "features": "objects",
+        },
+    },
+}
 VQAV2 = {
     "seed": 0,
-    "dataset": {"name": "vqav2", "adapter": "vqav2", "questions": "data/q.json",
-                "annotations": "data/a.json", "images": "data/images", "n_images": 4},
+    "dataset": {
+        "name": "vqav2",
+        "adapter": "vqav2",
+        "questions": "data/q.json",
+        "annotations": "data/a.json",
+        "images": "data/images",
+        "n_images": 4,
+    },
     "corruptions": ["gaussian_noise", "grayscale", "stylize", "rotate", "occlude_context"],
     "controls": [],
     "severities": [1],
     "stylize": {"weights": "data/adain", "styles": "data/styles"},
     "lpips": {"backbone": "data/alexnet.pth", "linear": "data/alex.pth"},
-    "text": {"perturbations": ["keyboard"], "min_similarity": 0.5,
-             "filter_levels": ["char", "word", "sentence"],
-             "sentence": {"formal": {"model": "data/t5", "prompt": "formal: {question}",
-                                     "sampling": {"top_k": 50}},
-                          # Never fetched: missing_weights: skip leaves it out.
-                          "casual": {"model": "data/absent"}}},
+    "text": {
+        "perturbations": ["keyboard"],
+        "min_similarity": 0.5,
+        "filter_levels": ["char", "word", "sentence"],
+        "sentence": {
+            "formal": {
+                "model": "data/t5",
+                "prompt": "formal: {question}",
+                "sampling": {"top_k": 50},
+            },
+            # Never fetched: missing_weights: skip leaves it out.
+            "casual": {"model": "data/absent"},
+        },
+    },
     "context": {"perturbations": ["swap_class"], "k": 1, "instances": "data/instances.json"},
-    "basic_questions": {"rankers": ["bq_lasso", "bq_cosine", "bq_bleu"], "k": 3, "pool": ["eval"],
-                        "pool_files": ["data/pool.jsonl"], "lasso": {"mode": "paper"},
-                        "vqabq": {"enabled": True, "ranker": "bq_lasso"}},
+    "basic_questions": {
+        "rankers": ["bq_lasso", "bq_cosine", "bq_bleu"],
+        "k": 3,
+        "pool": ["eval"],
+        "pool_files": ["data/pool.jsonl"],
+        "lasso": {"mode": "paper"},
+        "vqabq": {"enabled": True, "ranker": "bq_lasso"},
+    },
     "models": {
         "vilt": {"from_repository": "vilt-vqa"},
         "blip": {"family": "blip", "path_or_id": "Salesforce/blip-vqa-base"},
-        "llava": {"family": "llava", "path_or_id": "llava-hf/llava-1.5-7b-hf",
-                  "chain_prompt": "{basic_questions} Question: {question}"},
+        "llava": {
+            "family": "llava",
+            "path_or_id": "llava-hf/llava-1.5-7b-hf",
+            "chain_prompt": "{basic_questions} Question: {question}",
+        },
         "chat": {"family": "image-text-to-text", "path_or_id": "org/chat"},
         "pnp": {"from_repository": "pnp-vqa-large", "pnp": {"num_captions": 10}},
-        "served": {"family": "openai-chat", "base_url": "http://127.0.0.1:9/v1",
-                   "model": "llava"},
+        "served": {"family": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "model": "llava"},
     },
-}  # fmt: skip
+}
 HF = {
     "seed": 0,
     "corruptions": ["gaussian_noise"],
     "severities": [1],
-    "dataset": {"name": "hf", "adapter": "hf", "path": "data/hf", "split": "validation",
-                "columns": {"preset": "vqav2"}},
+    "dataset": {
+        "name": "hf",
+        "adapter": "hf",
+        "path": "data/hf",
+        "split": "validation",
+        "columns": {"preset": "vqav2"},
+    },
     "models": {"blip": {"family": "blip", "path_or_id": "Salesforce/blip-vqa-base"}},
-}  # fmt: skip
+}
 SCENARIOS = {"tiny": TINY, "scenes": SCENES, "gqa": GQA, "vqav2": VQAV2, "hf": HF}
-FILES = ("data/words.txt", "data/q.json", "data/sg.json", "data/obj36.tsv",
-         "data/objects/info.json", "data/label2ans.json", "data/a.json", "data/images/1.jpg",
-         "data/adain/vgg_normalised.pth", "data/adain/decoder.pth",
-         "data/adain2/vgg_normalised.pth", "data/adain2/decoder.pth", "data/styles/a.jpg",
-         "data/t5/config.json", "data/instances.json", "data/pool.jsonl",
-         "data/pool2.jsonl", "data/hf/dataset_dict.json", "data/hf2/dataset_dict.json",
-         "data/ids.txt", "data/glove.txt", "data/q.jsonl", "data/encoder/config.json",
-         "data/t5b/config.json", "data/alexnet.pth", "data/alex.pth", "data/alexnet2.pth",
-         "data/alex2.pth")  # fmt: skip
+FILES = (
+    "data/words.txt",
+    "data/q.json",
+    "data/sg.json",
+    "data/obj36.tsv",
+    "data/objects/info.json",
+    "data/label2ans.json",
+    "data/a.json",
+    "data/images/1.jpg",
+    "data/adain/vgg_normalised.pth",
+    "data/adain/decoder.pth",
+    "data/adain2/vgg_normalised.pth",
+    "data/adain2/decoder.pth",
+    "data/styles/a.jpg",
+    "data/t5/config.json",
+    "data/instances.json",
+    "data/pool.jsonl",
+    "data/pool2.jsonl",
+    "data/hf/dataset_dict.json",
+    "data/hf2/dataset_dict.json",
+    "data/ids.txt",
+    "data/glove.txt",
+    "data/q.jsonl",
+    "data/encoder/config.json",
+    "data/t5b/config.json",
+    "data/alexnet.pth",
+    "data/alex.pth",
+    "data/alexnet2.pth",
+    "data/alex2.pth",
+)
 
 Edit = Callable[[dict], None]
 
@@ -145,8 +236,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "dataset.scene_seed": ("scenes", put("dataset.scene_seed", 1)),
     "dataset.split": ("tiny", put("dataset.split", "train")),
     "dataset.n_images": ("tiny", put("dataset.n_images", 5)),
-    "dataset.manifest": ("tiny", put("dataset.manifest", "data/ids.txt",
-                                     drop=("dataset.n_images",))),
+    "dataset.manifest": (
+        "tiny",
+        put("dataset.manifest", "data/ids.txt", drop=("dataset.n_images",)),
+    ),
     "dataset.on_bad_image": ("tiny", put("dataset.on_bad_image", "skip")),
     "dataset.questions": ("gqa", put("dataset.questions", "data/a.json")),
     "dataset.scene_graphs": ("gqa", put("dataset.scene_graphs", "data/a.json")),
@@ -178,8 +271,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "stylize.style_size": ("vqav2", put("stylize.style_size", 256)),
     "geometric.border": ("vqav2", put("geometric.border", "reflect")),
     "geometric.flip_questions": ("tiny", put("geometric.flip_questions", "leave_out")),
-    "text.perturbations": ("tiny", put("text.perturbations", ["keyboard", "synonym_replace",
-                                                               "char_swap"])),
+    "text.perturbations": (
+        "tiny",
+        put("text.perturbations", ["keyboard", "synonym_replace", "char_swap"]),
+    ),
     "text.min_similarity": ("tiny", put("text.min_similarity", 0.5)),
     "text.max_tries": ("tiny", put("text.max_tries", 3)),
     "text.word_share": ("tiny", put("text.word_share", [0.05, 0.1, 0.15, 0.2, 0.25])),
@@ -193,8 +288,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "text.sentence.*.sampling.top_k": ("vqav2", put("text.sentence.formal.sampling.top_k", 10)),
     "text.sentence.*.sampling.top_p": ("vqav2", put("text.sentence.formal.sampling.top_p", 0.5)),
     "text.sentence.*.back_model": ("vqav2", put("text.sentence.formal.back_model", "data/t5b")),
-    "text.sentence.*.back_prompt": ("vqav2", put("text.sentence.formal.back_prompt",
-                                                 "back: {question}")),
+    "text.sentence.*.back_prompt": (
+        "vqav2",
+        put("text.sentence.formal.back_prompt", "back: {question}"),
+    ),
     "text.sentence.*.revision": ("vqav2", put("text.sentence.formal.revision", "v2")),
     "text.sentence.*.back_revision": ("vqav2", put("text.sentence.formal.back_revision", "v2")),
     "text.sentence.*.max_new_tokens": ("vqav2", put("text.sentence.formal.max_new_tokens", 16)),
@@ -220,17 +317,23 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "features.*.epochs": ("scenes", put("features.detector.epochs", 2)),
     "features.*.batch_size": ("scenes", put("features.detector.batch_size", 16)),
     "features.*.learning_rate": ("scenes", put("features.detector.learning_rate", 0.01)),
-    "basic_questions.rankers": ("tiny", put("basic_questions.rankers",
-                                            ["bq_cosine", "bq_lasso", "bq_bleu"])),
+    "basic_questions.rankers": (
+        "tiny",
+        put("basic_questions.rankers", ["bq_cosine", "bq_lasso", "bq_bleu"]),
+    ),
     "basic_questions.datasets": ("tiny", put("basic_questions.datasets", ["general", "yes_no"])),
-    "basic_questions.pool_files": ("vqav2", put("basic_questions.pool_files",
-                                                ["data/pool.jsonl", "data/pool2.jsonl"])),
+    "basic_questions.pool_files": (
+        "vqav2",
+        put("basic_questions.pool_files", ["data/pool.jsonl", "data/pool2.jsonl"]),
+    ),
     "basic_questions.encoder": ("tiny", put("basic_questions.encoder", "data/encoder")),
     "basic_questions.allow_download": ("tiny", put("basic_questions.allow_download", True)),
     "basic_questions.vqabq.enabled": ("tiny", put("basic_questions.vqabq.enabled", True)),
     "basic_questions.vqabq.ranker": ("vqav2", put("basic_questions.vqabq.ranker", "bq_cosine")),
-    "basic_questions.vqabq.thresholds": ("vqav2", put("basic_questions.vqabq.thresholds",
-                                                      [0.5, 0.5, 0.5])),
+    "basic_questions.vqabq.thresholds": (
+        "vqav2",
+        put("basic_questions.vqabq.thresholds", [0.5, 0.5, 0.5]),
+    ),
     "basic_questions.vqabq.grid": ("vqav2", put("basic_questions.vqabq.grid", True)),
     "basic_questions.vqabq.tune_share": ("vqav2", put("basic_questions.vqabq.tune_share", 0.3)),
     "basic_questions.lasso.mode": ("tiny", put("basic_questions.lasso.mode", "paper")),
@@ -249,8 +352,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "vre.preferences.range_of_error": ("tiny", put("vre.preferences.range_of_error", 2.0)),
     "vre.preferences.error_rate": ("tiny", put("vre.preferences.error_rate", 2.0)),
     "vre.preferences.average_error": ("tiny", put("vre.preferences.average_error", 2.0)),
-    "vre.preferences.corruption_error_diff": ("tiny", put("vre.preferences.corruption_error_diff",
-                                                          2.0)),
+    "vre.preferences.corruption_error_diff": (
+        "tiny",
+        put("vre.preferences.corruption_error_diff", 2.0),
+    ),
     "vre.include_grayscale": ("vqav2", put("vre.include_grayscale", True)),
     "rscore.tolerance": ("tiny", put("rscore.tolerance", 0.1)),
     "rscore.maximum": ("tiny", put("rscore.maximum", 10)),
@@ -259,8 +364,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "uncertainty.cluster": ("tiny", put("uncertainty.cluster", "question")),
     "uncertainty.seed": ("tiny", put("uncertainty.seed", 1)),
     "uncertainty.adjust": ("tiny", put("uncertainty.adjust", "bh")),
-    "uncertainty.effective_reference": ("tiny", put("uncertainty.effective_reference",
-                                                    ["cnn-bow", "vilt-tiny"])),
+    "uncertainty.effective_reference": (
+        "tiny",
+        put("uncertainty.effective_reference", ["cnn-bow", "vilt-tiny"]),
+    ),
     "diagnostics.attention.n": ("tiny", put("diagnostics.attention.n", 3)),
     "threads.train": ("scenes", put("threads.train", 2)),
     "threads.infer": ("tiny", put("threads.infer", 2)),
@@ -268,14 +375,22 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "prices.currency": ("tiny", put("prices.currency", "EUR")),
     "prices.gpu_hour": ("tiny", put("prices.gpu_hour", 2.5)),
     "prices.cpu_hour": ("tiny", put("prices.cpu_hour", 0.05)),
-    "prices.tokens.*.prompt_per_million": ("tiny", put("prices.tokens.vilt-tiny", {
-        "prompt_per_million": 0.15, "completion_per_million": 0.6})),
-    "prices.tokens.*.completion_per_million": ("tiny", put("prices.tokens.vilt-tiny", {
-        "prompt_per_million": 0, "completion_per_million": 0.6})),
-    "models.*.from_repository": ("vqav2", put("models.blip.from_repository",
-                                              "blip-vqa-capfilt-large",
-                                              drop=("models.blip.family",
-                                                    "models.blip.path_or_id"))),
+    "prices.tokens.*.prompt_per_million": (
+        "tiny",
+        put("prices.tokens.vilt-tiny", {"prompt_per_million": 0.15, "completion_per_million": 0.6}),
+    ),
+    "prices.tokens.*.completion_per_million": (
+        "tiny",
+        put("prices.tokens.vilt-tiny", {"prompt_per_million": 0, "completion_per_million": 0.6}),
+    ),
+    "models.*.from_repository": (
+        "vqav2",
+        put(
+            "models.blip.from_repository",
+            "blip-vqa-capfilt-large",
+            drop=("models.blip.family", "models.blip.path_or_id"),
+        ),
+    ),
     # Generative to classifier: its VQABQ sets change from the chain to the concatenation.
     "models.*.family": ("vqav2", put("models.blip.family", "vqa-classifier")),
     "models.*.gpu_memory_gb": ("vqav2", put("models.blip.gpu_memory_gb", 9)),
@@ -294,8 +409,10 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.prompt": ("vqav2", put("models.llava.prompt", "Q: {question} A:")),
     "models.*.features": ("scenes", put("models.lxmert-sight.features", "detector")),
     "models.*.answers": ("gqa", put("models.lxmert.answers", "data/a.json")),
-    "models.*.chain_prompt": ("vqav2", put("models.llava.chain_prompt",
-                                           "{basic_questions} Q: {question}")),
+    "models.*.chain_prompt": (
+        "vqav2",
+        put("models.llava.chain_prompt", "{basic_questions} Q: {question}"),
+    ),
     "models.*.share_image_features": ("vqav2", put("models.pnp.share_image_features", False)),
     "models.*.base_url": ("vqav2", put("models.served.base_url", "http://127.0.0.1:10/v1")),
     "models.*.model": ("vqav2", put("models.served.model", "qwen")),
@@ -311,34 +428,74 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.itm_model": ("vqav2", put("models.pnp.itm_model", "org/itm")),
     "models.*.caption_model": ("vqav2", put("models.pnp.caption_model", "org/cap")),
     "models.*.qa_model": ("vqav2", put("models.pnp.qa_model", "org/qa")),
-    **{f"models.*.pnp.{k}": ("vqav2", put(f"models.pnp.pnp.{k}", v)) for k, v in {
-        "block_num": 6, "itm_max_length": 20, "num_patches": 10, "num_captions": 5,
-        "caption_prompt": "a photo of", "cap_min_length": 5, "cap_max_length": 15,
-        "top_k": 10, "top_p": 0.8, "repetition_penalty": 1.2, "max_caption_rounds": 2,
-        "num_captions_fid": 2, "qa_min_length": 2, "qa_max_length": 5, "num_beams": 2,
-        "enc_token_id": 5}.items()},
-    "models.*.train.architecture": ("tiny", put("models.cnn-bow.train.architecture", "vilt",
-                                                drop=("models.cnn-bow.train.channels",
-                                                      "models.cnn-bow.train.hidden_dim"))),
-    **{f"models.*.train.{k}": ("tiny", put(f"models.{m}.train.{k}", v)) for k, m, v in (
-        ("epochs", "vilt-tiny", 2),
-        ("batch_size", "vilt-tiny", 8), ("learning_rate", "vilt-tiny", 0.01),
-        ("weight_decay", "vilt-tiny", 0.1), ("seed", "vilt-tiny", 1),
-        ("hidden_size", "vilt-tiny", 16), ("num_hidden_layers", "vilt-tiny", 2),
-        ("num_attention_heads", "vilt-tiny", 4), ("patch_size", "vilt-tiny", 8),
-        ("intermediate_size", "vilt-tiny", 64), ("channels", "cnn-bow", [4, 8, 8]),
-        ("embed_dim", "cnn-bow", 8), ("hidden_dim", "cnn-bow", 8), ("pool_size", "cnn-bow", 2),
-        ("fusion", "cnn-bow", "film"), ("film_blocks", "cnn-bow", 2),
-        ("first_stride", "cnn-bow", 2))},
-    **{f"models.*.train.{k}": ("scenes", put(f"models.lxmert-sight.train.{k}", v)) for k, v in (
-        ("l_layers", 2), ("x_layers", 2), ("r_layers", 2), ("dropout", 0.2))},
-    **{f"models.*.train.swapmix.{k}": ("scenes", put(f"models.vilt-tiny.train.swapmix.{k}", v))
-       for k, v in (("p_object", 0.3), ("p_class", 0.3), ("k", 1))},
-    "models.*.train.pretrain.answers": ("tiny", put("models.vilt-tiny.train.pretrain",
-                                                    {"answers": ["circle"], "epochs": 1})),
-    "models.*.train.pretrain.epochs": ("tiny", put("models.vilt-tiny.train.pretrain",
-                                                   {"answers": ["circle"], "epochs": 2})),
-}  # fmt: skip
+    **{
+        f"models.*.pnp.{k}": ("vqav2", put(f"models.pnp.pnp.{k}", v))
+        for k, v in {
+            "block_num": 6,
+            "itm_max_length": 20,
+            "num_patches": 10,
+            "num_captions": 5,
+            "caption_prompt": "a photo of",
+            "cap_min_length": 5,
+            "cap_max_length": 15,
+            "top_k": 10,
+            "top_p": 0.8,
+            "repetition_penalty": 1.2,
+            "max_caption_rounds": 2,
+            "num_captions_fid": 2,
+            "qa_min_length": 2,
+            "qa_max_length": 5,
+            "num_beams": 2,
+            "enc_token_id": 5,
+        }.items()
+    },
+    "models.*.train.architecture": (
+        "tiny",
+        put(
+            "models.cnn-bow.train.architecture",
+            "vilt",
+            drop=("models.cnn-bow.train.channels", "models.cnn-bow.train.hidden_dim"),
+        ),
+    ),
+    **{
+        f"models.*.train.{k}": ("tiny", put(f"models.{m}.train.{k}", v))
+        for k, m, v in (
+            ("epochs", "vilt-tiny", 2),
+            ("batch_size", "vilt-tiny", 8),
+            ("learning_rate", "vilt-tiny", 0.01),
+            ("weight_decay", "vilt-tiny", 0.1),
+            ("seed", "vilt-tiny", 1),
+            ("hidden_size", "vilt-tiny", 16),
+            ("num_hidden_layers", "vilt-tiny", 2),
+            ("num_attention_heads", "vilt-tiny", 4),
+            ("patch_size", "vilt-tiny", 8),
+            ("intermediate_size", "vilt-tiny", 64),
+            ("channels", "cnn-bow", [4, 8, 8]),
+            ("embed_dim", "cnn-bow", 8),
+            ("hidden_dim", "cnn-bow", 8),
+            ("pool_size", "cnn-bow", 2),
+            ("fusion", "cnn-bow", "film"),
+            ("film_blocks", "cnn-bow", 2),
+            ("first_stride", "cnn-bow", 2),
+        )
+    },
+    **{
+        f"models.*.train.{k}": ("scenes", put(f"models.lxmert-sight.train.{k}", v))
+        for k, v in (("l_layers", 2), ("x_layers", 2), ("r_layers", 2), ("dropout", 0.2))
+    },
+    **{
+        f"models.*.train.swapmix.{k}": ("scenes", put(f"models.vilt-tiny.train.swapmix.{k}", v))
+        for k, v in (("p_object", 0.3), ("p_class", 0.3), ("k", 1))
+    },
+    "models.*.train.pretrain.answers": (
+        "tiny",
+        put("models.vilt-tiny.train.pretrain", {"answers": ["circle"], "epochs": 1}),
+    ),
+    "models.*.train.pretrain.epochs": (
+        "tiny",
+        put("models.vilt-tiny.train.pretrain", {"answers": ["circle"], "epochs": 2}),
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -384,8 +541,9 @@ def _check(key: str, path: str, before: dict, after: dict) -> list[str]:
     readers, scope = set(matrix.readers(key)), matrix.scope(path)
 
     def in_scope(job) -> bool:
-        return job.stage in readers and all(dict(job.wildcards).get(w, v) == v
-                                            for w, v in scope.items())  # fmt: skip
+        return job.stage in readers and all(
+            dict(job.wildcards).get(w, v) == v for w, v in scope.items()
+        )
 
     fired = triggered(before, after)
     observed = downstream(after, fired)

@@ -94,14 +94,16 @@ class Half(Counting):
 
 
 def test_a_model_loaded_in_another_dtype_than_fingerprinted_fails(easy_vqa_eval, snow, tmp_path):
-    with pytest.raises(RuntimeError, match="loaded in torch.float16, but its answers are "
-                       "fingerprinted as float32"):  # fmt: skip
+    with pytest.raises(
+        RuntimeError, match="loaded in torch.float16, but its answers are fingerprinted as float32"
+    ):
         _run(easy_vqa_eval, [snow[1]], tmp_path / "p.parquet", Half())
     assert not (tmp_path / "p.parquet").exists()
 
 
-def test_an_edit_to_the_familys_code_discards_its_chunks(easy_vqa_eval, snow, tmp_path,
-                                                         monkeypatch, caplog):  # fmt: skip
+def test_an_edit_to_the_familys_code_discards_its_chunks(
+    easy_vqa_eval, snow, tmp_path, monkeypatch, caplog
+):
     """The code that computes the answers is part of what they depend on: chunks of the
     adapter as it was are not answers of the adapter as it is."""
     import vqarobust.inference as inference

@@ -219,15 +219,22 @@ def test_vre_per_family_hand_computed_and_averaging_to_vre():
     the scaled sub-metrics of its own corruptions; weighted by their counts, the
     families' VREs average to VRE(v), and likewise their accuracies and drops."""
     acc = {
-        ("m1", "c1"): [0.7, 0.6, 0.5, 0.4, 0.3], ("m1", "c2"): [0.8, 0.8, 0.7, 0.7, 0.6],
-        ("m1", "c3"): [0.5, 0.4, 0.3, 0.3, 0.2], ("m2", "c1"): [0.6, 0.6, 0.5, 0.5, 0.5],
-        ("m2", "c2"): [0.7, 0.6, 0.6, 0.5, 0.4], ("m2", "c3"): [0.6, 0.6, 0.6, 0.5, 0.5],
-    }  # fmt: skip
+        ("m1", "c1"): [0.7, 0.6, 0.5, 0.4, 0.3],
+        ("m1", "c2"): [0.8, 0.8, 0.7, 0.7, 0.6],
+        ("m1", "c3"): [0.5, 0.4, 0.3, 0.3, 0.2],
+        ("m2", "c1"): [0.6, 0.6, 0.5, 0.5, 0.5],
+        ("m2", "c2"): [0.7, 0.6, 0.6, 0.5, 0.4],
+        ("m2", "c3"): [0.6, 0.6, 0.6, 0.5, 0.5],
+    }
     families = {"c1": "a", "c2": "a", "c3": "b"}
     t = robustness_tables(_table(acc, {"m1": 0.9, "m2": 0.7}), families=families)
     vf = t.vre_family
     assert vf.select("model", "family", "n_perturbations").rows() == [
-        ("m1", "a", 2), ("m1", "b", 1), ("m2", "a", 2), ("m2", "b", 1)]  # fmt: skip
+        ("m1", "a", 2),
+        ("m1", "b", 1),
+        ("m2", "a", 2),
+        ("m2", "b", 1),
+    ]
     sub = t.submetrics
     w = softmax_weights()
     for model in ("m1", "m2"):
@@ -239,8 +246,11 @@ def test_vre_per_family_hand_computed_and_averaging_to_vre():
             assert got["accuracy"] == pytest.approx(rows["accuracy"].mean(), abs=1e-12)
             assert got["relative_drop"] == pytest.approx(rows["relative_drop"].mean(), abs=1e-12)
         mine = vf.filter(pl.col("model") == model)
-        for column, table_column in (("vre", "vre"), ("accuracy", "accuracy"),
-                                     ("relative_drop", "relative_drop")):  # fmt: skip
+        for column, table_column in (
+            ("vre", "vre"),
+            ("accuracy", "accuracy"),
+            ("relative_drop", "relative_drop"),
+        ):
             weighted = (mine[column] * mine["n_perturbations"]).sum() / 3
             assert weighted == pytest.approx(_row(t.vre_model, model=model)[table_column])
     # m1 loses most on family b (c3): its largest relative drop.

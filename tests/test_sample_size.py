@@ -50,10 +50,13 @@ def test_images_to_detect_a_difference_by_hand():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"half_width": 0}, "half_width must be > 0"), ({"detect": -0.1}, "detect must be > 0"),
-     ({"power": 1.0}, "power must be between 0 and 1"),
-     ({"level": 0}, "level must be between 0 and 1")],
-)  # fmt: skip
+    [
+        ({"half_width": 0}, "half_width must be > 0"),
+        ({"detect": -0.1}, "detect must be > 0"),
+        ({"power": 1.0}, "power must be between 0 and 1"),
+        ({"level": 0}, "level must be between 0 and 1"),
+    ],
+)
 def test_a_target_out_of_range_is_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Target(**kwargs)
@@ -70,8 +73,18 @@ def _intervals() -> pl.DataFrame:
         ("mmi", "a", "image", "all", None, "all", 0.25, 0.2, 0.3, 0.02),
         ("mmi", "a", "image", "snow", None, "snow", 0.3, 0.2, 0.4, 0.05),  # per corruption
     ]
-    cols = ["metric", "model", "modality", "perturbation", "severity", "key", "estimate",
-            "low", "high", "se"]  # fmt: skip
+    cols = [
+        "metric",
+        "model",
+        "modality",
+        "perturbation",
+        "severity",
+        "key",
+        "estimate",
+        "low",
+        "high",
+        "se",
+    ]
     return pl.DataFrame(rows, schema=cols, orient="row")
 
 
@@ -79,18 +92,29 @@ def test_the_plan_reads_each_headline_statistic_and_pair_from_the_intervals():
     target = Target(half_width=0.01, detect=0.05)
     stats = plan_statistics(_intervals(), 100, target)
     assert stats.select("statistic", "modality", "model").rows() == [
-        ("clean accuracy", "clean", "a"), ("clean accuracy", "clean", "b"),
-        ("relative drop", "image", "a"), ("VRE", "image", "a"), ("VRE", "image", "b")]  # fmt: skip
+        ("clean accuracy", "clean", "a"),
+        ("clean accuracy", "clean", "b"),
+        ("relative drop", "image", "a"),
+        ("VRE", "image", "a"),
+        ("VRE", "image", "b"),
+    ]
     # clean a: sd 0.3, (1.959964 * 0.3 / 0.01)^2 = 3457.3 -> 3458; half-width (0.86-0.74)/2.
     row = stats.row(0, named=True)
     assert row["images_needed"] == 3458 and row["half_width"] == pytest.approx(0.06)
     assert row["sd_per_image"] == pytest.approx(0.3)
     comparisons = pl.DataFrame(
-        {"modality": ["clean", "image"], "metric": ["clean_accuracy", "vre"],
-         "model_a": ["a", "a"], "model_b": ["b", "b"], "difference": [0.1, -0.2],
-         "low": [0.05, -0.3], "high": [0.15, -0.1], "se": [0.03, 0.0],
-         "distinguishable": [True, True]}
-    )  # fmt: skip
+        {
+            "modality": ["clean", "image"],
+            "metric": ["clean_accuracy", "vre"],
+            "model_a": ["a", "a"],
+            "model_b": ["b", "b"],
+            "difference": [0.1, -0.2],
+            "low": [0.05, -0.3],
+            "high": [0.15, -0.1],
+            "se": [0.03, 0.0],
+            "distinguishable": [True, True],
+        }
+    )
     pairs = plan_comparisons(comparisons, _intervals(), 100, target).rows(named=True)
     # var(a - b) = 0.03^2 = 0.03^2 + 0.04^2 - 2 cov -> cov = 0.0008, corr = 0.0008 / 0.0012.
     assert pairs[0]["correlation"] == pytest.approx(2 / 3)
@@ -110,8 +134,12 @@ def pilot(tmp_path_factory):
     models = {"a": SimulatedModel(0.75, drops), "b": SimulatedModel(0.7, drops)}
     simulate_scored(q, models, seed=3).drop("score").write_parquet(folder / "p.parquet")
     db = folder / "r.duckdb"
-    build_database(db, DatabaseInputs(folder / "q.parquet", [folder / "p.parquet"]),
-                   families={"snow": "weather"}, uncertainty={"resamples": 300})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(folder / "q.parquet", [folder / "p.parquet"]),
+        families={"snow": "weather"},
+        uncertainty={"resamples": 300},
+    )
     return db
 
 
@@ -119,12 +147,16 @@ def test_plan_size_on_a_run_scales_its_standard_errors(pilot):
     plan = plan_size(str(pilot), Target(half_width=0.02, detect=0.05))
     assert plan.n_pilot == 150
     with duckdb.connect(str(pilot), read_only=True) as con:
-        (se,) = con.execute("SELECT se FROM intervals WHERE metric = 'accuracy' AND "
-                            "modality = 'clean' AND model = 'a'").fetchall()[0]  # fmt: skip
-        (se_d,) = con.execute("SELECT se FROM model_comparisons WHERE metric = "
-                              "'clean_accuracy'").fetchall()[0]  # fmt: skip
-    clean_a = plan.statistics.filter(pl.col("statistic") == "clean accuracy",
-                                     pl.col("model") == "a")  # fmt: skip
+        (se,) = con.execute(
+            "SELECT se FROM intervals WHERE metric = 'accuracy' AND "
+            "modality = 'clean' AND model = 'a'"
+        ).fetchall()[0]
+        (se_d,) = con.execute(
+            "SELECT se FROM model_comparisons WHERE metric = 'clean_accuracy'"
+        ).fetchall()[0]
+    clean_a = plan.statistics.filter(
+        pl.col("statistic") == "clean accuracy", pl.col("model") == "a"
+    )
     assert clean_a["images_needed"][0] == math.ceil((1.959964 * se * math.sqrt(150) / 0.02) ** 2)
     pair = plan.comparisons.filter(pl.col("metric") == "clean_accuracy")
     assert pair["images_needed"][0] == math.ceil(
@@ -137,13 +169,23 @@ def test_plan_size_on_a_run_scales_its_standard_errors(pilot):
 def test_the_command_prints_the_plan_and_checks_a_committed_one(pilot, tmp_path, capsys):
     assert main(["plan-size", str(pilot), "--half-width", "0.02", "--detect", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"<!-- generated by `vqarobust plan-size {pilot} --half-width 0.02 "
-                          "--detect 0.05 --power 0.8 --level 0.95`")  # fmt: skip
+    assert out.startswith(
+        f"<!-- generated by `vqarobust plan-size {pilot} --half-width 0.02 "
+        "--detect 0.05 --power 0.8 --level 0.95`"
+    )
     assert "Pilot: 150 images." in out and "| clean accuracy | clean | a |" in out
     committed = tmp_path / "plan.md"
     committed.write_text(out)
-    args = ["plan-size", str(pilot), "--half-width", "0.02", "--detect", "0.05", "--check",
-            str(committed)]  # fmt: skip
+    args = [
+        "plan-size",
+        str(pilot),
+        "--half-width",
+        "0.02",
+        "--detect",
+        "0.05",
+        "--check",
+        str(committed),
+    ]
     assert main(args) == 0
     line = next(x for x in out.splitlines() if x.startswith("| clean accuracy | clean | a |"))
     committed.write_text(out.replace(line, line[: line.rindex("|", 0, -1)] + "| 1 |"))
@@ -174,16 +216,21 @@ def test_a_small_pilot_is_warned_of_and_one_without_intervals_refused(tmp_path):
     from vqarobust.metrics.sample_size import Plan, to_markdown
 
     empty = pl.DataFrame()
-    text = to_markdown(Plan(20, Target(), plan_statistics(_intervals(), 20, Target()),
-                            empty), "cmd")  # fmt: skip
+    text = to_markdown(
+        Plan(20, Target(), plan_statistics(_intervals(), 20, Target()), empty), "cmd"
+    )
     assert "Warning: the pilot has 20 images, fewer than 30" in text
     q = simulate_questions(20, 3, seed=1)
     write_questions(q, tmp_path / "q.parquet")
     scored = simulate_scored(q, {"a": SimulatedModel(0.7, {("image", "snow", 1): 0.1})}, seed=1)
     scored.drop("score").write_parquet(tmp_path / "p.parquet")
     db = tmp_path / "r.duckdb"
-    build_database(db, DatabaseInputs(tmp_path / "q.parquet", [tmp_path / "p.parquet"]),
-                   families={"snow": "weather"}, uncertainty={"resamples": 0})  # fmt: skip
+    build_database(
+        db,
+        DatabaseInputs(tmp_path / "q.parquet", [tmp_path / "p.parquet"]),
+        families={"snow": "weather"},
+        uncertainty={"resamples": 0},
+    )
     with pytest.raises(ValueError, match=r"no intervals \(uncertainty.resamples: 0\)"):
         plan_size(str(db), Target())
 
@@ -202,15 +249,21 @@ def test_the_docs_quote_the_generated_plans():
     docs = (REPO / "docs" / "metrics.md").read_text()
     text = " ".join(docs[docs.index("### How many images are enough") :].split())
     default = {(r[0], r[1], r[2]): r for r in _rows(REPO / "docs/results/plan-size-default.md")}
-    assert (f"clean accuracy needs {default['clean accuracy', 'clean', 'cnn-bow'][6]} images "
-            f"(cnn-bow) and {default['clean accuracy', 'clean', 'vilt-tiny'][6]} (vilt-tiny)"
-            in text)  # fmt: skip
+    assert (
+        f"clean accuracy needs {default['clean accuracy', 'clean', 'cnn-bow'][6]} images "
+        f"(cnn-bow) and {default['clean accuracy', 'clean', 'vilt-tiny'][6]} (vilt-tiny)" in text
+    )
     assert f"image-side VRE needs {default['VRE', 'image', 'cnn-bow'][6]} (cnn-bow)" in text
-    pairs = {(r[0], r[1]): r for r in _rows(REPO / "docs/results/plan-size-default.md")
-             if r[0] in ("clean_accuracy", "perturbed_accuracy")}  # fmt: skip
+    pairs = {
+        (r[0], r[1]): r
+        for r in _rows(REPO / "docs/results/plan-size-default.md")
+        if r[0] in ("clean_accuracy", "perturbed_accuracy")
+    }
     clean, image = pairs["clean_accuracy", "clean"], pairs["perturbed_accuracy", "image"]
-    assert (f"0.02 needs {clean[6]} images, their image-side mean perturbed accuracy "
-            f"{image[6]} (correlation {float(image[5]):.2f})") in text  # fmt: skip
+    assert (
+        f"0.02 needs {clean[6]} images, their image-side mean perturbed accuracy "
+        f"{image[6]} (correlation {float(image[5]):.2f})"
+    ) in text
     paper = _rows(REPO / "docs/results/plan-size-paper-pilot.md")
 
     def span(rows: list[list[str]]) -> str:

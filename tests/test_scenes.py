@@ -127,23 +127,31 @@ def test_a_swap_never_changes_the_true_answer(seed, image_id, k):
             assert new.get("shape") not in q.shapes and new.get("colour") not in q.colours
             assert swapped[sw.object_id] != objects[sw.object_id]
             assert evaluate(q.text, swapped) == q.answer, (q, sw)
-        per_kind = {p: [s.severity for s in swaps if s.perturbation == p]
-                    for p in ("swap_class", "swap_attribute")}  # fmt: skip
+        per_kind = {
+            p: [s.severity for s in swaps if s.perturbation == p]
+            for p in ("swap_class", "swap_attribute")
+        }
         for severities in per_kind.values():
             assert severities == list(range(1, len(severities) + 1))
 
 
 def test_swaps_per_context_object():
-    objects = [scenes.SceneObject(0, "circle", "red", "small", 20, 20),
-               scenes.SceneObject(1, "square", "blue", "large", 60, 60),
-               scenes.SceneObject(2, "star", "green", "small", 100, 100)]  # fmt: skip
+    objects = [
+        scenes.SceneObject(0, "circle", "red", "small", 20, 20),
+        scenes.SceneObject(1, "square", "blue", "large", 60, 60),
+        scenes.SceneObject(2, "star", "green", "small", 100, 100),
+    ]
     q = scenes.SceneQuestion(0, "colour", "What color is the circle?", "red", (0,), ("circle",), ())
     neighbours = {"square": ["circle", "star", "cross"], "star": ["cross", "circle", "square"]}
     swaps = scene_swaps(objects, q, {**NEIGHBOURS, **neighbours}, 2, np.random.default_rng(0))
     cls = [(s.object_id, s.changes) for s in swaps if s.perturbation == "swap_class"]
     # circle is mentioned, so the square's nearest allowed classes are star and cross.
-    assert cls == [(1, (("shape", "star"),)), (1, (("shape", "cross"),)),
-                   (2, (("shape", "cross"),)), (2, (("shape", "square"),))]  # fmt: skip
+    assert cls == [
+        (1, (("shape", "star"),)),
+        (1, (("shape", "cross"),)),
+        (2, (("shape", "cross"),)),
+        (2, (("shape", "square"),)),
+    ]
     attr = [s for s in swaps if s.perturbation == "swap_attribute"]
     assert [s.object_id for s in attr] == [1, 1, 2, 2]
     assert all(dict(s.changes).keys() <= {"colour", "size"} and s.changes for s in attr)
@@ -152,7 +160,10 @@ def test_swaps_per_context_object():
 def test_class_neighbours_by_similarity():
     vectors = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
     assert class_neighbours(["a", "b", "c"], vectors) == {
-        "a": ["b", "c"], "b": ["a", "c"], "c": ["b", "a"]}  # fmt: skip
+        "a": ["b", "c"],
+        "b": ["a", "c"],
+        "c": ["b", "a"],
+    }
 
 
 def test_context_metrics_by_hand():
@@ -160,17 +171,23 @@ def test_context_metrics_by_hand():
     # q4 correct, no context objects (no swaps); q5 correct ("two"), a swap answers "2",
     # which would also get full credit, but it is another answer: a change.
     rows = [
-        ("clean", "clean", 0, 1, "red", 1.0), ("context", "swap_class", 1, 1, "blue", 0.0),
+        ("clean", "clean", 0, 1, "red", 1.0),
+        ("context", "swap_class", 1, 1, "blue", 0.0),
         ("context", "swap_attribute", 1, 1, "red", 1.0),
-        ("clean", "clean", 0, 2, "2", 1.0), ("context", "swap_class", 1, 2, "2", 1.0),
+        ("clean", "clean", 0, 2, "2", 1.0),
+        ("context", "swap_class", 1, 2, "2", 1.0),
         ("context", "swap_class", 2, 2, "2", 1.0),
-        ("clean", "clean", 0, 3, "no", 0.0), ("context", "swap_attribute", 1, 3, "yes", 1.0),
+        ("clean", "clean", 0, 3, "no", 0.0),
+        ("context", "swap_attribute", 1, 3, "yes", 1.0),
         ("clean", "clean", 0, 4, "yes", 1.0),
-        ("clean", "clean", 0, 5, "two", 1.0), ("context", "swap_class", 1, 5, "2", 1.0),
-    ]  # fmt: skip
-    scored = pl.DataFrame(rows, schema=["modality", "perturbation", "severity", "question_id",
-                                        "answer", "score"], orient="row").with_columns(
-        pl.lit("m").alias("model"))  # fmt: skip
+        ("clean", "clean", 0, 5, "two", 1.0),
+        ("context", "swap_class", 1, 5, "2", 1.0),
+    ]
+    scored = pl.DataFrame(
+        rows,
+        schema=["modality", "perturbation", "severity", "question_id", "answer", "score"],
+        orient="row",
+    ).with_columns(pl.lit("m").alias("model"))
     t = context_tables(scored)
     rel = {p: (c, n, r) for _, p, c, n, r in t["context_reliance"].iter_rows()}
     # As the paper's benchmark script counts: every correct question (q1, q2, q4, q5) is in
@@ -188,11 +205,15 @@ def test_context_metrics_by_hand():
     assert empty["context_reliance"].is_empty() and empty["effective_accuracy"].is_empty()
     # Per group: {q1, q3} -> accuracy 1/2, reliance 1/1 (q1 flips); {q2, q4} -> accuracy
     # 1, reliance 0/2; {q5} -> 1, 1/1; q6 is in no question table, so it counts nowhere.
-    groups = pl.DataFrame({"question_id": [1, 3, 2, 4, 5, 6],
-                           "group": ["a", "a", "b", "b", "c", "d"]})  # fmt: skip
+    groups = pl.DataFrame(
+        {"question_id": [1, 3, 2, 4, 5, 6], "group": ["a", "a", "b", "b", "c", "d"]}
+    )
     by_group = context_by_group(scored, groups)
-    assert by_group.rows() == [("m", "a", 2, 0.5, 1.0), ("m", "b", 2, 1.0, 0.0),
-                               ("m", "c", 1, 1.0, 1.0)]  # fmt: skip
+    assert by_group.rows() == [
+        ("m", "a", 2, 0.5, 1.0),
+        ("m", "b", 2, 1.0, 0.0),
+        ("m", "c", 1, 1.0, 1.0),
+    ]
     wrong = scored.filter(pl.col("question_id") == 3)
     assert context_by_group(wrong, groups).rows() == [("m", "a", 1, 0.0, None)]
     assert context_by_group(scored.head(0), groups).is_empty()
@@ -204,13 +225,28 @@ def test_context_subsets_ask_each_question_about_its_swapped_image(tmp_path):
     from vqarobust import store
     from vqarobust.inference import Subset, subset_questions
 
-    questions = pa.table({"question_id": [1, 2, 3], "image_id": [10, 10, 11],
-                          "question": ["a?", "b?", "c?"], "answers": [["x"]] * 3})  # fmt: skip
-    sets = pa.table({"question_id": [1, 3, 1], "image_id": [10000, 11000, 10001],
-                     "original": ["a?", "c?", "a?"], "perturbed": ["a?", "c?", "a?"],
-                     "perturbation": ["swap_class"] * 3, "severity": [1, 1, 2],
-                     "changed": [True] * 3, "similarity": [1.0] * 3, "tries": [1] * 3},
-                    schema=store.QUESTION_SET_SCHEMA)  # fmt: skip
+    questions = pa.table(
+        {
+            "question_id": [1, 2, 3],
+            "image_id": [10, 10, 11],
+            "question": ["a?", "b?", "c?"],
+            "answers": [["x"]] * 3,
+        }
+    )
+    sets = pa.table(
+        {
+            "question_id": [1, 3, 1],
+            "image_id": [10000, 11000, 10001],
+            "original": ["a?", "c?", "a?"],
+            "perturbed": ["a?", "c?", "a?"],
+            "perturbation": ["swap_class"] * 3,
+            "severity": [1, 1, 2],
+            "changed": [True] * 3,
+            "similarity": [1.0] * 3,
+            "tries": [1] * 3,
+        },
+        schema=store.QUESTION_SET_SCHEMA,
+    )
     pq.write_table(sets, tmp_path / "swap_class.parquet")
     path = str(tmp_path / "swap_class.parquet")
     first = subset_questions(questions, Subset("swap_class", 1, "x", "context", path))
@@ -243,7 +279,8 @@ def test_swapmix_training_swaps_only_context_and_is_seeded():
     for qid in ids:
         objects, q = always.index[qid]
         assert {s.object_id for s in always.swaps(1, qid)} == {
-            o.id for o in scenes.context_objects(objects, q)}  # fmt: skip
+            o.id for o in scenes.context_objects(objects, q)
+        }
     proc = ViltImageProcessorPil(size={"shortest_edge": 128}, size_divisor=8, do_pad=True)
     import torch
 
@@ -257,8 +294,11 @@ def test_swapmix_training_swaps_only_context_and_is_seeded():
 def test_config_checks_the_context_study():
     from vqarobust.config import ConfigError, validate_config
 
-    base = {"dataset": {"name": "d", "adapter": "easy-vqa"}, "corruptions": ["snow"],
-            "models": {"m": {"family": "blip", "path_or_id": "x"}}}  # fmt: skip
+    base = {
+        "dataset": {"name": "d", "adapter": "easy-vqa"},
+        "corruptions": ["snow"],
+        "models": {"m": {"family": "blip", "path_or_id": "x"}},
+    }
     with pytest.raises(ConfigError, match="context.perturbations: SwapMix needs.*easy-vqa"):
         validate_config({**base, "context": {"perturbations": ["swap_class"]}})
     with pytest.raises(ConfigError, match="context"):
@@ -267,9 +307,14 @@ def test_config_checks_the_context_study():
     with pytest.raises(ConfigError, match="models.m.train.swapmix: SwapMix training"):
         validate_config({**base, "models": {"m": trained}})
     both = {"perturbations": ["swap_class", "swap_attribute"]}
-    ok = validate_config({"dataset": {"name": "s", "adapter": "scenes", "scene_seed": 2},
-                          "corruptions": ["snow"], "models": {"m": trained},
-                          "context": both})  # fmt: skip
+    ok = validate_config(
+        {
+            "dataset": {"name": "s", "adapter": "scenes", "scene_seed": 2},
+            "corruptions": ["snow"],
+            "models": {"m": trained},
+            "context": both,
+        }
+    )
     assert ok["context"]["k"] == 3
     assert ok["context"]["max_objects"] is None  # the paper's rule: every context object
     for bad in (0, 2.5, "six"):
@@ -287,8 +332,9 @@ def _occlusion_spares_the_questions_objects(results) -> None:  # noqa: ANN001
     from vqarobust.datasets.object_boxes import read_boxes, relevant_boxes
 
     boxes = relevant_boxes(read_boxes(results / "boxes.parquet"))
-    clean = store.ImageShards(results.parent.parent / "resources" / "datasets" / "scenes"
-                              / "eval" / "images")  # fmt: skip
+    clean = store.ImageShards(
+        results.parent.parent / "resources" / "datasets" / "scenes" / "eval" / "images"
+    )
     occluded = list(store.iter_images(results / "images" / "occlude_context" / "2"))
     assert len(occluded) == 8 and set(boxes) == {r["image_id"] for r in occluded}
     changed = 0
@@ -316,17 +362,30 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     config.update(corruptions=["occlude_context"], severities=[2], controls=[])
     config["context"].update(k=2, reliance_k=[1, 2])
     small = {"epochs": 1, "channels": [8, 16], "hidden_dim": 32}
-    config["models"] = {name: {**config["models"][name],
-                               "train": {**config["models"][name]["train"], **small}}
-                        for name in ("cnn-film", "cnn-film-swapmix")}  # fmt: skip
+    config["models"] = {
+        name: {**config["models"][name], "train": {**config["models"][name]["train"], **small}}
+        for name in ("cnn-film", "cnn-film-swapmix")
+    }
     # Beside the pixel models, the feature path (docs/context.md, "Feature models"): tiny
     # LXMERTs on detector-like features (SwapMix-trained) and on perfect sight.
-    config["features"] = {"det": {"kind": "detector", "dim": 8, "epochs": 1},
-                          "sight": {"kind": "perfect_sight"}}  # fmt: skip
-    lxmert = {"architecture": "lxmert", "epochs": 1, "hidden_size": 16, "num_attention_heads": 2,
-              "l_layers": 1, "x_layers": 1, "r_layers": 1}  # fmt: skip
-    config["models"]["lx-det-swapmix"] = {"family": "lxmert", "features": "det",
-                                          "train": {**lxmert, "swapmix": {"k": 2}}}  # fmt: skip
+    config["features"] = {
+        "det": {"kind": "detector", "dim": 8, "epochs": 1},
+        "sight": {"kind": "perfect_sight"},
+    }
+    lxmert = {
+        "architecture": "lxmert",
+        "epochs": 1,
+        "hidden_size": 16,
+        "num_attention_heads": 2,
+        "l_layers": 1,
+        "x_layers": 1,
+        "r_layers": 1,
+    }
+    config["models"]["lx-det-swapmix"] = {
+        "family": "lxmert",
+        "features": "det",
+        "train": {**lxmert, "swapmix": {"k": 2}},
+    }
     config["models"]["lx-sight"] = {"family": "lxmert", "features": "sight", "train": lxmert}
     run_workflow(tmp_path, config)
     _occlusion_spares_the_questions_objects(tmp_path / "results" / "scenes")
@@ -336,20 +395,21 @@ def test_the_context_study_runs_end_to_end(tmp_path):
         reliance = con.sql(
             "SELECT model, perturbation FROM context_reliance ORDER BY ALL"
         ).fetchall()
-        assert reliance == [(m, p) for m in models
-                            for p in ("all", "swap_attribute", "swap_class")]  # fmt: skip
+        assert reliance == [(m, p) for m in models for p in ("all", "swap_attribute", "swap_class")]
         n_q = con.execute("SELECT count(*) FROM questions").fetchall()[0][0]
         n_swaps = con.execute("SELECT count(*) FROM context_swaps").fetchall()[0][0]
 
         def asked(model_filter: str) -> int:
-            return con.execute("SELECT count(*) FROM predictions WHERE modality = 'context' "
-                               f"AND {model_filter}").fetchall()[0][0]  # fmt: skip
+            return con.execute(
+                f"SELECT count(*) FROM predictions WHERE modality = 'context' AND {model_filter}"
+            ).fetchall()[0][0]
 
         # Every pixel swap asked of both pixel models, every feature swap of its model.
         assert n_swaps > n_q and asked("model LIKE 'cnn-film%'") == 2 * n_swaps
         for model, source in (("lx-det-swapmix", "det"), ("lx-sight", "sight")):
-            n = con.execute("SELECT count(*) FROM feature_swaps WHERE source = ?",
-                            [source]).fetchall()[0][0]  # fmt: skip
+            n = con.execute(
+                "SELECT count(*) FROM feature_swaps WHERE source = ?", [source]
+            ).fetchall()[0][0]
             assert n > n_q and asked(f"model = '{model}'") == n
         effective = con.execute(
             "SELECT count(*) FROM effective_accuracy WHERE effective_accuracy <= accuracy"
@@ -372,8 +432,11 @@ def test_the_context_study_runs_end_to_end(tmp_path):
         one = at_k.filter(pl.col("k") == 1).join(two, on=["model", "perturbation"], suffix="_2")
         assert (one["n_changed"] <= one["n_changed_2"]).all()
         findings = con.sql("SELECT * FROM context_findings").pl()
-        rel = dict(con.execute("SELECT model, reliance FROM context_reliance "
-                               "WHERE perturbation = 'all'").fetchall())  # fmt: skip
+        rel = dict(
+            con.execute(
+                "SELECT model, reliance FROM context_reliance WHERE perturbation = 'all'"
+            ).fetchall()
+        )
         # Context rows stay out of the robustness metrics over severities.
         assert (
             con.execute("SELECT count(*) FROM mmi WHERE modality = 'context'").fetchall()[0][0] == 0
@@ -386,8 +449,10 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     ]
     a, b = rel["cnn-film-swapmix"], rel["cnn-film"]
     change = "lowers" if a < b else "raises" if a > b else "does not change"
-    sentence = (f"SwapMix training {change} the context reliance of the models reading pixels: "
-                f"cnn-film-swapmix {a:.3f} vs cnn-film {b:.3f}")  # fmt: skip
+    sentence = (
+        f"SwapMix training {change} the context reliance of the models reading pixels: "
+        f"cnn-film-swapmix {a:.3f} vs cnn-film {b:.3f}"
+    )
     log = (tmp_path / "logs" / "scenes" / "train_model" / "cnn-film-swapmix.log").read_text()
     assert re.search(r"SwapMix re-rendered [1-9]\d* training images", log)
     html = (tmp_path / "results" / "scenes" / "report" / "index.html").read_text()

@@ -20,9 +20,11 @@ def t5(tmp_path_factory):
 def test_rewrites_are_the_models_greedy_output(t5):
     questions = ["what color is the shape?", "is there a red circle?"]
     direct = Rewriter(str(t5), prompt="rewrite formal : {question}", max_new_tokens=6)
-    out, kept = rewrite(questions, "formal",
-                        {"model": str(t5), "prompt": "rewrite formal : {question}",
-                         "max_new_tokens": 6})  # fmt: skip
+    out, kept = rewrite(
+        questions,
+        "formal",
+        {"model": str(t5), "prompt": "rewrite formal : {question}", "max_new_tokens": 6},
+    )
     expected = direct(questions)
     assert out == [e or q for e, q in zip(expected, questions, strict=True)]
     assert kept == sum(not e for e in expected)
@@ -40,9 +42,16 @@ def test_back_translation_chains_two_models(t5):
     there = Rewriter(str(t5), max_new_tokens=5)
     back = Rewriter(str(t5), prompt="rewrite : {question}", max_new_tokens=5)
     q = ["how many dogs?"]
-    out, _ = rewrite(q, "back_translation", {"model": str(t5), "back_model": str(t5),
-                                             "back_prompt": "rewrite : {question}",
-                                             "max_new_tokens": 5})  # fmt: skip
+    out, _ = rewrite(
+        q,
+        "back_translation",
+        {
+            "model": str(t5),
+            "back_model": str(t5),
+            "back_prompt": "rewrite : {question}",
+            "max_new_tokens": 5,
+        },
+    )
     assert out == [back(there(q))[0] or q[0]]
     with pytest.raises(ValueError, match="back_model"):
         rewrite(q, "back_translation", {"model": str(t5)})
@@ -55,8 +64,9 @@ def test_missing_model_fails_with_its_name(tmp_path):
 
 def test_question_set_of_a_rewrite(t5, easy_vqa_eval, tmp_path):
     out = tmp_path / "formal" / "1.parquet"
-    n = rewrite_question_set(easy_vqa_eval["questions"], out, "formal",
-                             {"model": str(t5), "max_new_tokens": 6})  # fmt: skip
+    n = rewrite_question_set(
+        easy_vqa_eval["questions"], out, "formal", {"model": str(t5), "max_new_tokens": 6}
+    )
     got = pl.read_parquet(out)
     assert n == got.height and got.columns == store.QUESTION_SET_SCHEMA.names
     assert set(got["severity"]) == {1} and set(got["perturbation"]) == {"formal"}
@@ -85,10 +95,19 @@ def test_config_checks_sentence_entries():
 def test_sentence_rewrites_do_not_depend_on_the_batch(t5):
     """A rewriter's batch size travels in the runtime channel (it reruns nothing,
     docs/workflow.md): the rewrites are the same for any batch."""
-    questions = ["what color is the shape?", "is there a red circle in the image?", "how many?",
-                 "what shape is on the left side of the picture?", "is it blue?"]  # fmt: skip
-    rewrites = [Rewriter(str(t5), prompt="rewrite formal : {question}", max_new_tokens=8,
-                         batch_size=batch)(questions) for batch in (1, 2, 5)]  # fmt: skip
+    questions = [
+        "what color is the shape?",
+        "is there a red circle in the image?",
+        "how many?",
+        "what shape is on the left side of the picture?",
+        "is it blue?",
+    ]
+    rewrites = [
+        Rewriter(str(t5), prompt="rewrite formal : {question}", max_new_tokens=8, batch_size=batch)(
+            questions
+        )
+        for batch in (1, 2, 5)
+    ]
     assert rewrites[0] == rewrites[1] == rewrites[2]
 
 
@@ -120,13 +139,23 @@ def test_the_fidelity_filter_redraws_a_sampled_rewrite(t5, easy_vqa_eval, tmp_pa
 
     def encode(texts):  # an original is (1, 0); a draw passes (0.95) when its length is even
         passing = [0.95, 0.312]
-        return np.array([[1.0, 0.0] if t in originals else
-                         passing if len(t) % 2 == 0 else [0.0, 1.0] for t in texts])  # fmt: skip
+        return np.array(
+            [
+                [1.0, 0.0] if t in originals else passing if len(t) % 2 == 0 else [0.0, 1.0]
+                for t in texts
+            ]
+        )
 
     out = tmp_path / "formal.parquet"
-    rewrite_question_set(easy_vqa_eval["questions"], out, "formal", settings, global_seed=3,
-                         fidelity=Fidelity(0.9, max_tries=4, on_low_similarity="keep_last"),
-                         encode=encode)  # fmt: skip
+    rewrite_question_set(
+        easy_vqa_eval["questions"],
+        out,
+        "formal",
+        settings,
+        global_seed=3,
+        fidelity=Fidelity(0.9, max_tries=4, on_low_similarity="keep_last"),
+        encode=encode,
+    )
     got = pl.read_parquet(out)
     assert got["tries"].min() >= 1 and got["tries"].max() <= 4 and got["tries"].max() > 1
     rewriter = SentenceRewrite("formal", settings)
@@ -146,9 +175,14 @@ def test_the_fidelity_filter_redraws_a_sampled_rewrite(t5, easy_vqa_eval, tmp_pa
 
     greedy = {"model": str(t5), "max_new_tokens": 8}
     for on_low, kept in (("drop", False), ("keep_last", True)):
-        rewrite_question_set(easy_vqa_eval["questions"], out, "formal", greedy,
-                             fidelity=Fidelity(0.9, max_tries=4, on_low_similarity=on_low),
-                             encode=below)  # fmt: skip
+        rewrite_question_set(
+            easy_vqa_eval["questions"],
+            out,
+            "formal",
+            greedy,
+            fidelity=Fidelity(0.9, max_tries=4, on_low_similarity=on_low),
+            encode=below,
+        )
         got = pl.read_parquet(out)
         assert got["tries"].to_list() == [1] * got.height
         assert got["similarity"].max() < 0.9

@@ -20,19 +20,25 @@ NUMBER = r"(-?[0-9.]+)"
 def _comparisons(rows: list[tuple[str, str, float, float, float]]) -> pl.DataFrame:
     """model_comparisons rows: (model_a, model_b, difference a - b, low, high), one family;
     the adjusted p-value 0.01 where the interval excludes zero, else 0.5."""
-    frame = pl.DataFrame(rows, schema=["model_a", "model_b", "difference", "low", "high"],
-                         orient="row")  # fmt: skip
+    frame = pl.DataFrame(
+        rows, schema=["model_a", "model_b", "difference", "low", "high"], orient="row"
+    )
     apart = (pl.col("low") > 0) | (pl.col("high") < 0)
     return frame.with_columns(
-        p_adjusted=pl.when(apart).then(0.01).otherwise(0.5), adjust=pl.lit("holm"),
-        family_size=pl.lit(len(rows)), distinguishable=apart,
-    )  # fmt: skip
+        p_adjusted=pl.when(apart).then(0.01).otherwise(0.5),
+        adjust=pl.lit("holm"),
+        family_size=pl.lit(len(rows)),
+        distinguishable=apart,
+    )
 
 
 def test_comparison_sentences_by_hand():
     models = pl.DataFrame({"model": ["a", "b", "c"], "vre": [0.2, 0.5, 0.45]})
-    rows = [("a", "b", -0.3, -0.4, -0.2), ("b", "c", 0.05, -0.01, 0.1),
-            ("a", "c", -0.25, -0.3, -0.1)]  # fmt: skip
+    rows = [
+        ("a", "b", -0.3, -0.4, -0.2),
+        ("b", "c", 0.05, -0.01, 0.1),
+        ("a", "c", -0.25, -0.3, -0.1),
+    ]
     family = "over the 3 pairwise comparisons of image-side VRE"
     assert comparison_sentences(models, _comparisons(rows), 0.9) == [
         "a is more robust than b (VRE 0.200 vs 0.500, difference -0.300 [-0.400, -0.200]; "
@@ -72,8 +78,10 @@ def test_context_sentences_recompute_from_their_rows(triples):
     """Whichever model a sentence says relies less has the lower reliance by the row
     (difference a - b), the printed difference is less - more and lies in its printed
     interval, and the pair is called apart exactly when the interval excludes zero."""
-    rows = [(f"m{i}", f"n{i}", d, min(lo, hi, d), max(lo, hi, d))
-            for i, (d, lo, hi) in enumerate(triples)]  # fmt: skip
+    rows = [
+        (f"m{i}", f"n{i}", d, min(lo, hi, d), max(lo, hi, d))
+        for i, (d, lo, hi) in enumerate(triples)
+    ]
     for row, sentence in zip(rows, context_sentences(_comparisons(rows), 0.95), strict=True):
         a, b, d, lo, hi = row
         pattern = (
@@ -96,8 +104,11 @@ def test_context_sentences_recompute_from_their_rows(triples):
 
 def test_reliance_sentence_by_hand():
     def frame(rows: list[tuple]) -> pl.DataFrame:
-        return pl.DataFrame(rows, schema=["model", "ratio", "ratio_low", "ratio_high",
-                                          "uses_image_little"], orient="row")  # fmt: skip
+        return pl.DataFrame(
+            rows,
+            schema=["model", "ratio", "ratio_low", "ratio_high", "uses_image_little"],
+            orient="row",
+        )
 
     assert reliance_sentence(None, 0.8) is None
     assert reliance_sentence(frame([]), 0.8) is None
@@ -117,8 +128,13 @@ def test_reliance_sentence_by_hand():
 
 
 def test_weakest_types_sentence_by_hand():
-    weakest = pl.DataFrame({"corruption": ["fog", "snow"], "question_type": ["how many", "what"],
-                            "accuracy": [0.25, 0.5004]})  # fmt: skip
+    weakest = pl.DataFrame(
+        {
+            "corruption": ["fog", "snow"],
+            "question_type": ["how many", "what"],
+            "accuracy": [0.25, 0.5004],
+        }
+    )
     assert weakest_types_sentence(weakest, 20) == (
         "Weakest question type per corruption (mean accuracy over the models, severities "
         "1-5, point estimates; types with 20 questions or more): fog: how many (0.250); "

@@ -22,16 +22,22 @@ from vqarobust.params import answer_spec
 # Servers with delays, timeouts and retries: about 25 s (tests/conftest.py orders by it).
 COST_SECONDS = 25
 
-QUESTIONS = ["what color is the shape?", "is there a red circle?", "how many dogs?",
-             "does the image contain a triangle?"]  # fmt: skip
+QUESTIONS = [
+    "what color is the shape?",
+    "is there a red circle?",
+    "how many dogs?",
+    "does the image contain a triangle?",
+]
 
 
 @pytest.fixture(scope="module")
 def llava(tmp_path_factory):
     path = tiny_llava(tmp_path_factory.mktemp("llava") / "llava")
     # The server gets the full prompt text; its model asks it as it is.
-    model = load_model({"family": "llava", "path_or_id": str(path), "prompt": "{question}",
-                        "max_new_tokens": 4}, device="cpu")  # fmt: skip
+    model = load_model(
+        {"family": "llava", "path_or_id": str(path), "prompt": "{question}", "max_new_tokens": 4},
+        device="cpu",
+    )
     return path, lambda image, text: model.answer([image], [text])[0]
 
 
@@ -41,15 +47,21 @@ def _images(n):
 
 
 def _client(base_url, **kw):
-    spec = {"family": "openai-chat", "base_url": base_url, "model": "tiny-llava",
-            "max_new_tokens": 4, **kw}  # fmt: skip
+    spec = {
+        "family": "openai-chat",
+        "base_url": base_url,
+        "model": "tiny-llava",
+        "max_new_tokens": 4,
+        **kw,
+    }
     return load_model(spec, name="served", device="cpu")
 
 
 def test_answers_are_the_served_models(llava):
     path, answer = llava
-    direct = load_model({"family": "llava", "path_or_id": str(path), "max_new_tokens": 4},
-                        device="cpu")  # fmt: skip
+    direct = load_model(
+        {"family": "llava", "path_or_id": str(path), "max_new_tokens": 4}, device="cpu"
+    )
     images = _images(4)
     with ChatServer(answer) as server:
         got = _client(server.base_url).answer_all(images, QUESTIONS)
@@ -60,8 +72,9 @@ def test_answers_are_the_served_models(llava):
 def test_concurrency_reaches_the_limit_and_no_more(llava):
     _, answer = llava
     with ChatServer(answer, delay_s=0.3) as server:
-        client = _client(server.base_url, max_concurrency=4, batch_size=12,
-                         adaptive_concurrency=False)  # fmt: skip
+        client = _client(
+            server.base_url, max_concurrency=4, batch_size=12, adaptive_concurrency=False
+        )
         client.answer_all(_images(12), QUESTIONS * 3)
     assert server.max_in_flight == 4
 
@@ -124,8 +137,7 @@ def test_api_key_comes_from_the_environment_and_stays_out_of_logs(llava, monkeyp
 def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp_path):
     _, answer = llava
     n_q = store.read_questions(easy_vqa_eval["questions"]).num_rows
-    spec = {"family": "openai-chat", "model": "tiny-llava", "max_new_tokens": 4,
-            "device": "cpu"}  # fmt: skip
+    spec = {"family": "openai-chat", "model": "tiny-llava", "max_new_tokens": 4, "device": "cpu"}
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     out = tmp_path / "pred.parquet"
     with ChatServer(answer, fail_after=20) as server:
@@ -159,8 +171,14 @@ def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
     from vqarobust.config import validate_config
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["models"] = {"served": {"family": "openai-chat", "base_url": "https://node:8000/v1",
-                                   "model": "llava", "api_key_env": "NODE_API_KEY"}}  # fmt: skip
+    config["models"] = {
+        "served": {
+            "family": "openai-chat",
+            "base_url": "https://node:8000/v1",
+            "model": "llava",
+            "api_key_env": "NODE_API_KEY",
+        }
+    }
     validate_config(config)
     entry = config["models"]["served"]
     assert entry["device"] == "cpu"
@@ -173,11 +191,19 @@ def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
     assert moved["endpoint"] == "http://other:8000/v1"
     from vqarobust.config import ConfigError
 
-    for bad, message in (({"base_url": "node:8000"}, "base_url"),
-                         ({"path_or_id": "x"}, "in-process models"),
-                         ({"device": "cuda"}, "asks for no GPU")):  # fmt: skip
-        config["models"] = {"served": {"family": "openai-chat", "model": "llava",
-                                       "base_url": "http://node:8000/v1", **bad}}  # fmt: skip
+    for bad, message in (
+        ({"base_url": "node:8000"}, "base_url"),
+        ({"path_or_id": "x"}, "in-process models"),
+        ({"device": "cuda"}, "asks for no GPU"),
+    ):
+        config["models"] = {
+            "served": {
+                "family": "openai-chat",
+                "model": "llava",
+                "base_url": "http://node:8000/v1",
+                **bad,
+            }
+        }
         with pytest.raises(ConfigError, match=message):
             validate_config(config)
 
@@ -195,8 +221,13 @@ def test_retries_are_jittered_so_failed_threads_do_not_return_in_lockstep(llava,
     _, answer = llava
     with ChatServer(answer, fail_first=8) as server:
         # Eight in flight at once from the start, so that eight fail together.
-        client = _client(server.base_url, max_concurrency=8, batch_size=8, max_retries=3,
-                         adaptive_concurrency=False)  # fmt: skip
+        client = _client(
+            server.base_url,
+            max_concurrency=8,
+            batch_size=8,
+            max_retries=3,
+            adaptive_concurrency=False,
+        )
         with caplog.at_level(logging.WARNING):
             client.answer_all(_images(8), QUESTIONS * 2)
     assert server.requests == 16
@@ -215,8 +246,9 @@ def test_retry_after_as_an_http_date_is_honoured(llava, caplog):
     def two_seconds_from_now():
         return email.utils.formatdate(time.time() + 2, usegmt=True)
 
-    with ChatServer(answer, fail_first=1, fail_status=429,
-                    retry_after=two_seconds_from_now) as server:  # fmt: skip
+    with ChatServer(
+        answer, fail_first=1, fail_status=429, retry_after=two_seconds_from_now
+    ) as server:
         client = _client(server.base_url, max_concurrency=1)
         with caplog.at_level(logging.WARNING):
             client.answer_all(_images(1), QUESTIONS[:1])
@@ -244,8 +276,10 @@ def test_a_malformed_body_is_retried_then_reported_with_the_url_and_its_first_by
         got = _client(server.base_url, max_concurrency=1).answer_all(_images(1), QUESTIONS[:1])
     assert len(got) == 1 and server.requests == 2
     assert "a malformed reply (HTTP 200): '<html>upstream proxy hiccup</html>'" in caplog.text
-    wanted = (r"/v1/chat/completions failed 2 times, last with a malformed reply "
-              r"\(HTTP 200\): '<html>upstream")  # fmt: skip
+    wanted = (
+        r"/v1/chat/completions failed 2 times, last with a malformed reply "
+        r"\(HTTP 200\): '<html>upstream"
+    )
     with ChatServer(answer, malformed_first=10) as server, pytest.raises(ServerError, match=wanted):
         _client(server.base_url, max_retries=1).answer_all(_images(1), QUESTIONS[:1])
 
@@ -285,12 +319,14 @@ def test_each_way_a_request_ends_reaches_the_limit_as_its_outcome(llava):
             super().release(outcome, latency_s)
 
     _, answer = llava
-    cases = [({"fail_first": 1, "fail_status": 429}, {}, Outcome.OVERLOADED),
-             ({"fail_first": 1, "fail_status": 503}, {}, Outcome.OVERLOADED),
-             ({"fail_first": 1, "fail_status": 502}, {}, Outcome.FAILED),
-             ({"malformed_first": 1}, {}, Outcome.FAILED),
-             ({"delay_s": 1.0}, {"timeout_s": 0.2, "max_retries": 0}, Outcome.OVERLOADED),
-             ({"fail_first": 1, "fail_status": 400}, {}, Outcome.FAILED)]  # fmt: skip
+    cases = [
+        ({"fail_first": 1, "fail_status": 429}, {}, Outcome.OVERLOADED),
+        ({"fail_first": 1, "fail_status": 503}, {}, Outcome.OVERLOADED),
+        ({"fail_first": 1, "fail_status": 502}, {}, Outcome.FAILED),
+        ({"malformed_first": 1}, {}, Outcome.FAILED),
+        ({"delay_s": 1.0}, {"timeout_s": 0.2, "max_retries": 0}, Outcome.OVERLOADED),
+        ({"fail_first": 1, "fail_status": 400}, {}, Outcome.FAILED),
+    ]
     for server_kw, client_kw, first in cases:
         with ChatServer(answer, **server_kw) as server:
             client = _client(server.base_url, **client_kw)

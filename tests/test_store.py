@@ -10,8 +10,13 @@ def _rows(n, size=32):
     rng = np.random.default_rng(0)
     for i in range(n):
         img = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
-        yield {"image_id": i, "bytes": store.encode_image(img), "format": "png",
-               "width": size, "height": size}  # fmt: skip
+        yield {
+            "image_id": i,
+            "bytes": store.encode_image(img),
+            "format": "png",
+            "width": size,
+            "height": size,
+        }
 
 
 def test_shards_are_sized_by_bytes_and_round_trip(tmp_path):

@@ -28,8 +28,10 @@ def test_snakefmt():
     files = ["Snakefile", *sorted(str(p.relative_to(REPO)) for p in (REPO / "rules").glob("*.smk"))]
     proc = subprocess.run(
         [sys.executable, "-m", "snakefmt", "--check", "--diff", *files],
-        cwd=REPO, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -42,6 +44,10 @@ def test_shape_thresholds_hold():
     assert {"C901", "PLR0912", "PLR0913", "PLR0915"} <= set(lint["select"])
     assert lint["pylint"] == {"max-branches": 15, "max-statements": 60, "max-args": 8}
     assert lint["mccabe"]["max-complexity"] == 15
-    noqa = subprocess.run(["git", "grep", "-n", "noqa: PLR0913", "--", "src", "workflow"],
-                          cwd=REPO, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    noqa = subprocess.run(
+        ["git", "grep", "-n", "noqa: PLR0913", "--", "src", "workflow"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     assert [line.split(":")[0] for line in noqa] == ["src/vqarobust/models/cnn_bow.py"], noqa

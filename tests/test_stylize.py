@@ -88,8 +88,9 @@ def test_alpha_zero_is_the_decoded_content(stylizer):
 def test_stronger_severity_moves_further_from_the_content(stylizer):
     img = photo_like(64, 64)
     base = stylizer.transfer(img, 0, 0.0).astype(float)
-    dist = [np.abs(stylizer.transfer(img, 0, a).astype(float) - base).mean()
-            for a in (0.2, 0.6, 1.0)]  # fmt: skip
+    dist = [
+        np.abs(stylizer.transfer(img, 0, a).astype(float) - base).mean() for a in (0.2, 0.6, 1.0)
+    ]
     assert 0 < dist[0] < dist[1] < dist[2]
 
 
@@ -107,8 +108,18 @@ def test_preview_with_stylize(tmp_path, capsys):
     src = tmp_path / "img.png"
     Image.fromarray(photo_like(48, 64)).save(src)
     out = tmp_path / "grid.png"
-    args = ["preview", str(src), "--out", str(out), "--corruptions", "stylize",
-            "--stylize-weights", str(weights), "--stylize-styles", str(styles)]  # fmt: skip
+    args = [
+        "preview",
+        str(src),
+        "--out",
+        str(out),
+        "--corruptions",
+        "stylize",
+        "--stylize-weights",
+        str(weights),
+        "--stylize-styles",
+        str(styles),
+    ]
     assert main(args) == 0
     with Image.open(out) as im:
         assert im.mode == "RGB" and im.size == (130 + 6 * 162, 18 + 120 + 2)
@@ -119,8 +130,11 @@ def test_preview_with_stylize(tmp_path, capsys):
 def test_config_asks_for_weights_and_styles(tmp_path):
     from vqarobust.config import ConfigError, validate_config
 
-    config = {"dataset": {"name": "d", "adapter": "easy-vqa"}, "corruptions": ["snow", "stylize"],
-              "models": {"m": {"family": "blip", "path_or_id": "x/y"}}}  # fmt: skip
+    config = {
+        "dataset": {"name": "d", "adapter": "easy-vqa"},
+        "corruptions": ["snow", "stylize"],
+        "models": {"m": {"family": "blip", "path_or_id": "x/y"}},
+    }
     with pytest.raises(ConfigError, match=r"stylize.*needs AdaIN weights.*set stylize.weights"):
         validate_config(dict(config))
     config["stylize"] = {"weights": str(tmp_path), "styles": str(tmp_path)}

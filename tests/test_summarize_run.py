@@ -32,8 +32,11 @@ def test_per_rule_and_per_model_sums_of_one_dataset(tmp_path, summarize_run):
     assert rules["run_model"]["peak_rss_mb"] == 120 and rules["load_duckdb"]["jobs"] == 1
     models = summarize_run.per_model(root, "easy-vqa").rows(named=True)
     got = {(r["rule"], r["model"]): (r["jobs"], r["job_seconds"], r["slowest_job"]) for r in models}
-    assert got == {("image_attention", "a"): (1, 0.5, "a"), ("run_model", "a"): (2, 5.0, "snow"),
-                   ("run_model", "b"): (1, 1.5, "b")}  # fmt: skip
+    assert got == {
+        ("image_attention", "a"): (1, 0.5, "a"),
+        ("run_model", "a"): (2, 5.0, "snow"),
+        ("run_model", "b"): (1, 1.5, "b"),
+    }
     assert summarize_run.summarize(root)["jobs"].sum() == 6  # every dataset without --dataset
     with pytest.raises(SystemExit, match="no benchmark files"):
         summarize_run.summarize(root, "vqav2")

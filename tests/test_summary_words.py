@@ -20,8 +20,11 @@ CORRUPTIONS = ("gaussian_noise", "defocus_blur", "snow")
 
 
 def _drops(scale: float) -> dict[tuple[str, str, int], float]:
-    return {("image", c, s): min(0.95, scale * 0.04 * s * (1 + i))
-            for i, c in enumerate(CORRUPTIONS) for s in range(1, 6)}  # fmt: skip
+    return {
+        ("image", c, s): min(0.95, scale * 0.04 * s * (1 + i))
+        for i, c in enumerate(CORRUPTIONS)
+        for s in range(1, 6)
+    }
 
 
 def _database(folder, models: dict[str, SimulatedModel], seed: int, resamples: int = 400):
@@ -47,8 +50,10 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("words")
     same = {"a": SimulatedModel(0.7, _drops(1.0)), "b": SimulatedModel(0.7, _drops(1.0))}
     apart = {"a": SimulatedModel(0.7, _drops(0.5)), "b": SimulatedModel(0.7, _drops(2.0))}
-    return {"same": _database(root / "same", same, seed=5),
-            "apart": _database(root / "apart", apart, seed=5)}  # fmt: skip
+    return {
+        "same": _database(root / "same", same, seed=5),
+        "apart": _database(root / "apart", apart, seed=5),
+    }
 
 
 def _reading(db, tmp_path) -> str:
@@ -87,8 +92,11 @@ def test_printed_numbers_add_up(runs, kind, tmp_path):
     md = to_markdown(summarize(runs[kind]), "cmd")
     vre = {}
     for line in md.splitlines():
-        m = re.match(r"\| (\w+) \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \| ([\d.]+) \[[^]]+\] \| "
-                     r"([\d.]+) \[[^]]+\] \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \|", line)  # fmt: skip
+        m = re.match(
+            r"\| (\w+) \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \| ([\d.]+) \[[^]]+\] \| "
+            r"([\d.]+) \[[^]]+\] \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \|",
+            line,
+        )
         if not m:
             continue
         clean, low, high, pert, drop = (float(m.group(i)) for i in (2, 3, 4, 5, 6))
@@ -98,23 +106,35 @@ def test_printed_numbers_add_up(runs, kind, tmp_path):
         slack = 0.0005 * (1 / clean + pert / clean**2) + 0.0005
         assert abs((clean - pert) / clean - drop) <= slack, line
     assert set(vre) == {"a", "b"}
-    for m in re.finditer(r"VRE ([\d.]+) vs ([\d.]+), difference (-?[\d.]+) \[(-?[\d.]+), "
-                         r"(-?[\d.]+)\]", md):  # fmt: skip
+    for m in re.finditer(
+        r"VRE ([\d.]+) vs ([\d.]+), difference (-?[\d.]+) \[(-?[\d.]+), "
+        r"(-?[\d.]+)\]",
+        md,
+    ):
         better, worse, diff, low, high = (float(g) for g in m.groups())
         assert abs((better - worse) - diff) <= 0.0011 and high < 0 and low <= diff <= high
     family = r"over the 1 pairwise comparison of image-side VRE"
-    for m in re.finditer(r"VRE difference (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]; "
-                         rf"Holm-adjusted p = ([\d.]+) {family}", md):  # fmt: skip
+    for m in re.finditer(
+        r"VRE difference (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]; "
+        rf"Holm-adjusted p = ([\d.]+) {family}",
+        md,
+    ):
         diff, low, high, p = (float(g) for g in m.groups())
         # Called indistinguishable only at an adjusted p of 5% or more.
         assert p >= 0.05 and abs(diff - (vre["a"] - vre["b"])) <= 0.0011 and low <= diff <= high
-    for m in re.finditer(rf"difference -?[\d.]+ \[[^]]+\]; Holm-adjusted p = ([\d.]+) {family}"
-                         r"\)\.", md):  # fmt: skip
+    for m in re.finditer(
+        rf"difference -?[\d.]+ \[[^]]+\]; Holm-adjusted p = ([\d.]+) {family}"
+        r"\)\.",
+        md,
+    ):
         said_apart = "more robust" in md[max(0, m.start() - 120) : m.start()]
         assert (float(m.group(1)) < 0.05) == said_apart
     reading = _reading(runs[kind], tmp_path)
-    m = re.search(r"accuracy ([\d.]+) clean and ([\d.]+) on average .*?a relative drop of "
-                  r"([\d.]+%)", reading)  # fmt: skip
+    m = re.search(
+        r"accuracy ([\d.]+) clean and ([\d.]+) on average .*?a relative drop of "
+        r"([\d.]+%)",
+        reading,
+    )
     clean, pert, drop = float(m.group(1)), float(m.group(2)), _num(m.group(3))
     assert abs((clean - pert) / clean - drop) <= 0.0005 * (1 / clean + pert / clean**2) + 0.0005
 
@@ -139,8 +159,11 @@ def test_one_model_gets_no_vre_and_no_rank_but_its_unscaled_submetrics(tmp_path)
     assert "no VRE and no rank are given" in text
     assert "Unscaled sub-metrics of the one model per corruption" in text
     with duckdb.connect(str(db), read_only=True) as con:
-        sub = dict(con.execute("SELECT perturbation, first_drop FROM submetrics "
-                               "WHERE modality = 'image'").fetchall())  # fmt: skip
+        sub = dict(
+            con.execute(
+                "SELECT perturbation, first_drop FROM submetrics WHERE modality = 'image'"
+            ).fetchall()
+        )
     got = dict(s.unscaled.select("corruption", "first_drop").iter_rows())
     assert got == pytest.approx(sub) and set(got) == set(CORRUPTIONS)
     assert (s.unscaled["first_drop_low"] <= s.unscaled["first_drop"]).all()

@@ -126,7 +126,8 @@ def test_the_multimodal_papers_rates():
         assert len(changed) == 3  # 0.25 x 11 words, rounded
         for a, b in changed:  # replaced letters: distinct positions, each a new letter
             assert len(a) >= 4 and sum(x != y for x, y in zip(a, b, strict=True)) == (
-                paper.chars(len(a), len(a)))  # fmt: skip
+                paper.chars(len(a), len(a))
+            )
     # Insertions and deletions at several positions of one word, from the last.
     out = text.perturb("elephants", "char_delete", 1, 3, paper)
     assert len(out) == len("elephants") - paper.chars(9, 9)
@@ -145,9 +146,13 @@ def test_the_multimodal_papers_rates():
 def test_the_configs_default_rates_are_the_librarys():
     from vqarobust.config import validate_config
 
-    config = validate_config({"dataset": {"name": "d", "adapter": "easy-vqa"},
-                              "corruptions": ["snow"],
-                              "models": {"m": {"family": "blip", "path_or_id": "x"}}})  # fmt: skip
+    config = validate_config(
+        {
+            "dataset": {"name": "d", "adapter": "easy-vqa"},
+            "corruptions": ["snow"],
+            "models": {"m": {"family": "blip", "path_or_id": "x"}},
+        }
+    )
     assert tokens.Rates.from_params(config["text"]) == tokens.RATES
 
 

@@ -32,13 +32,21 @@ from vqarobust.metrics.uncertainty import (
     summarize,
 )
 
-FAMILIES = {"noise_a": "noise", "blur_b": "blur", "typo": "char", "paraphrase": "sentence",
-            "blank": "control"}  # fmt: skip
+FAMILIES = {
+    "noise_a": "noise",
+    "blur_b": "blur",
+    "typo": "char",
+    "paraphrase": "sentence",
+    "blank": "control",
+}
 
 
 def _drops(scale: float) -> dict[tuple[str, str, int], float]:
-    d = {("image", c, s): min(0.9, scale * 0.03 * s * (i + 1))
-         for i, c in enumerate(["noise_a", "blur_b"]) for s in range(1, 6)}  # fmt: skip
+    d = {
+        ("image", c, s): min(0.9, scale * 0.03 * s * (i + 1))
+        for i, c in enumerate(["noise_a", "blur_b"])
+        for s in range(1, 6)
+    }
     d |= {("text", "typo", s): min(0.9, scale * 0.02 * s) for s in range(1, 6)}
     # One level: MMI's "ave" and its plain mean over sets differ on the text side.
     d |= {("text", "paraphrase", 1): 0.3 * scale}
@@ -51,8 +59,9 @@ def run() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.DataFrame]]:
     q = simulate_questions(120, [2, 3, 4, 5, 6], seed=0)
     models = {f"m{k}": SimulatedModel(0.55 + 0.12 * k, _drops(1 + 0.4 * k)) for k in range(3)}
     scored = simulate_scored(q, models, seed=0)
-    tables = uncertainty_tables(scored, q, Settings(resamples=300), families=FAMILIES,
-                                controls=["blank"])  # fmt: skip
+    tables = uncertainty_tables(
+        scored, q, Settings(resamples=300), families=FAMILIES, controls=["blank"]
+    )
     return q, scored, tables
 
 
@@ -82,46 +91,96 @@ def test_estimates_are_the_point_tables(run):
         got = _est(iv, "vre_model", model=r["model"], modality=r["modality"])
         assert got["estimate"] == pytest.approx(r["vre"], abs=1e-12)
         assert got["low"] <= got["estimate"] <= got["high"]
-        rel = _est(iv, "relative_drop_paper", model=r["model"], modality=r["modality"],
-                   perturbation=None)  # fmt: skip
+        rel = _est(
+            iv, "relative_drop_paper", model=r["model"], modality=r["modality"], perturbation=None
+        )
         assert rel["estimate"] == pytest.approx(r["relative_drop"], abs=1e-12)
     for r in point["vre_corruption"].iter_rows(named=True):
-        got = _est(iv, "vre_perturbation", model=None, modality=r["modality"],
-                   perturbation=r["perturbation"])  # fmt: skip
+        got = _est(
+            iv,
+            "vre_perturbation",
+            model=None,
+            modality=r["modality"],
+            perturbation=r["perturbation"],
+        )
         assert got["estimate"] == pytest.approx(r["vre"], abs=1e-12)
     for r in point["submetrics"].iter_rows(named=True):
-        for m in ("first_drop", "range_of_error", "error_rate", "average_error",
-                  "corruption_error_diff", "relative_drop"):  # fmt: skip
+        for m in (
+            "first_drop",
+            "range_of_error",
+            "error_rate",
+            "average_error",
+            "corruption_error_diff",
+            "relative_drop",
+        ):
             name = "relative_drop_paper" if m == "relative_drop" else m
-            got = _est(iv, name, model=r["model"], modality=r["modality"],
-                       perturbation=r["perturbation"])  # fmt: skip
+            got = _est(
+                iv, name, model=r["model"], modality=r["modality"], perturbation=r["perturbation"]
+            )
             assert got["estimate"] == pytest.approx(r[m], abs=1e-12), m
     for r in point["mmi"].iter_rows(named=True):
-        got = _est(iv, "mmi", model=r["model"], modality=r["modality"], key=r["scope"],
-                   perturbation=r["group"])  # fmt: skip
+        got = _est(
+            iv,
+            "mmi",
+            model=r["model"],
+            modality=r["modality"],
+            key=r["scope"],
+            perturbation=r["group"],
+        )
         assert got["estimate"] == pytest.approx(r["mmi"], abs=1e-12)
     for r in point["rscore"].iter_rows(named=True):
-        got = _est(iv, "rscore", model=r["model"], modality=r["modality"],
-                   perturbation=r["perturbation"], severity=r["severity"])  # fmt: skip
+        got = _est(
+            iv,
+            "rscore",
+            model=r["model"],
+            modality=r["modality"],
+            perturbation=r["perturbation"],
+            severity=r["severity"],
+        )
         assert got["estimate"] == pytest.approx(r["rscore"], abs=1e-12)
     for r in point["rscore_overall"].iter_rows(named=True):
-        got = _est(iv, "rscore_overall", model=r["model"], modality=r["modality"],
-                   perturbation=r["perturbation"])  # fmt: skip
+        got = _est(
+            iv,
+            "rscore_overall",
+            model=r["model"],
+            modality=r["modality"],
+            perturbation=r["perturbation"],
+        )
         assert got["estimate"] == pytest.approx(r["rscore"], abs=1e-12)
     for r in acc.iter_rows(named=True):
-        got = _est(iv, "accuracy", model=r["model"], modality=r["modality"],
-                   perturbation=r["perturbation"], severity=r["severity"])  # fmt: skip
+        got = _est(
+            iv,
+            "accuracy",
+            model=r["model"],
+            modality=r["modality"],
+            perturbation=r["perturbation"],
+            severity=r["severity"],
+        )
         assert got["estimate"] == pytest.approx(r["accuracy"], abs=1e-12)
 
 
 def test_every_metric_of_the_issue_has_intervals(run):
     _, _, t = run
     metrics = set(t["intervals"]["metric"])
-    assert {"accuracy", "question_type_accuracy", "answer_type_accuracy", "relative_drop_paper",
-            "first_drop", "range_of_error", "error_rate", "average_error",
-            "corruption_error_diff", "vre_model", "vre_perturbation", "mmi", "rscore",
-            "rscore_mean", "rscore_overall", "perturbed_accuracy",
-            "image_reliance_ratio"} <= metrics  # fmt: skip
+    assert {
+        "accuracy",
+        "question_type_accuracy",
+        "answer_type_accuracy",
+        "relative_drop_paper",
+        "first_drop",
+        "range_of_error",
+        "error_rate",
+        "average_error",
+        "corruption_error_diff",
+        "vre_model",
+        "vre_perturbation",
+        "mmi",
+        "rscore",
+        "rscore_mean",
+        "rscore_overall",
+        "perturbed_accuracy",
+        "image_reliance_ratio",
+    } <= metrics
     finite = t["intervals"].filter(pl.col("low").is_not_nan(), pl.col("high").is_not_nan())
     assert finite.filter(pl.col("low") > pl.col("high")).is_empty()
     # Every pair of models, for every compared quantity; rank shares sum to 1.
@@ -138,8 +197,7 @@ def test_resampling_is_paired_across_models():
     q = simulate_questions(50, 4, seed=3)
     scored = simulate_scored(q, {"a": SimulatedModel(0.7, _drops(1.0))}, seed=3)
     both = pl.concat([scored, scored.with_columns(pl.lit("b").alias("model"))])
-    t = uncertainty_tables(both, q, Settings(resamples=200), families=FAMILIES,
-                           controls=["blank"])  # fmt: skip
+    t = uncertainty_tables(both, q, Settings(resamples=200), families=FAMILIES, controls=["blank"])
     c = t["model_comparisons"]
     assert c.height and (c["low"] == 0).all() and (c["high"] == 0).all()
     assert not c["distinguishable"].any()
@@ -205,8 +263,11 @@ def test_drop_tests_by_hand():
         rows.append(("m", "clean", "clean", 0, qid, 1.0))
         rows.append(("m", "image", "noise", 1, qid, 0.0 if qid < 5 else 1.0))
         rows.append(("m", "text", "typo", 1, qid, 0.3 if qid < 2 else 1.0))
-    scored = pl.DataFrame(rows, orient="row", schema=["model", "modality", "perturbation",
-                          "severity", "question_id", "score"])  # fmt: skip
+    scored = pl.DataFrame(
+        rows,
+        orient="row",
+        schema=["model", "modality", "perturbation", "severity", "question_id", "score"],
+    )
     t = drop_tests(scored).sort("modality")
     image, text = t.row(0, named=True), t.row(1, named=True)
     assert (image["n_worse"], image["n_better"], image["test"]) == (5, 0, "mcnemar_exact")
@@ -243,32 +304,42 @@ def test_effective_robustness_by_hand():
 
 def test_effective_robustness_table_fits_out_of_sample_or_says_why(run):
     q, scored, _ = run
-    t = uncertainty_tables(scored, q, Settings(resamples=20), families=FAMILIES,
-                           controls=["blank"])  # fmt: skip
-    eff = t["effective_robustness"].filter(pl.col("perturbation") == "all",
-                                           pl.col("modality") == "image")  # fmt: skip
+    t = uncertainty_tables(scored, q, Settings(resamples=20), families=FAMILIES, controls=["blank"])
+    eff = t["effective_robustness"].filter(
+        pl.col("perturbation") == "all", pl.col("modality") == "image"
+    )
     models = sorted(eff["model"])
     for r in eff.iter_rows(named=True):
         others = [m for m in models if m != r["model"]]
         assert r["fitted_on"] == ", ".join(others) and r["note"] is None
         assert r["low"] <= r["effective_robustness"] <= r["high"]
     two = scored.filter(pl.col("model") != models[0])
-    t2 = uncertainty_tables(two, q, Settings(resamples=20), families=FAMILIES,
-                            controls=["blank"])  # fmt: skip
+    t2 = uncertainty_tables(two, q, Settings(resamples=20), families=FAMILIES, controls=["blank"])
     e2 = t2["effective_robustness"].filter(pl.col("perturbation") == "all")
     assert e2.height and e2["predicted"].is_null().all() and e2["low"].is_null().all()
     assert e2["note"].str.starts_with("no fit: the line would rest on 1 model").all()
     # A reference set: the third model measured against the line of the two named ones.
-    t3 = uncertainty_tables(scored, q, Settings(resamples=20, effective_reference=models[:2]),
-                            families=FAMILIES, controls=["blank"])  # fmt: skip
-    e3 = t3["effective_robustness"].filter(pl.col("perturbation") == "all",
-                                           pl.col("modality") == "image")  # fmt: skip
+    t3 = uncertainty_tables(
+        scored,
+        q,
+        Settings(resamples=20, effective_reference=models[:2]),
+        families=FAMILIES,
+        controls=["blank"],
+    )
+    e3 = t3["effective_robustness"].filter(
+        pl.col("perturbation") == "all", pl.col("modality") == "image"
+    )
     third = e3.filter(pl.col("model") == models[2]).row(0, named=True)
     assert third["fitted_on"] == ", ".join(models[:2]) and third["effective_robustness"] is not None
     assert e3.filter(pl.col("model") != models[2])["note"].is_not_null().all()
     with pytest.raises(ValueError, match="effective_reference names models the run has not"):
-        uncertainty_tables(scored, q, Settings(resamples=0, effective_reference=("nope",)),
-                           families=FAMILIES, controls=["blank"])  # fmt: skip
+        uncertainty_tables(
+            scored,
+            q,
+            Settings(resamples=0, effective_reference=("nope",)),
+            families=FAMILIES,
+            controls=["blank"],
+        )
 
 
 def test_rank_shares_by_hand():
@@ -280,8 +351,7 @@ def test_rank_shares_by_hand():
 
 def test_off_switch_and_bad_settings(run):
     q, scored, _ = run
-    t = uncertainty_tables(scored, q, Settings(resamples=0), families=FAMILIES,
-                           controls=["blank"])  # fmt: skip
+    t = uncertainty_tables(scored, q, Settings(resamples=0), families=FAMILIES, controls=["blank"])
     assert t["intervals"].is_empty() and t["model_comparisons"].is_empty()
     assert t["drop_tests"].height and t["effective_robustness"]["low"].is_null().all()
     with pytest.raises(ValueError, match="uncertainty.cluster"):
@@ -309,8 +379,9 @@ def test_intervals_do_not_depend_on_row_order(run):
     """The resamples follow the sorted image ids, not the order rows were read in."""
     q, scored, t = run
     shuffled = scored.sample(fraction=1.0, shuffle=True, seed=11)
-    again = uncertainty_tables(shuffled, q.reverse(), Settings(resamples=300),
-                               families=FAMILIES, controls=["blank"])  # fmt: skip
+    again = uncertainty_tables(
+        shuffled, q.reverse(), Settings(resamples=300), families=FAMILIES, controls=["blank"]
+    )
     cols = ["estimate", "low", "high", "se"]
     a = t["intervals"].filter(pl.col("metric") == "vre_model")
     b = again["intervals"].filter(pl.col("metric") == "vre_model")
@@ -326,19 +397,31 @@ def test_context_intervals_estimate_the_context_tables():
     for model in ("m1", "m2"):
         for qid in q["question_id"]:
             clean_right = bool(rng.random() < 0.7)
-            rows.append((model, "clean", "clean", 0, qid, "a" if clean_right else "b",
-                         float(clean_right)))  # fmt: skip
+            rows.append(
+                (model, "clean", "clean", 0, qid, "a" if clean_right else "b", float(clean_right))
+            )
             for kind in ("swap_class", "swap_attribute"):
                 for sev in (1, 2):
                     flip = rng.random() < 0.3
                     right = clean_right != flip
-                    rows.append((model, "context", kind, sev, qid, "a" if right else "b",
-                                 float(right)))  # fmt: skip
-    scored = pl.DataFrame(rows, orient="row", schema=["model", "modality", "perturbation",
-                          "severity", "question_id", "answer", "score"])  # fmt: skip
-    scored = pl.concat([scored, scored.filter(pl.col("modality") == "clean").with_columns(
-        pl.lit("image").alias("modality"), pl.lit("snow").alias("perturbation"),
-        pl.lit(1, dtype=pl.Int64).alias("severity"))])  # fmt: skip
+                    rows.append(
+                        (model, "context", kind, sev, qid, "a" if right else "b", float(right))
+                    )
+    scored = pl.DataFrame(
+        rows,
+        orient="row",
+        schema=["model", "modality", "perturbation", "severity", "question_id", "answer", "score"],
+    )
+    scored = pl.concat(
+        [
+            scored,
+            scored.filter(pl.col("modality") == "clean").with_columns(
+                pl.lit("image").alias("modality"),
+                pl.lit("snow").alias("perturbation"),
+                pl.lit(1, dtype=pl.Int64).alias("severity"),
+            ),
+        ]
+    )
     t = uncertainty_tables(scored, q, Settings(resamples=200), families={"snow": "weather"})
     point = context_tables(scored)
     for name in ("context_reliance", "effective_accuracy"):
@@ -359,15 +442,15 @@ def test_a_model_without_clean_rows_is_an_error(run):
     q, scored, _ = run
     broken = scored.filter(~((pl.col("model") == "m1") & (pl.col("modality") == "clean")))
     with pytest.raises(ValueError, match=r"no clean predictions for models \['m1'\]"):
-        uncertainty_tables(broken, q, Settings(resamples=10), families=FAMILIES,
-                           controls=["blank"])  # fmt: skip
+        uncertainty_tables(broken, q, Settings(resamples=10), families=FAMILIES, controls=["blank"])
 
 
 def test_a_model_missing_one_side_gets_no_comparison_there(run):
     q, scored, _ = run
     partial = scored.filter(~((pl.col("model") == "m2") & (pl.col("modality") == "text")))
-    t = uncertainty_tables(partial, q, Settings(resamples=50), families=FAMILIES,
-                           controls=["blank"])  # fmt: skip
+    t = uncertainty_tables(
+        partial, q, Settings(resamples=50), families=FAMILIES, controls=["blank"]
+    )
     c = t["model_comparisons"].filter(pl.col("metric") == "perturbed_accuracy")
     assert set(c["modality"]) == {"image", "basic_question"}
     assert t["effective_robustness"].filter(pl.col("modality") == "text").is_empty()
@@ -398,15 +481,17 @@ def test_encoding_by_hand_and_refined_by_one_more_key():
     assert finer.labels.rows() == [("a", 0, "x"), ("a", 1, "x"), ("b", 1, "x"), ("b", 1, "y")]
     assert finer.inverse.tolist() == [3, 0, 2, 1]
     with pytest.raises(ValueError, match="row 0 of the replicate weights"):
-        cluster_sums(rows.with_columns(pl.lit(0).alias("cluster"), pl.lit(1.0).alias("v")),
-                     enc, ["v"], 1).means("v", np.array([[2.0]]))  # fmt: skip
+        cluster_sums(
+            rows.with_columns(pl.lit(0).alias("cluster"), pl.lit(1.0).alias("v")), enc, ["v"], 1
+        ).means("v", np.array([[2.0]]))
 
 
 def test_observed_weights_give_the_data_whatever_the_clusters():
     from vqarobust.metrics.uncertainty import OBSERVED
 
-    rows = pl.DataFrame({"model": "m", "question_id": [3, 1, 2], "cluster": [0, 1, 1],
-                         "score": [0.6, 0.3, 1.0]})  # fmt: skip
+    rows = pl.DataFrame(
+        {"model": "m", "question_id": [3, 1, 2], "cluster": [0, 1, 1], "score": [0.6, 0.3, 1.0]}
+    )
     sums = cluster_sums(rows, ["model"], ["score"], 2)
     assert sums.means("score", OBSERVED).tolist() == [[(0.3 + 1.0 + 0.6) / 3]]
     assert sums.totals("score", OBSERVED).tolist() == [[0.3 + 1.0 + 0.6]]
@@ -417,8 +502,13 @@ def test_mean_intervals_resample_the_images_with_the_runs_settings():
     replicate means computed by hand from the run's own resample weights."""
     from vqarobust.metrics.uncertainty import Settings, mean_intervals, replicate_weights
 
-    rows = pl.DataFrame({"k": ["a", "a", "a", "b", "b"], "image_id": [7, 7, 9, 9, 3],
-                         "v": [1.0, 0.0, 0.5, 0.2, 0.4]})  # fmt: skip
+    rows = pl.DataFrame(
+        {
+            "k": ["a", "a", "a", "b", "b"],
+            "image_id": [7, 7, 9, 9, 3],
+            "v": [1.0, 0.0, 0.5, 0.2, 0.4],
+        }
+    )
     s = Settings(resamples=200, seed=3, level=0.9)
     out = mean_intervals(rows, ["k"], ["v"], "image_id", s).sort("k")
     w = replicate_weights(3, 200, 3)  # images 3, 7, 9 in sorted order
@@ -458,10 +548,12 @@ def test_claims_are_holm_adjusted_within_their_family():
     assert table["family_size"].to_list() == [3, 3, 3] and not table["distinguishable"].any()
     models = pl.DataFrame({"model": ["a", "b", "c"], "vre": [0.0, 0.1, 0.2]})
     said = comparison_sentences(models, table, 0.95)
-    assert all("indistinguishable at 95%" in s and "over the 3 pairwise comparisons" in s
-               for s in said)  # fmt: skip
-    alone = adjust_comparisons(_pairs("image", "vre", ["a", "b"], values[:, :2], 0.95), 0.95,
-                               "holm")  # fmt: skip
+    assert all(
+        "indistinguishable at 95%" in s and "over the 3 pairwise comparisons" in s for s in said
+    )
+    alone = adjust_comparisons(
+        _pairs("image", "vre", ["a", "b"], values[:, :2], 0.95), 0.95, "holm"
+    )
     assert alone["distinguishable"].to_list() == [True]
     assert comparison_sentences(models.head(2), alone, 0.95)[0].startswith(
         "a is more robust than b (VRE 0.000 vs 0.100, difference -0.100"

@@ -25,19 +25,34 @@ def vle_path(tmp_path_factory):
     return tiny_vle(tmp_path_factory.mktemp("vle") / "st")
 
 
-QUESTIONS = ["what color is the shape?", "is there a circle?", "how many dog",
-             "does the image contain a red triangle?", "what shape is there?"]  # fmt: skip
+QUESTIONS = [
+    "what color is the shape?",
+    "is there a circle?",
+    "how many dog",
+    "does the image contain a red triangle?",
+    "what shape is there?",
+]
 
 
 def test_cross_layer_equals_the_bert_blocks_vle_is_built_from():
     from transformers import BertConfig
     from transformers.models.bert.modeling_bert import BertAttention, BertIntermediate, BertOutput
 
-    fusion = {"hidden_size": 24, "num_attention_heads": 2, "intermediate_size": 48,
-              "hidden_act": "gelu", "layer_norm_eps": 1e-12}  # fmt: skip
+    fusion = {
+        "hidden_size": 24,
+        "num_attention_heads": 2,
+        "intermediate_size": 48,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-12,
+    }
     ours = CrossLayer(fusion).eval()
-    cfg = BertConfig(hidden_size=24, num_attention_heads=2, intermediate_size=48,
-                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    cfg = BertConfig(
+        hidden_size=24,
+        num_attention_heads=2,
+        intermediate_size=48,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     cfg._attn_implementation = "eager"
     ref = torch.nn.Module()
     ref.attention = BertAttention(cfg)

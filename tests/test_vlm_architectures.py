@@ -106,8 +106,9 @@ def test_the_memory_estimate_counts_the_weights_and_the_cache_that_run(vlm):
     inputs = model._inputs(images, QUESTIONS[:2])
     with torch.inference_mode():
         cache = model.model(**inputs, use_cache=True).past_key_values
-    cached = sum(t.numel() * t.element_size() for layer in cache.layers
-                 for t in (layer.keys, layer.values))  # fmt: skip
+    cached = sum(
+        t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values)
+    )
     per_token = cached / (2 * inputs["input_ids"].shape[1])
     estimated = kv_bytes_per_token(model.model.config, 4)
     layer_types = getattr(model.model.config.get_text_config(), "layer_types", None) or []

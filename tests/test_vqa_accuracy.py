@@ -116,11 +116,26 @@ def official_loop(prediction: str, answers: list[str]) -> float:
 @given(
     st.sampled_from(["2", "two", "yes", "Yes.", "the dog", "hot-dog", "1,000"]),
     st.lists(
-        st.sampled_from(["2", "two", "2 ", "yes", "yes.", "Yes", "dog", "the dog", "hot-dog",
-                         "hot dog", "1,000", "1000"]),
-        min_size=10, max_size=10,
+        st.sampled_from(
+            [
+                "2",
+                "two",
+                "2 ",
+                "yes",
+                "yes.",
+                "Yes",
+                "dog",
+                "the dog",
+                "hot-dog",
+                "hot dog",
+                "1,000",
+                "1000",
+            ]
+        ),
+        min_size=10,
+        max_size=10,
     ),
-)  # fmt: skip
+)
 def test_closed_form_equals_the_official_loop(prediction, answers):
     assert vqa_accuracy(prediction, answers) == pytest.approx(official_loop(prediction, answers))
 
@@ -171,9 +186,12 @@ def test_vectorized_equals_scalar(cases):
         schema={"question_id": pl.Int64, "answers": pl.List(pl.String)},
     )
     p = pl.DataFrame({"question_id": list(range(len(cases))), "answer": [x for x, _ in cases]})
-    for metric, fn in (("vqa_accuracy", vqa_accuracy), ("vqa_accuracy_both", vqa_accuracy_both),
-                       ("vqa_accuracy_plain", vqa_accuracy_plain),
-                       ("exact_match", exact_match)):  # fmt: skip
+    for metric, fn in (
+        ("vqa_accuracy", vqa_accuracy),
+        ("vqa_accuracy_both", vqa_accuracy_both),
+        ("vqa_accuracy_plain", vqa_accuracy_plain),
+        ("exact_match", exact_match),
+    ):
         got = score_predictions(p, q, metric)["score"].to_list()
         assert got == pytest.approx([fn(x, a) for x, a in cases])
 

@@ -12,9 +12,17 @@ def _rankings(rows):
     out = []
     for mq, top in rows:
         for rank, (score, source) in enumerate(top, 1):
-            out.append({"question": mq, "ranker": "bq_lasso", "rank": rank,
-                        "basic_question": f"{mq} bq{rank}", "score": score, "source": source,
-                        "alpha": 1e-3})  # fmt: skip
+            out.append(
+                {
+                    "question": mq,
+                    "ranker": "bq_lasso",
+                    "rank": rank,
+                    "basic_question": f"{mq} bq{rank}",
+                    "score": score,
+                    "source": source,
+                    "alpha": 1e-3,
+                }
+            )
     return pl.DataFrame(out)
 
 
@@ -36,8 +44,9 @@ CASES = [
 
 
 def _scores():
-    questions = pl.DataFrame({"question_id": list(range(len(CASES))),
-                              "question": [c[0] for c in CASES]})  # fmt: skip
+    questions = pl.DataFrame(
+        {"question_id": list(range(len(CASES))), "question": [c[0] for c in CASES]}
+    )
     return vqabq.top3(_rankings([(c[0], c[1]) for c in CASES]), questions)
 
 
@@ -54,8 +63,10 @@ def test_algorithm_1_keeps_one_two_or_three_basic_questions():
     assert loose == [3, 3, 3, 3, 3, 3, 2, 0, 1]
     # Strict at the second and third step too: ratios exactly at the threshold (0.4/0.8
     # and 0.2/0.4 are exactly 0.5 in floating point) stop the chain there.
-    edge_rows = [("r2 edge?", [(0.8, "lasso"), (0.4, "lasso"), (0.2, "lasso")]),
-                 ("r3 edge?", [(0.8, "lasso"), (0.6, "lasso"), (0.3, "lasso")])]  # fmt: skip
+    edge_rows = [
+        ("r2 edge?", [(0.8, "lasso"), (0.4, "lasso"), (0.2, "lasso")]),
+        ("r3 edge?", [(0.8, "lasso"), (0.6, "lasso"), (0.3, "lasso")]),
+    ]
     names = pl.DataFrame({"question_id": [0, 1], "question": [r[0] for r in edge_rows]})
     edges = vqabq.top3(_rankings(edge_rows), names)
     assert vqabq.n_basic(edges, (0.5, 0.5, 0.5)).to_list() == [1, 2]
@@ -72,7 +83,8 @@ def test_table_5_statistics_and_auto_thresholds():
     r2 = np.array([c[1][1][0] / c[1][0][0] for c in own])
     assert stats["n"].to_list() == [len(own)] * 3 == [7, 7, 7]
     assert stats["avg"][0] == pytest.approx(s1.mean()) and stats["std"][0] == pytest.approx(
-        s1.std(ddof=1))  # fmt: skip
+        s1.std(ddof=1)
+    )
     assert stats["avg"][1] == pytest.approx(r2.mean())
     auto = vqabq.thresholds("auto", stats)
     assert auto[0] == pytest.approx(s1.mean() - s1.std(ddof=1))
@@ -84,8 +96,13 @@ def test_table_5_statistics_and_auto_thresholds():
 def test_tables_6_and_7_by_hand():
     # Two models, four MQs: MQ 0 keeps 1 basic question, MQ 2 keeps 3, the others none.
     selected = pl.DataFrame({"question_id": [0, 1, 2, 3], "n_bq": [1, 0, 3, 0]})
-    clean = pl.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "question_id": [0, 1, 2, 3] * 2,
-                          "score": [0.0, 1.0, 1.0, 0.3, 1.0, 1.0, 0.0, 0.0]})  # fmt: skip
+    clean = pl.DataFrame(
+        {
+            "model": ["a"] * 4 + ["b"] * 4,
+            "question_id": [0, 1, 2, 3] * 2,
+            "score": [0.0, 1.0, 1.0, 0.3, 1.0, 1.0, 0.0, 0.0],
+        }
+    )
     # Answers with the first n basic questions; only the n each MQ keeps may count.
     rows = []
     for model, by_n in (
@@ -108,8 +125,9 @@ def test_tables_6_and_7_by_hand():
     assert (b["gained"], b["lost"], b["net_questions"]) == (0, 0, 0.0)
     assert b["acc_vqabq"] == pytest.approx(b["acc_mq"]) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="no answer with their basic questions"):
-        vqabq.accuracy_table(clean, with_bq.filter(pl.col("n_bq") != 3), selected,
-                             (0.6, 0.58, 0.41))  # fmt: skip
+        vqabq.accuracy_table(
+            clean, with_bq.filter(pl.col("n_bq") != 3), selected, (0.6, 0.58, 0.41)
+        )
 
 
 def _random_scores(n: int, seed: int, low: float, ratio3: float):
@@ -135,15 +153,27 @@ def test_grid_search_tunes_on_one_half_and_reports_on_the_other():
     assert 0.35 < tune.mean() < 0.65
     assert (vqabq.tune_split(list(range(n)), seed=0) == tune).all()  # seeded per item
     # The same answer whatever the number of basic questions (n = 1, 2, 3).
-    by_n = pl.concat([with_bq.with_columns(pl.col("score").clip(0, 1), pl.lit(n).alias("n_bq"))
-                      for n in (1, 2, 3)])  # fmt: skip
+    by_n = pl.concat(
+        [
+            with_bq.with_columns(pl.col("score").clip(0, 1), pl.lit(n).alias("n_bq"))
+            for n in (1, 2, 3)
+        ]
+    )
     best = vqabq.grid_search(scores, clean, by_n, tune)
     assert best[0] == pytest.approx(0.7)
-    scored = pl.concat([
-        clean.with_columns(pl.lit("clean").alias("perturbation"), pl.lit(0).alias("severity")),
-        by_n.select("model", "question_id", "score", pl.lit("vqabq_chain").alias("perturbation"),
-                    pl.col("n_bq").alias("severity")),
-    ], how="diagonal")  # fmt: skip
+    scored = pl.concat(
+        [
+            clean.with_columns(pl.lit("clean").alias("perturbation"), pl.lit(0).alias("severity")),
+            by_n.select(
+                "model",
+                "question_id",
+                "score",
+                pl.lit("vqabq_chain").alias("perturbation"),
+                pl.col("n_bq").alias("severity"),
+            ),
+        ],
+        how="diagonal",
+    )
     tables = vqabq.vqabq_tables(scored, questions, _rankings(rows), "bq_lasso", grid=True)
     v = tables["vqabq"]
     assert set(v["split"]) == {"all", "held_out_tuned", "held_out_given"}
@@ -164,8 +194,14 @@ def test_grid_search_weighs_each_number_of_basic_questions():
     n = 120
     _, _, scores = _random_scores(n, seed=1, low=0.3, ratio3=0.6)
     clean = pl.DataFrame({"model": "m", "question_id": list(range(n)), "score": 0.5})
-    by_n = pl.concat([clean.with_columns(pl.lit(1.0 if k == 1 else 0.0).alias("score"),
-                                         pl.lit(k).alias("n_bq")) for k in (1, 2, 3)])  # fmt: skip
+    by_n = pl.concat(
+        [
+            clean.with_columns(
+                pl.lit(1.0 if k == 1 else 0.0).alias("score"), pl.lit(k).alias("n_bq")
+            )
+            for k in (1, 2, 3)
+        ]
+    )
     tune = vqabq.tune_split(list(range(n)), seed=0)
     s1, s2, _ = vqabq.grid_search(scores, clean, by_n, tune)
     assert s1 < scores["score1"].min() and s2 >= 0.7  # every MQ keeps one basic question

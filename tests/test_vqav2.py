@@ -19,8 +19,9 @@ from vqarobust.datasets.vqav2 import read_vqav2
 
 
 def outputs(root):
-    out = PreparedOutputs(root / "q.parquet", root / "images", root / "manifest.txt",
-                          root / "dataset.json")  # fmt: skip
+    out = PreparedOutputs(
+        root / "q.parquet", root / "images", root / "manifest.txt", root / "dataset.json"
+    )
     return {"out": out}
 
 
@@ -43,8 +44,11 @@ def test_vqav2_names_ids_that_do_not_pair(mini, tmp_path):
     q = json.loads(mini["questions"].read_text())
     q["questions"] = q["questions"][2:] + [{"image_id": 1, "question": "?", "question_id": 77}]
     (tmp_path / "q.json").write_text(json.dumps(q))
-    with pytest.raises(ValueError, match=r"1 question ids .* have no annotation \(e.g. \[77\]\).*"
-                                         r"2 annotations .* have no question"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"1 question ids .* have no annotation \(e.g. \[77\]\).*"
+        r"2 annotations .* have no question",
+    ):
         read_vqav2(tmp_path / "q.json", mini["annotations"])
     q = json.loads(mini["questions"].read_text())
     q["questions"][0]["image_id"] += 1
@@ -60,8 +64,12 @@ def test_folder_and_zip_give_the_same_dataset_with_original_bytes(mini, tmp_path
     with zipfile.ZipFile(tmp_path / "val2014.zip", "w") as zf:
         for f in sorted(mini["images"].iterdir()):
             zf.write(f, f"val2014/{f.name}")
-    kw = {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
-          "n_images": 5, "seed": 3}  # fmt: skip
+    kw = {
+        "questions": str(mini["questions"]),
+        "annotations": str(mini["annotations"]),
+        "n_images": 5,
+        "seed": 3,
+    }
     a, b = tmp_path / "a", tmp_path / "b"
     prepare_dataset("vqav2", images=str(mini["images"]), **kw, **outputs(a))
     prepare_dataset("vqav2", images=str(tmp_path / "val2014.zip"), **kw, **outputs(b))
@@ -86,10 +94,15 @@ def test_bad_images_fail_naming_them_or_are_skipped_and_counted(mini, tmp_path):
         (images / f.name).write_bytes(f.read_bytes())
     (images / files[1].name).write_bytes(b"\xff\xd8broken")  # undecodable; files[0] missing
     ids = sorted(int(f.name[-16:-4]) for f in files)
-    kw = {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
-          "images": str(images)}  # fmt: skip
-    expected = (rf"2 of 12 chosen images .*{ids[0]} \(missing\), {ids[1]} \(does not decode"
-                r".*on_bad_image: skip")  # fmt: skip
+    kw = {
+        "questions": str(mini["questions"]),
+        "annotations": str(mini["annotations"]),
+        "images": str(images),
+    }
+    expected = (
+        rf"2 of 12 chosen images .*{ids[0]} \(missing\), {ids[1]} \(does not decode"
+        r".*on_bad_image: skip"
+    )
     with pytest.raises(BadImagesError, match=expected):
         prepare_dataset("vqav2", **kw, **outputs(tmp_path / "fail"))
     assert not (tmp_path / "fail" / "images").exists()  # nothing half-written
@@ -109,8 +122,11 @@ def test_manifest_selects_exactly_and_rejects_unknown_ids(mini, tmp_path):
     ids = read_vqav2(mini["questions"], mini["annotations"])["image_id"].unique().sort()
     manifest = tmp_path / "ids.txt"
     manifest.write_text(f"# my subset\n{ids[3]}\n\n{ids[1]}  # second\n")
-    kw = {"questions": str(mini["questions"]), "annotations": str(mini["annotations"]),
-          "images": str(mini["images"])}  # fmt: skip
+    kw = {
+        "questions": str(mini["questions"]),
+        "annotations": str(mini["annotations"]),
+        "images": str(mini["images"]),
+    }
     prepare_dataset("vqav2", manifest=str(manifest), **kw, **outputs(tmp_path / "m"))
     assert read_manifest(tmp_path / "m" / "manifest.txt") == sorted([ids[1], ids[3]])
     manifest.write_text("5\n")
@@ -149,10 +165,15 @@ def test_jsonl_adapter(tmp_path):
         Image.new("RGB", size, (10, 200, 30)).save(tmp_path / "imgs" / name)
     lines = [
         {"image": "imgs/a.png", "question": "What color is it?", "answers": ["green"] * 3},
-        {"image": "imgs/b.jpg", "question": "Is it green?", "answers": "yes",
-         "question_id": 70, "answer_type": "yes/no"},
+        {
+            "image": "imgs/b.jpg",
+            "question": "Is it green?",
+            "answers": "yes",
+            "question_id": 70,
+            "answer_type": "yes/no",
+        },
         {"image": "imgs/a.png", "question": "How many squares?", "answers": ["1", "one"]},
-    ]  # fmt: skip
+    ]
     path = tmp_path / "data.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
     table, files = read_jsonl(path)
@@ -176,10 +197,12 @@ def test_jsonl_adapter(tmp_path):
         ("{not json", r"line 1: not valid JSON"),
         ('{"image": "a.png", "question": "q"}', r"line 1: missing \['answers'\]"),
         ('{"image": "a.png", "question": "q", "answers": []}', "non-empty list of strings"),
-        ('{"image": "a.png", "question": "q", "answers": "x", "question_id": "7"}',
-         "question_id must be an integer"),
+        (
+            '{"image": "a.png", "question": "q", "answers": "x", "question_id": "7"}',
+            "question_id must be an integer",
+        ),
     ],
-)  # fmt: skip
+)
 def test_jsonl_errors_name_the_line(tmp_path, line, message):
     path = tmp_path / "d.jsonl"
     path.write_text(line + "\n")

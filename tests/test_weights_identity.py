@@ -51,7 +51,10 @@ def test_weights_downloaded_in_the_job_are_the_ones_fingerprinted(
     assert any(r.startswith("GET /org/cnn/resolve/") for r in hub.requests)  # downloaded here
     # Before, the identity was taken before the download: the commit was None.
     assert recorded(out)["checkpoint"]["path_or_id"] == {
-        "hub_id": "org/cnn", "revision": None, "commit": first}  # fmt: skip
+        "hub_id": "org/cnn",
+        "revision": None,
+        "commit": first,
+    }
     assert prediction_records([out])[0]["inputs"]["checkpoint"]["path_or_id"]["commit"] == first
 
     # The same job again, downloads off: the cache now holds the commit, the fingerprint is
@@ -66,8 +69,7 @@ def test_weights_downloaded_in_the_job_are_the_ones_fingerprinted(
     # records that commit, not the one the cache held before it ran.
     second = hub.publish("org/cnn", checkpoints["cnn-film"])
     moved = tmp_path / "b.parquet"
-    run_inference(ModelRef("cnn", spec, {"allow_download": True}), questions, subsets, moved,
-                  "cpu")  # fmt: skip
+    run_inference(ModelRef("cnn", spec, {"allow_download": True}), questions, subsets, moved, "cpu")
     assert recorded(moved)["checkpoint"]["path_or_id"]["commit"] == second
     local = tmp_path / "film.parquet"
     film = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-film"])}
@@ -84,10 +86,18 @@ def test_a_pinned_revision_loads_that_commit_whatever_the_branch(
     spec = {"family": "vqa-classifier", "path_or_id": "org/cnn", "revision": first}
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     out, local = tmp_path / "pinned.parquet", tmp_path / "bow.parquet"
-    run_inference(ModelRef("cnn", spec, {"allow_download": True}),
-                  easy_vqa_eval["questions"], subsets, out, "cpu")  # fmt: skip
+    run_inference(
+        ModelRef("cnn", spec, {"allow_download": True}),
+        easy_vqa_eval["questions"],
+        subsets,
+        out,
+        "cpu",
+    )
     assert recorded(out)["checkpoint"]["path_or_id"] == {
-        "hub_id": "org/cnn", "revision": first, "commit": first}  # fmt: skip
+        "hub_id": "org/cnn",
+        "revision": first,
+        "commit": first,
+    }
     bow = {"family": "vqa-classifier", "path_or_id": str(checkpoints["cnn-bow"])}
     run_inference(ModelRef("cnn", bow), easy_vqa_eval["questions"], subsets, local, "cpu")
     assert answers(out) == answers(local)
@@ -100,6 +110,7 @@ def test_weights_that_cannot_be_resolved_fail_before_any_work(hub, easy_vqa_eval
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     out = tmp_path / "c.parquet"
     with pytest.raises(MissingWeightsError, match=r"model 'cnn'.*not in the local"):
-        run_inference(ModelRef("cnn", spec, loader=refuse), easy_vqa_eval["questions"],
-                      subsets, out, "cpu")  # fmt: skip
+        run_inference(
+            ModelRef("cnn", spec, loader=refuse), easy_vqa_eval["questions"], subsets, out, "cpu"
+        )
     assert not out.exists() and not (tmp_path / "c.parquet.chunks").exists()

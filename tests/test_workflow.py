@@ -25,8 +25,18 @@ pytestmark = pytest.mark.workflow
 
 
 def snakemake(workdir: Path, *args: str) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--cores", "2", *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
@@ -53,9 +63,20 @@ def analyses(*names: str) -> dict[str, int]:
 
 # The tiny config's analyses that read the predictions, directly or through scoring:
 # every one but the attention shift (it reads only the attention maps).
-FROM_PREDICTIONS = ("scoring", "accuracy", "robustness", "uncertainty", "image_quality",
-                    "samples", "mispredictions", "colour_bias", "context", "context_findings",
-                    "model_cards", "costs")  # fmt: skip
+FROM_PREDICTIONS = (
+    "scoring",
+    "accuracy",
+    "robustness",
+    "uncertainty",
+    "image_quality",
+    "samples",
+    "mispredictions",
+    "colour_bias",
+    "context",
+    "context_findings",
+    "model_cards",
+    "costs",
+)
 
 
 def write_config(workdir: Path, config: dict) -> None:
@@ -88,8 +109,10 @@ def test_the_invalidation_matrix_is_snakemakes_own_plan(workflow_run, tmp_path):
         after = jobs(workdir)
         planned = {job.stage for job in after.values() if job.needrun} - {"all"}
         if planned != reruns(base, after):
-            wrong.append(f"{key}: Snakemake plans {sorted(planned)}, the matrix computes "
-                         f"{sorted(reruns(base, after))}")  # fmt: skip
+            wrong.append(
+                f"{key}: Snakemake plans {sorted(planned)}, the matrix computes "
+                f"{sorted(reruns(base, after))}"
+            )
     assert not wrong, "\n".join(wrong)
 
 
@@ -98,9 +121,18 @@ def test_results_and_report(workflow_run):
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert {"questions", "predictions", "accuracy", "submetrics", "vre_model",
-                "vre_corruption", "question_type_accuracy", "answer_type_accuracy",
-                "skipped_images", "run_info"} <= tables  # fmt: skip
+        assert {
+            "questions",
+            "predictions",
+            "accuracy",
+            "submetrics",
+            "vre_model",
+            "vre_corruption",
+            "question_type_accuracy",
+            "answer_type_accuracy",
+            "skipped_images",
+            "run_info",
+        } <= tables
         atypes = {
             a for (a,) in con.execute("SELECT answer_type FROM answer_type_accuracy").fetchall()
         }
@@ -120,8 +152,12 @@ def test_results_and_report(workflow_run):
             "SELECT perturbation, count(DISTINCT severity), count(*) FROM question_sets "
             "GROUP BY ALL ORDER BY ALL"
         ).fetchall()
-        assert sets == [("bq_cosine", 2, 2 * n_q), ("bq_lasso", 2, 2 * n_q),
-                        ("keyboard", 2, 2 * n_q), ("synonym_replace", 2, 2 * n_q)]  # fmt: skip
+        assert sets == [
+            ("bq_cosine", 2, 2 * n_q),
+            ("bq_lasso", 2, 2 * n_q),
+            ("keyboard", 2, 2 * n_q),
+            ("synonym_replace", 2, 2 * n_q),
+        ]
         vre_modalities = {m for (m,) in con.execute("SELECT modality FROM vre_model").fetchall()}
         assert vre_modalities == {"image", "text"}
         levels = con.execute(
@@ -161,9 +197,13 @@ def test_results_and_report(workflow_run):
             "SELECT perturbation, severity, n_images FROM image_quality ORDER BY ALL"
         ).fetchall()
         n_images = con.execute("SELECT count(DISTINCT image_id) FROM questions").fetchone()[0]
-        assert quality == [("blank", 1, n_images), ("brightness", 1, n_images),
-                           ("brightness", 3, n_images), ("gaussian_noise", 1, n_images),
-                           ("gaussian_noise", 3, n_images)]  # fmt: skip
+        assert quality == [
+            ("blank", 1, n_images),
+            ("brightness", 1, n_images),
+            ("brightness", 3, n_images),
+            ("gaussian_noise", 1, n_images),
+            ("gaussian_noise", 3, n_images),
+        ]
         corr = con.execute("SELECT n_subsets FROM image_quality_correlation").fetchall()
         assert corr == [(4,), (4,)]  # the control stays out of the correlation
         # Attention shift of vilt-tiny (cnn-bow has no attention): 5 + 3 sample questions
@@ -177,9 +217,14 @@ def test_results_and_report(workflow_run):
     assert "VRE per model" in html and "data:image/png;base64," in html
     assert "Uncertainty and significance" in html and "Effective robustness" in html
     assert "Severity calibration" in html and "Attention shift" in html
-    for heading in ("Question perturbations", "MMI image vs text", "R_score per model, ranker",
-                    "Example perturbed questions", "R_score1 (general BQ dataset)",
-                    "Which ranker's noise is level-controllable"):  # fmt: skip
+    for heading in (
+        "Question perturbations",
+        "MMI image vs text",
+        "R_score per model, ranker",
+        "Example perturbed questions",
+        "R_score1 (general BQ dataset)",
+        "Which ranker's noise is level-controllable",
+    ):
         assert heading in html
     # The ranker sentence is recomputed from the table beside it; without a ranker whose
     # accuracy moves with the level (these tiny models) the page says nothing of the kind.
@@ -210,8 +255,13 @@ def test_changing_one_model_reruns_only_its_inference(workflow_run):
         write_config(workdir, config)
     # cnn-bow's one job (clean, 2 corruptions, blank, 2 text perturbations, 2 rankers),
     # then aggregation and report; nothing else.
-    assert jobs == {"run_model": 1, **analyses(*FROM_PREDICTIONS), "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {
+        "run_model": 1,
+        **analyses(*FROM_PREDICTIONS),
+        "load_duckdb": 1,
+        "render_report": 1,
+        "all": 1,
+    }
 
 
 def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
@@ -234,12 +284,26 @@ def test_settings_that_cannot_change_answers_rerun_nothing(workflow_run):
 
 @pytest.mark.parametrize(
     "key, value, rerun",
-    [("scoring", {"metric": "vqa_accuracy_both"},
-      tuple(a for a in FROM_PREDICTIONS if a != "costs")),
-     ("uncertainty", {"resamples": 50, "cluster": "question", "level": 0.9},
-      ("uncertainty", "context_findings", "model_cards", "image_quality", "colour_bias",
-       "attention"))],
-)  # fmt: skip
+    [
+        (
+            "scoring",
+            {"metric": "vqa_accuracy_both"},
+            tuple(a for a in FROM_PREDICTIONS if a != "costs"),
+        ),
+        (
+            "uncertainty",
+            {"resamples": 50, "cluster": "question", "level": 0.9},
+            (
+                "uncertainty",
+                "context_findings",
+                "model_cards",
+                "image_quality",
+                "colour_bias",
+                "attention",
+            ),
+        ),
+    ],
+)
 def test_scoring_and_uncertainty_rerun_only_their_analyses(workflow_run, key, value, rerun):
     workdir, config = workflow_run
     changed = yaml.safe_load(yaml.safe_dump(config))
@@ -263,9 +327,15 @@ def test_adding_a_corruption_runs_only_its_own_jobs(workflow_run):
         write_config(workdir, config)
     # Each model's job (its other subsets answered from their finished chunks); the
     # attention job of vilt-tiny reads every corrupted subset: it reruns too.
-    assert jobs == {"corrupt_images": 2, "run_model": 2, "image_attention": 1,
-                    **analyses(*FROM_PREDICTIONS, "attention"), "load_duckdb": 1,
-                    "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {
+        "corrupt_images": 2,
+        "run_model": 2,
+        "image_attention": 1,
+        **analyses(*FROM_PREDICTIONS, "attention"),
+        "load_duckdb": 1,
+        "render_report": 1,
+        "all": 1,
+    }
 
 
 def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_run):
@@ -280,10 +350,17 @@ def test_adding_a_text_perturbation_or_ranker_runs_only_its_own_jobs(workflow_ru
         write_config(workdir, config)
     # One question set job each, each model's job, the new ranker's exported dataset; the
     # embeddings (pool and main questions) and the other rankers' rankings are reused.
-    assert jobs == {"perturb_questions": 1, "rank_basic_questions": 1, "noise_questions": 1,
-                    "export_basic_questions": 1, "run_model": 2,
-                    **analyses(*FROM_PREDICTIONS), "load_duckdb": 1, "render_report": 1,
-                    "all": 1}  # fmt: skip
+    assert jobs == {
+        "perturb_questions": 1,
+        "rank_basic_questions": 1,
+        "noise_questions": 1,
+        "export_basic_questions": 1,
+        "run_model": 2,
+        **analyses(*FROM_PREDICTIONS),
+        "load_duckdb": 1,
+        "render_report": 1,
+        "all": 1,
+    }
 
 
 def test_bad_config_fails_before_any_job(tmp_path):
@@ -291,8 +368,18 @@ def test_bad_config_fails_before_any_job(tmp_path):
     config = yaml.safe_load(tiny)
     config["severitys"] = config.pop("severities")
     write_config(tmp_path, config)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
-           "--cores", "1", "-n"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--cores",
+        "1",
+        "-n",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
@@ -319,8 +406,11 @@ NO_SOFTWARE_LINT = "Specify a conda environment or container for each rule."
 def test_lint_is_clean_but_for_the_missing_conda_envs():
     out = subprocess.run(
         [sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile")],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     text = out.stdout + out.stderr
     assert "Lints for snakefile" not in text, text
     titles = set(re.findall(r"^\s+\* (.+):$", text, flags=re.MULTILINE))
@@ -330,8 +420,12 @@ def test_lint_is_clean_but_for_the_missing_conda_envs():
 def test_summary_block_regenerates_from_the_run(workflow_run):
     workdir, _ = workflow_run
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
-    out = subprocess.run([sys.executable, "-m", "vqarobust.cli", "summary", str(db), "--markdown"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "vqarobust.cli", "summary", str(db), "--markdown"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT model, clean_accuracy, vre FROM vre_model WHERE modality = 'image'"
@@ -351,8 +445,12 @@ def test_summary_block_regenerates_from_the_run(workflow_run):
         assert f"Every model loses more than {1 - IMAGE_RELIANCE_RATIO:.0%}" in out, out
     iv = r" \[[0-9.]+, [0-9.]+\]"  # every number carries its interval
     for model, clean, vre in rows:
-        assert re.search(rf"^\| {model} \| {clean:.3f}{iv} \| [0-9.]+{iv} \| [0-9.]+{iv} \| "
-                         rf"{vre:.3f}{iv} \|", out, flags=re.MULTILINE), out  # fmt: skip
+        assert re.search(
+            rf"^\| {model} \| {clean:.3f}{iv} \| [0-9.]+{iv} \| [0-9.]+{iv} \| "
+            rf"{vre:.3f}{iv} \|",
+            out,
+            flags=re.MULTILINE,
+        ), out
     assert f"{n_q:,} questions" in out
 
 
@@ -369,25 +467,44 @@ def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_r
     shutil.copytree(source, workdir, symlinks=True)
     changed = yaml.safe_load(yaml.safe_dump(config))
     changed["text"]["sentence"] = {
-        "formal": {"model": str(tiny_t5(tmp_path / "t5")), "prompt": "formal : {question}",
-                   "max_new_tokens": 6}
-    }  # fmt: skip
+        "formal": {
+            "model": str(tiny_t5(tmp_path / "t5")),
+            "prompt": "formal : {question}",
+            "max_new_tokens": 6,
+        }
+    }
     # Grayscale has one level: beside severities [1, 3] it runs at 1 only.
     changed["corruptions"] += ["stylize", "grayscale"]
-    changed["stylize"] = {"weights": str(tiny_adain(tmp_path / "adain")),
-                          "styles": str(style_images(tmp_path / "styles"))}  # fmt: skip
+    changed["stylize"] = {
+        "weights": str(tiny_adain(tmp_path / "adain")),
+        "styles": str(style_images(tmp_path / "styles")),
+    }
     write_config(workdir, changed)
     jobs = plan(workdir)
-    assert jobs == {"rewrite_questions": 1, "corrupt_images": 3, "run_model": 2,
-                    "image_attention": 1, **analyses(*FROM_PREDICTIONS, "attention"),
-                    "load_duckdb": 1, "render_report": 1, "all": 1}  # fmt: skip
+    assert jobs == {
+        "rewrite_questions": 1,
+        "corrupt_images": 3,
+        "run_model": 2,
+        "image_attention": 1,
+        **analyses(*FROM_PREDICTIONS, "attention"),
+        "load_duckdb": 1,
+        "render_report": 1,
+        "all": 1,
+    }
     snakemake(workdir)
     for model in config["models"]:
         log = (workdir / "logs" / "easy-vqa" / "run_model" / f"{model}.log").read_text()
         reused = set(re.findall(rf"{model} (\w+)/\d+: reusing (\d+) of \2 finished", log))
-        assert {s for s, _ in reused} == {"clean", "gaussian_noise", "brightness", "blank",
-                                          "keyboard", "synonym_replace", "bq_cosine",
-                                          "bq_lasso"}, model  # fmt: skip
+        assert {s for s, _ in reused} == {
+            "clean",
+            "gaussian_noise",
+            "brightness",
+            "blank",
+            "keyboard",
+            "synonym_replace",
+            "bq_cosine",
+            "bq_lasso",
+        }, model
         assert log.count(f"loaded {model} on") == 1
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
@@ -464,8 +581,9 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
         page_text = page.inner_text("body")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()
-    with duckdb.connect(str(workdir / "results" / "easy-vqa" / "robustness.duckdb"),
-                        read_only=True) as con:  # fmt: skip
+    with duckdb.connect(
+        str(workdir / "results" / "easy-vqa" / "robustness.duckdb"), read_only=True
+    ) as con:
         examples = con.execute("SELECT count(*) FROM misprediction_examples").fetchone()[0]
         tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         # The two models' VRE on the image side: told apart or not, by its interval.
@@ -519,15 +637,30 @@ def test_native_snakemake_report(workflow_run, tmp_path):
 def test_a_shipped_study_is_never_merged_into_the_default(study):
     """Without --replace-workflow-config, --configfile would merge the default's text and
     basic-question study into the shipped one: it fails at once, saying how to run it."""
-    cmd = [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-           "--configfile", str(REPO / "config" / f"{study}.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(REPO / "config" / f"{study}.yaml"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode != 0
-    assert f"config error at study: '{study}' is a study of its own; run it with " \
-           "--replace-workflow-config" in out.stdout + out.stderr  # fmt: skip
+    assert (
+        f"config error at study: '{study}' is a study of its own; run it with "
+        "--replace-workflow-config" in out.stdout + out.stderr
+    )
     if study == "scenes":  # generated data: its dry run plans jobs with the flag
-        ok = subprocess.run([*cmd, "--replace-workflow-config"], capture_output=True,
-                            text=True, cwd=REPO, timeout=120)  # fmt: skip
+        ok = subprocess.run(
+            [*cmd, "--replace-workflow-config"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
         assert ok.returncode == 0 and "swap_context" in ok.stdout, ok.stderr[-2000:]
 
 
@@ -571,8 +704,18 @@ def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run
     for folder in ("attention", "tables", "report"):
         shutil.rmtree(results / folder)
     (results / "robustness.duckdb").unlink()
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--cores", "2", "--rerun-incomplete"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        "--rerun-incomplete",
+    ]
 
     def chunks() -> int:
         return len(list(vilt.glob("*.chunks/*.parquet")))
@@ -580,8 +723,9 @@ def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run
     kept = chunks()  # the four subsets left in place keep theirs
     killed = 0
     for at_least in (1, 3):
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         killed += _kill_when(proc, lambda n=at_least: chunks() >= kept + n)
         snakemake(workdir, "--unlock")
     assert killed == 2, "the run finished before it could be killed"
@@ -590,8 +734,9 @@ def test_a_run_killed_twice_and_resumed_equals_an_uninterrupted_one(workflow_run
     snakemake(workdir, "--rerun-incomplete")
     log = (workdir / "logs" / "easy-vqa" / "run_model" / "vilt-tiny.log").read_text()
     assert "vilt-tiny clean/0: reusing" not in log and "vilt-tiny blank/1: reusing" in log
-    result = diff(source / "results" / "easy-vqa" / "robustness.duckdb",
-                  results / "robustness.duckdb")  # fmt: skip
+    result = diff(
+        source / "results" / "easy-vqa" / "robustness.duckdb", results / "robustness.duckdb"
+    )
     assert result["tables"] == {} and not result["only_in_a"] and not result["only_in_b"]
 
 
@@ -630,13 +775,25 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
         )
     ran = []
     for block in [b for b in checked("bash") if "results/" in b.text]:
-        substitute = {"results/easy-vqa/images/snow/3": "results/easy-vqa/images/brightness/3",
-                      "2": str(image_id)}  # fmt: skip
+        substitute = {
+            "results/easy-vqa/images/snow/3": "results/easy-vqa/images/brightness/3",
+            "2": str(image_id),
+        }
         ran += run_commands(block.text, tmp_path, substitute)
     assert [argv[1] for argv, _, _ in ran] == [
-        "corruptions", "families", "preview", "preview", "images", "metrics",
-        "validate-config", "provenance", "diff", "export", "plan-size", "export",
-    ]  # fmt: skip
+        "corruptions",
+        "families",
+        "preview",
+        "preview",
+        "images",
+        "metrics",
+        "validate-config",
+        "provenance",
+        "diff",
+        "export",
+        "plan-size",
+        "export",
+    ]
     assert (tmp_path / "grid.png").exists() and (tmp_path / "g.png").exists()
     assert any((tmp_path / "snow3").iterdir()) and (tmp_path / "metrics" / "vre_model.csv").exists()
     assert (tmp_path / "s.jsonl").stat().st_size and (tmp_path / "samples.jsonl").stat().st_size
@@ -646,8 +803,18 @@ def _dry_run_with_package(workdir: Path, package: Path) -> str:
     """A dry run of ``workdir`` whose Snakefile and job params import the package copy
     ``package`` (its parent put first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(package.parent)}
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--cores", "2", "-n"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        "-n",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     return proc.stdout + proc.stderr
@@ -662,8 +829,9 @@ def test_code_edits_rerun_exactly_the_jobs_that_run_that_code(workflow_run, tmp_
     workdir = tmp_path / "wf"
     shutil.copytree(source, workdir, symlinks=True)
     package = tmp_path / "src" / "vqarobust"
-    shutil.copytree(REPO / "src" / "vqarobust", package,
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        REPO / "src" / "vqarobust", package, ignore=shutil.ignore_patterns("__pycache__")
+    )
     noise, adapter = package / "corruptions" / "noise.py", package / "datasets" / "easy_vqa.py"
     originals = {path: path.read_text() for path in (noise, adapter)}
     noise.write_text(originals[noise].replace('"""Additive N(0, sd^2) noise', '"""Noise'))
@@ -675,8 +843,14 @@ def test_code_edits_rerun_exactly_the_jobs_that_run_that_code(workflow_run, tmp_
     corrupted = set(re.findall(r"wildcards: dataset=easy-vqa, corruption=(\w+)", out))
     assert corrupted == {"gaussian_noise"} and planned["corrupt_images"] == 2
     assert planned["run_model"] == 2 and planned["image_attention"] == 1
-    assert not {"prepare_dataset", "perturb_questions", "rank_basic_questions",
-                "noise_questions", "train_model", "embed_pool"} & set(planned)  # fmt: skip
+    assert not {
+        "prepare_dataset",
+        "perturb_questions",
+        "rank_basic_questions",
+        "noise_questions",
+        "train_model",
+        "embed_pool",
+    } & set(planned)
     noise.write_text(originals[noise])
     adapter.write_text(originals[adapter] + "\n_EDITED = 1\n")
     planned = planned_jobs(_dry_run_with_package(workdir, package))

@@ -6,8 +6,29 @@ from pathlib import Path
 
 from vqarobust.models.vocab import build_tokenizer
 
-WORDS = ["what", "color", "is", "the", "shape", "there", "a", "circle", "red", "blue", "yes",
-         "no", "does", "image", "contain", "triangle", "?", "2", "dog", "how", "many"]  # fmt: skip
+WORDS = [
+    "what",
+    "color",
+    "is",
+    "the",
+    "shape",
+    "there",
+    "a",
+    "circle",
+    "red",
+    "blue",
+    "yes",
+    "no",
+    "does",
+    "image",
+    "contain",
+    "triangle",
+    "?",
+    "2",
+    "dog",
+    "how",
+    "many",
+]
 
 
 def tiny_blip(path: Path, vision: dict | None = None, seed: int = 0) -> Path:
@@ -26,17 +47,31 @@ def tiny_blip(path: Path, vision: dict | None = None, seed: int = 0) -> Path:
     tok = build_tokenizer([" ".join(WORDS)])
     tok.add_special_tokens({"bos_token": "[DEC]"})
     vocab = len(tok)
-    defaults = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                "intermediate_size": 64, "image_size": 32, "patch_size": 8}  # fmt: skip
+    defaults = {
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "image_size": 32,
+        "patch_size": 8,
+    }
     vision = {**defaults, **(vision or {})}
     # BLIP's answer decoder cross-attends to question embeddings with the vision width,
     # so the text side shares the vision hidden size.
     width = vision["hidden_size"]
-    text = {"vocab_size": vocab, "hidden_size": width, "num_hidden_layers": 1,
-            "num_attention_heads": 2, "intermediate_size": 2 * width,
-            "encoder_hidden_size": width, "bos_token_id": tok.convert_tokens_to_ids("[DEC]"),
-            "pad_token_id": tok.pad_token_id, "sep_token_id": tok.sep_token_id,
-            "eos_token_id": tok.sep_token_id, "max_position_embeddings": 64}  # fmt: skip
+    text = {
+        "vocab_size": vocab,
+        "hidden_size": width,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 2 * width,
+        "encoder_hidden_size": width,
+        "bos_token_id": tok.convert_tokens_to_ids("[DEC]"),
+        "pad_token_id": tok.pad_token_id,
+        "sep_token_id": tok.sep_token_id,
+        "eos_token_id": tok.sep_token_id,
+        "max_position_embeddings": 64,
+    }
     model = BlipForQuestionAnswering(BlipConfig(text_config=text, vision_config=vision))
     side = vision["image_size"]
     processor = BlipProcessor(
@@ -62,11 +97,15 @@ def llava_processor(tok, side: int, patch_size: int):  # noqa: ANN001, ANN201
     from transformers.models.clip import CLIPImageProcessorPil
 
     return LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(size={"shortest_edge": side},
-                                           crop_size={"height": side, "width": side}),
-        tokenizer=tok, patch_size=patch_size, vision_feature_select_strategy="default",
-        chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
-    )  # fmt: skip
+        image_processor=CLIPImageProcessorPil(
+            size={"shortest_edge": side}, crop_size={"height": side, "width": side}
+        ),
+        tokenizer=tok,
+        patch_size=patch_size,
+        vision_feature_select_strategy="default",
+        chat_template=CHAT_TEMPLATE,
+        num_additional_image_tokens=1,
+    )
 
 
 def tiny_llava(path: Path, seed: int = 0) -> Path:
@@ -79,18 +118,51 @@ def tiny_llava(path: Path, seed: int = 0) -> Path:
         LlavaForConditionalGeneration,
     )
 
-    tok = build_tokenizer([" ".join([*WORDS, "user", "assistant", "answer", "single", "word",
-                                     "or", "phrase", "using", "question", ":", "."])])  # fmt: skip
-    tok.add_special_tokens({"additional_special_tokens": ["<image>"], "eos_token": "[SEP]",
-                            "bos_token": "[CLS]"})  # fmt: skip
+    tok = build_tokenizer(
+        [
+            " ".join(
+                [
+                    *WORDS,
+                    "user",
+                    "assistant",
+                    "answer",
+                    "single",
+                    "word",
+                    "or",
+                    "phrase",
+                    "using",
+                    "question",
+                    ":",
+                    ".",
+                ]
+            )
+        ]
+    )
+    tok.add_special_tokens(
+        {"additional_special_tokens": ["<image>"], "eos_token": "[SEP]", "bos_token": "[CLS]"}
+    )
     image_token = tok.convert_tokens_to_ids("<image>")
-    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                              num_attention_heads=2, image_size=32, patch_size=8,
-                              projection_dim=32)  # fmt: skip
-    text = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                       max_position_embeddings=256, pad_token_id=tok.pad_token_id,
-                       bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)  # fmt: skip
+    vision = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=8,
+        projection_dim=32,
+    )
+    text = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.cls_token_id,
+        eos_token_id=tok.sep_token_id,
+    )
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
@@ -116,10 +188,18 @@ def tiny_t5(path: Path) -> Path:
     from transformers import T5Config, T5ForConditionalGeneration
 
     tok = build_tokenizer([" ".join([*WORDS, "formal", "rewrite", ":"])])
-    config = T5Config(vocab_size=len(tok), d_model=32, d_ff=64, d_kv=16, num_layers=1,
-                      num_decoder_layers=1, num_heads=2, pad_token_id=tok.pad_token_id,
-                      eos_token_id=tok.sep_token_id,
-                      decoder_start_token_id=tok.pad_token_id)  # fmt: skip
+    config = T5Config(
+        vocab_size=len(tok),
+        d_model=32,
+        d_ff=64,
+        d_kv=16,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=2,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.sep_token_id,
+        decoder_start_token_id=tok.pad_token_id,
+    )
     model = T5ForConditionalGeneration(config)
     model.generation_config.eos_token_id = tok.sep_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
@@ -150,8 +230,17 @@ def tiny_adain(
         (w3, w3, 3),
         (w3, w4, 3),
     ] + [(w4, w4, 3)] * 7
-    dec_io = [(w4, w3), (w3, w3), (w3, w3), (w3, w3), (w3, w2), (w2, w2), (w2, w1), (w1, w1),
-              (w1, 3)]  # fmt: skip
+    dec_io = [
+        (w4, w3),
+        (w3, w3),
+        (w3, w3),
+        (w3, w3),
+        (w3, w2),
+        (w2, w2),
+        (w2, w1),
+        (w1, w1),
+        (w1, 3),
+    ]
     gen = torch.Generator().manual_seed(seed)
 
     def conv(c_in: int, c_out: int, k: int) -> tuple:
@@ -192,33 +281,71 @@ def vle_public_names(vision_layers: int, text_layers: int, fusion_layers: int) -
     that layout rather than from the package's module, so the name mapping is tested
     against an independent list."""
     wb = (".weight", ".bias")
-    clip = ["embeddings.class_embedding", "embeddings.patch_embedding.weight",
-            "embeddings.position_embedding.weight", "embeddings.position_ids",
-            *(f"pre_layrnorm{s}" for s in wb), *(f"post_layernorm{s}" for s in wb)]  # fmt: skip
+    clip = [
+        "embeddings.class_embedding",
+        "embeddings.patch_embedding.weight",
+        "embeddings.position_embedding.weight",
+        "embeddings.position_ids",
+        *(f"pre_layrnorm{s}" for s in wb),
+        *(f"post_layernorm{s}" for s in wb),
+    ]
     for i in range(vision_layers):
-        parts = ["self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.out_proj",
-                 "layer_norm1", "mlp.fc1", "mlp.fc2", "layer_norm2"]  # fmt: skip
+        parts = [
+            "self_attn.k_proj",
+            "self_attn.v_proj",
+            "self_attn.q_proj",
+            "self_attn.out_proj",
+            "layer_norm1",
+            "mlp.fc1",
+            "mlp.fc2",
+            "layer_norm2",
+        ]
         clip += [f"encoder.layers.{i}.{p}{s}" for p in parts for s in wb]
-    deberta = ["embeddings.word_embeddings.weight", "embeddings.position_ids",
-               *(f"embeddings.LayerNorm{s}" for s in wb), "encoder.rel_embeddings.weight",
-               *(f"encoder.LayerNorm{s}" for s in wb)]  # fmt: skip
+    deberta = [
+        "embeddings.word_embeddings.weight",
+        "embeddings.position_ids",
+        *(f"embeddings.LayerNorm{s}" for s in wb),
+        "encoder.rel_embeddings.weight",
+        *(f"encoder.LayerNorm{s}" for s in wb),
+    ]
     for i in range(text_layers):
-        parts = ["attention.self.query_proj", "attention.self.key_proj",
-                 "attention.self.value_proj", "attention.output.dense",
-                 "attention.output.LayerNorm", "intermediate.dense", "output.dense",
-                 "output.LayerNorm"]  # fmt: skip
+        parts = [
+            "attention.self.query_proj",
+            "attention.self.key_proj",
+            "attention.self.value_proj",
+            "attention.output.dense",
+            "attention.output.LayerNorm",
+            "intermediate.dense",
+            "output.dense",
+            "output.LayerNorm",
+        ]
         deberta += [f"encoder.layer.{i}.{p}{s}" for p in parts for s in wb]
     names = [f"vle.vision_model.vision_model.{n}" for n in clip]
     names += [f"vle.text_model.{n}" for n in deberta]
-    names += [f"vle.{p}{s}" for p in ("text_projection_layer", "image_projection_layer",
-                                      "cross_modal_image_pooler.dense",
-                                      "cross_modal_text_pooler.dense") for s in wb]  # fmt: skip
+    names += [
+        f"vle.{p}{s}"
+        for p in (
+            "text_projection_layer",
+            "image_projection_layer",
+            "cross_modal_image_pooler.dense",
+            "cross_modal_text_pooler.dense",
+        )
+        for s in wb
+    ]
     names.append("vle.token_type_embeddings.weight")
     for stream in ("image", "text"):
         for i in range(fusion_layers):
-            parts = [f"{a}.{p}" for a in ("attention", "crossattention")
-                     for p in ("self.query", "self.key", "self.value", "output.dense",
-                               "output.LayerNorm")]  # fmt: skip
+            parts = [
+                f"{a}.{p}"
+                for a in ("attention", "crossattention")
+                for p in (
+                    "self.query",
+                    "self.key",
+                    "self.value",
+                    "output.dense",
+                    "output.LayerNorm",
+                )
+            ]
             parts += ["intermediate.dense", "output.dense", "output.LayerNorm"]
             names += [f"vle.cross_modal_{stream}_layers.{i}.{p}{s}" for p in parts for s in wb]
     names += [f"vqa_classifier.{i}{s}" for i in (0, 1, 3) for s in wb]
@@ -228,8 +355,13 @@ def vle_public_names(vision_layers: int, text_layers: int, fusion_layers: int) -
 VLE_LABELS = ["yes", "no", "red", "blue", "circle", "triangle", "2"]
 
 
-def tiny_vle(path: Path, fmt: str = "safetensors", seed: int = 0, extra: dict | None = None,
-             drop: tuple[str, ...] = ()) -> Path:  # fmt: skip
+def tiny_vle(
+    path: Path,
+    fmt: str = "safetensors",
+    seed: int = 0,
+    extra: dict | None = None,
+    drop: tuple[str, ...] = (),
+) -> Path:
     """A random VLE VQA checkpoint in the public layout: ``config.json`` (model_type vle,
     CLIP vision and DeBERTa-v2 text configs, fusion settings, labels), the tensors of
     :func:`vle_public_names` as ``model.safetensors`` or a ``pytorch_model.bin`` state dict,
@@ -241,20 +373,48 @@ def tiny_vle(path: Path, fmt: str = "safetensors", seed: int = 0, extra: dict | 
     from transformers.models.clip import CLIPImageProcessorPil
 
     tok = build_tokenizer([" ".join(WORDS)])
-    fusion = {"hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2,
-              "intermediate_size": 48, "num_token_types": 2}  # fmt: skip
-    vision = {"model_type": "clip_vision_model", "hidden_size": 16, "intermediate_size": 32,
-              "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 32,
-              "patch_size": 8}  # fmt: skip
-    text = {"model_type": "deberta-v2", "vocab_size": len(tok), "hidden_size": 20,
-            "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 40,
-            "max_position_embeddings": 64, "relative_attention": True, "position_buckets": 8,
-            "norm_rel_ebd": "layer_norm", "share_att_key": True, "pos_att_type": ["p2c", "c2p"],
-            "position_biased_input": False, "type_vocab_size": 0,
-            "pad_token_id": tok.pad_token_id}  # fmt: skip
-    config = {"model_type": "vle", "architectures": ["VLEForVQA"], "vision_config": vision,
-              "text_config": text, **fusion, "id2label": dict(enumerate(VLE_LABELS)),
-              "label2id": {a: i for i, a in enumerate(VLE_LABELS)}}  # fmt: skip
+    fusion = {
+        "hidden_size": 24,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 48,
+        "num_token_types": 2,
+    }
+    vision = {
+        "model_type": "clip_vision_model",
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    text = {
+        "model_type": "deberta-v2",
+        "vocab_size": len(tok),
+        "hidden_size": 20,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 40,
+        "max_position_embeddings": 64,
+        "relative_attention": True,
+        "position_buckets": 8,
+        "norm_rel_ebd": "layer_norm",
+        "share_att_key": True,
+        "pos_att_type": ["p2c", "c2p"],
+        "position_biased_input": False,
+        "type_vocab_size": 0,
+        "pad_token_id": tok.pad_token_id,
+    }
+    config = {
+        "model_type": "vle",
+        "architectures": ["VLEForVQA"],
+        "vision_config": vision,
+        "text_config": text,
+        **fusion,
+        "id2label": dict(enumerate(VLE_LABELS)),
+        "label2id": {a: i for i, a in enumerate(VLE_LABELS)},
+    }
     gen = torch.Generator().manual_seed(seed)
     shapes = _vle_shapes(vision, text, fusion, len(VLE_LABELS))
     state = {}
@@ -297,9 +457,13 @@ def _vle_shapes(vision: dict, text: dict, fusion: dict, n_labels: int):  # noqa:
         bias = name.endswith(".bias")
         if name.startswith("vle.vision_model."):
             p, inner = vision["patch_size"], vision["intermediate_size"]
-            table = {"class_embedding": (v,), "patch_embedding": (v, 3, p, p),
-                     "position_embedding": (patches, v), "fc1": (inner, v),
-                     "fc2": (v, inner)}  # fmt: skip
+            table = {
+                "class_embedding": (v,),
+                "patch_embedding": (v, 3, p, p),
+                "position_embedding": (patches, v),
+                "fc1": (inner, v),
+                "fc2": (v, inner),
+            }
             for key, s in table.items():
                 if key in name:
                     return (s[0],) if bias else s
@@ -335,13 +499,27 @@ def _vle_shapes(vision: dict, text: dict, fusion: dict, n_labels: int):  # noqa:
 
 def _blip_parts(tok, layers: int = 2) -> tuple[dict, dict]:  # noqa: ANN001
     """Tiny BLIP text and vision configs sharing one width (BLIP's cross-attention needs it)."""
-    vision = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-              "intermediate_size": 64, "image_size": 32, "patch_size": 8}  # fmt: skip
-    text = {"vocab_size": len(tok), "hidden_size": 32, "num_hidden_layers": layers,
-            "num_attention_heads": 2, "intermediate_size": 64, "encoder_hidden_size": 32,
-            "bos_token_id": tok.convert_tokens_to_ids("[DEC]"), "pad_token_id": tok.pad_token_id,
-            "sep_token_id": tok.sep_token_id, "eos_token_id": tok.sep_token_id,
-            "max_position_embeddings": 64}  # fmt: skip
+    vision = {
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": 32,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "encoder_hidden_size": 32,
+        "bos_token_id": tok.convert_tokens_to_ids("[DEC]"),
+        "pad_token_id": tok.pad_token_id,
+        "sep_token_id": tok.sep_token_id,
+        "eos_token_id": tok.sep_token_id,
+        "max_position_embeddings": 64,
+    }
     return text, vision
 
 
@@ -393,13 +571,29 @@ def tiny_unifiedqa(path: Path) -> Path:
     words = [*WORDS, "picture", "of", "on", "with", "and", "green", "square", "large", "small"]
     corpus = [" ".join(words[i:] + words[:i]) for i in range(len(words))] * 20
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(corpus), model_prefix=str(path / "spiece"), vocab_size=48,
-        pad_id=0, eos_id=1, unk_id=2, bos_id=-1, minloglevel=2, num_threads=1,
-    )  # fmt: skip
+        sentence_iterator=iter(corpus),
+        model_prefix=str(path / "spiece"),
+        vocab_size=48,
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        minloglevel=2,
+        num_threads=1,
+    )
     tok = T5Tokenizer.from_pretrained(path)  # the folder holds spiece.model, like the Hub's
-    config = T5Config(vocab_size=len(tok), d_model=32, d_ff=64, d_kv=16, num_layers=1,
-                      num_decoder_layers=1, num_heads=2, pad_token_id=0, eos_token_id=1,
-                      decoder_start_token_id=0)  # fmt: skip
+    config = T5Config(
+        vocab_size=len(tok),
+        d_model=32,
+        d_ff=64,
+        d_kv=16,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=2,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     model = T5ForConditionalGeneration(config)
     # A random reader's argmax is often a special token; suppress them so answers are words.
     model.generation_config.suppress_tokens = [i for i in tok.all_special_ids if i != 1]
@@ -413,12 +607,19 @@ def random_images(n: int, size: tuple[int, int] = (40, 50)):  # noqa: ANN201
     import numpy as np
     from PIL import Image
 
-    return [Image.fromarray(np.random.default_rng(i).integers(0, 255, (*size, 3), dtype=np.uint8))
-            for i in range(n)]  # fmt: skip
+    return [
+        Image.fromarray(np.random.default_rng(i).integers(0, 255, (*size, 3), dtype=np.uint8))
+        for i in range(n)
+    ]
 
 
-def tiny_lxmert(path: Path, dim: int = 8, answers: list[str] | None = None,
-                id2label: bool = False, seed: int = 0) -> Path:  # fmt: skip
+def tiny_lxmert(
+    path: Path,
+    dim: int = 8,
+    answers: list[str] | None = None,
+    id2label: bool = False,
+    seed: int = 0,
+) -> Path:
     """A random-init LxmertForQuestionAnswering (visual_feat_dim ``dim``) saved with its
     word-level tokenizer and, unless ``id2label``, an answers.json; with ``id2label`` the
     answers are in the config instead."""
@@ -432,10 +633,20 @@ def tiny_lxmert(path: Path, dim: int = 8, answers: list[str] | None = None,
     answers = answers or ["yes", "no", "red", "circle"]
     torch.manual_seed(seed)
     extra = {"id2label": dict(enumerate(answers))} if id2label else {}
-    config = LxmertConfig(vocab_size=40, hidden_size=16, num_attention_heads=2,
-                          intermediate_size=32, l_layers=1, x_layers=1, r_layers=1,
-                          visual_feat_dim=dim, visual_pos_dim=4, num_qa_labels=len(answers),
-                          max_position_embeddings=40, **extra)  # fmt: skip
+    config = LxmertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        l_layers=1,
+        x_layers=1,
+        r_layers=1,
+        visual_feat_dim=dim,
+        visual_pos_dim=4,
+        num_qa_labels=len(answers),
+        max_position_embeddings=40,
+        **extra,
+    )
     model = LxmertForQuestionAnswering(config).eval()
     model.save_pretrained(path)
     build_tokenizer(["is there a red circle", "what color is the star"]).save_pretrained(path)

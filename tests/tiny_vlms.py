@@ -22,14 +22,45 @@ from typing import Any
 
 from tests.tiny_checkpoints import WORDS
 
-CHAT_WORDS = [*WORDS, "user", "model", "assistant", "system", "you", "are", "helpful",
-              "answer", "en", "single", "word", "or", "phrase", "using", "question", ":", ".",
-              "bus", "green", "four"]  # fmt: skip
-VISION = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
-          "num_attention_heads": 2, "image_size": 32, "patch_size": 8}  # fmt: skip
-TEXT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "num_key_value_heads": 1,
-        "max_position_embeddings": 1024}  # fmt: skip
+CHAT_WORDS = [
+    *WORDS,
+    "user",
+    "model",
+    "assistant",
+    "system",
+    "you",
+    "are",
+    "helpful",
+    "answer",
+    "en",
+    "single",
+    "word",
+    "or",
+    "phrase",
+    "using",
+    "question",
+    ":",
+    ".",
+    "bus",
+    "green",
+    "four",
+]
+VISION = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "image_size": 32,
+    "patch_size": 8,
+}
+TEXT = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "max_position_embeddings": 1024,
+}
 
 # The prompt each template renders for one image and the text "Q?" with the generation
 # prompt: the published format of each family (its hub checkpoint's chat template).
@@ -85,8 +116,15 @@ TEMPLATES = {
 }
 TEMPLATES["qwen2.5-vl"] = TEMPLATES["qwen2-vl"]
 
-_QWEN_SPECIAL = ["<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                 "<|image_pad|>", "<|video_pad|>", "<|endoftext|>"]  # fmt: skip
+_QWEN_SPECIAL = [
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|endoftext|>",
+]
 _IDEFICS_SPECIAL = ["<fake_token_around_image>", "<image>", "<end_of_utterance>", "<global-img>"]
 
 
@@ -101,9 +139,13 @@ def word_tokenizer(
     vocab = {
         t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *CHAT_WORDS])
     }
-    tok = BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=4096,
-                            extra_special_tokens=attrs or {},
-                            model_input_names=["input_ids", "attention_mask"])  # fmt: skip
+    tok = BertTokenizerFast(
+        vocab=vocab,
+        do_lower_case=True,
+        model_max_length=4096,
+        extra_special_tokens=attrs or {},
+        model_input_names=["input_ids", "attention_mask"],
+    )
     specials = [t for t in [*special, bos, eos] if t not in vocab]
     tok.add_special_tokens({"additional_special_tokens": specials})
     tok.bos_token, tok.eos_token, tok.pad_token = bos, eos, pad
@@ -146,19 +188,27 @@ def _qwen(path: Path, arch: str, vision: dict | None = None, max_patches: int = 
     from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil
 
     tok = word_tokenizer(_QWEN_SPECIAL, "<|endoftext|>", "<|im_end|>", pad="<|endoftext|>")
-    ids = {"image_token_id": tok.convert_tokens_to_ids("<|image_pad|>"),
-           "video_token_id": tok.convert_tokens_to_ids("<|video_pad|>"),
-           "vision_start_token_id": tok.convert_tokens_to_ids("<|vision_start|>"),
-           "vision_end_token_id": tok.convert_tokens_to_ids("<|vision_end|>")}  # fmt: skip
-    text = {**TEXT, "vocab_size": len(tok), "pad_token_id": tok.pad_token_id,
-            "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
-            "rope_parameters": _mrope(16)}  # fmt: skip
+    ids = {
+        "image_token_id": tok.convert_tokens_to_ids("<|image_pad|>"),
+        "video_token_id": tok.convert_tokens_to_ids("<|video_pad|>"),
+        "vision_start_token_id": tok.convert_tokens_to_ids("<|vision_start|>"),
+        "vision_end_token_id": tok.convert_tokens_to_ids("<|vision_end|>"),
+    }
+    text = {
+        **TEXT,
+        "vocab_size": len(tok),
+        "pad_token_id": tok.pad_token_id,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "rope_parameters": _mrope(16),
+    }
     patch = 16 if arch == "qwen3-vl" else 14
     # Images of 40-70 px become 2x2 to 3x3 groups of merged patches.
     image_processor = Qwen2VLImageProcessorPil(
-        patch_size=patch, merge_size=2, size={"shortest_edge": 4 * patch * patch,
-                                              "longest_edge": max_patches * patch * patch}
-    )  # fmt: skip
+        patch_size=patch,
+        merge_size=2,
+        size={"shortest_edge": 4 * patch * patch, "longest_edge": max_patches * patch * patch},
+    )
     if arch == "qwen2-vl":
         from transformers import (
             Qwen2VLConfig,
@@ -180,9 +230,15 @@ def _qwen(path: Path, arch: str, vision: dict | None = None, max_patches: int = 
             Qwen2VLVideoProcessor,
         )
 
-        vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                  "out_hidden_size": 32, "fullatt_block_indexes": [1],
-                  "window_size": 56}  # fmt: skip
+        vision = {
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": 32,
+            "fullatt_block_indexes": [1],
+            "window_size": 56,
+        }
         model = Qwen2_5_VLForConditionalGeneration(
             Qwen2_5_VLConfig(vision_config=vision, text_config=text, **ids)
         )
@@ -195,17 +251,27 @@ def _qwen(path: Path, arch: str, vision: dict | None = None, max_patches: int = 
             Qwen3VLVideoProcessor,
         )
 
-        vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                  "out_hidden_size": 32, "num_position_embeddings": 64,
-                  "deepstack_visual_indexes": [0]}  # fmt: skip
+        vision = {
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": 32,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0],
+        }
         rope = {"rope_type": "default", "mrope_section": [4, 2, 2], "mrope_interleaved": True}
         text = {**text, "head_dim": 16, "rope_parameters": rope}
         model = Qwen3VLForConditionalGeneration(
             Qwen3VLConfig(vision_config=vision, text_config=text, **ids)
         )
         video, cls = Qwen3VLVideoProcessor(patch_size=patch), Qwen3VLProcessor
-    processor = cls(image_processor=image_processor, tokenizer=tok, video_processor=video,
-                    chat_template=TEMPLATES[arch])  # fmt: skip
+    processor = cls(
+        image_processor=image_processor,
+        tokenizer=tok,
+        video_processor=video,
+        chat_template=TEMPLATES[arch],
+    )
     return _finish(model, processor, tok, "<|im_end|>", path)
 
 
@@ -226,8 +292,11 @@ def tiny_qwen3_vl(path: Path) -> Path:
 
 
 def _idefics(path: Path, arch: str) -> Path:
-    tok = word_tokenizer(_IDEFICS_SPECIAL, "<|begin_of_text|>" if arch == "idefics3" else
-                         "<|im_start|>", "<end_of_utterance>")  # fmt: skip
+    tok = word_tokenizer(
+        _IDEFICS_SPECIAL,
+        "<|begin_of_text|>" if arch == "idefics3" else "<|im_start|>",
+        "<end_of_utterance>",
+    )
     # Images are split into 32-px tiles (at most 2x2 here) plus a global view.
     sizes = {"size": {"longest_edge": 64}, "max_image_size": {"longest_edge": 32}}
     vision = {k: v for k, v in VISION.items() if k != "num_hidden_layers"} | {
@@ -244,11 +313,14 @@ def _idefics(path: Path, arch: str) -> Path:
                 text_config=text,
                 scale_factor=2,
                 image_token_id=tok.convert_tokens_to_ids("<image>"),
-            )  # fmt: skip
+            )
         )
-        processor = Idefics3Processor(image_processor=Idefics3ImageProcessorPil(**sizes),
-                                      tokenizer=tok, image_seq_len=4,
-                                      chat_template=TEMPLATES[arch])  # fmt: skip
+        processor = Idefics3Processor(
+            image_processor=Idefics3ImageProcessorPil(**sizes),
+            tokenizer=tok,
+            image_seq_len=4,
+            chat_template=TEMPLATES[arch],
+        )
     else:
         from transformers import (
             SmolVLMConfig,
@@ -264,11 +336,15 @@ def _idefics(path: Path, arch: str) -> Path:
                 text_config=text,
                 scale_factor=2,
                 image_token_id=tok.convert_tokens_to_ids("<image>"),
-            )  # fmt: skip
+            )
         )
-        processor = SmolVLMProcessor(image_processor=SmolVLMImageProcessorPil(**sizes),
-                                     tokenizer=tok, video_processor=SmolVLMVideoProcessor(),
-                                     image_seq_len=4, chat_template=TEMPLATES[arch])  # fmt: skip
+        processor = SmolVLMProcessor(
+            image_processor=SmolVLMImageProcessorPil(**sizes),
+            tokenizer=tok,
+            video_processor=SmolVLMVideoProcessor(),
+            image_seq_len=4,
+            chat_template=TEMPLATES[arch],
+        )
     return _finish(model, processor, tok, "<end_of_utterance>", path)
 
 
@@ -292,28 +368,41 @@ def tiny_llava_onevision(path: Path) -> Path:
     )
     from transformers.models.llava_onevision import LlavaOnevisionImageProcessorPil
 
-    tok = word_tokenizer(["<|im_start|>", "<|im_end|>", "<image>", "<video>", "<|endoftext|>"],
-                         "<|endoftext|>", "<|im_end|>", pad="<|endoftext|>")  # fmt: skip
+    tok = word_tokenizer(
+        ["<|im_start|>", "<|im_end|>", "<image>", "<video>", "<|endoftext|>"],
+        "<|endoftext|>",
+        "<|im_end|>",
+        pad="<|endoftext|>",
+    )
     grid = [[32, 32], [32, 64], [64, 32], [64, 64]]
     config = LlavaOnevisionConfig(
         vision_config={**VISION, "model_type": "siglip_vision_model"},
-        text_config={**TEXT, "model_type": "qwen2", "vocab_size": len(tok),
-                     "pad_token_id": tok.pad_token_id},
+        text_config={
+            **TEXT,
+            "model_type": "qwen2",
+            "vocab_size": len(tok),
+            "pad_token_id": tok.pad_token_id,
+        },
         image_token_index=tok.convert_tokens_to_ids("<image>"),
         video_token_index=tok.convert_tokens_to_ids("<video>"),
-        image_grid_pinpoints=grid, vision_feature_select_strategy="full",
-    )  # fmt: skip
+        image_grid_pinpoints=grid,
+        vision_feature_select_strategy="full",
+    )
     model = LlavaOnevisionForConditionalGeneration(config)
     image_processor = LlavaOnevisionImageProcessorPil(
-        size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32},
+        size={"height": 32, "width": 32},
+        crop_size={"height": 32, "width": 32},
         image_grid_pinpoints=grid,
-    )  # fmt: skip
+    )
     processor = LlavaOnevisionProcessor(
-        image_processor=image_processor, tokenizer=tok,
-        video_processor=LlavaOnevisionVideoProcessor(), num_image_tokens=16,
-        vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9",
+        image_processor=image_processor,
+        tokenizer=tok,
+        video_processor=LlavaOnevisionVideoProcessor(),
+        num_image_tokens=16,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio="anyres_max_9",
         chat_template=TEMPLATES["llava-onevision"],
-    )  # fmt: skip
+    )
     return _finish(model, processor, tok, "<|im_end|>", path)
 
 
@@ -322,24 +411,35 @@ def tiny_gemma3(path: Path) -> Path:
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
     from transformers.models.gemma3 import Gemma3ImageProcessorPil
 
-    names = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
-             "image_token": "<image_soft_token>"}  # fmt: skip
-    tok = word_tokenizer(["<start_of_turn>", "<end_of_turn>", *names.values()], "<bos>",
-                         "<end_of_turn>", attrs=names)  # fmt: skip
+    names = {
+        "boi_token": "<start_of_image>",
+        "eoi_token": "<end_of_image>",
+        "image_token": "<image_soft_token>",
+    }
+    tok = word_tokenizer(
+        ["<start_of_turn>", "<end_of_turn>", *names.values()], "<bos>", "<end_of_turn>", attrs=names
+    )
     config = Gemma3Config(
         vision_config=VISION,
-        text_config={**TEXT, "vocab_size": len(tok), "head_dim": 16, "sliding_window": 16,
-                     "pad_token_id": tok.pad_token_id},
+        text_config={
+            **TEXT,
+            "vocab_size": len(tok),
+            "head_dim": 16,
+            "sliding_window": 16,
+            "pad_token_id": tok.pad_token_id,
+        },
         mm_tokens_per_image=4,
         boi_token_index=tok.convert_tokens_to_ids(names["boi_token"]),
         eoi_token_index=tok.convert_tokens_to_ids(names["eoi_token"]),
         image_token_index=tok.convert_tokens_to_ids(names["image_token"]),
-    )  # fmt: skip
+    )
     model = Gemma3ForConditionalGeneration(config)
     processor = Gemma3Processor(
         image_processor=Gemma3ImageProcessorPil(size={"height": 32, "width": 32}),
-        tokenizer=tok, image_seq_length=4, chat_template=TEMPLATES["gemma3"],
-    )  # fmt: skip
+        tokenizer=tok,
+        image_seq_length=4,
+        chat_template=TEMPLATES["gemma3"],
+    )
     return _finish(model, processor, tok, "<end_of_turn>", path)
 
 
@@ -360,13 +460,21 @@ def tiny_paligemma2(path: Path, vision: dict | None = None) -> Path:
             image_seq_length=(side // vision["patch_size"]) ** 2,
         ),
         tokenizer=tok,
-    )  # fmt: skip
+    )
     config = PaliGemmaConfig(
         vision_config=vision,
-        text_config={**TEXT, "model_type": "gemma2", "vocab_size": len(tok), "head_dim": 16,
-                     "sliding_window": 16, "pad_token_id": tok.pad_token_id},
-        image_token_index=processor.image_token_id, projection_dim=32, hidden_size=32,
-    )  # fmt: skip
+        text_config={
+            **TEXT,
+            "model_type": "gemma2",
+            "vocab_size": len(tok),
+            "head_dim": 16,
+            "sliding_window": 16,
+            "pad_token_id": tok.pad_token_id,
+        },
+        image_token_index=processor.image_token_id,
+        projection_dim=32,
+        hidden_size=32,
+    )
     model = PaliGemmaForConditionalGeneration(config)
     # Gemma 2 caps its logits: wide weights saturate them to one token.
     return _finish(model, processor, tok, "<eos>", path, std=0.05)
@@ -425,8 +533,11 @@ def check_shared_path(model: Any, images: list, questions: list[str], monkeypatc
         torch.testing.assert_close(
             _token_rows(got.pooler_output), _token_rows(want.pooler_output), **close
         )
-        for g, w in zip(getattr(got, "deepstack_features", None) or [],
-                        getattr(want, "deepstack_features", None) or [], strict=True):  # fmt: skip
+        for g, w in zip(
+            getattr(got, "deepstack_features", None) or [],
+            getattr(want, "deepstack_features", None) or [],
+            strict=True,
+        ):
             torch.testing.assert_close(_token_rows(g), _token_rows(w), **close)
     return shared
 

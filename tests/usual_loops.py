@@ -27,8 +27,10 @@ def one_at_a_time(
     import vqarobust.models.cnn_bow  # noqa: F401  (registers the CNN+BoW with Auto)
     from vqarobust.models.postprocess import short_answer
 
-    classes = {"vqa-classifier": AutoModelForVisualQuestionAnswering,
-               "blip": BlipForQuestionAnswering}  # fmt: skip
+    classes = {
+        "vqa-classifier": AutoModelForVisualQuestionAnswering,
+        "blip": BlipForQuestionAnswering,
+    }
     processor = AutoProcessor.from_pretrained(path)
     model = classes[family].from_pretrained(path).eval()
     answers = []

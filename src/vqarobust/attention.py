@@ -45,10 +45,15 @@ def attention_questions(questions: pl.DataFrame, seed: int, n: int = DEFAULT_N) 
         .alias("_key")
     )
     picked = keyed.sort("_key").head(n).select("question_id")
-    chosen = pl.concat([samples.with_columns(pl.lit(True).alias("sample")),
-                        picked.with_columns(pl.lit(False).alias("sample"))])  # fmt: skip
-    return chosen.join(questions.select("question_id", "image_id", "question"),
-                       on="question_id").sort("question_id")  # fmt: skip
+    chosen = pl.concat(
+        [
+            samples.with_columns(pl.lit(True).alias("sample")),
+            picked.with_columns(pl.lit(False).alias("sample")),
+        ]
+    )
+    return chosen.join(
+        questions.select("question_id", "image_id", "question"), on="question_id"
+    ).sort("question_id")
 
 
 def attention_maps(
@@ -91,12 +96,26 @@ def attention_maps(
                 return 0
             maps += got
         for qid, iid, grid in zip(chosen["question_id"], image_ids, maps, strict=True):
-            rows.append({"model": model_name, "perturbation": perturbation,
-                         "severity": int(severity), "question_id": qid, "image_id": iid,
-                         "rows": grid.shape[0], "cols": grid.shape[1],
-                         "weights": grid.ravel().tolist()})  # fmt: skip
+            rows.append(
+                {
+                    "model": model_name,
+                    "perturbation": perturbation,
+                    "severity": int(severity),
+                    "question_id": qid,
+                    "image_id": iid,
+                    "rows": grid.shape[0],
+                    "cols": grid.shape[1],
+                    "weights": grid.ravel().tolist(),
+                }
+            )
     dt = time.perf_counter() - t
-    log.info("%s: %d attention maps (%d questions x %d subsets) in %.1fs", model_name,
-             len(rows), chosen.height, len(subsets), dt)  # fmt: skip
+    log.info(
+        "%s: %d attention maps (%d questions x %d subsets) in %.1fs",
+        model_name,
+        len(rows),
+        chosen.height,
+        len(subsets),
+        dt,
+    )
     store.write_table(pa.Table.from_pylist(rows, schema=store.ATTENTION_SCHEMA), out_path)
     return len(rows)

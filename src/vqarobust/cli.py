@@ -11,8 +11,10 @@ from typing import Any
 
 from vqarobust.logs import setup_logging
 
-PLUGIN_HELP = ("a module to load as a plugin, as the config's plugins: key does "
-               "(repeatable; installed plugins load anyway)")  # fmt: skip
+PLUGIN_HELP = (
+    "a module to load as a plugin, as the config's plugins: key does "
+    "(repeatable; installed plugins load anyway)"
+)
 
 
 def _load_plugins(args: argparse.Namespace) -> int | None:
@@ -51,8 +53,10 @@ def _validate(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    print(f"{args.config}: valid ({len(config['models'])} models, "
-          f"{len(config['corruptions'])} corruptions)")  # fmt: skip
+    print(
+        f"{args.config}: valid ({len(config['models'])} models, "
+        f"{len(config['corruptions'])} corruptions)"
+    )
     return 0
 
 
@@ -92,13 +96,20 @@ def _metrics(args: argparse.Namespace) -> int:
         weights = _pairs(args.weights, "--weights")
         prefs = _pairs(args.preferences, "--preferences")
         w = check_weights(weights) if weights else softmax_weights(prefs)
-        settings = Settings(resamples=args.resamples or 0, level=args.level,
-                            cluster=args.cluster, seed=args.seed, adjust=args.adjust)  # fmt: skip
+        settings = Settings(
+            resamples=args.resamples or 0,
+            level=args.level,
+            cluster=args.cluster,
+            seed=args.seed,
+            adjust=args.adjust,
+        )
         raw = read_table(args.table)
         if args.resamples and not is_per_question(raw):
-            raise TableError(f"{args.table}: --resamples needs one row per question "
-                             "(columns question_id and score, and image_id for image "
-                             "clusters); this is an accuracy table")  # fmt: skip
+            raise TableError(
+                f"{args.table}: --resamples needs one row per question "
+                "(columns question_id and score, and image_id for image "
+                "clusters); this is an accuracy table"
+            )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             kept = check_coverage(table, args.on_missing, "metrics")
@@ -108,8 +119,9 @@ def _metrics(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     table = kept
-    families = {c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"])
-                if c in CORRUPTIONS}  # fmt: skip
+    families = {
+        c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"]) if c in CORRUPTIONS
+    }
     extra = {}
     if args.resamples:
         try:
@@ -118,16 +130,20 @@ def _metrics(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         # The bootstrap sees exactly the subsets the point tables do.
-        subsets = table.select("model", pl.col("corruption").alias("perturbation"),
-                               pl.col("severity").cast(scored.schema["severity"]))  # fmt: skip
+        subsets = table.select(
+            "model",
+            pl.col("corruption").alias("perturbation"),
+            pl.col("severity").cast(scored.schema["severity"]),
+        )
         scored = scored.join(subsets, on=["model", "perturbation", "severity"], how="semi")
         extra = uncertainty_tables(scored, questions, settings, w, families)
     tables = write_metric_tables(table, args.out, w, families, extra)
     with pl.Config(tbl_hide_dataframe_shape=True, float_precision=4, tbl_rows=40):
         print("weights:", ", ".join(f"{k}={v:.3f}" for k, v in w.items()))
         print("VRE per model (lower = more robust):")
-        vre = tables["vre_model"].select("model", "clean_accuracy", "accuracy",
-                                         "relative_drop", "vre")  # fmt: skip
+        vre = tables["vre_model"].select(
+            "model", "clean_accuracy", "accuracy", "relative_drop", "vre"
+        )
         if extra:
             bounds = (
                 extra["intervals"]
@@ -137,8 +153,11 @@ def _metrics(args: argparse.Namespace) -> int:
             vre = vre.join(bounds, on="model", how="left")
         print(vre.sort("vre"))
         print("VRE per corruption (higher = stronger corruption):")
-        print(tables["vre_corruption"].select("corruption", "accuracy", "relative_drop", "vre")
-              .sort("vre", descending=True))  # fmt: skip
+        print(
+            tables["vre_corruption"]
+            .select("corruption", "accuracy", "relative_drop", "vre")
+            .sort("vre", descending=True)
+        )
     print(f"wrote {', '.join(f'{n}.csv' for n in tables)} to {args.out}")
     return 0
 
@@ -152,12 +171,15 @@ def _preview(args: argparse.Namespace) -> int:
     if "stylize" in (args.corruptions or []) and not (stylize and all(stylize.values())):
         from vqarobust.corruptions import needs
 
-        print(f"stylize needs {needs('stylize')}: give --stylize-weights and --stylize-styles",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"stylize needs {needs('stylize')}: give --stylize-weights and --stylize-styles",
+            file=sys.stderr,
+        )
         return 2
     try:
-        write_preview(args.image, args.out, args.corruptions, args.seed, stylize,
-                      args.images, args.id)  # fmt: skip
+        write_preview(
+            args.image, args.out, args.corruptions, args.seed, stylize, args.images, args.id
+        )
     except (ValueError, KeyError, FileNotFoundError) as exc:
         print(f"vqarobust preview: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
@@ -178,8 +200,10 @@ def _images_export(args: argparse.Namespace) -> int:
 
 
 # What a missing or unreadable results file is told to do (every command that reads one).
-MAKES_DATABASE = ("the workflow writes it as results/<dataset>/robustness.duckdb: run "
-                  "`snakemake` (docs/workflow.md)")  # fmt: skip
+MAKES_DATABASE = (
+    "the workflow writes it as results/<dataset>/robustness.duckdb: run "
+    "`snakemake` (docs/workflow.md)"
+)
 
 
 def database_error(path: str, command: str) -> str | None:
@@ -198,8 +222,10 @@ def database_error(path: str, command: str) -> str | None:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"vqarobust {command}: {path} is not a DuckDB file ({reason}); {MAKES_DATABASE}"
     if "accuracy" not in tables:
-        return (f"vqarobust {command}: {path} is a DuckDB file but not a results database "
-                f"(no table accuracy); {MAKES_DATABASE}")  # fmt: skip
+        return (
+            f"vqarobust {command}: {path} is a DuckDB file but not a results database "
+            f"(no table accuracy); {MAKES_DATABASE}"
+        )
     return None
 
 
@@ -209,8 +235,7 @@ def _check_block(made: str, path: str) -> int:
     import difflib
 
     committed = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
-    diff = list(difflib.unified_diff(committed, made.splitlines(keepends=True), path,
-                                     "this run"))  # fmt: skip
+    diff = list(difflib.unified_diff(committed, made.splitlines(keepends=True), path, "this run"))
     if diff:
         print(f"{path} is not what this run produces:", file=sys.stderr)
         sys.stderr.writelines(diff)
@@ -231,8 +256,10 @@ def _plan_size(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"vqarobust plan-size: {exc}", file=sys.stderr)
         return 2
-    command = (f"vqarobust plan-size {args.database} --half-width {args.half_width:g} --detect "
-               f"{args.detect:g} --power {args.power:g} --level {args.level:g}")  # fmt: skip
+    command = (
+        f"vqarobust plan-size {args.database} --half-width {args.half_width:g} --detect "
+        f"{args.detect:g} --power {args.power:g} --level {args.level:g}"
+    )
     made = to_markdown(plan, command)
     if args.check:
         return _check_block(made, args.check)
@@ -312,8 +339,11 @@ def _diff(args: argparse.Namespace) -> int:
         print(f"vqarobust diff: {exc}", file=sys.stderr)
         return 2
     print(format_diff(result, args.a, args.b))
-    return 1 if result["inputs"] or result["tables"] or result["only_in_a"] or (
-        result["only_in_b"]) else 0  # fmt: skip
+    return (
+        1
+        if result["inputs"] or result["tables"] or result["only_in_a"] or (result["only_in_b"])
+        else 0
+    )
 
 
 def duckdb_errors() -> type[Exception]:
@@ -366,9 +396,11 @@ def _checkpoints_freeze(args: argparse.Namespace) -> int:
         return 2
     for name, model in manifest["models"].items():
         acc = model["accuracy"]
-        print(f"{name}: {len(model['files'])} files, clean {acc['clean']:.3f}, blank "
-              f"{acc['blank']:.3f} ({acc['blank_ratio']:.0%} of clean) -> "
-              f"{args.out}/{name}")  # fmt: skip
+        print(
+            f"{name}: {len(model['files'])} files, clean {acc['clean']:.3f}, blank "
+            f"{acc['blank']:.3f} ({acc['blank_ratio']:.0%} of clean) -> "
+            f"{args.out}/{name}"
+        )
     return 0
 
 
@@ -427,9 +459,12 @@ def _add_config_and_metrics(sub: Any) -> None:
     p.add_argument("--family", help="only this class (noise, blur, weather, ...)")
     p.add_argument("--plugin", action="append", help=PLUGIN_HELP)
     p.set_defaults(func=_corruptions)
-    for name, what in (("text-perturbations", "question perturbations"),
-                       ("rankers", "basic-question rankers"), ("families", "model families"),
-                       ("analyses", "analyses, in the order they run")):  # fmt: skip
+    for name, what in (
+        ("text-perturbations", "question perturbations"),
+        ("rankers", "basic-question rankers"),
+        ("families", "model families"),
+        ("analyses", "analyses, in the order they run"),
+    ):
         p = sub.add_parser(name, help=f"list registered {what}, and where each is from")
         p.add_argument("--plugin", action="append", help=PLUGIN_HELP)
         p.set_defaults(func=_listing)
@@ -464,11 +499,19 @@ def _add_config_and_metrics(sub: Any) -> None:
         help="resampling unit (image needs an image_id column)",
     )
     p.add_argument("--seed", type=int, default=unc.seed, help="seed of the resamples")
-    p.add_argument("--adjust", choices=ADJUSTMENTS, default=unc.adjust,
-                   help="multiple-testing adjustment of the drop tests")  # fmt: skip
-    p.add_argument("--on-missing", choices=ON_MISSING, default=ON_MISSING[0],
-                   help="a model without clean rows or lacking a subset another has: "
-                   "fail (error), or leave it out with a warning (drop)")  # fmt: skip
+    p.add_argument(
+        "--adjust",
+        choices=ADJUSTMENTS,
+        default=unc.adjust,
+        help="multiple-testing adjustment of the drop tests",
+    )
+    p.add_argument(
+        "--on-missing",
+        choices=ON_MISSING,
+        default=ON_MISSING[0],
+        help="a model without clean rows or lacking a subset another has: "
+        "fail (error), or leave it out with a warning (drop)",
+    )
     p.set_defaults(func=_metrics)
 
 
@@ -476,10 +519,15 @@ def _add_image_commands(sub: Any) -> None:
     """The commands ``preview`` and ``images export``."""
     p = sub.add_parser("preview", help="corruption x severity grid of one image")
     p.add_argument("image", nargs="?", help="an image file (or --images and --id)")
-    p.add_argument("--images", help="a prepared image folder, e.g. "
-                   "resources/datasets/easy-vqa/eval/images")  # fmt: skip
-    p.add_argument("--id", type=int, help="the image id in --images (seeded as the "
-                   "workflow does: each cell is what its corrupt_images job stores)")  # fmt: skip
+    p.add_argument(
+        "--images", help="a prepared image folder, e.g. resources/datasets/easy-vqa/eval/images"
+    )
+    p.add_argument(
+        "--id",
+        type=int,
+        help="the image id in --images (seeded as the "
+        "workflow does: each cell is what its corrupt_images job stores)",
+    )
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--corruptions", nargs="+", help="names (default: the 14 of the benchmark)")
     p.add_argument("--seed", type=int, default=0)
@@ -489,8 +537,11 @@ def _add_image_commands(sub: Any) -> None:
     p = sub.add_parser("images", help="the images of a prepared or corrupted subset")
     images = p.add_subparsers(dest="images_command", required=True)
     p = images.add_parser("export", help="write a subset's images as files (bytes as stored)")
-    p.add_argument("images", help="an image folder, e.g. results/easy-vqa/images/snow/3 or "
-                   "resources/datasets/easy-vqa/eval/images")  # fmt: skip
+    p.add_argument(
+        "images",
+        help="an image folder, e.g. results/easy-vqa/images/snow/3 or "
+        "resources/datasets/easy-vqa/eval/images",
+    )
     p.add_argument("--out", required=True, help="folder to write <image_id>.png|jpg into")
     p.add_argument("--ids", type=int, nargs="+", help="only these image ids")
     p.set_defaults(func=_images_export)
@@ -501,11 +552,17 @@ def _add_run_commands(sub: Any) -> None:
     p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
     p.add_argument("database")
     p.add_argument("--markdown", action="store_true", help="the README's Markdown block")
-    p.add_argument("--check", metavar="FILE", help="compare FILE with this run's Markdown "
-                   "block; exit 1 with a diff when a line differs")  # fmt: skip
+    p.add_argument(
+        "--check",
+        metavar="FILE",
+        help="compare FILE with this run's Markdown block; exit 1 with a diff when a line differs",
+    )
     p.set_defaults(func=_summary)
-    p = sub.add_parser("plan-size", help="images a study needs for a given interval "
-                       "half-width and detectable difference, from a pilot run")  # fmt: skip
+    p = sub.add_parser(
+        "plan-size",
+        help="images a study needs for a given interval "
+        "half-width and detectable difference, from a pilot run",
+    )
     p.add_argument("database", help="the pilot run's results DuckDB file")
     for flag, default, what in (
         ("--half-width", 0.01, "half-width of each statistic's interval"),
@@ -514,8 +571,11 @@ def _add_run_commands(sub: Any) -> None:
         ("--level", 0.95, "level of the intervals"),
     ):
         p.add_argument(flag, type=float, default=default, help=f"{what} (default {default})")
-    p.add_argument("--check", metavar="FILE", help="compare FILE with this plan; exit 1 "
-                   "with a diff when a line differs")  # fmt: skip
+    p.add_argument(
+        "--check",
+        metavar="FILE",
+        help="compare FILE with this plan; exit 1 with a diff when a line differs",
+    )
     p.set_defaults(func=_plan_size)
     p = sub.add_parser(
         "cost-estimate",
@@ -546,19 +606,24 @@ def _add_run_commands(sub: Any) -> None:
     p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
     p.add_argument("database")
     p.set_defaults(func=_provenance)
-    p = sub.add_parser("diff", help="which inputs and tables differ between two runs "
-                       "(exit 1 when any does)")  # fmt: skip
+    p = sub.add_parser(
+        "diff", help="which inputs and tables differ between two runs (exit 1 when any does)"
+    )
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(func=_diff)
-    p = sub.add_parser("export", help="per-sample records (model x subset x question) of a "
-                       "results DuckDB file")  # fmt: skip
+    p = sub.add_parser(
+        "export", help="per-sample records (model x subset x question) of a results DuckDB file"
+    )
     p.add_argument("database")
     p.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet")
     p.add_argument("--out", required=True, help="file to write")
     p.add_argument("--model", action="append", help="only this model (repeatable)")
-    p.add_argument("--perturbation", action="append",
-                   help="only this perturbation; clean: the clean subset (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--perturbation",
+        action="append",
+        help="only this perturbation; clean: the clean subset (repeatable)",
+    )
     p.set_defaults(func=_export)
     p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
     p.add_argument("database")
@@ -575,16 +640,23 @@ def _add_checkpoint_commands(sub: Any) -> None:
     """The commands ``checkpoints freeze`` and ``checkpoints verify``."""
     p = sub.add_parser("checkpoints", help="the reference checkpoints the default study ships")
     commands = p.add_subparsers(dest="checkpoints_command", required=True)
-    p = commands.add_parser("freeze", help="copy a study's trained models beside a manifest "
-                            "of digests, recipe, commit and accuracy")  # fmt: skip
-    p.add_argument("--config", default="config/reference-models.yaml",
-                   help="the study config that trained them")  # fmt: skip
+    p = commands.add_parser(
+        "freeze",
+        help="copy a study's trained models beside a manifest "
+        "of digests, recipe, commit and accuracy",
+    )
+    p.add_argument(
+        "--config",
+        default="config/reference-models.yaml",
+        help="the study config that trained them",
+    )
     p.add_argument("--database", help="its results (default results/<dataset>/robustness.duckdb)")
     p.add_argument("--out", default="checkpoints/easy-vqa", help="folder to write")
     p.add_argument("--models", nargs="+", help="only these models (default: every trained one)")
     p.set_defaults(func=_checkpoints_freeze)
-    p = commands.add_parser("verify", help="compare a checkpoint folder with its manifest "
-                            "(exit 1 when a file differs)")  # fmt: skip
+    p = commands.add_parser(
+        "verify", help="compare a checkpoint folder with its manifest (exit 1 when a file differs)"
+    )
     p.add_argument("folder", nargs="?", default="checkpoints/easy-vqa")
     p.set_defaults(func=_checkpoints_verify)
     p = commands.add_parser("table", help="the manifest's accuracy as docs/models.md's table")

@@ -97,9 +97,12 @@ def _check_text(config: Mapping[str, Any]) -> None:
     rankers = BQ_RANKERS.list(dataset="general")
     for i, name in enumerate(config["basic_questions"]["rankers"]):
         if name not in rankers:
-            hint = (f"; {name} is a yes/no dataset's perturbation: list "
-                    f"bq_{name.removeprefix('ynbq_')} and add yes_no to basic_questions.datasets"
-                    if name in BQ_RANKERS else "")  # fmt: skip
+            hint = (
+                f"; {name} is a yes/no dataset's perturbation: list "
+                f"bq_{name.removeprefix('ynbq_')} and add yes_no to basic_questions.datasets"
+                if name in BQ_RANKERS
+                else ""
+            )
             msg = _unknown("basic-question ranker", name, rankers) + hint
             raise ConfigError(f"config error at basic_questions.rankers[{i}]: {msg}")
     _check_pool(config["basic_questions"])
@@ -174,11 +177,15 @@ def _check_pool(bq: Mapping[str, Any]) -> None:
         run = [perturbation_name(r, d) for d in bq["datasets"] for r in bq["rankers"]]
         if v["ranker"] not in run:
             ranked = ", ".join(run) or "nothing"
-            raise ConfigError(f"config error at basic_questions.vqabq.ranker: {v['ranker']!r} "
-                              f"is not ranked in this run (it ranks {ranked})")  # fmt: skip
+            raise ConfigError(
+                f"config error at basic_questions.vqabq.ranker: {v['ranker']!r} "
+                f"is not ranked in this run (it ranks {ranked})"
+            )
     if bq["rankers"] and not bq["pool"] and not bq["pool_files"]:
-        raise ConfigError("config error at basic_questions.pool: the rankers need a pool: "
-                          "name prepared splits (pool) or question files (pool_files)")  # fmt: skip
+        raise ConfigError(
+            "config error at basic_questions.pool: the rankers need a pool: "
+            "name prepared splits (pool) or question files (pool_files)"
+        )
     try:
         pool_sources(bq["pool"], bq["pool_files"])
     except ValueError as exc:
@@ -196,8 +203,10 @@ def coerce_strings(value: Any, schema: Mapping[str, Any]) -> Any:
     if isinstance(value, dict):
         props = schema.get("properties", {})
         extra = schema.get("additionalProperties")
-        return {k: coerce_strings(v, props.get(k, extra if isinstance(extra, dict) else {}))
-                for k, v in value.items()}  # fmt: skip
+        return {
+            k: coerce_strings(v, props.get(k, extra if isinstance(extra, dict) else {}))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         items = schema.get("items", {})
         return [coerce_strings(v, items if isinstance(items, dict) else {}) for v in value]
@@ -253,8 +262,10 @@ def validate_config(
     _check_pixels(config)
     unknown = [m for m in config["uncertainty"]["effective_reference"] if m not in config["models"]]
     if unknown:
-        raise ConfigError(f"config error at uncertainty.effective_reference: {unknown} are not "
-                          f"models of this config; models: {sorted(config['models'])}")  # fmt: skip
+        raise ConfigError(
+            f"config error at uncertainty.effective_reference: {unknown} are not "
+            f"models of this config; models: {sorted(config['models'])}"
+        )
     unpriced = sorted(set(config["prices"]["tokens"]) - set(config["models"]))
     if unpriced:
         raise ConfigError(
@@ -335,12 +346,16 @@ def _check_plugin_corruption(i: int, name: str, geometric: Mapping[str, Any]) ->
     where = f"config error at corruptions[{i}]: corruption {name!r} of {plugins.describe(origin)}"
     need = corruptions.needs(name)
     if need not in (None, "boxes"):
-        raise ConfigError(f"{where} needs {need!r}, which the workflow cannot give a "
-                          "plugin corruption (only 'boxes')")  # fmt: skip
+        raise ConfigError(
+            f"{where} needs {need!r}, which the workflow cannot give a "
+            "plugin corruption (only 'boxes')"
+        )
     unknown = sorted(set(corruptions.options(name)) - set(geometric))
     if unknown:
-        raise ConfigError(f"{where} takes options {unknown}, which are not keys of the "
-                          f"config's geometric section ({sorted(geometric)})")  # fmt: skip
+        raise ConfigError(
+            f"{where} takes options {unknown}, which are not keys of the "
+            f"config's geometric section ({sorted(geometric)})"
+        )
     try:
         corruptions.check_contract(name)
     except ValueError as exc:
@@ -453,8 +468,16 @@ def _check_training(name: str, train: Mapping[str, Any], adapter: str) -> None:
 
 
 # Keys of models.<name>.train that every architecture's training reads.
-TRAINING_KEYS = {"architecture", "epochs", "batch_size", "learning_rate", "weight_decay", "seed",
-                 "swapmix", "pretrain"}  # fmt: skip
+TRAINING_KEYS = {
+    "architecture",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "weight_decay",
+    "seed",
+    "swapmix",
+    "pretrain",
+}
 
 
 def architecture_keys(architecture: str) -> set[str]:
@@ -512,8 +535,16 @@ def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
                 )
 
 
-IN_PROCESS_KEYS = ("path_or_id", "revision", "dtype", "allow_download", "trust_remote_code",
-                   "use_safetensors", "share_image_features", "train")  # fmt: skip
+IN_PROCESS_KEYS = (
+    "path_or_id",
+    "revision",
+    "dtype",
+    "allow_download",
+    "trust_remote_code",
+    "use_safetensors",
+    "share_image_features",
+    "train",
+)
 
 
 def _check_served(name: str, entry: dict[str, Any]) -> None:
@@ -602,18 +633,28 @@ def _check_features(config: dict[str, Any]) -> None:
                     f"only, not {source['kind']}"
                 )
         else:
-            for key, value in (("dim", 64), ("epochs", 3), ("batch_size", 128),
-                               ("learning_rate", 0.002)):  # fmt: skip
+            for key, value in (
+                ("dim", 64),
+                ("epochs", 3),
+                ("batch_size", 128),
+                ("learning_rate", 0.002),
+            ):
                 source.setdefault(key, value)
 
 
 # Which datasets can make each feature kind, and what it needs of them.
-FEATURE_ADAPTERS = {"detector": ("scenes",), "perfect_sight": ("scenes", "gqa"),
-                    "gqa_h5": ("gqa",), "obj36": ("gqa",)}  # fmt: skip
-FEATURE_NEEDS = {"detector": "a CNN trained on the scenes' objects",
-                 "perfect_sight": "the objects of scene graphs",
-                 "gqa_h5": "GQA's scene graphs to match the detections to",
-                 "obj36": "GQA's scene graphs to match the detections to"}  # fmt: skip
+FEATURE_ADAPTERS = {
+    "detector": ("scenes",),
+    "perfect_sight": ("scenes", "gqa"),
+    "gqa_h5": ("gqa",),
+    "obj36": ("gqa",),
+}
+FEATURE_NEEDS = {
+    "detector": "a CNN trained on the scenes' objects",
+    "perfect_sight": "the objects of scene graphs",
+    "gqa_h5": "GQA's scene graphs to match the detections to",
+    "obj36": "GQA's scene graphs to match the detections to",
+}
 
 
 def _check_pixels(config: dict[str, Any]) -> None:
@@ -694,8 +735,10 @@ def _check_lpips(settings: dict[str, Any], missing: str) -> None:
     given = [k for k in ("backbone", "linear") if settings.get(k)]
     if len(given) == 1:
         other = "linear" if given[0] == "backbone" else "backbone"
-        raise ConfigError(f"config error at lpips.{other}: LPIPS needs both lpips.backbone "
-                          f"and lpips.linear; only lpips.{given[0]} is set")  # fmt: skip
+        raise ConfigError(
+            f"config error at lpips.{other}: LPIPS needs both lpips.backbone "
+            f"and lpips.linear; only lpips.{given[0]} is set"
+        )
     reason = lpips_missing(settings)
     if reason is not None and missing == "fail":
         raise ConfigError(f"config error at {reason}")
@@ -704,10 +747,12 @@ def _check_lpips(settings: dict[str, Any], missing: str) -> None:
 def lpips_missing(settings: Mapping[str, Any]) -> str | None:
     """Why LPIPS's configured weights cannot be read here (None when they can, or when
     LPIPS is off): the first of its files that is not there, and how to fetch it."""
-    fetch = {"backbone": "torchvision's AlexNet, https://download.pytorch.org/models/"
-                         "alexnet-owt-7be5be79.pth",
-             "linear": "the lpips wheel's lpips/weights/v0.1/alex.pth (`pip download "
-                       "--no-deps lpips==0.1.4`)"}  # fmt: skip
+    fetch = {
+        "backbone": "torchvision's AlexNet, https://download.pytorch.org/models/"
+        "alexnet-owt-7be5be79.pth",
+        "linear": "the lpips wheel's lpips/weights/v0.1/alex.pth (`pip download "
+        "--no-deps lpips==0.1.4`)",
+    }
     for key in ("backbone", "linear"):
         if settings.get(key) and not Path(settings[key]).is_file():
             return f"lpips.{key}: no file {settings[key]} ({fetch[key]})"
@@ -739,8 +784,9 @@ def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
             if key not in settings or Path(settings[key]).exists():
                 continue  # a folder that is here: a mistake in it fails in its job, named
             try:
-                resolve_weights(f"text.sentence.{name}.{key}", settings[key], False,
-                                settings.get(revision))  # fmt: skip
+                resolve_weights(
+                    f"text.sentence.{name}.{key}", settings[key], False, settings.get(revision)
+                )
             except MissingWeightsError:
                 out[name] = (
                     f"text.sentence.{name}.{key}: {settings[key]} is neither "

@@ -97,8 +97,10 @@ def build_database(
         settings["outside"] = list(settings.pop("outside_metrics"))
     if isinstance(settings.get("uncertainty"), Settings):
         settings["uncertainty"] = vars(settings["uncertainty"])
-    rscore = {"tolerance": settings.pop("rscore_tolerance", DEFAULT_TOLERANCE),
-              "maximum": settings.pop("rscore_maximum", DEFAULT_MAXIMUM)}  # fmt: skip
+    rscore = {
+        "tolerance": settings.pop("rscore_tolerance", DEFAULT_TOLERANCE),
+        "maximum": settings.pop("rscore_maximum", DEFAULT_MAXIMUM),
+    }
     if config is not None:
         settings.setdefault("models", config.get("models", {}))
         settings.setdefault("features", config.get("features", {}))
@@ -108,9 +110,11 @@ def build_database(
         if ks is not None:
             settings.setdefault("reliance_k", list(ks) if isinstance(ks, list) else [ks])
     context = dict(inputs.context or {})
-    options = RunOptions(rscore=rscore,
-                         image_subsets=[(p, int(s)) for p, s, _ in inputs.image_subsets],
-                         context=["swaps"] if context else [],
-                         feature_sources=list(context.get("feature_swaps") or {}),
-                         **settings)  # fmt: skip
+    options = RunOptions(
+        rscore=rscore,
+        image_subsets=[(p, int(s)) for p, s, _ in inputs.image_subsets],
+        context=["swaps"] if context else [],
+        feature_sources=list(context.get("feature_swaps") or {}),
+        **settings,
+    )
     return run_all(db_path, options, inputs.files(), config)

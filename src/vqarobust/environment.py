@@ -47,7 +47,7 @@ def machine() -> dict[str, Any]:
         "torch_interop_threads": torch.get_num_interop_threads(),
         "cores": len(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),  # fmt: skip
+        else os.cpu_count(),
         "variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
     }
 
@@ -103,8 +103,11 @@ def lock_record(workflow_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
     if path is None or not path.is_file():
         return {"file": None}
     lock = read_lock(path)
-    return {"file": LOCK_FILE, "pins": len(lock),
-            "differences": lock_differences(lock, installed_versions())}  # fmt: skip
+    return {
+        "file": LOCK_FILE,
+        "pins": len(lock),
+        "differences": lock_differences(lock, installed_versions()),
+    }
 
 
 def lock_sentence(record: Mapping[str, Any] | None) -> str | None:

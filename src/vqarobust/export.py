@@ -35,19 +35,27 @@ def sample_records(
     """The per-sample records of ``db_path``, optionally only of some models and
     perturbations (``clean`` selects the clean subset); unknown names are an error."""
     with duckdb.connect(str(db_path), read_only=True) as con:
-        known_models = {m for (m,) in con.execute(
-            "SELECT DISTINCT model FROM predictions").fetchall()}  # fmt: skip
-        known_p = {p for (p,) in con.execute(
-            "SELECT DISTINCT perturbation FROM predictions").fetchall()}  # fmt: skip
-        for kind, asked, known in (("model", models, known_models),
-                                   ("perturbation", perturbations, known_p)):  # fmt: skip
+        known_models = {
+            m for (m,) in con.execute("SELECT DISTINCT model FROM predictions").fetchall()
+        }
+        known_p = {
+            p for (p,) in con.execute("SELECT DISTINCT perturbation FROM predictions").fetchall()
+        }
+        for kind, asked, known in (
+            ("model", models, known_models),
+            ("perturbation", perturbations, known_p),
+        ):
             unknown = sorted(set(asked) - known)
             if unknown:
                 raise ValueError(f"no {kind} {unknown} in {db_path}; it holds {sorted(known)}")
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
-        columns = {c for (c,) in con.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_name = 'predictions'").fetchall()}  # fmt: skip
+        columns = {
+            c
+            for (c,) in con.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'predictions'"
+            ).fetchall()
+        }
         if "raw_answer" not in columns:
             raise ValueError(
                 f"{db_path} was built before predictions kept raw replies (no column "
@@ -93,8 +101,9 @@ def export_records(records: pl.DataFrame, out: str | os.PathLike[str], fmt: str)
             records.write_ndjson(tmp)
         else:
             flat = records.with_columns(
-                pl.col("answers").map_elements(lambda a: json.dumps(list(a)),
-                                               return_dtype=pl.String)
-            )  # fmt: skip
+                pl.col("answers").map_elements(
+                    lambda a: json.dumps(list(a)), return_dtype=pl.String
+                )
+            )
             write_csv(flat, tmp)
     return Path(out)

@@ -30,8 +30,10 @@ def export_images(
         shards = store.ImageShards(images_dir)  # only to name unknown ids before writing
         unknown = sorted(i for i in wanted if i not in shards)
         if unknown:
-            raise KeyError(f"{images_dir} holds no images {unknown[:10]}; it holds "
-                           f"{len(shards)}, e.g. {shards.ids()[:10]}")  # fmt: skip
+            raise KeyError(
+                f"{images_dir} holds no images {unknown[:10]}; it holds "
+                f"{len(shards)}, e.g. {shards.ids()[:10]}"
+            )
     n = 0
     with store.atomic_path(out_dir) as tmp:
         tmp.mkdir(parents=True)

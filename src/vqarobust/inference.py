@@ -215,9 +215,12 @@ def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:
                 f"{subset.questions_path}: question ids differ from the dataset's questions"
             )
         lookup = dict(
-            zip(perturbed.column("question_id").to_pylist(),
-                perturbed.column("perturbed").to_pylist(), strict=True)
-        )  # fmt: skip
+            zip(
+                perturbed.column("question_id").to_pylist(),
+                perturbed.column("perturbed").to_pylist(),
+                strict=True,
+            )
+        )
         texts = [lookup[i] for i in questions.column("question_id").to_pylist()]
         questions = questions.set_column(
             questions.schema.get_field_index("question"), "question", pa.array(texts, pa.string())
@@ -225,8 +228,11 @@ def subset_questions(questions: pa.Table, subset: Subset) -> pa.Table:
         # A null text: the fidelity filter dropped the question from this set.
         dropped = questions.column("question").null_count
         if dropped:
-            log.info("%s: %d questions dropped by the fidelity filter are not asked",
-                     subset.questions_path, dropped)  # fmt: skip
+            log.info(
+                "%s: %d questions dropped by the fidelity filter are not asked",
+                subset.questions_path,
+                dropped,
+            )
             questions = questions.filter(pc.is_valid(questions.column("question")))
     return questions
 
@@ -346,8 +352,12 @@ def run_model_job(
 
 
 def _inputs(subset: Subset) -> SubsetInputs:
-    return SubsetInputs(f"{subset.modality}/{subset.perturbation}/{subset.severity}",
-                        subset.images_dir, subset.questions_path, subset.swaps_path)  # fmt: skip
+    return SubsetInputs(
+        f"{subset.modality}/{subset.perturbation}/{subset.severity}",
+        subset.images_dir,
+        subset.questions_path,
+        subset.swaps_path,
+    )
 
 
 @dataclass
@@ -384,8 +394,13 @@ class _Loader:
             t0 = time.perf_counter()
             self.model = self.ref.load(self.device)
             self.load_s = time.perf_counter() - t0
-            log.info("loaded %s on %s (%s) in %.1fs", self.ref.name, self.device,
-                     self.precision["dtype"], time.perf_counter() - t0)  # fmt: skip
+            log.info(
+                "loaded %s on %s (%s) in %.1fs",
+                self.ref.name,
+                self.device,
+                self.precision["dtype"],
+                time.perf_counter() - t0,
+            )
             dtype = getattr(self.model, "dtype", None)
             if dtype is not None and str(dtype).removeprefix("torch.") != self.precision["dtype"]:
                 raise RuntimeError(
@@ -488,6 +503,7 @@ def input_fingerprint(
     digest = Digests()
     identity = resolve_checkpoints(spec, model_name).identity
     code = family_code_digest(spec.get("family"))
-    job = job_fingerprint(model_name, spec, identity, code, digest(questions_path), device,
-                          chunk_size)  # fmt: skip
+    job = job_fingerprint(
+        model_name, spec, identity, code, digest(questions_path), device, chunk_size
+    )
     return {**job, "subsets": [subset_fingerprint(_inputs(s), digest) for s in subsets]}

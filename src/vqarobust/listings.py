@@ -19,11 +19,16 @@ def corruption_rows(family: str | None = None) -> list[Row]:
     out = []
     for name in corruptions.names(family=family):
         entry = corruptions.CORRUPTIONS.entry(name)
-        out.append({"name": name, "class": entry.tags["family"],
-                    "severities": f"1..{corruptions.max_severity(name)}",
-                    "benchmark": "yes" if entry.tags.get("benchmark") else "",
-                    "needs": corruptions.needs(name) or "",
-                    "from": plugins.describe(entry.origin)})  # fmt: skip
+        out.append(
+            {
+                "name": name,
+                "class": entry.tags["family"],
+                "severities": f"1..{corruptions.max_severity(name)}",
+                "benchmark": "yes" if entry.tags.get("benchmark") else "",
+                "needs": corruptions.needs(name) or "",
+                "from": plugins.describe(entry.origin),
+            }
+        )
     return out
 
 
@@ -31,19 +36,32 @@ def text_rows() -> list[Row]:
     """Each text perturbation: its level (char, word, sentence), what it needs, origin."""
     from vqarobust.text.registry import TEXT_PERTURBATIONS
 
-    return [{"name": name, "level": str(e.tags.get("level", "")),
-             "needs": str(e.tags.get("needs") or ""), "from": plugins.describe(e.origin)}
-            for name in TEXT_PERTURBATIONS.list()
-            for e in [TEXT_PERTURBATIONS.entry(name)]]  # fmt: skip
+    return [
+        {
+            "name": name,
+            "level": str(e.tags.get("level", "")),
+            "needs": str(e.tags.get("needs") or ""),
+            "from": plugins.describe(e.origin),
+        }
+        for name in TEXT_PERTURBATIONS.list()
+        for e in [TEXT_PERTURBATIONS.entry(name)]
+    ]
 
 
 def ranker_rows() -> list[Row]:
     """Each basic-question ranker (one perturbation per basic-question dataset)."""
     from vqarobust.text.ranking import BQ_RANKERS
 
-    return [{"name": name, "ranker": str(e.tags.get("ranker", "")),
-             "needs": str(e.tags.get("needs") or ""), "from": plugins.describe(e.origin)}
-            for name in BQ_RANKERS.list() for e in [BQ_RANKERS.entry(name)]]  # fmt: skip
+    return [
+        {
+            "name": name,
+            "ranker": str(e.tags.get("ranker", "")),
+            "needs": str(e.tags.get("needs") or ""),
+            "from": plugins.describe(e.origin),
+        }
+        for name in BQ_RANKERS.list()
+        for e in [BQ_RANKERS.entry(name)]
+    ]
 
 
 def family_rows() -> list[Row]:
@@ -54,10 +72,17 @@ def family_rows() -> list[Row]:
     def attention(tag: object) -> str:
         return "yes" if tag is True else str(tag or "")  # "vilt": a ViLT classifier only
 
-    return [{"name": name, "generative": "yes" if name in GENERATIVE_FAMILIES else "",
-             "attention": attention(e.tags.get("attention")),
-             "batch_size": str(default_batch_size(name)), "from": plugins.describe(e.origin)}
-            for name in FAMILIES.list() for e in [FAMILIES.entry(name)]]  # fmt: skip
+    return [
+        {
+            "name": name,
+            "generative": "yes" if name in GENERATIVE_FAMILIES else "",
+            "attention": attention(e.tags.get("attention")),
+            "batch_size": str(default_batch_size(name)),
+            "from": plugins.describe(e.origin),
+        }
+        for name in FAMILIES.list()
+        for e in [FAMILIES.entry(name)]
+    ]
 
 
 def analysis_rows() -> list[Row]:
@@ -65,8 +90,15 @@ def analysis_rows() -> list[Row]:
     analyses it reads, where it comes from."""
     from vqarobust.analyses.registry import ANALYSES
 
-    return [{"name": a.name, "tables": ", ".join(a.tables), "requires": ", ".join(a.requires),
-             "from": plugins.describe(a.module)} for a in ANALYSES.values()]  # fmt: skip
+    return [
+        {
+            "name": a.name,
+            "tables": ", ".join(a.tables),
+            "requires": ", ".join(a.requires),
+            "from": plugins.describe(a.module),
+        }
+        for a in ANALYSES.values()
+    ]
 
 
 LISTINGS: dict[str, Callable[[], list[Row]]] = {

@@ -13,8 +13,7 @@ from typing import Any
 
 import polars as pl
 
-SCHEMA = {"model": pl.String, "family": pl.String, "checkpoint": pl.String,
-          "parameters": pl.Int64}  # fmt: skip
+SCHEMA = {"model": pl.String, "family": pl.String, "checkpoint": pl.String, "parameters": pl.Int64}
 
 
 def checkpoint_label(identity: Mapping[str, Mapping[str, Any]]) -> str:
@@ -38,10 +37,15 @@ def card_rows(records: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
     rows: dict[str, dict[str, Any]] = {}
     for record in records:
         inputs = record["inputs"]
-        row = rows.setdefault(inputs["model"], {
-            "model": inputs["model"], "family": inputs["spec"].get("family"),
-            "checkpoint": checkpoint_label(inputs.get("checkpoint") or {}), "parameters": None,
-        })  # fmt: skip
+        row = rows.setdefault(
+            inputs["model"],
+            {
+                "model": inputs["model"],
+                "family": inputs["spec"].get("family"),
+                "checkpoint": checkpoint_label(inputs.get("checkpoint") or {}),
+                "parameters": None,
+            },
+        )
         if record.get("parameters") is not None:
             row["parameters"] = int(record["parameters"])
     return pl.DataFrame(list(rows.values()), schema=SCHEMA).sort("model")

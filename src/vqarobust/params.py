@@ -29,9 +29,17 @@ SERVED_RUNTIME_KEYS = frozenset(
     }
 )
 RUNTIME_KEYS = frozenset(
-    {"batch_size", "gpu_memory_gb", "mem_mb", "runtime", "gpu_model", "allow_download",
-     "share_image_features", *SERVED_RUNTIME_KEYS}
-)  # fmt: skip
+    {
+        "batch_size",
+        "gpu_memory_gb",
+        "mem_mb",
+        "runtime",
+        "gpu_model",
+        "allow_download",
+        "share_image_features",
+        *SERVED_RUNTIME_KEYS,
+    }
+)
 
 
 def canonical(value: Any) -> Any:

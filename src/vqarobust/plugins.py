@@ -70,9 +70,15 @@ def _entry_point_plugins() -> list[Plugin]:
     for group in GROUPS:
         for ep in sorted(found.select(group=group), key=lambda e: (e.name, e.value)):
             dist = ep.dist
-            out.append(Plugin(ep.name, ep.value.split(":")[0].strip(),
-                              dist.name if dist else "unknown",
-                              dist.version if dist else "unknown", group))  # fmt: skip
+            out.append(
+                Plugin(
+                    ep.name,
+                    ep.value.split(":")[0].strip(),
+                    dist.name if dist else "unknown",
+                    dist.version if dist else "unknown",
+                    group,
+                )
+            )
     return out
 
 
@@ -107,8 +113,9 @@ def load(modules: Sequence[str] | None = None) -> list[Plugin]:
         except RegistryClash as exc:
             raise PluginError(f"{plugin.describe()}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's
-            raise PluginError(f"{plugin.describe()}: cannot import {plugin.module}: "
-                              f"{type(exc).__name__}: {exc}") from None  # fmt: skip
+            raise PluginError(
+                f"{plugin.describe()}: cannot import {plugin.module}: {type(exc).__name__}: {exc}"
+            ) from None
         _LOADED[plugin.module] = plugin
     return list(_LOADED.values())
 
@@ -116,8 +123,16 @@ def load(modules: Sequence[str] | None = None) -> list[Plugin]:
 def records() -> list[dict[str, str | None]]:
     """The plugins this process loaded, each with the SHA-256 of its source, as
     provenance records them (``provenance.plugins``)."""
-    return [{"name": p.name, "module": p.module, "package": p.package, "version": p.version,
-             "source_sha256": source_digest(p.module)} for p in _LOADED.values()]  # fmt: skip
+    return [
+        {
+            "name": p.name,
+            "module": p.module,
+            "package": p.package,
+            "version": p.version,
+            "source_sha256": source_digest(p.module),
+        }
+        for p in _LOADED.values()
+    ]
 
 
 def plugin_of(module: str) -> Plugin | None:
@@ -161,8 +176,11 @@ def source_digest(module: str) -> str:
     changes it."""
     files = _plugin_files(module)
     top = importlib.util.find_spec(module.split(".")[0])
-    root = Path(next(iter(top.submodule_search_locations))).parent if (
-        top is not None and top.submodule_search_locations) else files[0].parent  # fmt: skip
+    root = (
+        Path(next(iter(top.submodule_search_locations))).parent
+        if (top is not None and top.submodule_search_locations)
+        else files[0].parent
+    )
     h = hashlib.sha256()
     for path in files:
         # Each file by its path inside its package: a move between files changes it too.
@@ -186,8 +204,9 @@ def module_digest(module: str) -> str:
 
     if module.split(".")[0] == "vqarobust":
         return code_digest(module)
-    used = sorted({name for path in _plugin_files(module)
-                   for name in imports_of(path, "vqarobust")})  # fmt: skip
+    used = sorted(
+        {name for path in _plugin_files(module) for name in imports_of(path, "vqarobust")}
+    )
     h = hashlib.sha256(source_digest(module).encode())
     for name in used:
         try:

@@ -52,8 +52,13 @@ def code_identity(source: str | os.PathLike[str] | None = None) -> dict[str, Any
 
     def git(*args: str) -> str | None:
         try:
-            done = subprocess.run(["git", "-C", str(where), *args], capture_output=True,
-                                  text=True, timeout=30, check=True)  # fmt: skip
+            done = subprocess.run(
+                ["git", "-C", str(where), *args],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return done.stdout.strip()
@@ -86,11 +91,18 @@ def package_identity(name: str = "vqarobust") -> dict[str, Any]:
             if f.parts and f.parts[0] == name and f.suffix != ".pyc"
         )
     else:
-        files = sorted((p.relative_to(folder.parent).as_posix(), p) for p in folder.rglob("*")
-                       if p.is_file() and "__pycache__" not in p.parts)  # fmt: skip
+        files = sorted(
+            (p.relative_to(folder.parent).as_posix(), p)
+            for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        )
     digest = text_sha256("".join(f"{rel}\0{file_sha256(path)}\n" for rel, path in files))
-    out: dict[str, Any] = {"editable": editable, "location": str(folder), "sha256": digest,
-                           "files": len(files)}  # fmt: skip
+    out: dict[str, Any] = {
+        "editable": editable,
+        "location": str(folder),
+        "sha256": digest,
+        "files": len(files),
+    }
     if editable:
         out.update(code_identity(folder))
     return out
@@ -167,8 +179,11 @@ def collect(
     """
     info: dict[str, Any] = {"version": package_version("vqarobust")}
     # The workflow's own checkout (rules, scripts, configs), then the package that ran.
-    info.update(code_identity(workflow_dir) if workflow_dir is not None
-                else {"git_commit": None, "git_dirty": None})  # fmt: skip
+    info.update(
+        code_identity(workflow_dir)
+        if workflow_dir is not None
+        else {"git_commit": None, "git_dirty": None}
+    )
     info["workflow_dir"] = str(workflow_dir) if workflow_dir is not None else None
     info["package"] = package_identity()
     info["python"] = platform.python_version()
@@ -208,8 +223,9 @@ def collect(
             # Two jobs of one model saw different weights: the tables mix two models.
             entry["conflict"] = "prediction files of this model were made with other weights"
         elif entry["precision"] != precision:
-            entry["conflict"] = ("prediction files of this model were computed on other "
-                                 "devices or in other dtypes")  # fmt: skip
+            entry["conflict"] = (
+                "prediction files of this model were computed on other devices or in other dtypes"
+            )
     for name, entry in models.items():
         train = ((config or {}).get("models") or {}).get(name, {}).get("train")
         if train:
@@ -223,8 +239,10 @@ def collect(
     if records:
         info["started"] = _iso(min(r["started"] for r in records))
     info["finished"] = _iso(dt.datetime.now(dt.UTC).timestamp())
-    return {PREFIX + k: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
-            for k, v in info.items()}  # fmt: skip
+    return {
+        PREFIX + k: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        for k, v in info.items()
+    }
 
 
 def read(db_path: str | os.PathLike[str]) -> dict[str, str]:
@@ -256,11 +274,14 @@ def diff(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]
         con.execute("ATTACH ? AS a (READ_ONLY)", [str(a)])
         con.execute("ATTACH ? AS b (READ_ONLY)", [str(b)])
         names = {
-            side: {r[0] for r in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [side]
-            ).fetchall()}
+            side: {
+                r[0]
+                for r in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [side]
+                ).fetchall()
+            }
             for side in ("a", "b")
-        }  # fmt: skip
+        }
         tables = {}
         for name in sorted(names["a"] & names["b"] - {"run_info"} - MEASURED_TABLES):
             sentence = _table_difference(con, name)
@@ -285,13 +306,17 @@ def _table_difference(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
     }
     if cols["a"] != cols["b"]:
         return f"columns differ: {cols['a']} vs {cols['b']}"
-    n = {side: con.execute(f"SELECT count(*) FROM {side}.{table}").fetchone()[0]
-         for side in ("a", "b")}  # fmt: skip
+    n = {
+        side: con.execute(f"SELECT count(*) FROM {side}.{table}").fetchone()[0]
+        for side in ("a", "b")
+    }
     only = {
-        side: con.execute(f"SELECT count(*) FROM (SELECT * FROM {side}.{table} EXCEPT ALL "
-                          f"SELECT * FROM {other}.{table})").fetchone()[0]
+        side: con.execute(
+            f"SELECT count(*) FROM (SELECT * FROM {side}.{table} EXCEPT ALL "
+            f"SELECT * FROM {other}.{table})"
+        ).fetchone()[0]
         for side, other in (("a", "b"), ("b", "a"))
-    }  # fmt: skip
+    }
     if not only["a"] and not only["b"]:
         return None
     return f"{n['a']} vs {n['b']} rows; {only['a']} rows only in A, {only['b']} only in B"
@@ -302,8 +327,9 @@ def format_provenance(info: Mapping[str, str]) -> str:
     return "\n".join(f"{k}: {v}" for k, v in info.items()) + "\n"
 
 
-def format_diff(result: Mapping[str, Any], a: str | os.PathLike[str],
-                b: str | os.PathLike[str]) -> str:  # fmt: skip
+def format_diff(
+    result: Mapping[str, Any], a: str | os.PathLike[str], b: str | os.PathLike[str]
+) -> str:
     """The result of :func:`diff` as lines a reader scans: inputs first, then tables."""
     lines = [f"A = {a}", f"B = {b}"]
     if not result["inputs"]:

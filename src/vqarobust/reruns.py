@@ -55,76 +55,178 @@ _ANSWERS = ("models",)  # less the runtime keys (RUNTIME) and train (through tra
 # The rules other than analyze, in the order of the data flow.
 RULES: dict[str, Stage] = {
     "prepare_dataset": Stage(_DATASET),
-    "train_detector": Stage(("features.*", "seed", "threads.train", *_TRAIN_SCENES),
-                            ("prepare_dataset",)),
-    "extract_features": Stage(("features.*", "context.word_vectors", "context.donors",
-                               "dataset.adapter", "dataset.scene_graphs", *_SCENES),
-                              ("prepare_dataset", "train_detector")),
-    "train_model": Stage(("models.*.train", "models.*.features", "threads.train",
-                          "context.threshold", "context.class_attributes",
-                          "context.word_vectors", *_TRAIN_SCENES),
-                         ("prepare_dataset", "extract_features")),
+    "train_detector": Stage(
+        ("features.*", "seed", "threads.train", *_TRAIN_SCENES), ("prepare_dataset",)
+    ),
+    "extract_features": Stage(
+        (
+            "features.*",
+            "context.word_vectors",
+            "context.donors",
+            "dataset.adapter",
+            "dataset.scene_graphs",
+            *_SCENES,
+        ),
+        ("prepare_dataset", "train_detector"),
+    ),
+    "train_model": Stage(
+        (
+            "models.*.train",
+            "models.*.features",
+            "threads.train",
+            "context.threshold",
+            "context.class_attributes",
+            "context.word_vectors",
+            *_TRAIN_SCENES,
+        ),
+        ("prepare_dataset", "extract_features"),
+    ),
     # The boxes the box-aware corruptions keep: scene graphs, COCO instances, GQA graphs.
-    "object_boxes": Stage(("context.instances", "dataset.adapter", "dataset.questions",
-                           "dataset.scene_graphs", *_EVAL_SCENES), ("prepare_dataset",)),
-    "corrupt_images": Stage(("seed", "corruptions", "controls", "severities", "stylize",
-                             "geometric.border", "storage.image_format",
-                             "storage.jpeg_quality", "ssim.window"),
-                            ("prepare_dataset", "object_boxes")),
+    "object_boxes": Stage(
+        (
+            "context.instances",
+            "dataset.adapter",
+            "dataset.questions",
+            "dataset.scene_graphs",
+            *_EVAL_SCENES,
+        ),
+        ("prepare_dataset",),
+    ),
+    "corrupt_images": Stage(
+        (
+            "seed",
+            "corruptions",
+            "controls",
+            "severities",
+            "stylize",
+            "geometric.border",
+            "storage.image_format",
+            "storage.jpeg_quality",
+            "ssim.window",
+        ),
+        ("prepare_dataset", "object_boxes"),
+    ),
     "extract_image_features": Stage(("features.*",), ("corrupt_images", "train_detector")),
     "score_lpips": Stage(("lpips",), ("prepare_dataset", "corrupt_images")),
-    "swap_context": Stage(("seed", "context.perturbations", "context.k", "context.max_objects",
-                           "context.min_area",
-                           "context.instances", "dataset.images", "storage.image_format",
-                           "storage.jpeg_quality", *_EVAL_SCENES),
-                          ("prepare_dataset",)),
-    "swap_features": Stage(("seed", "context.perturbations", "context.k", "context.threshold",
-                            "context.class_attributes", "context.attribute_swaps",
-                            "context.max_objects",
-                            "context.word_vectors", "features.*.kind", "dataset.questions",
-                            "dataset.scene_graphs", *_EVAL_SCENES),
-                           ("prepare_dataset", "extract_features")),
-    "perturb_questions": Stage(("seed", "severities", "text.perturbations",
-                                "text.min_similarity", "text.max_tries",
-                                "text.on_low_similarity", "text.similarity_encoder",
-                                "text.filter_levels", "text.word_share", "text.char_share",
-                                "text.char_min_length"),
-                               ("prepare_dataset",)),
+    "swap_context": Stage(
+        (
+            "seed",
+            "context.perturbations",
+            "context.k",
+            "context.max_objects",
+            "context.min_area",
+            "context.instances",
+            "dataset.images",
+            "storage.image_format",
+            "storage.jpeg_quality",
+            *_EVAL_SCENES,
+        ),
+        ("prepare_dataset",),
+    ),
+    "swap_features": Stage(
+        (
+            "seed",
+            "context.perturbations",
+            "context.k",
+            "context.threshold",
+            "context.class_attributes",
+            "context.attribute_swaps",
+            "context.max_objects",
+            "context.word_vectors",
+            "features.*.kind",
+            "dataset.questions",
+            "dataset.scene_graphs",
+            *_EVAL_SCENES,
+        ),
+        ("prepare_dataset", "extract_features"),
+    ),
+    "perturb_questions": Stage(
+        (
+            "seed",
+            "severities",
+            "text.perturbations",
+            "text.min_similarity",
+            "text.max_tries",
+            "text.on_low_similarity",
+            "text.similarity_encoder",
+            "text.filter_levels",
+            "text.word_share",
+            "text.char_share",
+            "text.char_min_length",
+        ),
+        ("prepare_dataset",),
+    ),
     # missing_weights only removes jobs: it reruns the analyses (their skipped list).
     # A rewrite's fidelity filter too, and a sampled rewrite's seed (a greedy one has none).
-    "rewrite_questions": Stage(("text.sentence", "seed", "text.min_similarity", "text.max_tries",
-                                "text.on_low_similarity", "text.similarity_encoder",
-                                "text.filter_levels"), ("prepare_dataset",)),
+    "rewrite_questions": Stage(
+        (
+            "text.sentence",
+            "seed",
+            "text.min_similarity",
+            "text.max_tries",
+            "text.on_low_similarity",
+            "text.similarity_encoder",
+            "text.filter_levels",
+        ),
+        ("prepare_dataset",),
+    ),
     "embed_questions": Stage(("basic_questions.encoder",), ("prepare_dataset",)),
-    "embed_pool": Stage(("basic_questions.encoder", "basic_questions.pool",
-                         "basic_questions.pool_files"), ("prepare_dataset",)),
-    "rank_basic_questions": Stage(("basic_questions.rankers", "basic_questions.datasets",
-                                   "basic_questions.k", "basic_questions.lasso",
-                                   "basic_questions.lasso_alpha",
-                                   "basic_questions.prefilter",
-                                   "basic_questions.exclude_main",
-                                   "basic_questions.bleu_smoothing"),
-                                  ("prepare_dataset", "embed_questions", "embed_pool")),
-    "export_basic_questions": Stage(("basic_questions.rankers", "basic_questions.datasets"),
-                                    ("prepare_dataset", "rank_basic_questions")),
-    "noise_questions": Stage(("basic_questions.k",),
-                             ("prepare_dataset", "rank_basic_questions")),
+    "embed_pool": Stage(
+        ("basic_questions.encoder", "basic_questions.pool", "basic_questions.pool_files"),
+        ("prepare_dataset",),
+    ),
+    "rank_basic_questions": Stage(
+        (
+            "basic_questions.rankers",
+            "basic_questions.datasets",
+            "basic_questions.k",
+            "basic_questions.lasso",
+            "basic_questions.lasso_alpha",
+            "basic_questions.prefilter",
+            "basic_questions.exclude_main",
+            "basic_questions.bleu_smoothing",
+        ),
+        ("prepare_dataset", "embed_questions", "embed_pool"),
+    ),
+    "export_basic_questions": Stage(
+        ("basic_questions.rankers", "basic_questions.datasets"),
+        ("prepare_dataset", "rank_basic_questions"),
+    ),
+    "noise_questions": Stage(("basic_questions.k",), ("prepare_dataset", "rank_basic_questions")),
     # A generative family's chain prompt, every other family's concatenation.
-    "chain_questions": Stage(("models.*.chain_prompt", "models.*.family",
-                              "basic_questions.vqabq.enabled", "basic_questions.vqabq.ranker"),
-                             ("prepare_dataset", "rank_basic_questions")),
+    "chain_questions": Stage(
+        (
+            "models.*.chain_prompt",
+            "models.*.family",
+            "basic_questions.vqabq.enabled",
+            "basic_questions.vqabq.ranker",
+        ),
+        ("prepare_dataset", "rank_basic_questions"),
+    ),
     # A per-model job's outputs are its model's subsets: skipping a perturbation
     # (missing_weights) changes them. inference_jobs cuts the jobs another way. Either
     # way each job reruns, answering what it already answered from its chunks.
-    "run_model": Stage((*_ANSWERS, *_LEVELS, "inference_jobs", "missing_weights"),
-                       ("prepare_dataset", "train_model", "corrupt_images", "extract_features",
-                        "extract_image_features", "swap_context", "swap_features",
-                        "perturb_questions", "rewrite_questions", "noise_questions",
-                        "chain_questions")),
-    "image_attention": Stage((*_ANSWERS, "seed", "corruptions", "severities",
-                              "diagnostics.attention.n"),
-                             ("prepare_dataset", "train_model", "corrupt_images")),
-}  # fmt: skip
+    "run_model": Stage(
+        (*_ANSWERS, *_LEVELS, "inference_jobs", "missing_weights"),
+        (
+            "prepare_dataset",
+            "train_model",
+            "corrupt_images",
+            "extract_features",
+            "extract_image_features",
+            "swap_context",
+            "swap_features",
+            "perturb_questions",
+            "rewrite_questions",
+            "noise_questions",
+            "chain_questions",
+        ),
+    ),
+    "image_attention": Stage(
+        (*_ANSWERS, "seed", "corruptions", "severities", "diagnostics.attention.n"),
+        ("prepare_dataset", "train_model", "corrupt_images"),
+    ),
+}
 
 # The stages that make the files of each input group an analysis declares
 # (rules/analyze_inputs.smk, INPUT_GROUPS).
@@ -132,14 +234,18 @@ INPUT_SOURCES: dict[str, tuple[str, ...]] = {
     "questions": ("prepare_dataset",),
     "info": ("prepare_dataset",),
     "predictions": ("run_model",),
-    "question_sets": ("perturb_questions", "rewrite_questions", "noise_questions",
-                      "chain_questions"),
+    "question_sets": (
+        "perturb_questions",
+        "rewrite_questions",
+        "noise_questions",
+        "chain_questions",
+    ),
     "images": ("prepare_dataset", "corrupt_images"),
     "lpips": ("score_lpips",),
     "attention": ("image_attention",),
     "context": ("prepare_dataset", "swap_context", "swap_features"),
     "vqabq_rankings": ("rank_basic_questions",),
-}  # fmt: skip
+}
 
 # Keys that rerun nothing. Scheduler hints only reach a job's resources; runtime keys
 # travel in vqarobust.runtime.Runtime, which Snakemake leaves out of its params check.
@@ -158,8 +264,10 @@ _DOWNLOAD = NoRerun(
     "tests/test_reruns.py::test_runtime_keys_reach_no_params",
 )
 RUNTIME: dict[str, NoRerun] = {
-    "study": NoRerun("the study's label: it only refuses a merge into the default config",
-                     "tests/test_workflow.py::test_a_shipped_study_is_never_merged_into_the_default"),
+    "study": NoRerun(
+        "the study's label: it only refuses a merge into the default config",
+        "tests/test_workflow.py::test_a_shipped_study_is_never_merged_into_the_default",
+    ),
     "storage.shard_mb": NoRerun(
         "how images are cut into Parquet shards; the images and their order are the same",
         "tests/test_materialize_images.py::test_corrupted_subset_does_not_depend_on_shard_layout",
@@ -188,8 +296,10 @@ RUNTIME: dict[str, NoRerun] = {
         "tests/test_sentence.py::test_sentence_rewrites_do_not_depend_on_the_batch",
     ),
     "basic_questions.allow_download": _DOWNLOAD,
-    "models.*.gpu_memory_gb": NoRerun("a GPU job's resource request (docs/models.md)",
-                                      "tests/test_reruns.py::test_runtime_keys_reach_no_params"),
+    "models.*.gpu_memory_gb": NoRerun(
+        "a GPU job's resource request (docs/models.md)",
+        "tests/test_reruns.py::test_runtime_keys_reach_no_params",
+    ),
     "models.*.mem_mb": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
     "models.*.runtime": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
     "models.*.gpu_model": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
@@ -203,14 +313,19 @@ RUNTIME: dict[str, NoRerun] = {
         "every request",
         "tests/test_served.py::test_a_request_budget_stops_the_job_and_a_rerun_goes_on",
     ),
-}  # fmt: skip
+}
 
 
 # Keys that reach only some jobs of a stage: an entry's own jobs (by the wildcard that
 # names it), and one split's preparation.
 _NAMED = {"models": "model", "features": "feature", "text.sentence": "sentence"}
-_SPLIT = {"dataset.split": "eval", "dataset.n_images": "eval", "dataset.manifest": "eval",
-          "dataset.train_split": "train", "dataset.train_n_images": "train"}  # fmt: skip
+_SPLIT = {
+    "dataset.split": "eval",
+    "dataset.n_images": "eval",
+    "dataset.manifest": "eval",
+    "dataset.train_split": "train",
+    "dataset.train_n_images": "train",
+}
 
 
 def scope(path: str) -> dict[str, str]:
@@ -323,8 +438,13 @@ def _compact(names: list[str]) -> str:
     rules = [n for n in names if not n.startswith("analyze:")]
     if analyses:
         left = [n for n in ANALYSES if n not in analyses]
-        label = ("every analysis" if not left else f"every analysis but {', '.join(left)}"
-                 if len(left) <= 3 else ", ".join(analyses))  # fmt: skip
+        label = (
+            "every analysis"
+            if not left
+            else f"every analysis but {', '.join(left)}"
+            if len(left) <= 3
+            else ", ".join(analyses)
+        )
         at = next((i for i, n in enumerate(rules) if n == "load_duckdb"), len(rules))
         rules.insert(at, f"analyze ({label})")
     return ", ".join(rules)

@@ -114,8 +114,11 @@ def image_backend() -> str:
 def subset_fingerprint(subset: SubsetInputs, digest: Callable[[Any], str | None]) -> dict:
     """A subset's own inputs by content: its name and the SHA-256 of its images, question
     set and (context subsets of feature models) swaps."""
-    entry = {"subset": subset.name, "images": digest(subset.images),
-             "question_set": digest(subset.question_set)}  # fmt: skip
+    entry = {
+        "subset": subset.name,
+        "images": digest(subset.images),
+        "question_set": digest(subset.question_set),
+    }
     if subset.swaps:
         entry["swaps"] = digest(subset.swaps)
     return entry
@@ -135,11 +138,13 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     (``{"job": ..., "subset": ...}``, as :class:`ChunkStore` keeps it)."""
     old_job, new_job = old.get("job", old), new.get("job", new)
     changed = []
-    names = {"questions": "the questions file", "precision": "the device type or dtype",
-             "code": "the code of the model's family (adapter, inference.py)",
-             "image_backend": "the image backend (torchvision)"}  # fmt: skip
-    for key in ("model", "spec", "code", "precision", "questions", "chunk_size",
-                "image_backend"):  # fmt: skip
+    names = {
+        "questions": "the questions file",
+        "precision": "the device type or dtype",
+        "code": "the code of the model's family (adapter, inference.py)",
+        "image_backend": "the image backend (torchvision)",
+    }
+    for key in ("model", "spec", "code", "precision", "questions", "chunk_size", "image_backend"):
         if old_job.get(key) != new_job.get(key):
             detail = ""
             if key == "precision":
@@ -162,8 +167,11 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         before = old_subsets.get(name)
         if before is None:
             continue
-        for part, label in (("images", "images"), ("question_set", "question set"),
-                            ("swaps", "feature swaps")):  # fmt: skip
+        for part, label in (
+            ("images", "images"),
+            ("question_set", "question set"),
+            ("swaps", "feature swaps"),
+        ):
             if before.get(part) != sub.get(part):
                 changed.append(f"the {label} of {name}")
     return changed
@@ -224,10 +232,18 @@ class ChunkStore:
             if key in fingerprints or (name and current is None):
                 continue
             files = list(self.folder.glob(f"{key}-*.parquet"))
-            why = (", ".join(changed_inputs(old, fingerprints[current]))
-                   if current else "no readable record") or "their inputs differ"  # fmt: skip
-            log.warning("discarding %d finished chunks of %s in %s: changed since they were "
-                        "computed: %s", len(files), name or key, self.folder, why)  # fmt: skip
+            why = (
+                ", ".join(changed_inputs(old, fingerprints[current]))
+                if current
+                else "no readable record"
+            ) or "their inputs differ"
+            log.warning(
+                "discarding %d finished chunks of %s in %s: changed since they were computed: %s",
+                len(files),
+                name or key,
+                self.folder,
+                why,
+            )
             self._remove(key)
         for key, fp in fingerprints.items():
             record = self.folder / f"{key}.json"

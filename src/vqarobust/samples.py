@@ -77,6 +77,9 @@ def sample_images(
             rows["image_id"].append(iid)
             rows["perturbation"].append(perturbation)
             rows["severity"].append(severity)
-            rows["png"].append(thumbnail_beside(images[iid], clean[iid]) if iid in clean
-                               else thumbnail(images[iid]))  # fmt: skip
+            rows["png"].append(
+                thumbnail_beside(images[iid], clean[iid])
+                if iid in clean
+                else thumbnail(images[iid])
+            )
     return pl.DataFrame(rows, schema=SAMPLE_SCHEMA)

@@ -83,7 +83,7 @@ def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
 def bounds(alias: str, metric: str, where: str) -> str:
     """A LEFT JOIN of table ``intervals`` as ``alias``: the bounds of ``metric`` where
     ``where`` holds (null bounds where the run computed none)."""
-    return (f"LEFT JOIN intervals {alias} ON {alias}.metric = '{metric}' AND {where}")  # fmt: skip
+    return f"LEFT JOIN intervals {alias} ON {alias}.metric = '{metric}' AND {where}"
 
 
 def wide(long: pl.DataFrame) -> pl.DataFrame:
@@ -93,9 +93,11 @@ def wide(long: pl.DataFrame) -> pl.DataFrame:
     out = long.select("model").unique().sort("model")
     for col in order:
         part = long.filter(pl.col("col") == col).select(
-            "model", pl.col("v").alias(col), pl.col("low").alias(f"{col}_low"),
+            "model",
+            pl.col("v").alias(col),
+            pl.col("low").alias(f"{col}_low"),
             pl.col("high").alias(f"{col}_high"),
-        )  # fmt: skip
+        )
         out = out.join(part, on="model", how="left")
     return out
 
@@ -122,16 +124,20 @@ def interval_columns(df: pl.DataFrame) -> pl.DataFrame:
         if c in bounds:
             continue
         if f"{c}_low" in df.columns:
-            cols[c] = [with_interval(v, lo, hi) for v, lo, hi in
-                       zip(df[c], df[f"{c}_low"], df[f"{c}_high"], strict=True)]  # fmt: skip
+            cols[c] = [
+                with_interval(v, lo, hi)
+                for v, lo, hi in zip(df[c], df[f"{c}_low"], df[f"{c}_high"], strict=True)
+            ]
         else:
             cols[c] = df[c].to_list()
     return pl.DataFrame(cols, strict=False)
 
 
 def _named(df: pl.DataFrame) -> str:
-    return ", ".join(f"{c} ({with_interval(v, lo, hi)})" for c, v, lo, hi in
-                     df.select("corruption", "vre", "vre_low", "vre_high").iter_rows())  # fmt: skip
+    return ", ".join(
+        f"{c} ({with_interval(v, lo, hi)})"
+        for c, v, lo, hi in df.select("corruption", "vre", "vre_low", "vre_high").iter_rows()
+    )
 
 
 def markdown_table(df: pl.DataFrame) -> list[str]:
@@ -143,8 +149,14 @@ def markdown_table(df: pl.DataFrame) -> list[str]:
     return lines
 
 
-HEADLINE_COLUMNS = ("model", "clean accuracy", "mean corrupted accuracy", "relative drop", "VRE",
-                    "VRE rank (share of resamples)")  # fmt: skip
+HEADLINE_COLUMNS = (
+    "model",
+    "clean accuracy",
+    "mean corrupted accuracy",
+    "relative drop",
+    "VRE",
+    "VRE rank (share of resamples)",
+)
 
 
 def _rank(s: Summary, rank: int, share: float | None) -> str:
@@ -155,8 +167,10 @@ def _rank(s: Summary, rank: int, share: float | None) -> str:
 
 # Said wherever the image side would be: a run may have none (GQA read without images,
 # or released features, which are of the clean images only).
-NO_IMAGE_SIDE = ("No image perturbations in this run, so there is no image-side VRE; the "
-                 "question side and the context study are below.")  # fmt: skip
+NO_IMAGE_SIDE = (
+    "No image perturbations in this run, so there is no image-side VRE; the "
+    "question side and the context study are below."
+)
 
 
 def headline_table(s: Summary) -> pl.DataFrame:
@@ -168,13 +182,16 @@ def headline_table(s: Summary) -> pl.DataFrame:
         "model": m["model"].to_list(),
         "clean accuracy": interval_columns(m.select("clean", "clean_low", "clean_high"))["clean"],
         "mean corrupted accuracy": interval_columns(
-            m.select("corrupted", "corrupted_low", "corrupted_high"))["corrupted"],
-        "relative drop": interval_columns(m.select(
-            "relative_drop", "relative_drop_low", "relative_drop_high"))["relative_drop"],
+            m.select("corrupted", "corrupted_low", "corrupted_high")
+        )["corrupted"],
+        "relative drop": interval_columns(
+            m.select("relative_drop", "relative_drop_low", "relative_drop_high")
+        )["relative_drop"],
         "VRE": interval_columns(m.select("vre", "vre_low", "vre_high"))["vre"],
-        "VRE rank (share of resamples)": [_rank(s, r, sh) for r, sh in
-                                          m.select("rank", "rank_share").iter_rows()],
-    }  # fmt: skip
+        "VRE rank (share of resamples)": [
+            _rank(s, r, sh) for r, sh in m.select("rank", "rank_share").iter_rows()
+        ],
+    }
     assert list(rows) == list(HEADLINE_COLUMNS)
     if m.height < 2:
         # VRE scales over the models: one model's VRE measures nothing about it.
@@ -202,8 +219,10 @@ def notes(s: Summary) -> list[str]:
     else:
         iv = "No intervals (uncertainty.resamples: 0)."
     if s.models.is_empty():
-        out = [f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} "
-               + NO_IMAGE_SIDE]  # fmt: skip
+        out = [
+            f"{s.n_images:,} images, {s.n_questions:,} questions, score `{s.metric}`. {iv} "
+            + NO_IMAGE_SIDE
+        ]
         if s.skipped is not None and s.skipped.height:
             items = "; ".join(f"{p} ({r})" for p, r in s.skipped.iter_rows())
             out.append(f"Skipped in this run: {items}.")
@@ -251,9 +270,13 @@ def to_markdown(s: Summary, command: str) -> str:
         lines += [*markdown_table(headline_table(s)), ""]
     lines += notes(s)
     if s.unscaled is not None and s.unscaled.height:
-        lines += ["", *markdown_table(interval_columns(s.unscaled)), "",
-                  "Unscaled sub-metrics of the one model per corruption (docs/metrics.md): "
-                  "lower = more robust for each."]  # fmt: skip
+        lines += [
+            "",
+            *markdown_table(interval_columns(s.unscaled)),
+            "",
+            "Unscaled sub-metrics of the one model per corruption (docs/metrics.md): "
+            "lower = more robust for each.",
+        ]
     if s.questions is not None and s.questions.height:
         lines += ["", *markdown_table(interval_columns(s.questions))]
         t, m = s.rscore or (float("nan"), float("nan"))
@@ -283,24 +306,41 @@ def to_markdown(s: Summary, command: str) -> str:
         if s.context_k is not None:
             from vqarobust.metrics.context_paper import finding_sentence
 
-            lines += ["", "Class and attribute reliance at each k (the SwapMix paper's Table 2; "
-                      "kind: what the model reads):", "", *markdown_table(s.context_k)]  # fmt: skip
+            lines += [
+                "",
+                "Class and attribute reliance at each k (the SwapMix paper's Table 2; "
+                "kind: what the model reads):",
+                "",
+                *markdown_table(s.context_k),
+            ]
             findings = s.context_findings
-            lines += ["", *(finding_sentence(r) for r in findings.iter_rows(named=True))] if (
-                findings is not None and findings.height) else []  # fmt: skip
+            lines += (
+                ["", *(finding_sentence(r) for r in findings.iter_rows(named=True))]
+                if (findings is not None and findings.height)
+                else []
+            )
     return "\n".join(lines) + "\n"
 
 
 def to_text(s: Summary) -> str:
     """The summary for a terminal."""
-    with pl.Config(tbl_hide_dataframe_shape=True, float_precision=3, tbl_rows=50,
-                   tbl_cols=20, fmt_str_lengths=40, tbl_width_chars=200):  # fmt: skip
+    with pl.Config(
+        tbl_hide_dataframe_shape=True,
+        float_precision=3,
+        tbl_rows=50,
+        tbl_cols=20,
+        fmt_str_lengths=40,
+        tbl_width_chars=200,
+    ):
         if s.models.is_empty():  # no image side
             out = "\n".join(notes(s)) + "\n"
         else:
             corr = interval_columns(s.corruptions)
-            out = (f"{headline_table(s)}\n" + "\n".join(notes(s))
-                   + f"\nCorruptions by VRE (strongest first):\n{corr}\n")  # fmt: skip
+            out = (
+                f"{headline_table(s)}\n"
+                + "\n".join(notes(s))
+                + f"\nCorruptions by VRE (strongest first):\n{corr}\n"
+            )
         if s.unscaled is not None:
             out += f"Unscaled sub-metrics per corruption:\n{interval_columns(s.unscaled)}\n"
         if s.questions is not None:

@@ -29,12 +29,14 @@ SCRIPT = REPO / "tests" / "cluster" / "local_slurm.sh"
 # there must be the cluster run's rows. (The tables over models or over the whole
 # perturbation suite, VRE and MMI, are computed by local rules from these rows; the
 # cluster run has fewer models and perturbations than the local one, so they differ.)
-TABLES = {"predictions": ("model", "modality", "perturbation", "severity"),
-          "question_sets": ("perturbation",),
-          "accuracy": ("model", "modality", "perturbation", "severity"),
-          "answer_type_accuracy": ("model", "modality", "perturbation", "severity"),
-          "question_type_accuracy": ("model", "modality", "perturbation", "severity"),
-          "image_reliance": ("model",)}  # fmt: skip
+TABLES = {
+    "predictions": ("model", "modality", "perturbation", "severity"),
+    "question_sets": ("perturbation",),
+    "accuracy": ("model", "modality", "perturbation", "severity"),
+    "answer_type_accuracy": ("model", "modality", "perturbation", "severity"),
+    "question_type_accuracy": ("model", "modality", "perturbation", "severity"),
+    "image_reliance": ("model",),
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +44,9 @@ def partitions(tmp_path_factory):
     if not shutil.which("slurmctld") and (os.geteuid() != 0 or not shutil.which("apt-get")):
         pytest.skip("SLURM is not installed and cannot be installed here (needs root and apt)")
     state = tmp_path_factory.mktemp("slurm")
-    proc = subprocess.run([str(SCRIPT), "start", str(state)], capture_output=True, text=True,
-                          timeout=900)  # fmt: skip
+    proc = subprocess.run(
+        [str(SCRIPT), "start", str(state)], capture_output=True, text=True, timeout=900
+    )
     if proc.returncode != 0:
         logs = "\n".join(p.read_text()[-2000:] for p in (state / "log").glob("*.log"))
         pytest.fail(f"local SLURM did not start:\n{proc.stdout}\n{proc.stderr}\n{logs}")
@@ -66,8 +69,10 @@ def cluster_profile(folder: Path, partitions: dict[str, str]) -> Path:
     for rule in ("run_model", "image_attention"):
         profile["set-resources"][rule]["cpus_per_gpu"] = 1  # the local node has 2 CPUs
     shipped = yaml.safe_load((REPO / "profiles" / "slurm" / "partitions.yaml").read_text())
-    names = {"SET-YOUR-CPU-PARTITION": partitions["cpu"],
-             "SET-YOUR-GPU-PARTITION": partitions["gpu"]}  # fmt: skip
+    names = {
+        "SET-YOUR-CPU-PARTITION": partitions["cpu"],
+        "SET-YOUR-GPU-PARTITION": partitions["gpu"],
+    }
     local = {names[k]: v for k, v in shipped["partitions"].items()}
     local[partitions["gpu"]]["max_gpu"] = 1
     folder.mkdir()
@@ -78,8 +83,16 @@ def cluster_profile(folder: Path, partitions: dict[str, str]) -> Path:
 
 
 def run(workdir: Path, *args: str) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
-           str(workdir), *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-8000:]
@@ -115,9 +128,16 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     (workdir / "config").mkdir(parents=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     profile = cluster_profile(tmp_path / "profile", partitions)
-    out = run(workdir, "--profile", str(profile), "--slurm-no-account",
-              "--slurm-status-command", "squeue",
-              "--slurm-init-seconds-before-status-checks", "1")  # fmt: skip
+    out = run(
+        workdir,
+        "--profile",
+        str(profile),
+        "--slurm-no-account",
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+    )
     submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
     # prepare x2, train, run_model x5 (clean, 2 corruptions, blank, keyboard),
     # image_attention, one group job for the five corruption jobs and one for

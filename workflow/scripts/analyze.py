@@ -10,5 +10,10 @@ analysis = get(snakemake.wildcards.analysis)
 names = list(snakemake.input.keys())  # noqa: SIM118
 files = {n: list(v) if isinstance(v := snakemake.input[n], list) else [v] for n in names}
 required = [snakemake.input[f"tables_{name}"] for name in analysis.requires]
-run_analysis(analysis, analysis.settings_from_params(snakemake.params.settings), files,
-             required, snakemake.output[0])  # fmt: skip
+run_analysis(
+    analysis,
+    analysis.settings_from_params(snakemake.params.settings),
+    files,
+    required,
+    snakemake.output[0],
+)

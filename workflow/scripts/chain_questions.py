@@ -4,5 +4,9 @@ from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import chain_question_set
 
 start_job(snakemake.log[0])
-chain_question_set(snakemake.input.questions, snakemake.input.rankings, list(snakemake.output),
-                   snakemake.params.prompt)  # fmt: skip
+chain_question_set(
+    snakemake.input.questions,
+    snakemake.input.rankings,
+    list(snakemake.output),
+    snakemake.params.prompt,
+)

@@ -7,8 +7,11 @@ from vqarobust.materialize.images import corrupt_subset
 start_job(snakemake.log[0])
 options = dict(snakemake.params.options)
 if snakemake.wildcards.corruption == "stylize":
-    options = {"weights": snakemake.input.weights, "styles": snakemake.input.styles,
-               **snakemake.params.stylize}  # fmt: skip
+    options = {
+        "weights": snakemake.input.weights,
+        "styles": snakemake.input.styles,
+        **snakemake.params.stylize,
+    }
 elif snakemake.input.get("boxes"):
     options = {"boxes": snakemake.input.boxes}
 corrupt_subset(

@@ -10,7 +10,14 @@ from vqarobust.text.encoder import encode
 
 start_job(snakemake.log[0], allow_download=snakemake.params.runtime["allow_download"])
 torch.set_num_threads(snakemake.threads)
-encoder = partial(encode, path=snakemake.params.encoder_path,
-                  allow_download=snakemake.params.runtime["allow_download"])  # fmt: skip
-build_pool(snakemake.input.questions, snakemake.output[0],
-           annotations=snakemake.input.get("annotations"), encode=encoder)  # fmt: skip
+encoder = partial(
+    encode,
+    path=snakemake.params.encoder_path,
+    allow_download=snakemake.params.runtime["allow_download"],
+)
+build_pool(
+    snakemake.input.questions,
+    snakemake.output[0],
+    annotations=snakemake.input.get("annotations"),
+    encode=encoder,
+)

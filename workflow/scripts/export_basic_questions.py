@@ -4,5 +4,9 @@ from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import export_basic_questions
 
 start_job(snakemake.log[0])
-export_basic_questions(snakemake.input.questions, snakemake.input.rankings,
-                       snakemake.output.parquet, snakemake.output.json)  # fmt: skip
+export_basic_questions(
+    snakemake.input.questions,
+    snakemake.input.rankings,
+    snakemake.output.parquet,
+    snakemake.output.json,
+)

@@ -18,5 +18,11 @@ subsets = [
     for (p, s), folder in zip(snakemake.params.subsets, snakemake.input.images, strict=True)
 ]
 model = ModelRef(snakemake.wildcards.model, spec, options=dict(snakemake.params.runtime.values))
-attention_maps(model, snakemake.input.questions, subsets, snakemake.output[0],
-               n=snakemake.params.n, seed=snakemake.params.seed)  # fmt: skip
+attention_maps(
+    model,
+    snakemake.input.questions,
+    subsets,
+    snakemake.output[0],
+    n=snakemake.params.n,
+    seed=snakemake.params.seed,
+)

@@ -7,9 +7,15 @@ from vqarobust.text.ranking import RankSettings
 start_job(snakemake.log[0])
 # Only LASSO's params carry its mode, alpha, lambda and the pre-filter, only BLEU's its
 # smoothing; exclude_main only when it is not the default (own).
-names = {"k": "k", "lasso_alpha": "alpha", "prefilter": "prefilter", "lasso_mode": "lasso_mode",
-         "lasso_lambda": "lasso_lambda", "exclude_main": "exclude_main",
-         "bleu_smoothing": "bleu_smoothing"}  # fmt: skip
+names = {
+    "k": "k",
+    "lasso_alpha": "alpha",
+    "prefilter": "prefilter",
+    "lasso_mode": "lasso_mode",
+    "lasso_lambda": "lasso_lambda",
+    "exclude_main": "exclude_main",
+    "bleu_smoothing": "bleu_smoothing",
+}
 settings = {names[key]: value for key, value in dict(snakemake.params.ranking).items()}
 rank_basic_questions(
     snakemake.input.questions,

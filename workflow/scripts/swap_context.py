@@ -18,8 +18,9 @@ swaps = SwapSettings(settings.pop("seed"), settings.pop("k"), settings.pop("max_
 shard_bytes = snakemake.params.runtime["shard_bytes"]
 if hasattr(snakemake.input, "instances"):
     sources = CocoSources(snakemake.input.clean, snakemake.input.source, snakemake.input.instances)
-    storage = store.ImageStorage(settings.pop("image_format"), settings.pop("jpeg_quality"),
-                                 shard_bytes)  # fmt: skip
+    storage = store.ImageStorage(
+        settings.pop("image_format"), settings.pop("jpeg_quality"), shard_bytes
+    )
     swap_context_coco(snakemake.input.questions, sources, out, swaps, storage=storage, **settings)
 else:
     swap_context(snakemake.input.questions, out, swaps, shard_bytes=shard_bytes, **settings)

@@ -53,8 +53,9 @@ def _tables(folders: Sequence[str | os.PathLike[str]]) -> dict[str, Path]:
             if path.stem.startswith(PRIVATE):
                 continue
             if path.stem in tables:
-                raise ValueError(f"table {path.stem} written by {tables[path.stem].parent} "
-                                 f"and {folder}")  # fmt: skip
+                raise ValueError(
+                    f"table {path.stem} written by {tables[path.stem].parent} and {folder}"
+                )
             tables[path.stem] = path
     return tables
 
@@ -83,10 +84,17 @@ def assemble_database(
     manifest = Path(info_path).with_name("manifest.txt") if info_path else None
     if manifest is not None and manifest.is_file():
         files["manifest"] = manifest
-    info.update(collect_provenance(config=config, prediction_paths=prediction_paths,
-                                   dataset_files=files, dataset_info=dataset_info,
-                                   seed=seed, workflow_dir=workflow_dir,
-                                   plugin_records=_plugin_records(config)))  # fmt: skip
+    info.update(
+        collect_provenance(
+            config=config,
+            prediction_paths=prediction_paths,
+            dataset_files=files,
+            dataset_info=dataset_info,
+            seed=seed,
+            workflow_dir=workflow_dir,
+            plugin_records=_plugin_records(config),
+        )
+    )
     counts: dict[str, int] = {}
     with store.atomic_path(db_path) as tmp, duckdb.connect(str(tmp)) as con:
         # Table names are the files' names: quoted, never pasted.

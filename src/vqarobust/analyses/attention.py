@@ -34,7 +34,7 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         # Each cast on its own: maps written before severities were int16 are int8.
         pl.concat(
             [pl.read_parquet(p).with_columns(pl.col("severity").cast(pl.Int16)) for p in paths]
-        )  # fmt: skip
+        )
         if paths
         else pl.from_arrow(store.ATTENTION_SCHEMA.empty_table())
     )

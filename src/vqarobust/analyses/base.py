@@ -71,15 +71,27 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "weights": ("vre.preferences",),
     # With missing_weights: skip, the lists exclude what is skipped; every analysis
     # reads scoring's table of what was skipped (below), which declares those keys.
-    "families": ("corruptions", "controls", "text.perturbations", "text.sentence",
-                 "basic_questions.rankers", "basic_questions.datasets"),
+    "families": (
+        "corruptions",
+        "controls",
+        "text.perturbations",
+        "text.sentence",
+        "basic_questions.rankers",
+        "basic_questions.datasets",
+    ),
     "rscore": ("rscore",),
     "seed": ("seed",),
     # Only where WordNet is absent; the suite installs it.
-    "skipped": ("text.perturbations", "basic_questions.rankers", "basic_questions.datasets",
-                "missing_weights", "corruptions", "stylize", "text.sentence"),
-    "image_subsets": ("corruptions", "controls", "severities", "dataset.adapter",
-                      "dataset.images"),
+    "skipped": (
+        "text.perturbations",
+        "basic_questions.rankers",
+        "basic_questions.datasets",
+        "missing_weights",
+        "corruptions",
+        "stylize",
+        "text.sentence",
+    ),
+    "image_subsets": ("corruptions", "controls", "severities", "dataset.adapter", "dataset.images"),
     "outside": ("vre.include_grayscale", "corruptions"),
     "uncertainty": ("uncertainty",),
     "on_missing": (),  # not a config key: callers of build_database
@@ -88,21 +100,31 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "features": ("features.*.kind",),
     "context": ("context.perturbations",),
     "reliance_k": ("context.reliance_k", "context.k"),
-    "feature_sources": ("features", "models.*.features", "models.*.family",
-                        "context.perturbations"),
+    "feature_sources": (
+        "features",
+        "models.*.features",
+        "models.*.family",
+        "context.perturbations",
+    ),
     # How each basic-question perturbation was ranked (LASSO's mode, BLEU's smoothing, the
     # encoder), named in the R_score tables.
-    "rankers": ("basic_questions.rankers", "basic_questions.datasets", "basic_questions.lasso",
-                "basic_questions.lasso_alpha", "basic_questions.prefilter",
-                "basic_questions.bleu_smoothing", "basic_questions.exclude_main",
-                "basic_questions.encoder"),
+    "rankers": (
+        "basic_questions.rankers",
+        "basic_questions.datasets",
+        "basic_questions.lasso",
+        "basic_questions.lasso_alpha",
+        "basic_questions.prefilter",
+        "basic_questions.bleu_smoothing",
+        "basic_questions.exclude_main",
+        "basic_questions.encoder",
+    ),
     # How questions a horizontal flip changes are scored (vqarobust.metrics.flip).
     "flip_questions": ("geometric.flip_questions",),
     "on_failed_answers": ("scoring.on_failed_answers",),
     "max_unanswered_share": ("scoring.max_unanswered_share",),
     # What a GPU-hour, a CPU-hour and a served model's tokens cost (the costs table).
     "prices": ("prices",),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,7 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     folders = {(p, s): f for p, s, f in image_folders(inputs, settings.image_subsets)}
     examples = colour_bias_examples(colour, questions, folders.get((GRAYSCALE, 1)), settings.seed)
     bias = colour_bias_table(colour, Bootstrap.from_mapping(settings.bootstrap))
-    return Result(tables={"colour_bias": Table(bias),
-                          "colour_bias_examples": Table(examples)})  # fmt: skip
+    return Result(tables={"colour_bias": Table(bias), "colour_bias_examples": Table(examples)})
 
 
 ANALYSIS = Analysis(

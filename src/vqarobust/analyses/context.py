@@ -47,8 +47,10 @@ class Settings:
 def feature_swap_tables(inputs: Inputs, sources: list[str]) -> list[pl.DataFrame]:
     """Each feature source's swap table, with its source named."""
     paths = inputs.many("feature_swaps")
-    return [pl.read_parquet(path).with_columns(pl.lit(source).alias("source"))
-            for source, path in zip(sources, paths, strict=True)]  # fmt: skip
+    return [
+        pl.read_parquet(path).with_columns(pl.lit(source).alias("source"))
+        for source, path in zip(sources, paths, strict=True)
+    ]
 
 
 def run(inputs: Inputs, settings: Settings) -> Result:
@@ -59,9 +61,12 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     if swaps_path:
         swaps = pl.read_parquet(swaps_path)
         flips = flipped_swaps(scored, swaps, settings.seed)
-        examples = example_images(flips, inputs.table("_questions"),
-                                  str(inputs.one("clean_images")),
-                                  str(inputs.one("context_images")))  # fmt: skip
+        examples = example_images(
+            flips,
+            inputs.table("_questions"),
+            str(inputs.one("clean_images")),
+            str(inputs.one("context_images")),
+        )
         tables["context_swaps"] = Table(swaps, ordered=True)
         tables["context_examples"] = Table(examples, ordered=True)
     if settings.models is not None:

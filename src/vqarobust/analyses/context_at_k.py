@@ -44,11 +44,17 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     """Reliance at each k from each context prediction's swap rank."""
     swaps = _swap_tables(inputs)
     # Swap tables written before severities were int16 hold int8: one type for the concat.
-    ranks = [swaps[r["inputs"]].select(KEYS).with_columns(pl.lit(r["model"]).alias("model"),
-                                                          pl.col("severity").cast(pl.Int16),
-                                                          pl.col("rank").cast(pl.Int8))
-             for r in inputs.table("model_inputs").iter_rows(named=True)
-             if r["inputs"] in swaps]  # fmt: skip
+    ranks = [
+        swaps[r["inputs"]]
+        .select(KEYS)
+        .with_columns(
+            pl.lit(r["model"]).alias("model"),
+            pl.col("severity").cast(pl.Int16),
+            pl.col("rank").cast(pl.Int8),
+        )
+        for r in inputs.table("model_inputs").iter_rows(named=True)
+        if r["inputs"] in swaps
+    ]
     if not ranks:
         return Result()
     table = reliance_at_k(inputs.table("_scored"), pl.concat(ranks), list(settings.ks))

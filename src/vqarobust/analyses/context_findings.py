@@ -10,8 +10,11 @@ from vqarobust.metrics.context_paper import context_findings
 def run(inputs: Inputs, settings: NoSettings) -> Result:
     """One row per finding the configured models allow."""
     del settings
-    findings = context_findings(inputs.table("model_inputs"), inputs.table("context_reliance"),
-                                inputs.table("model_comparisons"))  # fmt: skip
+    findings = context_findings(
+        inputs.table("model_inputs"),
+        inputs.table("context_reliance"),
+        inputs.table("model_comparisons"),
+    )
     return Result(tables={"context_findings": Table(findings)})
 
 

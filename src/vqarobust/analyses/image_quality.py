@@ -35,8 +35,11 @@ class Settings:
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
-        return cls(subset_pairs(options.image_subsets), robustness.Settings.from_options(options),
-                   Bootstrap.resolved(options.uncertainty))  # fmt: skip
+        return cls(
+            subset_pairs(options.image_subsets),
+            robustness.Settings.from_options(options),
+            Bootstrap.resolved(options.uncertainty),
+        )
 
     def __post_init__(self) -> None:
         if not isinstance(self.metrics, robustness.Settings):  # rebuilt from params
@@ -50,8 +53,9 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         accuracy, _ = robustness.counted_rows(inputs.table("accuracy"), None, m)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        images = with_lpips(read_quality(image_folders(inputs, settings.image_subsets)),
-                            inputs.many("lpips"))  # fmt: skip
+        images = with_lpips(
+            read_quality(image_folders(inputs, settings.image_subsets)), inputs.many("lpips")
+        )
     for w in caught:
         log.warning("%s", w.message)
     quality = quality_table(images, Bootstrap.from_mapping(settings.bootstrap))
@@ -61,8 +65,10 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         "image_quality": quality,
         "image_quality_correlation": quality_correlation(quality, accuracy, counted),
     }
-    return Result(tables={k: Table(v, ordered=True) for k, v in tables.items()},
-                  warnings=[str(w.message) for w in caught])  # fmt: skip
+    return Result(
+        tables={k: Table(v, ordered=True) for k, v in tables.items()},
+        warnings=[str(w.message) for w in caught],
+    )
 
 
 ANALYSIS = Analysis(

@@ -25,8 +25,12 @@ def run(inputs: Inputs, settings: ImageSettings) -> Result:
         if ("clean", 0) in folders
         else pl.DataFrame(schema=MISPREDICTION_EXAMPLES)
     )
-    return Result(tables={"mispredictions": Table(misprediction_table(wrong)),
-                          "misprediction_examples": Table(examples)})  # fmt: skip
+    return Result(
+        tables={
+            "mispredictions": Table(misprediction_table(wrong)),
+            "misprediction_examples": Table(examples),
+        }
+    )
 
 
 ANALYSIS = Analysis(

@@ -54,8 +54,10 @@ def register(analysis: Analysis) -> Analysis:
     writes, is an error naming both; so is a required analysis not registered yet."""
     if analysis.name in ANALYSES:
         other = ANALYSES[analysis.name]
-        raise RegistryClash(f"analysis {analysis.name!r} of {describe_origin(analysis.module)} "
-                            f"clashes with the one of {describe_origin(other.module)}")  # fmt: skip
+        raise RegistryClash(
+            f"analysis {analysis.name!r} of {describe_origin(analysis.module)} "
+            f"clashes with the one of {describe_origin(other.module)}"
+        )
     for other in ANALYSES.values():
         shared = sorted(set(analysis.tables) & set(other.tables))
         if shared:
@@ -66,8 +68,10 @@ def register(analysis: Analysis) -> Analysis:
             )
     missing = sorted(set(analysis.requires) - set(ANALYSES))
     if missing:
-        raise ValueError(f"analysis {analysis.name!r} requires {missing}, which no analysis "
-                         f"registered before it is; known: {sorted(ANALYSES)}")  # fmt: skip
+        raise ValueError(
+            f"analysis {analysis.name!r} requires {missing}, which no analysis "
+            f"registered before it is; known: {sorted(ANALYSES)}"
+        )
     ANALYSES[analysis.name] = analysis
     return analysis
 

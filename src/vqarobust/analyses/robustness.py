@@ -41,11 +41,13 @@ class Settings:
     def from_options(cls, options: RunOptions) -> Settings:
         return cls(
             dict(options.weights) if options.weights is not None else None,
-            dict(options.families), sorted(set(options.outside)),
+            dict(options.families),
+            sorted(set(options.outside)),
             options.rscore.get("tolerance", DEFAULT_TOLERANCE),
-            options.rscore.get("maximum", DEFAULT_MAXIMUM), options.on_missing,
+            options.rscore.get("maximum", DEFAULT_MAXIMUM),
+            options.on_missing,
             dict(options.rankers),
-        )  # fmt: skip
+        )
 
     @property
     def ordered_weights(self) -> dict[str, float] | None:
@@ -82,8 +84,9 @@ def counted_rows(
         no_model = set(counted["model"]) - set(kept["model"])
         scored = scored.filter(~pl.col("model").is_in(sorted(no_model))).join(
             gone.select(*ACCURACY_KEYS).with_columns(pl.col("severity").cast(pl.Int16)),
-            on=list(ACCURACY_KEYS), how="anti",
-        )  # fmt: skip
+            on=list(ACCURACY_KEYS),
+            how="anti",
+        )
     return kept, scored
 
 
@@ -105,9 +108,14 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         kept, _ = counted_rows(inputs.table("accuracy"), None, settings)
-        tables = modality_tables(kept, settings.ordered_weights, settings.metric_families,
-                                 settings.rscore_tolerance, settings.rscore_maximum,
-                                 settings.on_missing)  # fmt: skip
+        tables = modality_tables(
+            kept,
+            settings.ordered_weights,
+            settings.metric_families,
+            settings.rscore_tolerance,
+            settings.rscore_maximum,
+            settings.on_missing,
+        )
     for w in caught:
         log.warning("%s", w.message)
     for name in ("rscore", "rscore_overall"):
@@ -116,11 +124,14 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         "weights": json.dumps(settings.ordered_weights or "uniform"),
         "rscore": json.dumps(
             {"tolerance": settings.rscore_tolerance, "maximum": settings.rscore_maximum}
-        ),  # fmt: skip
+        ),
         "outside_metrics": json.dumps(list(settings.outside)),
     }
-    return Result(tables={k: Table(v) for k, v in tables.items()},
-                  warnings=[str(w.message) for w in caught], info=info)  # fmt: skip
+    return Result(
+        tables={k: Table(v) for k, v in tables.items()},
+        warnings=[str(w.message) for w in caught],
+        info=info,
+    )
 
 
 ANALYSIS = Analysis(

@@ -46,8 +46,11 @@ def run_analysis(
 ) -> None:
     """Run ``analysis`` and write its folder ``out`` (tables and manifest)."""
     result = analysis.run(Inputs(files, table_reader(required)), settings)
-    manifest = {"analysis": analysis.name, "settings": settings_params(settings),
-                "code": module_digest(analysis.module)}  # fmt: skip
+    manifest = {
+        "analysis": analysis.name,
+        "settings": settings_params(settings),
+        "code": module_digest(analysis.module),
+    }
     write_result(out, result, manifest)
 
 
@@ -67,9 +70,14 @@ def run_all(
             run_analysis(analysis, analysis.settings(options), files, required, out)
             folders[analysis.name] = out
         dataset_files = {k: files[k][0] for k in ("questions", "info") if files.get(k)}
-        return assemble_database(db_path, list(folders.values()), dataset_files,
-                                 list(files.get("predictions", [])), options.seed,
-                                 config)  # fmt: skip
+        return assemble_database(
+            db_path,
+            list(folders.values()),
+            dataset_files,
+            list(files.get("predictions", [])),
+            options.seed,
+            config,
+        )
 
 
 __all__ = ["ANALYSES", "run_all", "run_analysis", "table_reader"]

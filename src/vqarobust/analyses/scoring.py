@@ -59,9 +59,14 @@ def read_predictions(paths: list[str]) -> pl.DataFrame:
     frames = [pl.read_parquet(p) for p in paths]
     without = [p for p, f in zip(paths, frames, strict=True) if "raw_answer" not in f.columns]
     if without:
-        log.warning("%d of %d prediction files hold no raw replies (written before replies "
-                    "were kept, or by another tool), e.g. %s: raw_answer is null for their "
-                    "rows", len(without), len(paths), without[0])  # fmt: skip
+        log.warning(
+            "%d of %d prediction files hold no raw replies (written before replies "
+            "were kept, or by another tool), e.g. %s: raw_answer is null for their "
+            "rows",
+            len(without),
+            len(paths),
+            without[0],
+        )
     df = pl.concat([_with_raw_answer(f) for f in frames], how="vertical_relaxed")
     # Files of another tool may lack statuses (metrics.answer_status.with_status).
     missing = set(store.PREDICTION_SCHEMA.names) - set(df.columns) - {"status", "finish_reason"}
@@ -92,8 +97,9 @@ def read_question_sets(paths: list[str]) -> pl.DataFrame:
 
 def _skipped_tables(info_path: str | None, skipped: Mapping[str, str]) -> dict[str, Table]:
     info = json.loads(Path(info_path).read_text(encoding="utf-8")) if info_path else {}
-    images = pl.DataFrame(info.get("skipped_images", []),
-                          schema={"image_id": pl.Int64, "reason": pl.String})  # fmt: skip
+    images = pl.DataFrame(
+        info.get("skipped_images", []), schema={"image_id": pl.Int64, "reason": pl.String}
+    )
     perturbations = pl.DataFrame(
         [{"perturbation": k, "reason": v} for k, v in skipped.items()],
         schema={"perturbation": pl.String, "reason": pl.String},
@@ -116,9 +122,11 @@ def score_flip(
     marks = flip.mark(questions)
     out = set(flip.left_out(marks, settings.flip_questions)["question_id"].to_list())
     marks = marks.with_columns(
-        pl.when(pl.col("question_id").is_in(sorted(out))).then(pl.lit("left_out"))
-        .otherwise(pl.lit("scored_flipped")).alias("treatment")
-    )  # fmt: skip
+        pl.when(pl.col("question_id").is_in(sorted(out)))
+        .then(pl.lit("left_out"))
+        .otherwise(pl.lit("scored_flipped"))
+        .alias("treatment")
+    )
     rescore = marks.filter(pl.col("treatment") == "scored_flipped")["question_id"].to_list()
     if not rescore:
         return scored, marks
@@ -188,9 +196,16 @@ def run(inputs: Inputs, settings: Settings) -> Result:
         keep = ~pl.col("question_id").is_in(flip_out)
         questions, scored = questions.filter(keep), scored.filter(keep)
     projected = scored.select(
-        "model", "modality", "perturbation", pl.col("severity").cast(pl.Int16), "question_id",
-        "answer", "raw_answer", "score", "truncated",
-    )  # fmt: skip
+        "model",
+        "modality",
+        "perturbation",
+        pl.col("severity").cast(pl.Int16),
+        "question_id",
+        "answer",
+        "raw_answer",
+        "score",
+        "truncated",
+    )
     result.tables = {
         "questions": Table(questions),
         "predictions": Table(projected, ordered=True),

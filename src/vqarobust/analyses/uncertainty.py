@@ -44,11 +44,22 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     with quiet_warnings():  # the robustness analysis reports the gaps
         _, scored = robustness.counted_rows(inputs.table("accuracy"), inputs.table("_scored"), m)
     started = time.perf_counter()
-    tables = uncertainty_tables(scored, inputs.table("_questions"), bootstrap, m.ordered_weights,
-                                m.metric_families, m.controls, m.rscore_tolerance,
-                                m.rscore_maximum)  # fmt: skip
-    log.info("uncertainty tables (%d resamples, cluster %s) in %.1f s",
-             bootstrap.resamples, bootstrap.cluster, time.perf_counter() - started)  # fmt: skip
+    tables = uncertainty_tables(
+        scored,
+        inputs.table("_questions"),
+        bootstrap,
+        m.ordered_weights,
+        m.metric_families,
+        m.controls,
+        m.rscore_tolerance,
+        m.rscore_maximum,
+    )
+    log.info(
+        "uncertainty tables (%d resamples, cluster %s) in %.1f s",
+        bootstrap.resamples,
+        bootstrap.cluster,
+        time.perf_counter() - started,
+    )
     info = {"uncertainty": json.dumps(dataclasses.asdict(bootstrap))}
     return Result(tables={k: Table(v) for k, v in tables.items()}, info=info)
 

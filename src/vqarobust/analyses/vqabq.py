@@ -25,18 +25,27 @@ class Settings:
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
         v = options.vqabq
-        return cls(str(v.get("ranker", "")), v.get("thresholds", PAPER_THRESHOLDS),
-                   bool(v.get("grid")), float(v.get("tune_share", 0.5)),
-                   options.seed)  # fmt: skip
+        return cls(
+            str(v.get("ranker", "")),
+            v.get("thresholds", PAPER_THRESHOLDS),
+            bool(v.get("grid")),
+            float(v.get("tune_share", 0.5)),
+            options.seed,
+        )
 
 
 def run(inputs: Inputs, settings: Settings) -> Result:
     """The VQABQ tables from the chain's scored answers and the ranker's rankings."""
     made = vqabq_tables(
-        inputs.table("_scored"), inputs.table("_questions"),
-        pl.read_parquet(inputs.one("vqabq_rankings")), settings.ranker, settings.thresholds,
-        settings.grid, settings.tune_share, settings.seed,
-    )  # fmt: skip
+        inputs.table("_scored"),
+        inputs.table("_questions"),
+        pl.read_parquet(inputs.one("vqabq_rankings")),
+        settings.ranker,
+        settings.thresholds,
+        settings.grid,
+        settings.tune_share,
+        settings.seed,
+    )
     return Result(tables={k: Table(v) for k, v in made.items()})
 
 

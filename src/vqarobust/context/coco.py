@@ -26,17 +26,47 @@ from PIL import Image
 
 # Words that name a COCO category besides its own name (plurals are added by rule).
 SYNONYMS: dict[str, tuple[str, ...]] = {
-    "person": ("people", "man", "men", "woman", "women", "boy", "boys", "girl", "girls",
-               "child", "children", "kid", "kids", "player", "players", "guy", "lady",
-               "ladies", "baby", "skier", "surfer", "skateboarder", "he", "she"),
-    "bicycle": ("bike", "bikes"), "motorcycle": ("motorbike", "motorbikes"),
-    "airplane": ("plane", "planes", "jet", "jets", "aircraft"), "car": ("cars",),
-    "dining table": ("table", "tables"), "couch": ("sofa", "sofas"),
-    "tv": ("television", "tvs"), "cell phone": ("phone", "phones", "cellphone"),
-    "sports ball": ("ball", "balls"), "potted plant": ("plant", "plants"),
-    "hot dog": ("hotdog", "hotdogs"), "laptop": ("computer", "computers"),
-    "donut": ("doughnut", "doughnuts"), "cup": ("mug", "mugs"),
-}  # fmt: skip
+    "person": (
+        "people",
+        "man",
+        "men",
+        "woman",
+        "women",
+        "boy",
+        "boys",
+        "girl",
+        "girls",
+        "child",
+        "children",
+        "kid",
+        "kids",
+        "player",
+        "players",
+        "guy",
+        "lady",
+        "ladies",
+        "baby",
+        "skier",
+        "surfer",
+        "skateboarder",
+        "he",
+        "she",
+    ),
+    "bicycle": ("bike", "bikes"),
+    "motorcycle": ("motorbike", "motorbikes"),
+    "airplane": ("plane", "planes", "jet", "jets", "aircraft"),
+    "car": ("cars",),
+    "dining table": ("table", "tables"),
+    "couch": ("sofa", "sofas"),
+    "tv": ("television", "tvs"),
+    "cell phone": ("phone", "phones", "cellphone"),
+    "sports ball": ("ball", "balls"),
+    "potted plant": ("plant", "plants"),
+    "hot dog": ("hotdog", "hotdogs"),
+    "laptop": ("computer", "computers"),
+    "donut": ("doughnut", "doughnuts"),
+    "cup": ("mug", "mugs"),
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +102,7 @@ def read_instances(path: str | os.PathLike[str]) -> tuple[dict[int, list[Instanc
                 (x, y, w, h),
                 float(a.get("area", w * h)),
                 bool(a.get("iscrowd", 0)),
-            )  # fmt: skip
+            )
         )
     for items in by_image.values():
         items.sort(key=lambda i: i.id)
@@ -125,8 +155,9 @@ def coco_swaps(
     ``max_objects``, or every one when None: the paper's rule), one donor of each of its
     ``k`` nearest unmentioned categories (class swaps) and ``k`` other instances of its
     own category (attribute swaps), donors from other images drawn with ``rng``."""
-    context = [i for i in instances
-               if i.category not in mentioned and not i.crowd and i.area >= min_area]  # fmt: skip
+    context = [
+        i for i in instances if i.category not in mentioned and not i.crowd and i.area >= min_area
+    ]
     context.sort(key=lambda i: (-i.area, i.id))
     swaps: list[CocoSwap] = []
     counters = {"swap_class": 0, "swap_attribute": 0}
@@ -146,8 +177,9 @@ def coco_swaps(
             donor = pick(target.category, target)
             if donor is not None:
                 counters["swap_attribute"] += 1
-                swaps.append(CocoSwap("swap_attribute", counters["swap_attribute"], target,
-                                      donor, rank))  # fmt: skip
+                swaps.append(
+                    CocoSwap("swap_attribute", counters["swap_attribute"], target, donor, rank)
+                )
     return swaps
 
 

@@ -166,8 +166,9 @@ class FeatureSwapPlanner:
             )
         self.attribute_rule = attribute_swaps
         if class_attributes not in CLASS_ATTRIBUTES:
-            raise ValueError(f"class_attributes is one of {CLASS_ATTRIBUTES}, "
-                             f"not {class_attributes!r}")  # fmt: skip
+            raise ValueError(
+                f"class_attributes is one of {CLASS_ATTRIBUTES}, not {class_attributes!r}"
+            )
         self.class_attributes = class_attributes
         # Class swaps left out because the new class has no object the question allows.
         self.skipped_class_swaps = 0
@@ -205,8 +206,9 @@ class FeatureSwapPlanner:
         if cls not in self._class_rankings:
             others = [c for c in self.classes if c != cls]
             sims = {c: cosine(self.vectors[cls], self.vectors[c]) for c in others}
-            passing = sorted((c for c in others if sims[c] >= self.threshold),
-                             key=lambda c: (-sims[c], c))  # fmt: skip
+            passing = sorted(
+                (c for c in others if sims[c] >= self.threshold), key=lambda c: (-sims[c], c)
+            )
             self._class_rankings[cls] = passing, [c for c in others if sims[c] < self.threshold]
         return self._class_rankings[cls]
 
@@ -260,9 +262,10 @@ class FeatureSwapPlanner:
         if key not in self._allowed_rows:
             rows = self.by_class[cls]
             self._allowed_rows[key] = (
-                rows if not excluded
+                rows
+                if not excluded
                 else [r for r in rows if not set(self.bank.attributes[r]) & excluded]
-            )  # fmt: skip
+            )
         return self._allowed_rows[key]
 
     def _pick(self, rows: Sequence[int], rng: np.random.Generator) -> tuple[int, int]:
@@ -296,8 +299,11 @@ class FeatureSwapPlanner:
             draw = item_rng(self.seed, "feature-donor", q.question_id, index, "class", rank)
             donor = self._pick(pool, draw)
             after = self.bank.attributes[self.bank.row(*donor)]
-            out.append(FeatureSwap("swap_class", rank, index, new, after,
-                                   None if self.mode == "labels" else donor))  # fmt: skip
+            out.append(
+                FeatureSwap(
+                    "swap_class", rank, index, new, after, None if self.mode == "labels" else donor
+                )
+            )
         return out
 
     def attribute_swaps(self, q: QuestionContext, row: int) -> list[FeatureSwap]:
@@ -312,8 +318,10 @@ class FeatureSwapPlanner:
 
         if self.mode == "labels":
             chosen = self._nearest_sets(attrs, q.excluded_attributes)
-            return [FeatureSwap("swap_attribute", rank, index, cls, a)
-                    for rank, a in enumerate(chosen, 1)]  # fmt: skip
+            return [
+                FeatureSwap("swap_attribute", rank, index, cls, a)
+                for rank, a in enumerate(chosen, 1)
+            ]
         rng = item_rng(self.seed, "feature-swap", q.question_id, index, "attribute")
         if self.attribute_rule == "objects":
             # k objects of the class with another attribute set, in a seeded random order
@@ -334,8 +342,16 @@ class FeatureSwapPlanner:
         out = []
         for rank, a in enumerate(chosen, 1):
             draw = item_rng(self.seed, "feature-donor", q.question_id, index, "attribute", rank)
-            out.append(FeatureSwap("swap_attribute", rank, index, cls, a,
-                                   self._pick(self.by_labels[(cls, a)], draw)))  # fmt: skip
+            out.append(
+                FeatureSwap(
+                    "swap_attribute",
+                    rank,
+                    index,
+                    cls,
+                    a,
+                    self._pick(self.by_labels[(cls, a)], draw),
+                )
+            )
         return out
 
     def swaps(self, q: QuestionContext, perturbations: Sequence[str]) -> list[FeatureSwap]:

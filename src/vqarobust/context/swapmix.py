@@ -63,8 +63,9 @@ def describe(o: SceneObject) -> str:
     return f"{o.size} {o.colour} {o.shape}"
 
 
-def class_changes(o: SceneObject, question: SceneQuestion, neighbours: dict[str, list[str]],
-                  k: int) -> list[tuple[tuple[str, str], ...]]:  # fmt: skip
+def class_changes(
+    o: SceneObject, question: SceneQuestion, neighbours: dict[str, list[str]], k: int
+) -> list[tuple[tuple[str, str], ...]]:
     """Class swaps of one context object: its ``k`` nearest classes that the question does
     not mention."""
     shapes = [c for c in neighbours[o.shape] if c not in question.shapes][:k]
@@ -108,6 +109,9 @@ def scene_swaps(
         drawn = rng.permutation(len(pairs))[:k].tolist()
         for i in sorted(drawn):
             counters["swap_attribute"] += 1
-            swaps.append(Swap("swap_attribute", counters["swap_attribute"], o.id, pairs[i],
-                              drawn.index(i) + 1))  # fmt: skip
+            swaps.append(
+                Swap(
+                    "swap_attribute", counters["swap_attribute"], o.id, pairs[i], drawn.index(i) + 1
+                )
+            )
     return swaps

@@ -138,8 +138,9 @@ def corrupt(
     else:
         fits, expected = out.shape == image.shape, f"uint8 {image.shape}"
     if out.dtype != np.uint8 or not fits:
-        raise RuntimeError(f"{name} severity {severity} returned {out.dtype} {out.shape}, "
-                           f"not {expected}")  # fmt: skip
+        raise RuntimeError(
+            f"{name} severity {severity} returned {out.dtype} {out.shape}, not {expected}"
+        )
     return out
 
 
@@ -161,13 +162,16 @@ def check_contract(name: str, seed: int = 0) -> None:
             first = corrupt(image, name, severity, seed, **context)
             second = corrupt(image, name, severity, seed, **context)
         except Exception as exc:
-            raise ValueError(f"severity {severity} on a 48x64 sample image: "
-                             f"{type(exc).__name__}: {exc}") from None  # fmt: skip
+            raise ValueError(
+                f"severity {severity} on a 48x64 sample image: {type(exc).__name__}: {exc}"
+            ) from None
         if not np.array_equal(image, before):
             raise ValueError(f"severity {severity} changed its input image in place")
         if not np.array_equal(first, second):
-            raise ValueError(f"severity {severity} gave other pixels for the same seed: it "
-                             "must draw only from the rng it is given")  # fmt: skip
+            raise ValueError(
+                f"severity {severity} gave other pixels for the same seed: it "
+                "must draw only from the rng it is given"
+            )
 
 
 def corrupt_item(

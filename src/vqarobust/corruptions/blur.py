@@ -60,8 +60,9 @@ def glass_blur(image: np.ndarray, severity: int, rng: np.random.Generator) -> np
     from ``rng`` inside the compiled loop instead of numba's ``np.random``, so outputs equal
     the reference in distribution, not pixel for pixel (tested on statistics).
     """
-    sigma, max_delta, iterations = ((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2),
-                                    (1.5, 4, 2))[severity - 1]  # fmt: skip
+    sigma, max_delta, iterations = ((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2))[
+        severity - 1
+    ]
     # Blurring on the 0..255 scale equals blurring x / 255 and scaling back (linear filter).
     x = gaussian_filter(image, sigma).astype(np.uint8)  # truncation; C order for _scramble
     scramble_pixels()(x, max_delta, iterations, int(rng.integers(0, 2**63)))

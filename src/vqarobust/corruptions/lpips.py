@@ -34,8 +34,13 @@ SHIFT = (-0.030, -0.088, -0.188)
 SCALE = (0.458, 0.448, 0.450)
 EPS = 1e-10
 # torchvision's alexnet().features, by index (so its state dict's keys load as they are).
-CONVS = {0: (3, 64, 11, 4, 2), 3: (64, 192, 5, 1, 2), 6: (192, 384, 3, 1, 1),
-         8: (384, 256, 3, 1, 1), 10: (256, 256, 3, 1, 1)}  # fmt: skip
+CONVS = {
+    0: (3, 64, 11, 4, 2),
+    3: (64, 192, 5, 1, 2),
+    6: (192, 384, 3, 1, 1),
+    8: (384, 256, 3, 1, 1),
+    10: (256, 256, 3, 1, 1),
+}
 POOLS = (2, 5, 12)
 # The five ReLUs whose outputs LPIPS compares, and their channel counts.
 TAPS = (1, 4, 7, 9, 11)
@@ -99,8 +104,9 @@ def load_lpips(backbone: str | os.PathLike[str], linear: str | os.PathLike[str])
     that lacks a key or holds the wrong shapes is an error naming it."""
     state = _load(backbone)
     if any(k.startswith("features.") for k in state):  # torchvision's whole AlexNet
-        state = {k.removeprefix("features."): v for k, v in state.items()
-                 if k.startswith("features.")}  # fmt: skip
+        state = {
+            k.removeprefix("features."): v for k, v in state.items() if k.startswith("features.")
+        }
     features = alexnet_features()
     try:
         features.load_state_dict(state)
@@ -114,8 +120,9 @@ def load_lpips(backbone: str | os.PathLike[str], linear: str | os.PathLike[str])
             raise ValueError(f"{linear}: no {key}; expected the lpips package's v0.1 alex.pth")
         w = lin[key].float()
         if tuple(w.shape) != (1, channels, 1, 1):
-            raise ValueError(f"{linear}: {key} has shape {tuple(w.shape)}, "
-                             f"not (1, {channels}, 1, 1)")  # fmt: skip
+            raise ValueError(
+                f"{linear}: {key} has shape {tuple(w.shape)}, not (1, {channels}, 1, 1)"
+            )
         weights.append(w.view(1, channels, 1, 1))
     return LPIPS(features.eval(), weights)
 

@@ -58,8 +58,9 @@ def random_patches(image: np.ndarray, severity: int, rng: np.random.Generator) -
 def free_positions(height: int, width: int, sh: int, sw: int, boxes: np.ndarray) -> np.ndarray:
     """Top-left corners where an ``sh`` x ``sw`` square overlaps none of ``boxes``, as flat
     indices ``y * (width - sw + 1) + x`` in increasing order (a summed-area table)."""
-    inside = np.pad(covered(boxes, height, width).astype(np.int32).cumsum(0).cumsum(1),
-                    ((1, 0), (1, 0)))  # fmt: skip
+    inside = np.pad(
+        covered(boxes, height, width).astype(np.int32).cumsum(0).cumsum(1), ((1, 0), (1, 0))
+    )
     hits = inside[sh:, sw:] - inside[:-sh, sw:] - inside[sh:, :-sw] + inside[:-sh, :-sw]
     return np.flatnonzero(hits == 0)
 

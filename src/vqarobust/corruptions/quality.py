@@ -67,8 +67,10 @@ def ssim_psnr(
     if clean.shape != corrupted.shape:
         raise ValueError(f"clean image {clean.shape} and corrupted {corrupted.shape} differ")
     if clean.ndim != 3 or min(clean.shape[:2]) < w.size:
-        raise ValueError(f"SSIM ({window} window) needs HxWx3 images of at least "
-                         f"{w.size}x{w.size}, got {clean.shape}")  # fmt: skip
+        raise ValueError(
+            f"SSIM ({window} window) needs HxWx3 images of at least "
+            f"{w.size}x{w.size}, got {clean.shape}"
+        )
     x = clean.astype(np.float32)
     y = corrupted.astype(np.float32)
 

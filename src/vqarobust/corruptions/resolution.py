@@ -29,9 +29,11 @@ def _downscale(image: np.ndarray, severity: int, upscale: int) -> np.ndarray:
 
     # At 1/8 of corrupt()'s smallest input (32 pixels) a side keeps 4 pixels.
     factor = DOWNSCALE_FACTOR[severity - 1]
-    transform = A.Downscale(scale_range=(factor, factor),
-                            interpolation_pair={"downscale": cv2.INTER_AREA, "upscale": upscale},
-                            p=1.0)  # fmt: skip
+    transform = A.Downscale(
+        scale_range=(factor, factor),
+        interpolation_pair={"downscale": cv2.INTER_AREA, "upscale": upscale},
+        p=1.0,
+    )
     return np.ascontiguousarray(transform(image=image)["image"])
 
 

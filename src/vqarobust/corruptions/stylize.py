@@ -106,8 +106,10 @@ class AdaIN:
         decoder = _convs(dec, DECODER_CONVS, str(folder / WEIGHT_FILES[1]))
         known_vgg = {f"{i}.{p}" for i in ENCODER_CONVS + DEEPER_CONVS for p in ("weight", "bias")}
         known_dec = {f"{i}.{p}" for i in DECODER_CONVS for p in ("weight", "bias")}
-        for name, state, known in (("vgg_normalised.pth", vgg, known_vgg),
-                                   ("decoder.pth", dec, known_dec)):  # fmt: skip
+        for name, state, known in (
+            ("vgg_normalised.pth", vgg, known_vgg),
+            ("decoder.pth", dec, known_dec),
+        ):
             extra = sorted(set(state) - known)
             if extra:
                 raise AdaINWeightsError(f"{name} holds tensors AdaIN does not define: {extra[:5]}")

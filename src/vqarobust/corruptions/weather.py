@@ -64,8 +64,9 @@ def frost_photo(index: int) -> np.ndarray:
 @CORRUPTIONS.register(family="weather", benchmark=False)
 def frost(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
     """A random crop of one of six frost photographs blended over the image."""
-    image_weight, frost_weight = ((1, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7),
-                                  (0.6, 0.75))[severity - 1]  # fmt: skip
+    image_weight, frost_weight = ((1, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7), (0.6, 0.75))[
+        severity - 1
+    ]
     h, w = image.shape[:2]
     stream = legacy_stream(rng)
     photo = frost_photo(int(stream.randint(6)))

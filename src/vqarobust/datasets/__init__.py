@@ -24,17 +24,30 @@ from vqarobust.registry import Registry
 # and whether it has named splits.
 ADAPTERS: Registry = Registry("dataset adapter")
 ADAPTERS.register("easy-vqa", sources=(), default_n_images=200, splits=True)(read_easy_vqa)
-ADAPTERS.register("vqav2", sources=("questions", "annotations", "images"),
-                  default_n_images=3000, splits=False)(open_vqav2)  # fmt: skip
+ADAPTERS.register(
+    "vqav2", sources=("questions", "annotations", "images"), default_n_images=3000, splits=False
+)(open_vqav2)
 # GQA: images optional (only pixel models read them; feature models read features).
-ADAPTERS.register("gqa", sources=("questions", "scene_graphs", "images"),
-                  optional=("images",), default_n_images=None, splits=False)(open_gqa)  # fmt: skip
+ADAPTERS.register(
+    "gqa",
+    sources=("questions", "scene_graphs", "images"),
+    optional=("images",),
+    default_n_images=None,
+    splits=False,
+)(open_gqa)
 ADAPTERS.register("jsonl", sources=("path",), default_n_images=None, splits=False)(open_jsonl)
-ADAPTERS.register("scenes", sources=(), default_n_images=500, splits=True,
-                  options=("scene_seed",))(read_scenes)  # fmt: skip
+ADAPTERS.register("scenes", sources=(), default_n_images=500, splits=True, options=("scene_seed",))(
+    read_scenes
+)
 # path: a local folder (a job input) or, with download, a hub id (a parameter).
-ADAPTERS.register("hf", sources=("path",), default_n_images=None, splits=True,
-                  options=("columns", "download"), remote=("path",))(open_hf)  # fmt: skip
+ADAPTERS.register(
+    "hf",
+    sources=("path",),
+    default_n_images=None,
+    splits=True,
+    options=("columns", "download"),
+    remote=("path",),
+)(open_hf)
 
 # dataset keys that only some adapters read; validation rejects them elsewhere.
 SOURCE_KEYS = ("questions", "annotations", "images", "path", "scene_graphs")

@@ -39,6 +39,9 @@ def read_easy_vqa(split: str = "test") -> Dataset:
     from vqarobust.provenance import package_version
 
     # The data ships in the wheel: its version identifies it.
-    describe = {"adapter": "easy-vqa", "split": split,
-                "package": f"easy-vqa {package_version('easy-vqa')}"}  # fmt: skip
+    describe = {
+        "adapter": "easy-vqa",
+        "split": split,
+        "package": f"easy-vqa {package_version('easy-vqa')}",
+    }
     return Dataset(questions, PathImages(paths), describe)

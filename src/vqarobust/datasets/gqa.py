@@ -70,8 +70,10 @@ def read_json(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable {what} JSON file ({exc})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a {what} file maps ids to entries (a JSON object), "
-                         f"not a {type(data).__name__}")  # fmt: skip
+        raise ValueError(
+            f"{path}: a {what} file maps ids to entries (a JSON object), "
+            f"not a {type(data).__name__}"
+        )
     return data
 
 
@@ -80,11 +82,15 @@ def questions_by_number(
 ) -> dict[int, Mapping[str, Any]]:
     """The balanced-questions entries by integer question id; entries lacking a field
     raise, naming how many and the first few."""
-    bad = [qid for qid, e in entries.items()
-           if not isinstance(e, dict) or any(e.get(k) in (None, "") for k in REQUIRED)]  # fmt: skip
+    bad = [
+        qid
+        for qid, e in entries.items()
+        if not isinstance(e, dict) or any(e.get(k) in (None, "") for k in REQUIRED)
+    ]
     if bad:
-        raise ValueError(f"{path}: {len(bad)} questions lack one of {list(REQUIRED)}, "
-                         f"e.g. {sorted(bad)[:10]}")  # fmt: skip
+        raise ValueError(
+            f"{path}: {len(bad)} questions lack one of {list(REQUIRED)}, e.g. {sorted(bad)[:10]}"
+        )
     out: dict[int, Mapping[str, Any]] = {}
     for qid, entry in entries.items():
         number = question_number(qid)
@@ -140,7 +146,11 @@ def read_gqa(
 def open_gqa(questions: str, scene_graphs: str, images: str | None = None) -> Dataset:
     """GQA's balanced questions, their scene graphs and (optionally) their images."""
     table = read_gqa(questions, scene_graphs)
-    describe = {"adapter": "gqa", "questions": questions, "scene_graphs": scene_graphs,
-                "images": images}  # fmt: skip
+    describe = {
+        "adapter": "gqa",
+        "questions": questions,
+        "scene_graphs": scene_graphs,
+        "images": images,
+    }
     source: ImageSource = GqaImages(images) if images else NoImages()
     return Dataset(table, source, describe)

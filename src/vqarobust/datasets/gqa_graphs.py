@@ -82,6 +82,9 @@ def graph_objects(graph: Mapping[str, Any]) -> list[GraphObject]:
     out = []
     for oid, o in sorted((graph.get("objects") or {}).items()):
         x, y, w, h = (float(o[k]) for k in ("x", "y", "w", "h"))
-        out.append(GraphObject(str(oid), str(o["name"]), tuple(o.get("attributes") or ()),
-                               (x, y, x + w, y + h)))  # fmt: skip
+        out.append(
+            GraphObject(
+                str(oid), str(o["name"]), tuple(o.get("attributes") or ()), (x, y, x + w, y + h)
+            )
+        )
     return out

@@ -36,8 +36,7 @@ from vqarobust.datasets.prepare import Dataset
 from vqarobust.datasets.question_types import answer_type, question_type
 from vqarobust.datasets.sources import ImageSource
 
-FIELDS = ("image", "question", "answers", "question_id", "image_id", "question_type",
-          "answer_type")  # fmt: skip
+FIELDS = ("image", "question", "answers", "question_id", "image_id", "question_type", "answer_type")
 REQUIRED = ("image", "question", "answers")
 PRESETS: dict[str, dict[str, str | None]] = {
     "vqav2": {f: f for f in FIELDS},
@@ -49,7 +48,7 @@ PRESETS: dict[str, dict[str, str | None]] = {
         "image_id": None,
         "question_type": None,
         "answer_type": None,
-    },  # fmt: skip
+    },
 }
 DEFAULT_PRESET = "vqav2"
 _SAVED = ("dataset_dict.json", "state.json")  # what save_to_disk writes
@@ -97,8 +96,9 @@ def load_split(path: str, split: str, download: bool = False, cache_dir: str | N
     # Parquet in the hub's layout (the library resolves the split from the file names),
     # or a hub id. The Arrow cache it builds goes where the caller says.
     try:
-        return datasets.load_dataset(str(folder) if folder.exists() else path, split=split,
-                                     cache_dir=cache_dir)  # fmt: skip
+        return datasets.load_dataset(
+            str(folder) if folder.exists() else path, split=split, cache_dir=cache_dir
+        )
     except ValueError as exc:
         if "Unknown split" in str(exc) or "split" in str(exc).lower():
             raise ValueError(f"{path}: no split {split!r} ({exc})") from None
@@ -120,8 +120,10 @@ def _answers(value: Any, where: str) -> list[str]:
         out = [v.get("answer") if isinstance(v, dict) else v for v in value]
         if all(isinstance(a, str) for a in out):
             return out
-    raise ValueError(f"{where}: answers must be a string, a non-empty list of strings or of "
-                     f"{{'answer': ...}} records, got {value!r:.80}")  # fmt: skip
+    raise ValueError(
+        f"{where}: answers must be a string, a non-empty list of strings or of "
+        f"{{'answer': ...}} records, got {value!r:.80}"
+    )
 
 
 class HFImages(ImageSource):
@@ -146,8 +148,9 @@ class HFImages(ImageSource):
     def read(self, image_id: int) -> bytes:
         if image_id not in self._rows:
             raise FileNotFoundError(f"no image for id {image_id}")
-        return _image_bytes(self._ds[self._rows[image_id]][self._column], self._root,
-                            self.describe(image_id))  # fmt: skip
+        return _image_bytes(
+            self._ds[self._rows[image_id]][self._column], self._root, self.describe(image_id)
+        )
 
     def describe(self, image_id: int) -> str:
         return f"row {self._rows.get(image_id, '?')} (image {image_id})"
@@ -224,15 +227,27 @@ def open_hf(
     qtypes = col("question_type") or [question_type(q) for q in questions]
     atypes = col("answer_type") or [answer_type(a) for a in answers]
     out = pa.table(
-        {"question_id": qids, "image_id": image_ids, "question": questions, "answers": answers,
-         "question_type": [t or question_type(q) for t, q in zip(qtypes, questions, strict=True)],
-         "answer_type": [t or answer_type(a) for t, a in zip(atypes, answers, strict=True)]},
+        {
+            "question_id": qids,
+            "image_id": image_ids,
+            "question": questions,
+            "answers": answers,
+            "question_type": [
+                t or question_type(q) for t, q in zip(qtypes, questions, strict=True)
+            ],
+            "answer_type": [t or answer_type(a) for t, a in zip(atypes, answers, strict=True)],
+        },
         schema=store.QUESTION_SCHEMA,
-    )  # fmt: skip
+    )
     root = Path(path) if Path(path).is_dir() else Path.cwd()
     images = HFImages(ds, rows, names["image"], root, cache)
-    describe = {"adapter": "hf", "path": path, "split": split, "rows": n,
-                "columns": {f: c for f, c in names.items() if c}}  # fmt: skip
+    describe = {
+        "adapter": "hf",
+        "path": path,
+        "split": split,
+        "rows": n,
+        "columns": {f: c for f, c in names.items() if c},
+    }
     return Dataset(pl.from_arrow(out), images, describe)
 
 

@@ -46,10 +46,13 @@ def _answers(rng: np.random.Generator, pool: tuple[str, ...]) -> list[dict[str, 
     weights = np.array([6.0] + [1.0] * (len(pool) - 1))
     picks = rng.choice(len(pool), size=10, p=weights / weights.sum())
     return [
-        {"answer": pool[k], "answer_confidence": ("yes", "maybe", "no")[int(rng.integers(3))],
-         "answer_id": i + 1}
+        {
+            "answer": pool[k],
+            "answer_confidence": ("yes", "maybe", "no")[int(rng.integers(3))],
+            "answer_id": i + 1,
+        }
         for i, k in enumerate(picks)
-    ]  # fmt: skip
+    ]
 
 
 def write_mini_vqav2(
@@ -81,20 +84,38 @@ def write_mini_vqav2(
             qid = image_id * 1000 + k
             questions.append({"image_id": image_id, "question": question, "question_id": qid})
             answers = _answers(rng, pool)
-            annotations.append({
-                "question_id": qid, "image_id": image_id, "question_type": question_type(question),
-                "answer_type": answer_type, "multiple_choice_answer": answers[0]["answer"],
-                "answers": answers,
-            })  # fmt: skip
+            annotations.append(
+                {
+                    "question_id": qid,
+                    "image_id": image_id,
+                    "question_type": question_type(question),
+                    "answer_type": answer_type,
+                    "multiple_choice_answer": answers[0]["answer"],
+                    "answers": answers,
+                }
+            )
     paths = {"questions": root / "questions.json", "annotations": root / "annotations.json"}
-    paths["questions"].write_text(json.dumps({
-        "info": {"description": "vqarobust miniature of VQAv2"}, "task_type": "Open-Ended",
-        "data_type": "mscoco", "data_subtype": SUBTYPE, "questions": questions,
-    }))  # fmt: skip
-    paths["annotations"].write_text(json.dumps({
-        "info": {"description": "vqarobust miniature of VQAv2"}, "data_type": "mscoco",
-        "data_subtype": SUBTYPE, "annotations": annotations,
-    }))  # fmt: skip
+    paths["questions"].write_text(
+        json.dumps(
+            {
+                "info": {"description": "vqarobust miniature of VQAv2"},
+                "task_type": "Open-Ended",
+                "data_type": "mscoco",
+                "data_subtype": SUBTYPE,
+                "questions": questions,
+            }
+        )
+    )
+    paths["annotations"].write_text(
+        json.dumps(
+            {
+                "info": {"description": "vqarobust miniature of VQAv2"},
+                "data_type": "mscoco",
+                "data_subtype": SUBTYPE,
+                "annotations": annotations,
+            }
+        )
+    )
     sizes = {image_id: COCO_SIZES[i % len(COCO_SIZES)] for i, image_id in enumerate(ids.tolist())}
     objects = _instances(sizes, seed) if instances else {}
     if instances:
@@ -128,14 +149,31 @@ def write_mini_vqav2(
 
 # Question forms of a generated pool: (form, answer type); {o} an object, {c} a colour.
 _POOL_FORMS = (
-    ("Is there a {o} in the picture?", "yes/no"), ("Is the {o} {c}?", "yes/no"),
-    ("Are there any {o}s?", "yes/no"), ("Does the {o} look {c}?", "yes/no"),
-    ("Can you see a {o}?", "yes/no"), ("Is the {o} {c} or white?", "other"),
-    ("What color is the {o}?", "other"), ("How many {o}s are there?", "number"),
-    ("Where is the {o}?", "other"), ("What is next to the {o}?", "other"),
-)  # fmt: skip
-_POOL_OBJECTS = ("dog", "car", "man", "umbrella", "bus", "cat", "bench", "chair", "bicycle",
-                 "plant", "clock", "kite")  # fmt: skip
+    ("Is there a {o} in the picture?", "yes/no"),
+    ("Is the {o} {c}?", "yes/no"),
+    ("Are there any {o}s?", "yes/no"),
+    ("Does the {o} look {c}?", "yes/no"),
+    ("Can you see a {o}?", "yes/no"),
+    ("Is the {o} {c} or white?", "other"),
+    ("What color is the {o}?", "other"),
+    ("How many {o}s are there?", "number"),
+    ("Where is the {o}?", "other"),
+    ("What is next to the {o}?", "other"),
+)
+_POOL_OBJECTS = (
+    "dog",
+    "car",
+    "man",
+    "umbrella",
+    "bus",
+    "cat",
+    "bench",
+    "chair",
+    "bicycle",
+    "plant",
+    "clock",
+    "kite",
+)
 _POOL_COLOURS = ("red", "blue", "green", "black", "brown")
 
 
@@ -151,30 +189,43 @@ def write_question_pool(
     questions, annotations = [], []
     for k in range(n):
         form, kind = _POOL_FORMS[int(rng.integers(len(_POOL_FORMS)))]
-        text = form.format(o=_POOL_OBJECTS[int(rng.integers(len(_POOL_OBJECTS)))],
-                           c=_POOL_COLOURS[int(rng.integers(len(_POOL_COLOURS)))])  # fmt: skip
+        text = form.format(
+            o=_POOL_OBJECTS[int(rng.integers(len(_POOL_OBJECTS)))],
+            c=_POOL_COLOURS[int(rng.integers(len(_POOL_COLOURS)))],
+        )
         image_id, qid = 100_000 + k // 3, 100_000_000 + k
         questions.append({"image_id": image_id, "question": text, "question_id": qid})
-        annotations.append({"question_id": qid, "image_id": image_id, "answer_type": kind,
-                            "question_type": question_type(text)})  # fmt: skip
+        annotations.append(
+            {
+                "question_id": qid,
+                "image_id": image_id,
+                "answer_type": kind,
+                "question_type": question_type(text),
+            }
+        )
     paths = {
         "questions": root / f"v2_OpenEnded_mscoco_{subtype}_questions.json",
         "annotations": root / f"v2_mscoco_{subtype}_annotations.json",
     }
     paths["questions"].write_text(json.dumps({"data_subtype": subtype, "questions": questions}))
-    paths["annotations"].write_text(json.dumps({"data_subtype": subtype,
-                                                "annotations": annotations}))  # fmt: skip
+    paths["annotations"].write_text(
+        json.dumps({"data_subtype": subtype, "annotations": annotations})
+    )
     return paths
 
 
 # A few COCO categories with their official ids, and a colour to draw each.
 MINI_CATEGORIES = {
-    1: ("person", "person", (200, 60, 60)), 2: ("bicycle", "vehicle", (60, 60, 200)),
-    3: ("car", "vehicle", (60, 160, 60)), 15: ("bench", "outdoor", (150, 110, 60)),
-    17: ("cat", "animal", (230, 150, 40)), 18: ("dog", "animal", (120, 70, 160)),
-    28: ("umbrella", "accessory", (40, 170, 170)), 62: ("chair", "furniture", (90, 90, 90)),
+    1: ("person", "person", (200, 60, 60)),
+    2: ("bicycle", "vehicle", (60, 60, 200)),
+    3: ("car", "vehicle", (60, 160, 60)),
+    15: ("bench", "outdoor", (150, 110, 60)),
+    17: ("cat", "animal", (230, 150, 40)),
+    18: ("dog", "animal", (120, 70, 160)),
+    28: ("umbrella", "accessory", (40, 170, 170)),
+    62: ("chair", "furniture", (90, 90, 90)),
     64: ("potted plant", "furniture", (30, 120, 30)),
-}  # fmt: skip
+}
 
 
 def _instances(sizes: dict[int, tuple[int, int]], seed: int) -> dict[int, list[dict]]:
@@ -211,18 +262,29 @@ def _coco_instances(sizes: dict[int, tuple[int, int]], objects: dict[int, list[d
                 segmentation = {"counts": counts[:-1], "size": [height, sizes[image_id][0]]}
             else:
                 segmentation = [[x, y, x + w, y, x + w, y + h, x, y + h]]
-            annotations.append({"id": o["id"], "image_id": image_id,
-                                "category_id": o["category_id"],
-                                "bbox": [float(v) for v in o["bbox"]], "area": float(w * h),
-                                "iscrowd": o["iscrowd"], "segmentation": segmentation})  # fmt: skip
+            annotations.append(
+                {
+                    "id": o["id"],
+                    "image_id": image_id,
+                    "category_id": o["category_id"],
+                    "bbox": [float(v) for v in o["bbox"]],
+                    "area": float(w * h),
+                    "iscrowd": o["iscrowd"],
+                    "segmentation": segmentation,
+                }
+            )
     return {
-        "info": {"description": "vqarobust miniature of COCO instances"}, "licenses": [],
-        "images": [{"id": i, "file_name": image_name(i), "width": w, "height": h}
-                   for i, (w, h) in sizes.items()],
+        "info": {"description": "vqarobust miniature of COCO instances"},
+        "licenses": [],
+        "images": [
+            {"id": i, "file_name": image_name(i), "width": w, "height": h}
+            for i, (w, h) in sizes.items()
+        ],
         "annotations": annotations,
-        "categories": [{"id": k, "name": n, "supercategory": sc}
-                       for k, (n, sc, _) in MINI_CATEGORIES.items()],
-    }  # fmt: skip
+        "categories": [
+            {"id": k, "name": n, "supercategory": sc} for k, (n, sc, _) in MINI_CATEGORIES.items()
+        ],
+    }
 
 
 def _draw(image: Image.Image, items: list[dict]) -> None:

@@ -79,8 +79,10 @@ def scenes_boxes(questions: pa.Table, scene_seed: int, split: str) -> pa.Table:
         own = {q.question_id: q for q in scenes.questions(scene_seed, split, image_id, objects)}
         stray = [q["question_id"] for q in asked if q["question_id"] not in own]
         if stray:
-            raise ValueError(f"questions {stray[:5]} are not scenes questions of image "
-                             f"{image_id} (scene_seed {scene_seed}, split {split})")  # fmt: skip
+            raise ValueError(
+                f"questions {stray[:5]} are not scenes questions of image "
+                f"{image_id} (scene_seed {scene_seed}, split {split})"
+            )
         depends = {i for q in asked for i in own[q["question_id"]].depends}
         rows += [(image_id, str(o.id), o.box, o.id in depends) for o in objects]
     return _table(rows)
@@ -105,8 +107,11 @@ def coco_boxes(questions: pa.Table, instances: str | os.PathLike[str]) -> pa.Tab
             x, y, w, h = i.box
             rows.append((image_id, str(i.id), (x, y, x + w, y + h), i.category in named))
     if bare:
-        log.warning("%d images have no COCO instance annotations, so no boxes (e.g. %s)",
-                    len(bare), sorted(bare)[:5])  # fmt: skip
+        log.warning(
+            "%d images have no COCO instance annotations, so no boxes (e.g. %s)",
+            len(bare),
+            sorted(bare)[:5],
+        )
     return _table(rows)
 
 
@@ -139,8 +144,10 @@ def read_boxes(path: str | os.PathLike[str]) -> pa.Table:
 
     table = pq.read_table(path)
     if not table.schema.equals(BOX_SCHEMA, check_metadata=False):
-        raise ValueError(f"{path}: not an object boxes table; its schema is {table.schema}, "
-                         f"expected {BOX_SCHEMA}")  # fmt: skip
+        raise ValueError(
+            f"{path}: not an object boxes table; its schema is {table.schema}, "
+            f"expected {BOX_SCHEMA}"
+        )
     return table
 
 
@@ -187,13 +194,20 @@ def write_boxes(
         graphs = read_json(sources["scene_graphs"], "GQA scene graphs")
         table = gqa_boxes(questions, entries, graphs)
     else:
-        raise ValueError(f"dataset adapter {adapter!r} has no object boxes; "
-                         f"those that have: {', '.join(SOURCES)}")  # fmt: skip
+        raise ValueError(
+            f"dataset adapter {adapter!r} has no object boxes; "
+            f"those that have: {', '.join(SOURCES)}"
+        )
     store.write_table(table, out_path)
     images = len(pc.unique(questions["image_id"]))
     boxed = len(pc.unique(table["image_id"]))
     relevant = len(pc.unique(table.filter(table["relevant"])["image_id"]))
-    log.info("%d boxes (%d relevant) on %d of %d images; %d images have a relevant object",
-             len(table), pc.sum(table["relevant"]).as_py() or 0, boxed, images,
-             relevant)  # fmt: skip
+    log.info(
+        "%d boxes (%d relevant) on %d of %d images; %d images have a relevant object",
+        len(table),
+        pc.sum(table["relevant"]).as_py() or 0,
+        boxed,
+        images,
+        relevant,
+    )
     return len(table)

@@ -181,8 +181,13 @@ def write_prepared(
                 reason = f"does not decode ({type(exc).__name__}: {message})"
                 bad.append({"image_id": image_id, "reason": reason})
                 continue
-            yield {"image_id": image_id, "bytes": data, "format": fmt,
-                   "width": width, "height": height}  # fmt: skip
+            yield {
+                "image_id": image_id,
+                "bytes": data,
+                "format": fmt,
+                "width": width,
+                "height": height,
+            }
 
     # The shards land in a temporary folder that is renamed only if the policy allows.
     with store.atomic_path(out.images) as tmp_images:
@@ -206,8 +211,9 @@ def write_prepared(
     n_dropped = questions.filter(pl.col("image_id").is_in(list(bad_ids))).height
     store.write_table(kept.to_arrow().cast(store.QUESTION_SCHEMA), out.questions)
     header = {**describe, "seed": seed, "n_images": len(kept_ids)}
-    write_manifest(out.manifest, kept_ids, {"vqarobust manifest": "image ids, one per line",
-                                            **header})  # fmt: skip
+    write_manifest(
+        out.manifest, kept_ids, {"vqarobust manifest": "image ids, one per line", **header}
+    )
     info = {
         **describe,
         "seed": seed,
@@ -223,6 +229,11 @@ def write_prepared(
     }
     with store.atomic_path(out.info) as tmp:
         tmp.write_text(json.dumps(info, indent=1, default=str), encoding="utf-8")
-    log.info("%s: %d images, %d questions (%d images skipped)", source, len(kept_ids),
-             kept.height, len(bad))  # fmt: skip
+    log.info(
+        "%s: %d images, %d questions (%d images skipped)",
+        source,
+        len(kept_ids),
+        kept.height,
+        len(bad),
+    )
     return {"images": len(kept_ids), "questions": kept.height, "skipped_images": len(bad)}

@@ -12,19 +12,72 @@ from collections.abc import Sequence
 import polars as pl
 
 VQAV2_QUESTION_TYPES: tuple[str, ...] = (
-    "how many", "is the", "what", "what color is the", "what is the", "is this",
-    "is this a", "what is", "are the", "what kind of", "is there a", "what type of",
-    "is it", "what are the", "where is the", "is there", "does the", "what color are the",
-    "are these", "are there", "which", "is", "what is the man", "are", "how", "does this",
-    "what is on the", "what does the", "how many people are", "what is in the",
-    "what is this", "do", "what are", "are they", "what time", "what sport is",
-    "are there any", "is he", "what color is", "why", "where are the", "what color",
-    "who is", "what animal is", "is the woman", "is this an", "do you",
-    "how many people are in", "what room is", "has", "is the man", "can you", "why is the",
-    "what is the color of the", "what is the person", "could", "was", "is that a",
-    "what number is", "what is the name", "what brand", "what is the woman",
-    "what are they", "what is he", "none of the above",
-)  # fmt: skip
+    "how many",
+    "is the",
+    "what",
+    "what color is the",
+    "what is the",
+    "is this",
+    "is this a",
+    "what is",
+    "are the",
+    "what kind of",
+    "is there a",
+    "what type of",
+    "is it",
+    "what are the",
+    "where is the",
+    "is there",
+    "does the",
+    "what color are the",
+    "are these",
+    "are there",
+    "which",
+    "is",
+    "what is the man",
+    "are",
+    "how",
+    "does this",
+    "what is on the",
+    "what does the",
+    "how many people are",
+    "what is in the",
+    "what is this",
+    "do",
+    "what are",
+    "are they",
+    "what time",
+    "what sport is",
+    "are there any",
+    "is he",
+    "what color is",
+    "why",
+    "where are the",
+    "what color",
+    "who is",
+    "what animal is",
+    "is the woman",
+    "is this an",
+    "do you",
+    "how many people are in",
+    "what room is",
+    "has",
+    "is the man",
+    "can you",
+    "why is the",
+    "what is the color of the",
+    "what is the person",
+    "could",
+    "was",
+    "is that a",
+    "what number is",
+    "what is the name",
+    "what brand",
+    "what is the woman",
+    "what are they",
+    "what is he",
+    "none of the above",
+)
 
 NONE_TYPE = "none of the above"
 
@@ -69,9 +122,11 @@ N_ANNOTATORS = 10
 
 
 def single_answer_questions(
-    question_ids: Sequence[int], image_ids: Sequence[int], questions: Sequence[str],
+    question_ids: Sequence[int],
+    image_ids: Sequence[int],
+    questions: Sequence[str],
     answers: Sequence[str],
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """The questions table (``store.QUESTION_SCHEMA`` columns) of a dataset with one answer
     per question: the answer repeated :data:`N_ANNOTATORS` times, question and answer
     types derived."""
@@ -91,5 +146,5 @@ def single_answer_questions(
             "answers": pl.List(pl.String),
             "question_type": pl.String,
             "answer_type": pl.String,
-        },  # fmt: skip
+        },
     )

@@ -29,10 +29,15 @@ from vqarobust.datasets.sources import ImageSource
 
 SHAPES = ("circle", "square", "triangle", "star", "diamond", "hexagon", "pentagon", "cross")
 COLOURS = {
-    "red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220),
-    "yellow": (235, 205, 30), "purple": (140, 60, 180), "orange": (245, 140, 30),
-    "gray": (128, 128, 128), "brown": (130, 80, 40),
-}  # fmt: skip
+    "red": (220, 40, 40),
+    "green": (40, 170, 60),
+    "blue": (40, 80, 220),
+    "yellow": (235, 205, 30),
+    "purple": (140, 60, 180),
+    "orange": (245, 140, 30),
+    "gray": (128, 128, 128),
+    "brown": (130, 80, 40),
+}
 SIZES = {"small": 9, "large": 15}  # radius in pixels
 SIDE = 128
 SPLITS = {"train": 5000, "test": 2000}  # images per split
@@ -121,9 +126,20 @@ def _polygon(shape: str, x: float, y: float, r: float) -> list[tuple[float, floa
         return [p for pair in zip(outer, inner, strict=True) for p in pair]
     if shape == "cross":
         w = 0.35 * r
-        return [(x - w, y - r), (x + w, y - r), (x + w, y - w), (x + r, y - w), (x + r, y + w),
-                (x + w, y + w), (x + w, y + r), (x - w, y + r), (x - w, y + w), (x - r, y + w),
-                (x - r, y - w), (x - w, y - w)]  # fmt: skip
+        return [
+            (x - w, y - r),
+            (x + w, y - r),
+            (x + w, y - w),
+            (x + r, y - w),
+            (x + r, y + w),
+            (x + w, y + w),
+            (x + w, y + r),
+            (x - w, y + r),
+            (x - w, y + w),
+            (x - r, y + w),
+            (x - r, y - w),
+            (x - w, y - w),
+        ]
     raise ValueError(f"unknown shape {shape!r}")
 
 
@@ -175,22 +191,35 @@ def questions(
     counted = (objects[int(rng.integers(len(objects)))].shape, str(rng.choice(SHAPES)))
     for s in dict.fromkeys(counted):
         objs = by_shape[s]
-        cands.append(("count", f"How many {_plural(s)} are there?", str(len(objs)),
-                      tuple(o.id for o in objs), (s,), ()))  # fmt: skip
+        cands.append(
+            (
+                "count",
+                f"How many {_plural(s)} are there?",
+                str(len(objs)),
+                tuple(o.id for o in objs),
+                (s,),
+                (),
+            )
+        )
     # Existence: one coloured shape that is there and one drawn at random (mostly not).
     seen = objects[int(rng.integers(len(objects)))]
     drawn = (str(rng.choice(list(COLOURS))), str(rng.choice(SHAPES)))
     for c, s in dict.fromkeys([(seen.colour, seen.shape), drawn]):
         match = tuple(p.id for p in objects if (p.colour, p.shape) == (c, s))
         cands.append(("exist", f"Is there a {c} {s}?", "yes" if match else "no", match, (s,), (c,)))
-    pairs = [(a, b) for a in unique_shapes for b in unique_shapes
-             if a != b and abs(by_shape[a][0].x - by_shape[b][0].x) >= 10]  # fmt: skip
+    pairs = [
+        (a, b)
+        for a in unique_shapes
+        for b in unique_shapes
+        if a != b and abs(by_shape[a][0].x - by_shape[b][0].x) >= 10
+    ]
     if pairs:
         a, b = pairs[int(rng.integers(len(pairs)))]
         oa, ob = by_shape[a][0], by_shape[b][0]
         answer = "yes" if oa.x < ob.x else "no"
-        cands.append(("relation", f"Is the {a} to the left of the {b}?", answer,
-                      (oa.id, ob.id), (a, b), ()))  # fmt: skip
+        cands.append(
+            ("relation", f"Is the {a} to the left of the {b}?", answer, (oa.id, ob.id), (a, b), ())
+        )
     picked = sorted(rng.permutation(len(cands))[:MAX_QUESTIONS].tolist())
     return [SceneQuestion(image_id * ID_STRIDE + i, *cands[j]) for i, j in enumerate(picked)]
 
@@ -246,8 +275,11 @@ def read_scenes(split: str = "test", scene_seed: int = 0) -> Dataset:
 
     Answers are repeated ten times as for easy-VQA, so VQA accuracy equals exact match.
     """
-    rows = [(q.question_id, image_id, q.text, q.answer)
-            for image_id, _, qs in iter_split(scene_seed, split) for q in qs]  # fmt: skip
+    rows = [
+        (q.question_id, image_id, q.text, q.answer)
+        for image_id, _, qs in iter_split(scene_seed, split)
+        for q in qs
+    ]
     ids, image_ids, texts, answers = (list(c) for c in zip(*rows, strict=True))
     table = single_answer_questions(ids, image_ids, texts, answers)
     describe = {"adapter": "scenes", "split": split, "scene_seed": scene_seed}

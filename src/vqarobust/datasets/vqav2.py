@@ -89,6 +89,10 @@ def read_vqav2(
 def open_vqav2(questions: str, annotations: str, images: str) -> Dataset:
     """VQAv2's paired questions and annotations, and its COCO images (folder or zip)."""
     table = read_vqav2(questions, annotations)
-    describe = {"adapter": "vqav2", "questions": questions, "annotations": annotations,
-                "images": images}  # fmt: skip
+    describe = {
+        "adapter": "vqav2",
+        "questions": questions,
+        "annotations": annotations,
+        "images": images,
+    }
     return Dataset(table, open_images(images), describe)

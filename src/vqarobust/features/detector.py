@@ -48,8 +48,14 @@ def crops(image: np.ndarray, boxes: Sequence[Sequence[float]]) -> np.ndarray:
 class ObjectEncoder(nn.Module):
     """Three conv blocks, a feature layer and one head per label (class, colour, size)."""
 
-    def __init__(self, dim: int, n_classes: int, n_colours: int, n_sizes: int,
-                 channels: Sequence[int] = (16, 32, 64)) -> None:  # fmt: skip
+    def __init__(
+        self,
+        dim: int,
+        n_classes: int,
+        n_colours: int,
+        n_sizes: int,
+        channels: Sequence[int] = (16, 32, 64),
+    ) -> None:
         super().__init__()
         layers, c_in = [], 3
         for c in channels:
@@ -150,9 +156,15 @@ def train_detector(
     labels = _labels()
     rows, x = _object_crops(images_dir, scene_seed, split)
     targets = torch.tensor(
-        [[labels["class"].index(r["class"]), labels["colour"].index(r["attributes"][0]),
-          labels["size"].index(r["attributes"][1])] for r in rows]
-    )  # fmt: skip
+        [
+            [
+                labels["class"].index(r["class"]),
+                labels["colour"].index(r["attributes"][0]),
+                labels["size"].index(r["attributes"][1]),
+            ]
+            for r in rows
+        ]
+    )
     x = torch.from_numpy(x)
     model = ObjectEncoder(dim, *(len(v) for v in labels.values()))
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
@@ -168,21 +180,28 @@ def train_detector(
         loss.backward()
         optimizer.step()
         if step >= steps * 0.9:
-            correct += torch.stack([(lg.argmax(-1) == targets[idx, j]).sum()
-                                    for j, lg in enumerate(logits)]).float()  # fmt: skip
+            correct += torch.stack(
+                [(lg.argmax(-1) == targets[idx, j]).sum() for j, lg in enumerate(logits)]
+            ).float()
             seen += len(idx)
         if (step + 1) % max(1, steps // 10) == 0:
             log.info("detector step %d/%d loss %.4f", step + 1, steps, loss.item())
     accuracy = (correct / max(seen, 1)).tolist()
-    stats = {"objects": len(rows), "steps": steps, "seconds": time.perf_counter() - t0,
-             "class_accuracy": accuracy[0], "colour_accuracy": accuracy[1],
-             "size_accuracy": accuracy[2]}  # fmt: skip
+    stats = {
+        "objects": len(rows),
+        "steps": steps,
+        "seconds": time.perf_counter() - t0,
+        "class_accuracy": accuracy[0],
+        "colour_accuracy": accuracy[1],
+        "size_accuracy": accuracy[2],
+    }
     model.eval()
     with store.atomic_path(out_dir) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         save_file(model.state_dict(), str(tmp / WEIGHTS))
-        (tmp / CONFIG).write_text(json.dumps({"dim": dim, "labels": labels, "window": WINDOW,
-                                              "stats": stats}, indent=1))  # fmt: skip
+        (tmp / CONFIG).write_text(
+            json.dumps({"dim": dim, "labels": labels, "window": WINDOW, "stats": stats}, indent=1)
+        )
     log.info("trained the object encoder: %s", stats)
     return stats
 

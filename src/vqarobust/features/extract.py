@@ -72,8 +72,9 @@ def extract_gqa_features(
         log.info("perfect sight (GQA): %d objects of %d images (%d asked about)", *counts)
         return len(rows)
     if kind not in gqa.RELEASED_KINDS:
-        raise ValueError(f"GQA reads feature kinds perfect_sight, {', '.join(gqa.RELEASED_KINDS)}"
-                         f", not {kind!r}")  # fmt: skip
+        raise ValueError(
+            f"GQA reads feature kinds perfect_sight, {', '.join(gqa.RELEASED_KINDS)}, not {kind!r}"
+        )
     table, counts = gqa.released_table(kind, released or {}, graphs, image_ids, every)
     write_features(table, out_path, {"kind": kind, "question_images": len(image_ids), **counts})
     return counts["detections"]
@@ -117,8 +118,15 @@ def extract_features(
     questions, word_vectors_path = inputs.questions, inputs.word_vectors
     _check_donors(donors)
     if adapter == "gqa":
-        return extract_gqa_features(out_path, kind, questions, inputs.scene_graphs,
-                                    inputs.released, word_vectors_path, donors)  # fmt: skip
+        return extract_gqa_features(
+            out_path,
+            kind,
+            questions,
+            inputs.scene_graphs,
+            inputs.released,
+            word_vectors_path,
+            donors,
+        )
     from vqarobust.datasets.scenes import SPLITS
 
     every = range(SPLITS[split]) if donors == "split" else range(0)
@@ -127,8 +135,9 @@ def extract_features(
 
         if inputs.images is None or inputs.detector is None:
             raise ValueError("detector features need the images and the trained detector")
-        return extract_detector_features(inputs.images, inputs.detector, out_path, scene_seed,
-                                         split, threads, rendered=every)  # fmt: skip
+        return extract_detector_features(
+            inputs.images, inputs.detector, out_path, scene_seed, split, threads, rendered=every
+        )
     if kind == "perfect_sight":
         from vqarobust.features import scenes as scene_features
         from vqarobust.features.perfect_sight import perfect_sight_table

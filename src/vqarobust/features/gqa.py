@@ -51,8 +51,16 @@ def graph_rows(graphs: Mapping[str, Any], image_numbers: Iterable[int]) -> list[
         size = np.array([graph["width"], graph["height"]] * 2, np.float64)
         for index, o in enumerate(graph_objects(graph)):
             box = (np.asarray(o.box) / size).clip(0, 1).tolist()
-            rows.append({"image_id": number, "object_index": index, "object_id": o.id, "box": box,
-                         "class": o.name, "attributes": list(o.attributes)})  # fmt: skip
+            rows.append(
+                {
+                    "image_id": number,
+                    "object_index": index,
+                    "object_id": o.id,
+                    "box": box,
+                    "class": o.name,
+                    "attributes": list(o.attributes),
+                }
+            )
     return rows
 
 
@@ -70,9 +78,16 @@ def matched_rows(
     rows = []
     for index, (oid, box) in enumerate(zip(ids, normalized, strict=True)):
         o = by_id.get(oid) if oid is not None else None
-        rows.append({"image_id": number, "object_index": index, "object_id": oid,
-                     "box": box.tolist(), "class": o.name if o else None,
-                     "attributes": list(o.attributes) if o else None})  # fmt: skip
+        rows.append(
+            {
+                "image_id": number,
+                "object_index": index,
+                "object_id": oid,
+                "box": box.tolist(),
+                "class": o.name if o else None,
+                "attributes": list(o.attributes) if o else None,
+            }
+        )
     return rows, sum(oid is None for oid in ids)
 
 
@@ -101,8 +116,10 @@ def read_detections(
         raise ValueError(f"released feature kinds are {RELEASED_KINDS}, not {kind!r}")
     if missing:
         where = settings.get("info") or settings.get("path")
-        raise KeyError(f"{kind} features ({where}) lack {len(missing)} of the {len(numbers)} "
-                       f"images the questions ask about, e.g. {missing[:5]}")  # fmt: skip
+        raise KeyError(
+            f"{kind} features ({where}) lack {len(missing)} of the {len(numbers)} "
+            f"images the questions ask about, e.g. {missing[:5]}"
+        )
     return found
 
 
@@ -126,17 +143,28 @@ def released_table(
         rows += image_rows
         matrices.append(detections.features)
         unmatched += n
-    counts = {"images": len({r["image_id"] for r in rows}), "detections": len(rows),
-              "matched": len(rows) - unmatched, "unmatched": unmatched}  # fmt: skip
+    counts = {
+        "images": len({r["image_id"] for r in rows}),
+        "detections": len(rows),
+        "matched": len(rows) - unmatched,
+        "unmatched": unmatched,
+    }
     if donors:
         counts["donor_images"] = len(donors & set(found))
         counts["donor_images_without_features"] = len(donors - set(found))
         kept, lacking = counts["donor_images"], counts["donor_images_without_features"]
         log.info("%s: %d of the split's %d other images are donors", kind, kept, len(donors))
         log.info("%s features: the file lacks %d of them (no donors from those)", kind, lacking)
-    log.info("%s features: %d detections of %d images, %d matched to a scene-graph object "
-             "(IoU >= %.1f), %d unmatched (left alone)", kind, counts["detections"],
-             counts["images"], counts["matched"], IOU_THRESHOLD, unmatched)  # fmt: skip
+    log.info(
+        "%s features: %d detections of %d images, %d matched to a scene-graph object "
+        "(IoU >= %.1f), %d unmatched (left alone)",
+        kind,
+        counts["detections"],
+        counts["images"],
+        counts["matched"],
+        IOU_THRESHOLD,
+        unmatched,
+    )
     matrix = np.concatenate(matrices) if matrices else np.zeros((0, 0), np.float32)
     return feature_table(rows, matrix), counts
 

@@ -31,8 +31,9 @@ def encode_object(
     missing = [n for n in (cls, *attributes) if n not in vocab]
     if missing:
         raise KeyError(f"perfect sight: no word vector for {missing}")
-    return np.concatenate([np.asarray(vocab[cls], np.float32),
-                           encode_attributes(attributes, vocab)])  # fmt: skip
+    return np.concatenate(
+        [np.asarray(vocab[cls], np.float32), encode_attributes(attributes, vocab)]
+    )
 
 
 def perfect_sight_table(objects: Iterable[dict], vocab: Mapping[str, np.ndarray]) -> object:

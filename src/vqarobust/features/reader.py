@@ -11,9 +11,17 @@ import pyarrow.parquet as pq
 from vqarobust.context.feature_swaps import FeatureSwap, apply_swap
 from vqarobust.features.table import FeatureTable, RegionFeatures
 
-_SWAP_COLUMNS = ["image_id", "source_image_id", "perturbation", "rank", "object_index",
-                 "donor_image_id", "donor_object_index", "after_class",
-                 "after_attributes"]  # fmt: skip
+_SWAP_COLUMNS = [
+    "image_id",
+    "source_image_id",
+    "perturbation",
+    "rank",
+    "object_index",
+    "donor_image_id",
+    "donor_object_index",
+    "after_class",
+    "after_attributes",
+]
 
 
 class FeatureReader:
@@ -32,8 +40,11 @@ class FeatureReader:
         self.directory = str(features_path)
         self.table = FeatureTable.read(features_path)
         self._swaps = pq.read_table(swaps_path, columns=_SWAP_COLUMNS) if swaps_path else None
-        ids = (np.asarray(self._swaps.column("image_id").to_numpy()) if self._swaps is not None
-               else np.zeros(0, np.int64))  # fmt: skip
+        ids = (
+            np.asarray(self._swaps.column("image_id").to_numpy())
+            if self._swaps is not None
+            else np.zeros(0, np.int64)
+        )
         self._order = np.argsort(ids, kind="stable")
         self._sorted = ids[self._order]
 
@@ -50,11 +61,13 @@ class FeatureReader:
 
     def _swap(self, row: int) -> tuple[int, FeatureSwap]:
         r = self._swaps.slice(row, 1).to_pylist()[0]
-        donor = (None if r["donor_image_id"] is None
-                 else (r["donor_image_id"], r["donor_object_index"]))  # fmt: skip
+        donor = (
+            None if r["donor_image_id"] is None else (r["donor_image_id"], r["donor_object_index"])
+        )
         after = tuple(r["after_attributes"] or ())
-        swap = FeatureSwap(r["perturbation"], r["rank"], r["object_index"], r["after_class"],
-                           after, donor)  # fmt: skip
+        swap = FeatureSwap(
+            r["perturbation"], r["rank"], r["object_index"], r["after_class"], after, donor
+        )
         return r["source_image_id"], swap
 
     def read(self, image_ids: Iterable[int]) -> dict[int, RegionFeatures]:

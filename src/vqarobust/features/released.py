@@ -24,8 +24,18 @@ from typing import Any
 
 import numpy as np
 
-OBJ36_FIELDS = ("img_id", "img_h", "img_w", "objects_id", "objects_conf", "attrs_id",
-                "attrs_conf", "num_boxes", "boxes", "features")  # fmt: skip
+OBJ36_FIELDS = (
+    "img_id",
+    "img_h",
+    "img_w",
+    "objects_id",
+    "objects_conf",
+    "attrs_id",
+    "attrs_conf",
+    "num_boxes",
+    "boxes",
+    "features",
+)
 
 
 @dataclass(frozen=True)
@@ -107,23 +117,27 @@ def read_obj36(path: str | os.PathLike[str], image_ids: Iterable[str]) -> dict[s
                 continue
             fields = [head, *rest.rstrip("\n").split("\t")]
             if len(fields) != len(OBJ36_FIELDS):
-                raise ValueError(f"{path}, line {number}: {len(fields)} fields, expected "
-                                 f"{len(OBJ36_FIELDS)} ({', '.join(OBJ36_FIELDS)})")  # fmt: skip
+                raise ValueError(
+                    f"{path}, line {number}: {len(fields)} fields, expected "
+                    f"{len(OBJ36_FIELDS)} ({', '.join(OBJ36_FIELDS)})"
+                )
             row = dict(zip(OBJ36_FIELDS, fields, strict=True))
             n = int(row["num_boxes"])
             # Little-endian, as LXMERT's extraction (numpy on x86) wrote them.
             boxes = _array(row["boxes"], "<f4", (n, 4))
             features = _array(row["features"], "<f4").reshape(n, -1)
             size = int(row["img_w"]), int(row["img_h"])
-            out[head] = Detections(head, *size, boxes.astype(np.float32),
-                                   features.astype(np.float32))  # fmt: skip
+            out[head] = Detections(
+                head, *size, boxes.astype(np.float32), features.astype(np.float32)
+            )
             if len(out) == len(wanted):
                 break
     return out
 
 
-def encode_obj36_line(image_id: str, width: int, height: int, boxes: np.ndarray,
-                      features: np.ndarray) -> str:  # fmt: skip
+def encode_obj36_line(
+    image_id: str, width: int, height: int, boxes: np.ndarray, features: np.ndarray
+) -> str:
     """One line of an ``obj36`` TSV (for tests and conversions); the class and attribute
     ids and confidences are zeros."""
     n = len(boxes)
@@ -132,6 +146,16 @@ def encode_obj36_line(image_id: str, width: int, height: int, boxes: np.ndarray,
         return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
 
     ids, conf = np.zeros(n, "<i8"), np.zeros(n, "<f4")
-    fields = [image_id, str(height), str(width), b64(ids), b64(conf), b64(ids), b64(conf),
-              str(n), b64(boxes.astype("<f4")), b64(features.astype("<f4"))]  # fmt: skip
+    fields = [
+        image_id,
+        str(height),
+        str(width),
+        b64(ids),
+        b64(conf),
+        b64(ids),
+        b64(conf),
+        str(n),
+        b64(boxes.astype("<f4")),
+        b64(features.astype("<f4")),
+    ]
     return "\t".join(fields) + "\n"

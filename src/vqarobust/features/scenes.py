@@ -18,10 +18,16 @@ def object_rows(scene_seed: int, split: str, image_ids: Iterable[int]) -> list[d
     for image_id in sorted(set(image_ids)):
         for o in scenes.scene(scene_seed, split, image_id):
             x0, y0, x1, y1 = o.box
-            rows.append({"image_id": image_id, "object_index": o.id, "object_id": str(o.id),
-                         "box": [x0 / scenes.SIDE, y0 / scenes.SIDE, x1 / scenes.SIDE,
-                                 y1 / scenes.SIDE],
-                         "class": o.shape, "attributes": [o.colour, o.size]})  # fmt: skip
+            rows.append(
+                {
+                    "image_id": image_id,
+                    "object_index": o.id,
+                    "object_id": str(o.id),
+                    "box": [x0 / scenes.SIDE, y0 / scenes.SIDE, x1 / scenes.SIDE, y1 / scenes.SIDE],
+                    "class": o.shape,
+                    "attributes": [o.colour, o.size],
+                }
+            )
     return rows
 
 

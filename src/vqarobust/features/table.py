@@ -65,10 +65,16 @@ class RegionFeatures:
 def encode_vocab(vectors: Mapping[str, np.ndarray]) -> bytes:
     """Word vectors as Parquet metadata: names and one base64 float32 matrix."""
     names = sorted(vectors)
-    matrix = np.stack([np.asarray(vectors[n], np.float32) for n in names]) if names else (
-        np.zeros((0, 0), np.float32))  # fmt: skip
-    payload = {"names": names, "dim": int(matrix.shape[1]) if names else 0,
-               "vectors": base64.b64encode(matrix.tobytes()).decode("ascii")}  # fmt: skip
+    matrix = (
+        np.stack([np.asarray(vectors[n], np.float32) for n in names])
+        if names
+        else (np.zeros((0, 0), np.float32))
+    )
+    payload = {
+        "names": names,
+        "dim": int(matrix.shape[1]) if names else 0,
+        "vectors": base64.b64encode(matrix.tobytes()).decode("ascii"),
+    }
     return json.dumps(payload).encode("utf-8")
 
 
@@ -148,11 +154,13 @@ class FeatureTable:
         flat = table.column("feature").combine_chunks()
         dim = len(flat[0]) if len(flat) else 0
         # Copies (arrow's buffers are read-only): swaps write rows of copies of these.
-        self.matrix = np.array(flat.flatten().to_numpy(zero_copy_only=False),
-                               np.float32).reshape(len(flat), dim)  # fmt: skip
+        self.matrix = np.array(flat.flatten().to_numpy(zero_copy_only=False), np.float32).reshape(
+            len(flat), dim
+        )
         boxes = table.column("box").combine_chunks()
-        self.boxes = np.array(boxes.flatten().to_numpy(zero_copy_only=False),
-                              np.float32).reshape(len(boxes), 4)  # fmt: skip
+        self.boxes = np.array(boxes.flatten().to_numpy(zero_copy_only=False), np.float32).reshape(
+            len(boxes), 4
+        )
         self.vocab = dict(vocab) if vocab is not None else None
         starts = np.flatnonzero(np.r_[True, self.image_ids[1:] != self.image_ids[:-1]])
         ends = np.r_[starts[1:], len(self.image_ids)]

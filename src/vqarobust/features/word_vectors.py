@@ -78,8 +78,13 @@ def word_vectors(names: Iterable[str], path: str | None = None) -> dict[str, np.
             np.mean(vectors, axis=0).astype(np.float32) if vectors else np.zeros(dim, np.float32)
         )
     if missing:
-        log.warning("%s: %d of %d names have no word in the file and get a zero vector: %s",
-                    path, len(missing), len(names), missing[:10])  # fmt: skip
+        log.warning(
+            "%s: %d of %d names have no word in the file and get a zero vector: %s",
+            path,
+            len(missing),
+            len(names),
+            missing[:10],
+        )
     return out
 
 

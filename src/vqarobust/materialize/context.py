@@ -81,8 +81,13 @@ def plan_swaps(
     (seed, question id); identical swaps of one image share one swapped image."""
     image_ids = sorted(set(questions.column("image_id").to_pylist()))
     index = scenes.question_index(scene_seed, split, image_ids)
-    texts = dict(zip(questions.column("question_id").to_pylist(),
-                     questions.column("question").to_pylist(), strict=True))  # fmt: skip
+    texts = dict(
+        zip(
+            questions.column("question_id").to_pylist(),
+            questions.column("question").to_pylist(),
+            strict=True,
+        )
+    )
     ids = VariantIds()
     made: dict[int, tuple[int, Swap]] = {}
     rows = []
@@ -102,10 +107,19 @@ def plan_swaps(
             made.setdefault(vid, (image_id, sw))
             before = objects[sw.object_id]
             after = sw.apply(objects)[sw.object_id]
-            rows.append({"question_id": qid, "perturbation": sw.perturbation,
-                         "severity": sw.severity, "rank": sw.rank, "image_id": vid,
-                         "source_image_id": image_id, "object_id": sw.object_id,
-                         "before": describe(before), "after": describe(after)})  # fmt: skip
+            rows.append(
+                {
+                    "question_id": qid,
+                    "perturbation": sw.perturbation,
+                    "severity": sw.severity,
+                    "rank": sw.rank,
+                    "image_id": vid,
+                    "source_image_id": image_id,
+                    "object_id": sw.object_id,
+                    "before": describe(before),
+                    "after": describe(after),
+                }
+            )
     return rows, made
 
 
@@ -152,16 +166,29 @@ def swap_context(
     Returns counts."""
     s = settings
     questions = store.read_questions(questions_path)
-    rows, made = plan_swaps(questions, s.seed, scene_seed, split, s.k, list(out.sets),
-                            shape_neighbours(encoder_path), s.max_objects)  # fmt: skip
+    rows, made = plan_swaps(
+        questions,
+        s.seed,
+        scene_seed,
+        split,
+        s.k,
+        list(out.sets),
+        shape_neighbours(encoder_path),
+        s.max_objects,
+    )
 
     def images() -> Iterator[dict]:
         graphs: dict[int, list[scenes.SceneObject]] = {}
         for vid in sorted(made):
             image_id, sw = made[vid]
             objects = graphs.setdefault(image_id, scenes.scene(scene_seed, split, image_id))
-            yield {"image_id": vid, "bytes": scenes.png(scenes.render(sw.apply(objects))),
-                   "format": "png", "width": scenes.SIDE, "height": scenes.SIDE}  # fmt: skip
+            yield {
+                "image_id": vid,
+                "bytes": scenes.png(scenes.render(sw.apply(objects))),
+                "format": "png",
+                "width": scenes.SIDE,
+                "height": scenes.SIDE,
+            }
 
     n_images = store.write_image_shards(images(), out.image_folder(), shard_bytes)
     return write_swap_outputs(questions, rows, n_images, out)
@@ -177,22 +204,34 @@ def write_swap_outputs(
     """The swap table (``schema``) and one question set per perturbation; returns counts."""
     table = pa.Table.from_pylist(rows, schema=schema)
     store.write_table(table, out.swaps)
-    texts = dict(zip(questions.column("question_id").to_pylist(),
-                     questions.column("question").to_pylist(), strict=True))  # fmt: skip
+    texts = dict(
+        zip(
+            questions.column("question_id").to_pylist(),
+            questions.column("question").to_pylist(),
+            strict=True,
+        )
+    )
     counts = {"swapped_images": n_images, "swaps": table.num_rows}
     for perturbation, path in out.sets.items():
         mine = [r for r in rows if r["perturbation"] == perturbation]
         qs = [texts[r["question_id"]] for r in mine]
-        store.write_table(pa.table({
-            "question_id": [r["question_id"] for r in mine],
-            "image_id": [r["image_id"] for r in mine],
-            "original": qs, "perturbed": qs,
-            "perturbation": [perturbation] * len(mine),
-            "severity": [r["severity"] for r in mine],
-            "changed": [True] * len(mine),
-            "similarity": [1.0] * len(mine),
-            "tries": [1] * len(mine),
-        }, schema=store.QUESTION_SET_SCHEMA), path)  # fmt: skip
+        store.write_table(
+            pa.table(
+                {
+                    "question_id": [r["question_id"] for r in mine],
+                    "image_id": [r["image_id"] for r in mine],
+                    "original": qs,
+                    "perturbed": qs,
+                    "perturbation": [perturbation] * len(mine),
+                    "severity": [r["severity"] for r in mine],
+                    "changed": [True] * len(mine),
+                    "similarity": [1.0] * len(mine),
+                    "tries": [1] * len(mine),
+                },
+                schema=store.QUESTION_SET_SCHEMA,
+            ),
+            path,
+        )
         counts[perturbation] = len(mine)
     log.info("context swaps: %s", counts)
     return counts
@@ -241,20 +280,39 @@ def swap_context_coco(
             continue
         mentioned = coco.mentioned_categories([q["question"], *q["answers"]], categories)
         rng = item_rng(settings.seed, "swapmix", q["question_id"])
-        for sw in coco.coco_swaps(by_image[image_id], mentioned, neighbours, donors,
-                                  settings.k, rng, min_area, settings.max_objects):  # fmt: skip
+        for sw in coco.coco_swaps(
+            by_image[image_id],
+            mentioned,
+            neighbours,
+            donors,
+            settings.k,
+            rng,
+            min_area,
+            settings.max_objects,
+        ):
             if sw.perturbation not in out.sets:
                 continue
             vid = ids.get(image_id, (sw.target.id, sw.donor.id))
             made.setdefault(vid, sw)
-            rows.append({"question_id": q["question_id"], "perturbation": sw.perturbation,
-                         "severity": sw.severity, "rank": sw.rank, "image_id": vid,
-                         "source_image_id": image_id, "object_id": sw.target.id,
-                         "before": sw.target.category,
-                         "after": f"{sw.donor.category} (instance {sw.donor.id})"})  # fmt: skip
+            rows.append(
+                {
+                    "question_id": q["question_id"],
+                    "perturbation": sw.perturbation,
+                    "severity": sw.severity,
+                    "rank": sw.rank,
+                    "image_id": vid,
+                    "source_image_id": image_id,
+                    "object_id": sw.target.id,
+                    "before": sw.target.category,
+                    "after": f"{sw.donor.category} (instance {sw.donor.id})",
+                }
+            )
     if no_instances:
-        log.warning("%d images have no COCO instance annotations: their questions get no "
-                    "swaps (e.g. %s)", len(no_instances), sorted(no_instances)[:5])  # fmt: skip
+        log.warning(
+            "%d images have no COCO instance annotations: their questions get no swaps (e.g. %s)",
+            len(no_instances),
+            sorted(no_instances)[:5],
+        )
 
     def images() -> Iterator[dict]:
         clean = store.ImageShards(sources.clean)
@@ -263,9 +321,13 @@ def swap_context_coco(
                 target = coco.decode(clean.read([sw.target.image_id])[sw.target.image_id])
                 donor = coco.decode(source.read(sw.donor.image_id))
                 pasted = np.asarray(coco.paste(target, sw.target.box, donor, sw.donor.box))
-                yield {"image_id": vid, "bytes": storage.encode(pasted),
-                       "format": storage.image_format,
-                       "width": pasted.shape[1], "height": pasted.shape[0]}  # fmt: skip
+                yield {
+                    "image_id": vid,
+                    "bytes": storage.encode(pasted),
+                    "format": storage.image_format,
+                    "width": pasted.shape[1],
+                    "height": pasted.shape[0],
+                }
 
     n_images = store.write_image_shards(images(), out.image_folder(), storage.shard_bytes)
     return write_swap_outputs(questions, rows, n_images, out)

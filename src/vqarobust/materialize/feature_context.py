@@ -30,8 +30,11 @@ def scenes_contexts(questions: object, scene_seed: int, split: str) -> list[Ques
     image_ids = sorted(set(questions.column("image_id").to_pylist()))
     index = scenes.question_index(scene_seed, split, image_ids)
     out = []
-    for qid, text in zip(questions.column("question_id").to_pylist(),
-                         questions.column("question").to_pylist(), strict=True):  # fmt: skip
+    for qid, text in zip(
+        questions.column("question_id").to_pylist(),
+        questions.column("question").to_pylist(),
+        strict=True,
+    ):
         if qid not in index or index[qid][1].text != text:
             raise ValueError(
                 f"question {qid} is not a question of scenes {split} (scene_seed {scene_seed}); "
@@ -39,15 +42,20 @@ def scenes_contexts(questions: object, scene_seed: int, split: str) -> list[Ques
             )
         objects, q = index[qid]
         context = tuple(o.id for o in scenes.context_objects(objects, q))
-        out.append(QuestionContext(qid, qid // scenes.ID_STRIDE, context,
-                                   frozenset(q.shapes), frozenset(q.colours)))  # fmt: skip
+        out.append(
+            QuestionContext(
+                qid, qid // scenes.ID_STRIDE, context, frozenset(q.shapes), frozenset(q.colours)
+            )
+        )
     return out
 
 
 def gqa_contexts(
-    questions: object, entries: Mapping[int, Mapping], graphs: Mapping[str, Mapping],
+    questions: object,
+    entries: Mapping[int, Mapping],
+    graphs: Mapping[str, Mapping],
     bank: FeatureTable,
-) -> list[QuestionContext]:  # fmt: skip
+) -> list[QuestionContext]:
     """The context of each GQA question: the rows of its image whose scene-graph object
     (matched, for released detections) its reasoning steps and annotations do not select.
     Unmatched rows are left alone. The classes and attributes of the selected objects, and
@@ -70,16 +78,29 @@ def gqa_contexts(
         relevant = relevant_objects(entries[qid])
         unknown += len(relevant - set(objects))
         known = [objects[o] for o in relevant if o in objects]
-        context = tuple(i for i, (_, _, oid) in enumerate(bank.labels(image_id))
-                        if oid is not None and oid not in relevant)  # fmt: skip
+        context = tuple(
+            i
+            for i, (_, _, oid) in enumerate(bank.labels(image_id))
+            if oid is not None and oid not in relevant
+        )
         said = mentioned_names(text, names)
-        out.append(QuestionContext(
-            qid, image_id, context, frozenset({str(o["name"]) for o in known} | (said & classes)),
-            frozenset({str(a) for o in known for a in o.get("attributes") or ()}
-                      | (said & attributes))))  # fmt: skip
+        out.append(
+            QuestionContext(
+                qid,
+                image_id,
+                context,
+                frozenset({str(o["name"]) for o in known} | (said & classes)),
+                frozenset(
+                    {str(a) for o in known for a in o.get("attributes") or ()} | (said & attributes)
+                ),
+            )
+        )
     if unknown:
-        log.warning("GQA: %d object ids named by questions' reasoning steps or annotations are "
-                    "not in their image's scene graph (ignored)", unknown)  # fmt: skip
+        log.warning(
+            "GQA: %d object ids named by questions' reasoning steps or annotations are "
+            "not in their image's scene graph (ignored)",
+            unknown,
+        )
     return out
 
 
@@ -96,9 +117,17 @@ def plan_feature_swaps(
     feature set id."""
     s = settings
     classes = sorted({c for c in bank.classes if c is not None})
-    planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path), s.k, s.seed,
-                                 s.mode, s.threshold, s.max_objects,
-                                 s.class_attributes, s.attribute_swaps)  # fmt: skip
+    planner = FeatureSwapPlanner(
+        bank,
+        word_vectors(classes, word_vectors_path),
+        s.k,
+        s.seed,
+        s.mode,
+        s.threshold,
+        s.max_objects,
+        s.class_attributes,
+        s.attribute_swaps,
+    )
     counts = (sum(c is not None for c in bank.classes), len(bank.rows), len(classes))
     asked = len({q.image_id for q in contexts})
     log.info("donor bank: %d labelled objects of %d images, %d classes", *counts)
@@ -111,20 +140,29 @@ def plan_feature_swaps(
         for sw in planner.swaps(q, perturbations):
             counters[sw.perturbation] += 1
             cls, attrs, _ = labels[sw.object_index]
-            rows.append({
-                "question_id": q.question_id, "perturbation": sw.perturbation,
-                "severity": counters[sw.perturbation], "rank": sw.rank,
-                "image_id": ids.get(q.image_id, sw.key()), "source_image_id": q.image_id,
-                "object_index": sw.object_index,
-                "donor_image_id": sw.donor[0] if sw.donor else None,
-                "donor_object_index": sw.donor[1] if sw.donor else None,
-                "after_class": sw.after_class, "after_attributes": list(sw.after_attributes),
-                "before": describe(cls, attrs),
-                "after": describe(sw.after_class, sw.after_attributes),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "question_id": q.question_id,
+                    "perturbation": sw.perturbation,
+                    "severity": counters[sw.perturbation],
+                    "rank": sw.rank,
+                    "image_id": ids.get(q.image_id, sw.key()),
+                    "source_image_id": q.image_id,
+                    "object_index": sw.object_index,
+                    "donor_image_id": sw.donor[0] if sw.donor else None,
+                    "donor_object_index": sw.donor[1] if sw.donor else None,
+                    "after_class": sw.after_class,
+                    "after_attributes": list(sw.after_attributes),
+                    "before": describe(cls, attrs),
+                    "after": describe(sw.after_class, sw.after_attributes),
+                }
+            )
     if planner.skipped_class_swaps:
-        log.info("%d class swaps left out: every object of the new class carries an attribute "
-                 "its question names", planner.skipped_class_swaps)  # fmt: skip
+        log.info(
+            "%d class swaps left out: every object of the new class carries an attribute "
+            "its question names",
+            planner.skipped_class_swaps,
+        )
     return rows
 
 

@@ -125,8 +125,9 @@ def corrupt_subset(  # noqa: PLR0913
                 reason = box_shortfall(corruption, *clean.shape[:2], severity, b)
                 if reason:
                     shortfalls.setdefault(reason, []).append(int(row["image_id"]))
-            data, fmt, seen = _stored(image, clean, corruption, severity, global_seed,
-                                      row["image_id"], storage, context)  # fmt: skip
+            data, fmt, seen = _stored(
+                image, clean, corruption, severity, global_seed, row["image_id"], storage, context
+            )
             t = time.perf_counter()
             ssim, psnr = ssim_psnr(clean, at_size(seen, *clean.shape[:2]), ssim_window)
             scoring[0] += time.perf_counter() - t
@@ -141,21 +142,40 @@ def corrupt_subset(  # noqa: PLR0913
                 "psnr": psnr,
             }
 
-    n = store.write_image_shards(rows(), out_dir, storage.shard_bytes,
-                                 store.CORRUPTED_IMAGE_SCHEMA)  # fmt: skip
+    n = store.write_image_shards(rows(), out_dir, storage.shard_bytes, store.CORRUPTED_IMAGE_SCHEMA)
     for reason, ids in sorted(shortfalls.items()):
-        log.warning("%s severity %d: %d of %d images get less than the severity (%s), e.g. %s",
-                    corruption, severity, len(ids), n, reason, ids[:5])  # fmt: skip
+        log.warning(
+            "%s severity %d: %d of %d images get less than the severity (%s), e.g. %s",
+            corruption,
+            severity,
+            len(ids),
+            n,
+            reason,
+            ids[:5],
+        )
     total = time.perf_counter() - started
-    log.info("%s severity %d: %d images -> %s in %.2f s, %.2f s of it quality scores",
-             corruption, severity, n, out_dir, total, scoring[0])  # fmt: skip
+    log.info(
+        "%s severity %d: %d images -> %s in %.2f s, %.2f s of it quality scores",
+        corruption,
+        severity,
+        n,
+        out_dir,
+        total,
+        scoring[0],
+    )
     return n
 
 
 def _stored(
-    image: Any, clean: np.ndarray, corruption: str, severity: int, global_seed: int,
-    image_id: int, storage: store.ImageStorage, context: Mapping[str, Any],
-) -> tuple[bytes, str, np.ndarray]:  # fmt: skip
+    image: Any,
+    clean: np.ndarray,
+    corruption: str,
+    severity: int,
+    global_seed: int,
+    image_id: int,
+    storage: store.ImageStorage,
+    context: Mapping[str, Any],
+) -> tuple[bytes, str, np.ndarray]:
     """One corrupted image as stored: its bytes, their format, and the array a model will
     read from them."""
     if corruption == "jpeg_compression":
@@ -168,8 +188,14 @@ def _stored(
     return data, fmt, out if fmt == "png" else store.decode_image(data)
 
 
-LPIPS_SCHEMA = pa.schema([("perturbation", pa.string()), ("severity", store.SEVERITY),
-                          ("image_id", pa.int64()), ("lpips", pa.float64())])  # fmt: skip
+LPIPS_SCHEMA = pa.schema(
+    [
+        ("perturbation", pa.string()),
+        ("severity", store.SEVERITY),
+        ("image_id", pa.int64()),
+        ("lpips", pa.float64()),
+    ]
+)
 LPIPS_BATCH = 32  # image pairs per forward pass
 
 
@@ -233,13 +259,22 @@ def score_lpips(
     for shape in list(pending):
         flush(shape)
     order = np.argsort(ids, kind="stable")
-    table = pa.table({
-        "perturbation": pa.array([perturbation] * len(ids), pa.string()),
-        "severity": pa.array([severity] * len(ids), store.SEVERITY),
-        "image_id": pa.array(np.asarray(ids, np.int64)[order]),
-        "lpips": pa.array(np.asarray(scores, np.float64)[order]),
-    }, schema=LPIPS_SCHEMA)  # fmt: skip
+    table = pa.table(
+        {
+            "perturbation": pa.array([perturbation] * len(ids), pa.string()),
+            "severity": pa.array([severity] * len(ids), store.SEVERITY),
+            "image_id": pa.array(np.asarray(ids, np.int64)[order]),
+            "lpips": pa.array(np.asarray(scores, np.float64)[order]),
+        },
+        schema=LPIPS_SCHEMA,
+    )
     store.write_table(table, out_path)
-    log.info("%s severity %d: LPIPS of %d images in %.2f s -> %s", perturbation, severity,
-             len(ids), time.perf_counter() - started, out_path)  # fmt: skip
+    log.info(
+        "%s severity %d: LPIPS of %d images in %.2f s -> %s",
+        perturbation,
+        severity,
+        len(ids),
+        time.perf_counter() - started,
+        out_path,
+    )
     return len(ids)

@@ -30,13 +30,20 @@ def _question_frame(questions_path: str | os.PathLike[str]) -> pl.DataFrame:
 
 
 def _write_set(
-    frame: pl.DataFrame, perturbed: Sequence[str], name: str, severity: int, path: Any,
-    similarity: Sequence[float] | None = None, tries: Sequence[int] | None = None,
-) -> None:  # fmt: skip
+    frame: pl.DataFrame,
+    perturbed: Sequence[str],
+    name: str,
+    severity: int,
+    path: Any,
+    similarity: Sequence[float] | None = None,
+    tries: Sequence[int] | None = None,
+) -> None:
     n = frame.height
     # A question the fidelity filter dropped has no perturbed text (None): not asked.
-    changed = [None if b is None else a != b
-               for a, b in zip(frame["question"].to_list(), perturbed, strict=True)]  # fmt: skip
+    changed = [
+        None if b is None else a != b
+        for a, b in zip(frame["question"].to_list(), perturbed, strict=True)
+    ]
     table = pa.table(
         {
             "question_id": frame["question_id"].to_arrow(),
@@ -46,12 +53,13 @@ def _write_set(
             "perturbation": pa.array([name] * n, pa.string()),
             "severity": pa.array([severity] * n, store.SEVERITY),
             "changed": pa.array(changed, pa.bool_()),
-            "similarity": pa.array(similarity, pa.float32()) if similarity is not None
+            "similarity": pa.array(similarity, pa.float32())
+            if similarity is not None
             else pa.nulls(n, pa.float32()),
             "tries": pa.array(tries, pa.int16()) if tries is not None else pa.nulls(n, pa.int16()),
         },
         schema=store.QUESTION_SET_SCHEMA,
-    )  # fmt: skip
+    )
     store.write_table(table, path)
 
 
@@ -101,12 +109,19 @@ def fidelity_filter(
         if not len(pending):
             break
     if len(pending):
-        kept = {"keep_best": "the most similar draw is kept", "keep_last": "the last draw is kept",
-                "drop": "dropped"}[on_low_similarity]  # fmt: skip
+        kept = {
+            "keep_best": "the most similar draw is kept",
+            "keep_last": "the last draw is kept",
+            "drop": "dropped",
+        }[on_low_similarity]
         log.warning(
-            "fidelity filter: %d of %d questions stay under similarity %.2f after %d tries "
-            "(%s)", len(pending), n, min_similarity, max_tries, kept,
-        )  # fmt: skip
+            "fidelity filter: %d of %d questions stay under similarity %.2f after %d tries (%s)",
+            len(pending),
+            n,
+            min_similarity,
+            max_tries,
+            kept,
+        )
         for i in pending:
             if on_low_similarity == "drop":
                 best[i] = None
@@ -162,8 +177,10 @@ def perturb_question_set(
     ids, originals = frame["question_id"].to_list(), frame["question"].to_list()
     for severity, path in sorted(out_paths.items()):
         if fidelity is None:
-            out = [text.perturb_item(q, perturbation, severity, global_seed, i, 0, rates)
-                   for q, i in zip(originals, ids, strict=True)]  # fmt: skip
+            out = [
+                text.perturb_item(q, perturbation, severity, global_seed, i, 0, rates)
+                for q, i in zip(originals, ids, strict=True)
+            ]
             _write_set(frame, out, perturbation, severity, path)
         else:
             if encode is None:
@@ -181,8 +198,15 @@ def perturb_question_set(
             _write_set(frame, out, perturbation, severity, path, sim.tolist(), tries.tolist())
         changed = sum(b is not None and a != b for a, b in zip(originals, out, strict=True))
         dropped = sum(b is None for b in out)
-        log.info("%s severity %d: %d of %d questions changed, %d dropped -> %s",
-                 perturbation, severity, changed, len(out), dropped, path)  # fmt: skip
+        log.info(
+            "%s severity %d: %d of %d questions changed, %d dropped -> %s",
+            perturbation,
+            severity,
+            changed,
+            len(out),
+            dropped,
+            path,
+        )
     return frame.height
 
 
@@ -230,17 +254,26 @@ def rewrite_question_set(
             encode = fidelity.encoder()
         max_tries = fidelity.max_tries if rewriter.samples else 1
         drawn, sims, n_tries = fidelity_filter(
-            distinct, draw, fidelity.min_similarity, max_tries, encode,
+            distinct,
+            draw,
+            fidelity.min_similarity,
+            max_tries,
+            encode,
             fidelity.on_low_similarity,
-        )  # fmt: skip
+        )
         row = {q: i for i, q in enumerate(distinct)}
         sim = [float(sims[row[q]]) for q in originals]
         tries = [int(n_tries[row[q]]) for q in originals]
     rewrites, empty = keep_originals(drawn, distinct, name)
     lookup = dict(zip(distinct, rewrites, strict=True))
     _write_set(frame, [lookup[q] for q in originals], name, 1, out_path, sim, tries)
-    log.info("%s: %d distinct questions rewritten (%d empty rewrites kept the original) -> %s",
-             name, len(distinct), empty, out_path)  # fmt: skip
+    log.info(
+        "%s: %d distinct questions rewritten (%d empty rewrites kept the original) -> %s",
+        name,
+        len(distinct),
+        empty,
+        out_path,
+    )
     return frame.height
 
 
@@ -350,8 +383,7 @@ def chain_question_set(
     for n, out_path in enumerate(out_paths, start=1):
         out = [bq.chain_question(q, b[:n], template) for q, b in pairs]
         _write_set(frame, out, bq.CHAIN, n, out_path)
-        log.info("%s with %d basic questions: %d questions -> %s", bq.CHAIN, n, len(out),
-                 out_path)  # fmt: skip
+        log.info("%s with %d basic questions: %d questions -> %s", bq.CHAIN, n, len(out), out_path)
     return frame.height
 
 
@@ -380,13 +412,17 @@ def export_basic_questions(
     out = frame.join(lists, on="question", how="left", maintain_order="left")
     missing = out.filter(pl.col("basic_questions").is_null())
     if missing.height:
-        raise ValueError(f"{rankings_path} has no basic questions for {missing.height} "
-                         f"questions, e.g. {missing['question'].head(3).to_list()}")  # fmt: skip
+        raise ValueError(
+            f"{rankings_path} has no basic questions for {missing.height} "
+            f"questions, e.g. {missing['question'].head(3).to_list()}"
+        )
     # How it was ranked (LASSO's mode and settings, BLEU's smoothing), where it was written.
     method = ranks["method"][0] if "method" in ranks.columns else None
-    out = out.with_columns(pl.lit(names[0]).alias("ranker"),
-                           pl.lit(bq.bq_dataset(names[0])).alias("dataset"),
-                           pl.lit(method, pl.String).alias("method"))  # fmt: skip
+    out = out.with_columns(
+        pl.lit(names[0]).alias("ranker"),
+        pl.lit(bq.bq_dataset(names[0])).alias("dataset"),
+        pl.lit(method, pl.String).alias("method"),
+    )
     store.write_table(out.to_arrow(), out_parquet)
     with store.atomic_path(out_json) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         json.dump(out.to_dicts(), fh, indent=1)

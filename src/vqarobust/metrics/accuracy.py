@@ -40,8 +40,9 @@ def type_codes(
     pos = np.minimum(np.searchsorted(ids[order], asked), max(ids.size - 1, 0))
     if asked.size and (ids.size == 0 or not np.array_equal(ids[order][pos], asked)):
         missing = np.setdiff1d(asked, ids)
-        raise ValueError(f"{missing.size} questions answered have no question row "
-                         f"(e.g. {missing[:5].tolist()})")  # fmt: skip
+        raise ValueError(
+            f"{missing.size} questions answered have no question row (e.g. {missing[:5].tolist()})"
+        )
     return coded["code"].to_numpy().astype(np.int64)[order][pos], names
 
 

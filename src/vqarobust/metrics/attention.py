@@ -64,29 +64,39 @@ def attention_shifts(maps: pl.DataFrame) -> pl.DataFrame:
     if maps.is_empty():
         return pl.DataFrame(schema=SHIFT_SCHEMA)
     clean = maps.filter(pl.col("perturbation") == "clean").select(
-        "model", "question_id", pl.col("rows").alias("_r"), pl.col("cols").alias("_c"),
+        "model",
+        "question_id",
+        pl.col("rows").alias("_r"),
+        pl.col("cols").alias("_c"),
         pl.col("weights").alias("_clean"),
-    )  # fmt: skip
+    )
     pert = maps.filter(pl.col("perturbation") != "clean").join(
         clean, on=["model", "question_id"], how="left"
     )
     lost = pert.filter(pl.col("_clean").is_null())
     if lost.height:
-        raise ValueError(f"{lost.height} attention maps have no clean map of their question, "
-                         f"e.g. {lost.select('model', 'question_id').row(0)}")  # fmt: skip
+        raise ValueError(
+            f"{lost.height} attention maps have no clean map of their question, "
+            f"e.g. {lost.select('model', 'question_id').row(0)}"
+        )
     odd = pert.filter((pl.col("rows") != pl.col("_r")) | (pl.col("cols") != pl.col("_c")))
     if odd.height:
         r = odd.row(0, named=True)
-        raise ValueError(f"attention grid of {r['model']} on {r['perturbation']}/"
-                         f"{r['severity']} question {r['question_id']} is {r['rows']}x"
-                         f"{r['cols']}, its clean grid {r['_r']}x{r['_c']}")  # fmt: skip
+        raise ValueError(
+            f"attention grid of {r['model']} on {r['perturbation']}/"
+            f"{r['severity']} question {r['question_id']} is {r['rows']}x"
+            f"{r['cols']}, its clean grid {r['_r']}x{r['_c']}"
+        )
     out = []
     # One matrix per grid size: every row of a block has the same length.
     for _, block in pert.group_by("_r", "_c"):
         p = np.array(block["weights"].to_list(), dtype=np.float64)
         q = np.array(block["_clean"].to_list(), dtype=np.float64)
-        out.append(block.select("model", "perturbation", "severity", "question_id", "image_id")
-                   .with_columns(pl.Series("js_divergence", js_divergence(p, q))))  # fmt: skip
+        out.append(
+            block.select(
+                "model", "perturbation", "severity", "question_id", "image_id"
+            ).with_columns(pl.Series("js_divergence", js_divergence(p, q)))
+        )
     return (
         pl.concat(out)
         .cast(SHIFT_SCHEMA)  # type: ignore[arg-type]
@@ -102,8 +112,7 @@ def attention_shift_table(
     :func:`vqarobust.metrics.uncertainty.mean_intervals` with the run's ``uncertainty``
     settings: ``shifts`` carry each question's ``image_id``)."""
     keys = ["model", "perturbation", "severity"]
-    bounds = mean_intervals(shifts, keys, ["js_divergence"], "image_id",
-                            uncertainty or Settings())  # fmt: skip
+    bounds = mean_intervals(shifts, keys, ["js_divergence"], "image_id", uncertainty or Settings())
     bounds = bounds.rename({"js_divergence_low": "js_low", "js_divergence_high": "js_high"})
     if shifts.is_empty():
         return pl.DataFrame(schema=SUMMARY_SCHEMA)
@@ -122,6 +131,6 @@ def _point_shift(shifts: pl.DataFrame) -> pl.DataFrame:
             pl.len().alias("n_questions"),
             pl.col("js_divergence").mean().alias("js_mean"),
             pl.col("js_divergence").std().alias("js_std"),
-        )  # fmt: skip
+        )
         .sort("model", "perturbation", "severity")
     )

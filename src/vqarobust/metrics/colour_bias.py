@@ -41,9 +41,15 @@ BIAS_SCHEMA = {
 SHARES = ("chromatic_share", "grey_share", "non_colour_share", "clean_chromatic_share")
 BIAS_SCHEMA |= {f"{s}_{side}": pl.Float64 for s in SHARES for side in ("low", "high")}
 EXAMPLE_SCHEMA = {
-    "model": pl.String, "rank": pl.Int64, "question_id": pl.Int64, "question": pl.String,
-    "truth": pl.String, "clean": pl.String, "grayscale": pl.String, "png": pl.Binary,
-}  # fmt: skip
+    "model": pl.String,
+    "rank": pl.Int64,
+    "question_id": pl.Int64,
+    "question": pl.String,
+    "truth": pl.String,
+    "clean": pl.String,
+    "grayscale": pl.String,
+    "png": pl.Binary,
+}
 
 
 def colour_questions(questions: pl.DataFrame) -> pl.DataFrame:
@@ -106,14 +112,16 @@ def colour_bias_table(rows: pl.DataFrame, uncertainty: Settings | None = None) -
     settings)."""
     if rows.is_empty():
         return pl.DataFrame(schema=BIAS_SCHEMA)
-    kinds = {"chromatic_share": ("class", "chromatic"), "grey_share": ("class", "grey"),
-             "non_colour_share": ("class", "non_colour"),
-             "clean_chromatic_share": ("clean_class", "chromatic")}  # fmt: skip
+    kinds = {
+        "chromatic_share": ("class", "chromatic"),
+        "grey_share": ("class", "grey"),
+        "non_colour_share": ("class", "non_colour"),
+        "clean_chromatic_share": ("clean_class", "chromatic"),
+    }
     flags = rows.with_columns(
         (pl.col(col) == kind).cast(pl.Float64).alias(name) for name, (col, kind) in kinds.items()
     )
-    bounds = mean_intervals(flags, ["model"], list(SHARES), "image_id",
-                            uncertainty or Settings())  # fmt: skip
+    bounds = mean_intervals(flags, ["model"], list(SHARES), "image_id", uncertainty or Settings())
     return (
         _point_bias(rows)
         .join(bounds, on="model", how="left")
@@ -157,13 +165,14 @@ def colour_bias_examples(
         return pl.DataFrame(schema=EXAMPLE_SCHEMA)
     keyed = biased.with_columns(
         pl.struct("model", "question_id")
-        .map_elements(lambda r: derive_seed(seed, "colour_bias", *r.values()),
-                      return_dtype=pl.Int64).alias("_key")
-    )  # fmt: skip
+        .map_elements(
+            lambda r: derive_seed(seed, "colour_bias", *r.values()), return_dtype=pl.Int64
+        )
+        .alias("_key")
+    )
     picked = keyed.sort("model", "_key").group_by("model", maintain_order=True).head(n)
     picked = picked.with_columns(pl.int_range(1, pl.len() + 1).over("model").alias("rank"))
-    picked = picked.join(questions.select("question_id", "image_id", "question"),
-                         on="question_id")  # fmt: skip
+    picked = picked.join(questions.select("question_id", "image_id", "question"), on="question_id")
     images = store.ImageShards(folder).read(sorted(set(picked["image_id"].to_list())))
     png = [thumbnail(images[i]) for i in picked["image_id"]]
     out = picked.with_columns(pl.Series("png", png, pl.Binary)).rename(

@@ -26,11 +26,22 @@ import polars as pl
 from vqarobust.metrics.uncertainty import OBSERVED, ClusterSums, cluster_sums, observed_sums
 
 CORRECT = 1.0  # full VQA credit
-RELIANCE_SCHEMA = {"model": pl.String, "perturbation": pl.String, "n_correct": pl.Int64,
-                   "n_changed": pl.Int64, "reliance": pl.Float64}  # fmt: skip
-EFFECTIVE_SCHEMA = {"model": pl.String, "perturbation": pl.String, "n_questions": pl.Int64,
-                    "n_swapped": pl.Int64, "accuracy": pl.Float64, "n_effective": pl.Int64,
-                    "effective_accuracy": pl.Float64}  # fmt: skip
+RELIANCE_SCHEMA = {
+    "model": pl.String,
+    "perturbation": pl.String,
+    "n_correct": pl.Int64,
+    "n_changed": pl.Int64,
+    "reliance": pl.Float64,
+}
+EFFECTIVE_SCHEMA = {
+    "model": pl.String,
+    "perturbation": pl.String,
+    "n_questions": pl.Int64,
+    "n_swapped": pl.Int64,
+    "accuracy": pl.Float64,
+    "n_effective": pl.Int64,
+    "effective_accuracy": pl.Float64,
+}
 
 
 def _per_question(scored: pl.DataFrame) -> pl.DataFrame:
@@ -101,8 +112,10 @@ def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
     the observed data. Empty without context predictions; a model with no correct clean
     answer has no reliance row."""
     if scored.filter(pl.col("modality") == "context").is_empty():
-        return {"context_reliance": pl.DataFrame(schema=RELIANCE_SCHEMA),
-                "effective_accuracy": pl.DataFrame(schema=EFFECTIVE_SCHEMA)}  # fmt: skip
+        return {
+            "context_reliance": pl.DataFrame(schema=RELIANCE_SCHEMA),
+            "effective_accuracy": pl.DataFrame(schema=EFFECTIVE_SCHEMA),
+        }
     sums = context_sums(context_flags(scored))
     reliance, effective = (a[0] for a in context_arrays(sums, OBSERVED))
 
@@ -110,21 +123,33 @@ def context_tables(scored: pl.DataFrame) -> dict[str, pl.DataFrame]:
         return pl.Series(sums.totals(col, OBSERVED)[0]).cast(pl.Int64)
 
     table = sums.keys.with_columns(
-        n_correct=total("den"), n_changed=total("num"), reliance=pl.Series(reliance),
-        n_questions=pl.Series(sums.n).cast(pl.Int64), n_swapped=total("swapped"),
-        accuracy=pl.Series(sums.means("score", OBSERVED)[0]), n_effective=total("eff"),
+        n_correct=total("den"),
+        n_changed=total("num"),
+        reliance=pl.Series(reliance),
+        n_questions=pl.Series(sums.n).cast(pl.Int64),
+        n_swapped=total("swapped"),
+        accuracy=pl.Series(sums.means("score", OBSERVED)[0]),
+        n_effective=total("eff"),
         effective_accuracy=pl.Series(effective),
-    )  # fmt: skip
+    )
     return {
-        "context_reliance": table.filter(pl.col("n_correct") > 0).cast(RELIANCE_SCHEMA)
-        .select(list(RELIANCE_SCHEMA)).sort("model", "perturbation"),
-        "effective_accuracy": table.cast(EFFECTIVE_SCHEMA).select(list(EFFECTIVE_SCHEMA))
+        "context_reliance": table.filter(pl.col("n_correct") > 0)
+        .cast(RELIANCE_SCHEMA)
+        .select(list(RELIANCE_SCHEMA))
         .sort("model", "perturbation"),
-    }  # fmt: skip
+        "effective_accuracy": table.cast(EFFECTIVE_SCHEMA)
+        .select(list(EFFECTIVE_SCHEMA))
+        .sort("model", "perturbation"),
+    }
 
 
-GROUP_SCHEMA = {"model": pl.String, "group": pl.String, "n_questions": pl.Int64,
-                "accuracy": pl.Float64, "reliance": pl.Float64}  # fmt: skip
+GROUP_SCHEMA = {
+    "model": pl.String,
+    "group": pl.String,
+    "n_questions": pl.Int64,
+    "accuracy": pl.Float64,
+    "reliance": pl.Float64,
+}
 
 
 def context_by_group(scored: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
@@ -147,11 +172,21 @@ def context_by_group(scored: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
 
 
 N_EXAMPLES = 6
-EXAMPLE_SCHEMA = {"rank": pl.Int32, "model": pl.String, "question_id": pl.Int64,
-                  "question": pl.String, "truth": pl.String, "perturbation": pl.String,
-                  "severity": pl.Int16, "before": pl.String, "after": pl.String,
-                  "clean_answer": pl.String, "swapped_answer": pl.String,
-                  "clean_png": pl.Binary, "swapped_png": pl.Binary}  # fmt: skip
+EXAMPLE_SCHEMA = {
+    "rank": pl.Int32,
+    "model": pl.String,
+    "question_id": pl.Int64,
+    "question": pl.String,
+    "truth": pl.String,
+    "perturbation": pl.String,
+    "severity": pl.Int16,
+    "before": pl.String,
+    "after": pl.String,
+    "clean_answer": pl.String,
+    "swapped_answer": pl.String,
+    "clean_png": pl.Binary,
+    "swapped_png": pl.Binary,
+}
 
 
 def flipped_swaps(
@@ -194,12 +229,19 @@ def example_images(
         return pl.DataFrame(schema=EXAMPLE_SCHEMA)
     clean = store.ImageShards(clean_dir).read(flips["source_image_id"].unique().to_list())
     swapped = store.ImageShards(swapped_dir).read(flips["image_id"].unique().to_list())
-    info = questions.select("question_id", "question",
-                            pl.col("answers").list.first().alias("truth"))  # fmt: skip
+    info = questions.select(
+        "question_id", "question", pl.col("answers").list.first().alias("truth")
+    )
     rows = flips.join(info, on="question_id").with_row_index("rank", offset=1)
-    return rows.with_columns(
-        pl.col("source_image_id").map_elements(lambda i: thumbnail(clean[i], 128),
-                                               return_dtype=pl.Binary).alias("clean_png"),
-        pl.col("image_id").map_elements(lambda i: thumbnail(swapped[i], 128),
-                                        return_dtype=pl.Binary).alias("swapped_png"),
-    ).cast(EXAMPLE_SCHEMA).select(list(EXAMPLE_SCHEMA))  # fmt: skip
+    return (
+        rows.with_columns(
+            pl.col("source_image_id")
+            .map_elements(lambda i: thumbnail(clean[i], 128), return_dtype=pl.Binary)
+            .alias("clean_png"),
+            pl.col("image_id")
+            .map_elements(lambda i: thumbnail(swapped[i], 128), return_dtype=pl.Binary)
+            .alias("swapped_png"),
+        )
+        .cast(EXAMPLE_SCHEMA)
+        .select(list(EXAMPLE_SCHEMA))
+    )

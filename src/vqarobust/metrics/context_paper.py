@@ -26,30 +26,45 @@ from vqarobust.features.gqa import RELEASED_KINDS
 from vqarobust.metrics.context import RELIANCE_SCHEMA, context_tables
 from vqarobust.metrics.uncertainty import family_note
 
-INPUTS_SCHEMA = {"model": pl.String, "inputs": pl.String, "kind": pl.String,
-                 "training": pl.String}  # fmt: skip
+INPUTS_SCHEMA = {"model": pl.String, "inputs": pl.String, "kind": pl.String, "training": pl.String}
 # Feature kinds a detector makes (the scenes' CNN, GQA's and LXMERT's released files):
 # the side perfect sight is compared with.
 DETECTOR_KINDS = ("detector", *RELEASED_KINDS)
 RELIANCE_K_SCHEMA = {**RELIANCE_SCHEMA, "k": pl.Int64}
-FINDING_SCHEMA = {"finding": pl.String, "group": pl.String, "model_a": pl.String,
-                  "model_b": pl.String, "reliance_a": pl.Float64, "reliance_b": pl.Float64,
-                  "difference": pl.Float64, "low": pl.Float64, "high": pl.Float64,
-                  "p_adjusted": pl.Float64, "adjust": pl.String, "family_size": pl.Int64,
-                  "distinguishable": pl.Boolean}  # fmt: skip
+FINDING_SCHEMA = {
+    "finding": pl.String,
+    "group": pl.String,
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "reliance_a": pl.Float64,
+    "reliance_b": pl.Float64,
+    "difference": pl.Float64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "p_adjusted": pl.Float64,
+    "adjust": pl.String,
+    "family_size": pl.Int64,
+    "distinguishable": pl.Boolean,
+}
 
 
-def model_inputs(models: Mapping[str, Mapping[str, Any]],
-                 features: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:  # fmt: skip
+def model_inputs(
+    models: Mapping[str, Mapping[str, Any]], features: Mapping[str, Mapping[str, Any]]
+) -> pl.DataFrame:
     """What each configured model reads and how it was trained."""
     rows = []
     for name, entry in models.items():
         source = entry.get("features")
         train = entry.get("train")
         training = "checkpoint" if train is None else "swapmix" if train.get("swapmix") else "plain"
-        rows.append({"model": name, "inputs": source or "pixels",
-                     "kind": features[source]["kind"] if source else "pixels",
-                     "training": training})  # fmt: skip
+        rows.append(
+            {
+                "model": name,
+                "inputs": source or "pixels",
+                "kind": features[source]["kind"] if source else "pixels",
+                "training": training,
+            }
+        )
     return pl.DataFrame(rows, schema=INPUTS_SCHEMA).sort("model")
 
 
@@ -61,33 +76,39 @@ def reliance_at_k(scored: pl.DataFrame, ranks: pl.DataFrame, ks: Sequence[int]) 
     context = scored.filter(pl.col("modality") == "context")
     if context.is_empty() or not ks:
         return pl.DataFrame(schema=RELIANCE_K_SCHEMA)
-    ranked = context.join(ranks, on=["model", "question_id", "perturbation", "severity"],
-                          how="left")  # fmt: skip
+    ranked = context.join(
+        ranks, on=["model", "question_id", "perturbation", "severity"], how="left"
+    )
     unranked = ranked.filter(pl.col("rank").is_null()).height
     if unranked:
         raise ValueError(f"{unranked} context predictions have no swap in their model's swap table")
     clean = scored.filter(pl.col("modality") == "clean")
     parts = []
     for k in sorted(set(ks)):
-        subset = pl.concat([clean, ranked.filter(pl.col("rank") <= k).drop("rank")],
-                           how="diagonal_relaxed")  # fmt: skip
+        subset = pl.concat(
+            [clean, ranked.filter(pl.col("rank") <= k).drop("rank")], how="diagonal_relaxed"
+        )
         parts.append(context_tables(subset)["context_reliance"].with_columns(pl.lit(k).alias("k")))
     return pl.concat(parts).cast(RELIANCE_K_SCHEMA).sort("model", "perturbation", "k")
 
 
 def _difference(comparisons: pl.DataFrame, a: str, b: str) -> dict[str, Any] | None:
     """reliance(a) - reliance(b) over all swaps, with its interval (either pair order)."""
-    rows = comparisons.filter(pl.col("modality") == "context",
-                              pl.col("metric") == "context_reliance")  # fmt: skip
+    rows = comparisons.filter(
+        pl.col("modality") == "context", pl.col("metric") == "context_reliance"
+    )
     for x, y, sign in ((a, b, 1.0), (b, a, -1.0)):
         hit = rows.filter(pl.col("model_a") == x, pl.col("model_b") == y)
         if hit.height:
             r = hit.row(0, named=True)
             # + 0.0: no "-0.000" where a sign flip meets a zero.
             low, high = sorted((sign * r["low"] + 0.0, sign * r["high"] + 0.0))
-            return {"difference": sign * r["difference"] + 0.0, "low": low, "high": high,
-                    **{k: r[k] for k in ("p_adjusted", "adjust", "family_size",
-                                         "distinguishable")}}  # fmt: skip
+            return {
+                "difference": sign * r["difference"] + 0.0,
+                "low": low,
+                "high": high,
+                **{k: r[k] for k in ("p_adjusted", "adjust", "family_size", "distinguishable")},
+            }
     return None
 
 
@@ -96,8 +117,10 @@ def context_findings(
 ) -> pl.DataFrame:
     """Perfect sight vs detector (per training), SwapMix vs plain (per inputs): reliance
     over all swaps of the two models and the interval of their difference (a - b)."""
-    overall = {r["model"]: r["reliance"] for r in
-               reliance.filter(pl.col("perturbation") == "all").iter_rows(named=True)}  # fmt: skip
+    overall = {
+        r["model"]: r["reliance"]
+        for r in reliance.filter(pl.col("perturbation") == "all").iter_rows(named=True)
+    }
     table = inputs.filter(pl.col("model").is_in(list(overall)))
     rows = []
 
@@ -108,21 +131,42 @@ def context_findings(
         if a is None or b is None:
             return
         diff = _difference(comparisons, a, b) or {
-            "difference": overall[a] - overall[b], "low": None, "high": None,
-            "p_adjusted": None, "adjust": None, "family_size": None,
-            "distinguishable": None}  # fmt: skip
-        rows.append({"finding": finding, "group": group, "model_a": a, "model_b": b,
-                     "reliance_a": overall[a], "reliance_b": overall[b], **diff})  # fmt: skip
+            "difference": overall[a] - overall[b],
+            "low": None,
+            "high": None,
+            "p_adjusted": None,
+            "adjust": None,
+            "family_size": None,
+            "distinguishable": None,
+        }
+        rows.append(
+            {
+                "finding": finding,
+                "group": group,
+                "model_a": a,
+                "model_b": b,
+                "reliance_a": overall[a],
+                "reliance_b": overall[b],
+                **diff,
+            }
+        )
 
     for training in ("plain", "swapmix"):
         same = table.filter(pl.col("training") == training)
-        add("perfect_sight_vs_detector", training,
+        add(
+            "perfect_sight_vs_detector",
+            training,
             one(same.filter(pl.col("kind") == "perfect_sight")),
-            one(same.filter(pl.col("kind").is_in(DETECTOR_KINDS))))  # fmt: skip
+            one(same.filter(pl.col("kind").is_in(DETECTOR_KINDS))),
+        )
     for source in table["inputs"].unique().sort().to_list():
         same = table.filter(pl.col("inputs") == source)
-        add("swapmix_vs_plain", source, one(same.filter(pl.col("training") == "swapmix")),
-            one(same.filter(pl.col("training") == "plain")))  # fmt: skip
+        add(
+            "swapmix_vs_plain",
+            source,
+            one(same.filter(pl.col("training") == "swapmix")),
+            one(same.filter(pl.col("training") == "plain")),
+        )
     return pl.DataFrame(rows, schema=FINDING_SCHEMA)
 
 
@@ -133,13 +177,23 @@ def finding_sentence(row: Mapping[str, Any]) -> str:
         interval = " (no interval: the run has no bootstrap resamples)"
         settled = ""
     else:
-        interval = (f" (difference {row['difference']:+.3f}, interval "
-                    f"[{row['low']:+.3f}, {row['high']:+.3f}])")  # fmt: skip
+        interval = (
+            f" (difference {row['difference']:+.3f}, interval "
+            f"[{row['low']:+.3f}, {row['high']:+.3f}])"
+        )
         note = family_note(row, "context reliance")
-        settled = (f"; {note}" if row["distinguishable"]
-                   else f"; {note}, so the run cannot tell them apart")  # fmt: skip
-    relies = ("relies less on context than" if a < b else "relies more on context than"
-              if a > b else "relies on context as much as")  # fmt: skip
+        settled = (
+            f"; {note}"
+            if row["distinguishable"]
+            else f"; {note}, so the run cannot tell them apart"
+        )
+    relies = (
+        "relies less on context than"
+        if a < b
+        else "relies more on context than"
+        if a > b
+        else "relies on context as much as"
+    )
     if row["finding"] == "perfect_sight_vs_detector":
         training = {"swapmix": "SwapMix"}.get(row["group"], row["group"])
         head = (

@@ -31,15 +31,23 @@ def find_gaps(accuracy: pl.DataFrame, key: str = "corruption") -> tuple[list[str
     models that have one)."""
     models = accuracy.select(pl.col("model").cast(pl.String)).unique()
     # A clean row, or (the VRE tables accept it) a severity-0 row of every perturbation.
-    per = accuracy.filter(pl.col(key) != CLEAN).group_by(pl.col("model").cast(pl.String)).agg(
-        (pl.col(key).filter(pl.col("severity") == 0).n_unique() == pl.col(key).n_unique())
-        .alias("own")
-    )  # fmt: skip
-    with_clean = pl.concat([
-        accuracy.filter((pl.col(key) == CLEAN) & (pl.col("severity") == 0))
-        .select(pl.col("model").cast(pl.String)),
-        per.filter(pl.col("own")).select("model"),
-    ]).unique()  # fmt: skip
+    per = (
+        accuracy.filter(pl.col(key) != CLEAN)
+        .group_by(pl.col("model").cast(pl.String))
+        .agg(
+            (
+                pl.col(key).filter(pl.col("severity") == 0).n_unique() == pl.col(key).n_unique()
+            ).alias("own")
+        )
+    )
+    with_clean = pl.concat(
+        [
+            accuracy.filter((pl.col(key) == CLEAN) & (pl.col("severity") == 0)).select(
+                pl.col("model").cast(pl.String)
+            ),
+            per.filter(pl.col("own")).select("model"),
+        ]
+    ).unique()
     no_clean = sorted(models.join(with_clean, on="model", how="anti")["model"].to_list())
     cells = (
         accuracy.filter((pl.col(key) != CLEAN) & (pl.col("severity") > 0))
@@ -54,9 +62,11 @@ def find_gaps(accuracy: pl.DataFrame, key: str = "corruption") -> tuple[list[str
 
 
 def check_coverage(
-    accuracy: pl.DataFrame, on_missing: str = "error", what: str = "metrics",
+    accuracy: pl.DataFrame,
+    on_missing: str = "error",
+    what: str = "metrics",
     key: str = "corruption",
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """``accuracy`` (model, ``key``, severity, accuracy) when it has no gap; else raise
     :class:`MissingRowsError`, or with ``on_missing="drop"`` return it without the models
     and perturbations named in a warning. ``what`` names the caller in messages."""
@@ -70,8 +80,10 @@ def check_coverage(
         problems.append(f"models without clean rows: {no_clean}")
     if holes.height:
         absent = holes.group_by("model", "corruption").agg(pl.col("severity").sort())
-        listed = [f"{m}/{c} (severities {s})" for m, c, s in absent.sort("model", "corruption")
-                  .head(10).iter_rows()]  # fmt: skip
+        listed = [
+            f"{m}/{c} (severities {s})"
+            for m, c, s in absent.sort("model", "corruption").head(10).iter_rows()
+        ]
         problems.append(
             f"{holes.height} (model, perturbation, severity) subsets that other models have "
             f"are missing: {', '.join(listed)}{' ...' if absent.height > 10 else ''}"
@@ -103,8 +115,9 @@ def fidelity_drops(question_sets: pl.DataFrame) -> tuple[pl.DataFrame, list[int]
     included for the sets the filter ran on, and the sorted ids dropped from any set.
     Every metric is computed over the other questions, which every set still holds, so
     clean and perturbed accuracies stay paired question by question."""
-    filtered = question_sets.filter(pl.col("similarity").is_not_null() | pl.col("perturbed")
-                                    .is_null())  # fmt: skip
+    filtered = question_sets.filter(
+        pl.col("similarity").is_not_null() | pl.col("perturbed").is_null()
+    )
     counts = (
         filtered.group_by("perturbation", "severity")
         .agg(pl.col("perturbed").is_null().sum().alias("n_dropped"))

@@ -33,12 +33,34 @@ POLICIES = ("flip_answers", "leave_out")
 SIDE = ("left", "right", "lefthand", "righthand", "leftmost", "rightmost")
 TURN = ("clockwise", "counterclockwise", "anticlockwise")
 # Reading words, and the phrases where digits, a clock or a name are read.
-READING = ("say", "says", "said", "written", "writing", "read", "reads", "spell", "spelled",
-           "letter", "letters", "word", "words", "text", "brand", "logo")  # fmt: skip
-READING_PHRASES = (r"numbers? (?:is |are |written )?on", r"numbers? of the", r"what time",
-                   r"what is the time", r"number\?", r"'s number",
-                   r"name of (?:the|this) (?:store|shop|restaurant|street|team|company|"
-                   r"business|airline|bus|train|boat|ship)")  # fmt: skip
+READING = (
+    "say",
+    "says",
+    "said",
+    "written",
+    "writing",
+    "read",
+    "reads",
+    "spell",
+    "spelled",
+    "letter",
+    "letters",
+    "word",
+    "words",
+    "text",
+    "brand",
+    "logo",
+)
+READING_PHRASES = (
+    r"numbers? (?:is |are |written )?on",
+    r"numbers? of the",
+    r"what time",
+    r"what is the time",
+    r"number\?",
+    r"'s number",
+    r"name of (?:the|this) (?:store|shop|restaurant|street|team|company|"
+    r"business|airline|bus|train|boat|ship)",
+)
 _SIDE_RE = r"(?i)\b(?:" + "|".join(SIDE) + r")\b"
 _TURN_RE = r"(?i)\b(?:" + "|".join(TURN) + r")\b"
 _READING_RE = r"(?i)(?:\b|')(?:" + "|".join([*READING, *READING_PHRASES]) + r")(?:\b|$)"
@@ -56,11 +78,13 @@ def mark(questions: pl.DataFrame) -> pl.DataFrame:
         return pl.col("answers").list.eval(pl.element().str.contains(pattern)).list.any()
 
     kind = (
-        pl.when(text.str.contains(_READING_RE)).then(pl.lit("text"))
-        .when(text.str.contains(_SIDE_RE) | text.str.contains(_TURN_RE)
-              | answers_match(_TURN_RE)).then(pl.lit("question"))
-        .when(answers_match(_SIDE_RE)).then(pl.lit("answer"))
-    )  # fmt: skip
+        pl.when(text.str.contains(_READING_RE))
+        .then(pl.lit("text"))
+        .when(text.str.contains(_SIDE_RE) | text.str.contains(_TURN_RE) | answers_match(_TURN_RE))
+        .then(pl.lit("question"))
+        .when(answers_match(_SIDE_RE))
+        .then(pl.lit("answer"))
+    )
     return (
         questions.select("question_id", kind.alias("kind"))
         .filter(pl.col("kind").is_not_null())
@@ -93,7 +117,13 @@ def flipped_answers(questions: pl.DataFrame, ids: list[int]) -> pl.DataFrame:
     rightmost) swapped in the answers of ``ids``, whole words only, their case kept."""
     swapped = pl.col("answers").list.eval(_swap_sides(pl.element()))
     chosen = pl.col("question_id").is_in(ids)
-    return pl.concat(
-        [questions.with_row_index("_row").filter(~chosen),
-         questions.with_row_index("_row").filter(chosen).with_columns(swapped)]
-    ).sort("_row").drop("_row")  # fmt: skip
+    return (
+        pl.concat(
+            [
+                questions.with_row_index("_row").filter(~chosen),
+                questions.with_row_index("_row").filter(chosen).with_columns(swapped),
+            ]
+        )
+        .sort("_row")
+        .drop("_row")
+    )

@@ -39,9 +39,20 @@ CORRELATION_SCHEMA = {
 
 
 # The image_quality table's columns: each mean beside its interval, then the deviation.
-QUALITY_COLUMNS = ["perturbation", "severity", "n_images",
-                   "ssim_mean", "ssim_low", "ssim_high", "ssim_std",
-                   "psnr_mean", "psnr_low", "psnr_high", "psnr_std", "n_identical"]  # fmt: skip
+QUALITY_COLUMNS = [
+    "perturbation",
+    "severity",
+    "n_images",
+    "ssim_mean",
+    "ssim_low",
+    "ssim_high",
+    "ssim_std",
+    "psnr_mean",
+    "psnr_low",
+    "psnr_high",
+    "psnr_std",
+    "n_identical",
+]
 
 
 LPIPS_COLUMNS = ["lpips_mean", "lpips_low", "lpips_high", "lpips_std"]
@@ -58,18 +69,21 @@ def quality_table(per_image: pl.DataFrame, uncertainty: Settings | None = None) 
     settings = uncertainty or Settings()
     keys = ["perturbation", "severity"]
     ssim = mean_intervals(per_image, keys, ["ssim"], "image_id", settings)
-    psnr = mean_intervals(per_image.filter(pl.col("psnr").is_finite()), keys, ["psnr"],
-                          "image_id", settings)  # fmt: skip
+    psnr = mean_intervals(
+        per_image.filter(pl.col("psnr").is_finite()), keys, ["psnr"], "image_id", settings
+    )
     joined = _point_quality(per_image).join(ssim, on=keys, how="left")
     out = joined.join(psnr, on=keys, how="left").select(QUALITY_COLUMNS)
     if "lpips" not in per_image.columns:
         return out
     scored = per_image.filter(pl.col("lpips").is_not_null())
     lpips = mean_intervals(scored, keys, ["lpips"], "image_id", settings).join(
-        scored.group_by(keys).agg(pl.col("lpips").mean().alias("lpips_mean"),
-                                  pl.col("lpips").std().alias("lpips_std")),
-        on=keys, how="left",
-    )  # fmt: skip
+        scored.group_by(keys).agg(
+            pl.col("lpips").mean().alias("lpips_mean"), pl.col("lpips").std().alias("lpips_std")
+        ),
+        on=keys,
+        how="left",
+    )
     return out.join(lpips.select(*keys, *LPIPS_COLUMNS), on=keys, how="left")
 
 
@@ -138,15 +152,20 @@ def with_lpips(per_image: pl.DataFrame, paths: Sequence[str | os.PathLike[str]])
     if unmatched.height:
         # E.g. a subset whose shards carry no SSIM (read_quality warns): not silently gone.
         example = unmatched.select(keys).head(3).rows()
-        warnings.warn(f"{unmatched.height} LPIPS rows have no image quality row and are left "
-                      f"out, e.g. {example}", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{unmatched.height} LPIPS rows have no image quality row and are left "
+            f"out, e.g. {example}",
+            stacklevel=2,
+        )
     scored = lpips.select("perturbation", "severity").unique()
     missing = out.join(scored, on=["perturbation", "severity"], how="semi").filter(
         pl.col("lpips").is_null()
     )
     if missing.height:
-        raise ValueError(f"{missing.height} images of LPIPS-scored subsets have no LPIPS, e.g. "
-                         f"{missing.select(keys).head(3).rows()}")  # fmt: skip
+        raise ValueError(
+            f"{missing.height} images of LPIPS-scored subsets have no LPIPS, e.g. "
+            f"{missing.select(keys).head(3).rows()}"
+        )
     return out
 
 

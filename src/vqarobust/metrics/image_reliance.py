@@ -38,8 +38,9 @@ def image_reliance(accuracy: pl.DataFrame, controls: Sequence[str]) -> pl.DataFr
         pl.col("accuracy").alias("control_accuracy"),
     )
     both = clean.join(blank, on="model")
-    ratio = reliance_ratio(both["control_accuracy"].to_numpy()[None, :],
-                           both["clean_accuracy"].to_numpy()[None, :])[0]  # fmt: skip
+    ratio = reliance_ratio(
+        both["control_accuracy"].to_numpy()[None, :], both["clean_accuracy"].to_numpy()[None, :]
+    )[0]
     return (
         both.with_columns(pl.Series("ratio", ratio, pl.Float64).fill_nan(None))
         .with_columns(

@@ -111,10 +111,19 @@ def _pairs(
     for i, j in itertools.combinations(range(len(models)), 2):
         diff = values[:, i] - values[:, j]
         s = summarize(diff, level)
-        rows.append({"modality": modality, "metric": metric, "model_a": models[i],
-                     "model_b": models[j], "difference": float(s["estimate"]),
-                     "low": float(s["low"]), "high": float(s["high"]), "se": float(s["se"]),
-                     "p_value": bootstrap_p(diff)})  # fmt: skip
+        rows.append(
+            {
+                "modality": modality,
+                "metric": metric,
+                "model_a": models[i],
+                "model_b": models[j],
+                "difference": float(s["estimate"]),
+                "low": float(s["low"]),
+                "high": float(s["high"]),
+                "se": float(s["se"]),
+                "p_value": bootstrap_p(diff),
+            }
+        )
     return rows
 
 
@@ -124,20 +133,27 @@ def adjust_comparisons(rows: Sequence[Mapping], level: float, adjust: str) -> pl
     drop tests too); ``distinguishable`` where the adjusted p-value is below ``1 - level``.
     ``family_size`` is how many comparisons the family holds."""
     table = pl.DataFrame(
-        rows, schema={k: v for k, v in COMPARISON_SCHEMA.items()
-                      if k not in ("p_adjusted", "adjust", "family_size", "distinguishable")},
-    )  # fmt: skip
+        rows,
+        schema={
+            k: v
+            for k, v in COMPARISON_SCHEMA.items()
+            if k not in ("p_adjusted", "adjust", "family_size", "distinguishable")
+        },
+    )
     parts = []
     for _, part in table.group_by("modality", "metric", maintain_order=True):
         p = part["p_value"].to_numpy()
         known = ~np.isnan(p)
         adjusted = np.full(p.shape, np.nan)
         adjusted[known] = adjust_p(p[known], adjust)
-        parts.append(part.with_columns(
-            pl.Series("p_adjusted", adjusted), pl.lit(adjust).alias("adjust"),
-            pl.lit(part.height, pl.Int64).alias("family_size"),
-            pl.Series("distinguishable", np.nan_to_num(adjusted, nan=1.0) < 1 - level),
-        ))  # fmt: skip
+        parts.append(
+            part.with_columns(
+                pl.Series("p_adjusted", adjusted),
+                pl.lit(adjust).alias("adjust"),
+                pl.lit(part.height, pl.Int64).alias("family_size"),
+                pl.Series("distinguishable", np.nan_to_num(adjusted, nan=1.0) < 1 - level),
+            )
+        )
     if not parts:
         return pl.DataFrame(schema=COMPARISON_SCHEMA)
     return pl.concat(parts).select(list(COMPARISON_SCHEMA)).cast(COMPARISON_SCHEMA)
@@ -146,8 +162,7 @@ def adjust_comparisons(rows: Sequence[Mapping], level: float, adjust: str) -> pl
 class _Builder:
     """Collects interval rows and comparisons while the metrics are computed."""
 
-    def __init__(self, level: float, adjust: str = "holm",
-                 reference: Sequence[str] = ()) -> None:  # fmt: skip
+    def __init__(self, level: float, adjust: str = "holm", reference: Sequence[str] = ()) -> None:
         self.level, self.adjust, self.reference = level, adjust, tuple(reference)
         self.intervals: list[pl.DataFrame] = []
         self.comparisons: list[dict] = []
@@ -205,8 +220,10 @@ def uncertainty_tables(
     clean_rows = keys.filter(pl.col("modality") == CLEAN)
     no_clean = sorted(set(models) - set(clean_rows["model"]))
     if no_clean:
-        raise ValueError(f"no clean predictions for models {no_clean}: every interval "
-                         "of a model is relative to its clean accuracy")  # fmt: skip
+        raise ValueError(
+            f"no clean predictions for models {no_clean}: every interval "
+            "of a model is relative to its clean accuracy"
+        )
     clean_labels, clean = group_means(acc, clean_rows, ["model"])
     clean_v = columns_of(clean_labels, clean, models)
     b.comparisons += _pairs(CLEAN, "clean_accuracy", models, clean_v, settings.level)
@@ -253,8 +270,14 @@ class _Base:
         return columns_of(self.clean_labels, self.clean, labels["model"].to_list())
 
 
-def _typed_accuracy(b: _Builder, rows: pl.DataFrame, questions: pl.DataFrame,
-                    subsets: Encoding, n_clusters: int, weights: np.ndarray) -> None:  # fmt: skip
+def _typed_accuracy(
+    b: _Builder,
+    rows: pl.DataFrame,
+    questions: pl.DataFrame,
+    subsets: Encoding,
+    n_clusters: int,
+    weights: np.ndarray,
+) -> None:
     """Intervals of the accuracy by question type and by answer type (the kernel of
     :mod:`vqarobust.metrics.accuracy`)."""
     for kind in TYPES:
@@ -262,8 +285,7 @@ def _typed_accuracy(b: _Builder, rows: pl.DataFrame, questions: pl.DataFrame,
             ~pl.col("modality").is_in(OWN_TABLES)
         )
         sums = sums.relabel(sums.keys.rename({kind: "key"}))
-        b.intervals.extend(chunked_intervals(f"{kind}_accuracy", sums, "score", weights,
-                                             b.level))  # fmt: skip
+        b.intervals.extend(chunked_intervals(f"{kind}_accuracy", sums, "score", weights, b.level))
 
 
 def _perturbed(
@@ -277,9 +299,12 @@ def _perturbed(
     m = mmi_arrays(base.acc, rows, families)
     for scope in SCOPES:
         labels, pert = m.perturbed[scope]
-        lab = labels.select("model", pl.lit(modality).alias("modality"),
-                            pl.col("group").alias("perturbation"),
-                            pl.lit(scope).alias("key"))  # fmt: skip
+        lab = labels.select(
+            "model",
+            pl.lit(modality).alias("modality"),
+            pl.col("group").alias("perturbation"),
+            pl.lit(scope).alias("key"),
+        )
         b.add("mmi", lab, m.mmi(scope))
         if scope == "all":
             b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
@@ -297,9 +322,12 @@ def _across_modalities(
 ) -> None:
     """MMI across modalities (scope "modality"): each modality whole, and image + text."""
     for modality, (labels, pert) in mmi_all.items():
-        lab = labels.select("model", pl.lit("all").alias("modality"),
-                            pl.lit(modality).alias("perturbation"),
-                            pl.lit("modality").alias("key"))  # fmt: skip
+        lab = labels.select(
+            "model",
+            pl.lit("all").alias("modality"),
+            pl.lit(modality).alias("perturbation"),
+            pl.lit("modality").alias("key"),
+        )
         b.add("mmi", lab, ratio_drop(base.clean_of(labels), pert))
     if all(m in present for m in MMI_ALL):
         both = metric_rows.filter(
@@ -308,14 +336,19 @@ def _across_modalities(
         )
         # Perturbation names are unique per modality; both sides' names are kept apart.
         both = both.with_columns(
-            pl.when(pl.col("modality") == CLEAN).then(pl.col("perturbation"))
+            pl.when(pl.col("modality") == CLEAN)
+            .then(pl.col("perturbation"))
             .otherwise(pl.concat_str("modality", "perturbation", separator="/"))
             .alias("corruption")
-        )  # fmt: skip
+        )
         m = mmi_arrays(base.acc, both)
         labels = m.perturbed["all"][0]
-        lab = labels.select("model", pl.lit("all").alias("modality"), pl.lit("all")
-                            .alias("perturbation"), pl.lit("modality").alias("key"))  # fmt: skip
+        lab = labels.select(
+            "model",
+            pl.lit("all").alias("modality"),
+            pl.lit("all").alias("perturbation"),
+            pl.lit("modality").alias("key"),
+        )
         b.add("mmi", lab, m.mmi("all"))
 
 
@@ -325,8 +358,9 @@ def _controls(b: _Builder, base: _Base, keys: pl.DataFrame, controls: Sequence[s
         ctl = keys.filter(pl.col("perturbation") == control)
         if ctl.height:
             labels, ctl_acc = group_means(base.acc, ctl, ["model"])
-            lab = labels.with_columns(pl.lit("image").alias("modality"),
-                                      pl.lit(control).alias("perturbation"))  # fmt: skip
+            lab = labels.with_columns(
+                pl.lit("image").alias("modality"), pl.lit(control).alias("perturbation")
+            )
             b.add("image_reliance_ratio", lab, reliance_ratio(ctl_acc, base.clean_of(labels)))
 
 
@@ -341,7 +375,7 @@ def _tables(b: _Builder, tests: pl.DataFrame, resamples: int) -> dict[str, pl.Da
     return {
         "intervals": intervals.sort(
             "metric", "model", "modality", "perturbation", "severity", "key", nulls_last=True
-        ),  # fmt: skip
+        ),
         "model_comparisons": adjust_comparisons(b.comparisons, b.level, b.adjust),
         "rank_stability": pl.DataFrame(b.ranks, schema=RANK_SCHEMA),
         "drop_tests": tests,
@@ -382,9 +416,11 @@ def _vre(
     b.add("relative_drop_paper", ms, arr["rel_v"])
     b.add("relative_drop_paper", cs, arr["rel_c"])
     b.add("relative_drop_eq8", cs, arr["rel_c_eq8"])
-    fs = ms.join(pl.DataFrame({"modality": modality, "perturbation": list(groups),
-                               "key": "family"}), on="modality",
-                 maintain_order="left_right")  # fmt: skip
+    fs = ms.join(
+        pl.DataFrame({"modality": modality, "perturbation": list(groups), "key": "family"}),
+        on="modality",
+        maintain_order="left_right",
+    )
     b.add("vre_family", fs, arr["vre_f"].reshape(flat))
     b.add("relative_drop_family", fs, arr["rel_f"].reshape(flat))
     b.add("relative_drop_paper", grid, arr["rel_vc"].reshape(flat))
@@ -397,8 +433,14 @@ def _vre(
         shares = rank_shares(vre[1:])
         for i, model in enumerate(named):
             for r in range(len(named)):
-                b.ranks.append({"modality": modality, "model": model, "rank": r + 1,
-                                "share": float(shares[i, r])})  # fmt: skip
+                b.ranks.append(
+                    {
+                        "modality": modality,
+                        "model": model,
+                        "rank": r + 1,
+                        "share": float(shares[i, r]),
+                    }
+                )
 
 
 def _rscore(
@@ -454,8 +496,10 @@ def _effective_overall(
     says why (``note``), on the ``all`` scope only."""
     unknown = sorted(set(b.reference) - set(models))
     if unknown:
-        raise ValueError(f"uncertainty.effective_reference names models the run has not: "
-                         f"{unknown}; the run's models: {list(models)}")  # fmt: skip
+        raise ValueError(
+            f"uncertainty.effective_reference names models the run has not: "
+            f"{unknown}; the run's models: {list(models)}"
+        )
     mask = np.array([m in b.reference for m in models]) if b.reference else None
     fit = effective_robustness(clean_v, pert, mask)
     fitted = fit["fitted"]
@@ -468,21 +512,36 @@ def _effective_overall(
     rows = []
     for j, model in enumerate(models):
         others = [m for m in on if m != model]
-        rows.append({
-            "model": model, "modality": modality, "perturbation": perturbation,
-            "clean_accuracy": clean_v[0, j], "perturbed_accuracy": pert[0, j],
-            "predicted": fit["predicted"][0, j] if fitted[j] else None,
-            "intercept": fit["intercept"][0, j] if fitted[j] else None,
-            "slope": fit["slope"][0, j] if fitted[j] else None,
-            "fitted_on": ", ".join(others) if fitted[j] else None,
-            "note": None if fitted[j] else (
-                f"no fit: the line would rest on {len(others)} model"
-                f"{'' if len(others) == 1 else 's'} ({', '.join(others) or 'none'}); "
-                f"it needs {MIN_FIT_POINTS} besides the model it predicts"),
-        })  # fmt: skip
-    b.effective_fit.append(pl.DataFrame(rows, schema={k: v for k, v in EFFECTIVE_SCHEMA.items()
-                                                      if k not in ("effective_robustness", "low",
-                                                                   "high", "se")}))  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "modality": modality,
+                "perturbation": perturbation,
+                "clean_accuracy": clean_v[0, j],
+                "perturbed_accuracy": pert[0, j],
+                "predicted": fit["predicted"][0, j] if fitted[j] else None,
+                "intercept": fit["intercept"][0, j] if fitted[j] else None,
+                "slope": fit["slope"][0, j] if fitted[j] else None,
+                "fitted_on": ", ".join(others) if fitted[j] else None,
+                "note": None
+                if fitted[j]
+                else (
+                    f"no fit: the line would rest on {len(others)} model"
+                    f"{'' if len(others) == 1 else 's'} ({', '.join(others) or 'none'}); "
+                    f"it needs {MIN_FIT_POINTS} besides the model it predicts"
+                ),
+            }
+        )
+    b.effective_fit.append(
+        pl.DataFrame(
+            rows,
+            schema={
+                k: v
+                for k, v in EFFECTIVE_SCHEMA.items()
+                if k not in ("effective_robustness", "low", "high", "se")
+            },
+        )
+    )
 
 
 def _effective_table(intervals: pl.DataFrame, b: _Builder) -> pl.DataFrame:
@@ -491,10 +550,18 @@ def _effective_table(intervals: pl.DataFrame, b: _Builder) -> pl.DataFrame:
         return pl.DataFrame(schema=EFFECTIVE_SCHEMA)
     fit = pl.concat(fits).unique(["modality", "perturbation", "model"], keep="first")
     table = fit.join(
-        intervals.select("model", "modality", "perturbation",
-                         pl.col("estimate").alias("effective_robustness"), "low", "high", "se"),
-        on=["model", "modality", "perturbation"], how="left",
-    )  # fmt: skip
+        intervals.select(
+            "model",
+            "modality",
+            "perturbation",
+            pl.col("estimate").alias("effective_robustness"),
+            "low",
+            "high",
+            "se",
+        ),
+        on=["model", "modality", "perturbation"],
+        how="left",
+    )
     return table.select([pl.col(c).cast(t) for c, t in EFFECTIVE_SCHEMA.items()]).sort(
         "modality", "perturbation", "model"
     )

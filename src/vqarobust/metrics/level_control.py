@@ -15,9 +15,13 @@ import polars as pl
 from scipy import stats
 
 LEVEL_SCHEMA = {
-    "perturbation": pl.String, "model": pl.String, "levels": pl.Int64,
-    "spearman": pl.Float64, "non_rising": pl.Float64, "first_to_last": pl.Float64,
-}  # fmt: skip
+    "perturbation": pl.String,
+    "model": pl.String,
+    "levels": pl.Int64,
+    "spearman": pl.Float64,
+    "non_rising": pl.Float64,
+    "first_to_last": pl.Float64,
+}
 
 
 def level_control(accuracy: pl.DataFrame) -> pl.DataFrame:
@@ -33,9 +37,16 @@ def level_control(accuracy: pl.DataFrame) -> pl.DataFrame:
         if len(acc) > 1 and np.ptp(acc) > 0:
             rho = float(stats.spearmanr(lev, acc).statistic)
         steps = np.diff(acc)
-        rows.append({"perturbation": pert, "model": model, "levels": len(acc), "spearman": rho,
-                     "non_rising": float(np.mean(steps <= 0)) if len(steps) else float("nan"),
-                     "first_to_last": float(acc[0] - acc[-1])})  # fmt: skip
+        rows.append(
+            {
+                "perturbation": pert,
+                "model": model,
+                "levels": len(acc),
+                "spearman": rho,
+                "non_rising": float(np.mean(steps <= 0)) if len(steps) else float("nan"),
+                "first_to_last": float(acc[0] - acc[-1]),
+            }
+        )
     return pl.DataFrame(rows, schema=LEVEL_SCHEMA)
 
 
@@ -54,5 +65,5 @@ def ranker_comparison(per_model: pl.DataFrame) -> pl.DataFrame:
             ["spearman", "non_rising", "perturbation"],
             descending=[False, True, False],
             nulls_last=True,
-        )  # fmt: skip
+        )
     )

@@ -26,13 +26,47 @@ import polars as pl
 
 from vqarobust.metrics.vqa_accuracy import normalize_answer
 
-KINDS = ("yes_no_flip", "blindness", "miscolour", "miscount_under", "miscount_over",
-         "misclassification", "other")  # fmt: skip
-COLOURS = frozenset({
-    "red", "orange", "yellow", "green", "blue", "purple", "violet", "pink", "brown", "black",
-    "white", "gray", "grey", "silver", "gold", "beige", "tan", "teal", "turquoise", "cyan",
-    "magenta", "maroon", "navy", "olive", "cream", "khaki", "lime", "indigo",
-})  # fmt: skip
+KINDS = (
+    "yes_no_flip",
+    "blindness",
+    "miscolour",
+    "miscount_under",
+    "miscount_over",
+    "misclassification",
+    "other",
+)
+COLOURS = frozenset(
+    {
+        "red",
+        "orange",
+        "yellow",
+        "green",
+        "blue",
+        "purple",
+        "violet",
+        "pink",
+        "brown",
+        "black",
+        "white",
+        "gray",
+        "grey",
+        "silver",
+        "gold",
+        "beige",
+        "tan",
+        "teal",
+        "turquoise",
+        "cyan",
+        "magenta",
+        "maroon",
+        "navy",
+        "olive",
+        "cream",
+        "khaki",
+        "lime",
+        "indigo",
+    }
+)
 # After normalization "none" is "0".
 BLIND = frozenset({"nothing", "none", "no", "0", ""})
 
@@ -51,18 +85,22 @@ def classify(pairs: pl.DataFrame, vocabulary: pl.DataFrame | None = None) -> pl.
     lookup = dict(norm.iter_rows())
     df = pairs.with_columns(
         pl.col("clean").fill_null("").replace_strict(lookup, return_dtype=pl.String).alias("_c"),
-        pl.col("perturbed").fill_null("").replace_strict(lookup, return_dtype=pl.String)
+        pl.col("perturbed")
+        .fill_null("")
+        .replace_strict(lookup, return_dtype=pl.String)
         .alias("_p"),
-    ).with_row_index("_row")  # fmt: skip
+    ).with_row_index("_row")
     if vocabulary is not None and "question_type" in df.columns:
-        known = vocabulary.select("question_type", pl.col("answer").alias("_p"),
-                                  pl.lit(True).alias("_pv"))  # fmt: skip
+        known = vocabulary.select(
+            "question_type", pl.col("answer").alias("_p"), pl.lit(True).alias("_pv")
+        )
         df = df.join(known, on=["question_type", "_p"], how="left")
         known_c = known.rename({"_p": "_c", "_pv": "_cv"})
         df = df.join(known_c, on=["question_type", "_c"], how="left").sort("_row")
     else:
-        df = df.with_columns(pl.lit(None, pl.Boolean).alias("_pv"),
-                             pl.lit(None, pl.Boolean).alias("_cv"))  # fmt: skip
+        df = df.with_columns(
+            pl.lit(None, pl.Boolean).alias("_pv"), pl.lit(None, pl.Boolean).alias("_cv")
+        )
     yes_no = pl.col("_c").is_in(["yes", "no"]) & pl.col("_p").is_in(["yes", "no"])
     blind = pl.col("_p").is_in(list(BLIND)) & ~pl.col("_c").is_in(list(BLIND))
     colours = pl.col("_c").is_in(list(COLOURS)) & pl.col("_p").is_in(list(COLOURS))
@@ -70,14 +108,20 @@ def classify(pairs: pl.DataFrame, vocabulary: pl.DataFrame | None = None) -> pl.
     smaller = pl.col("_p").cast(pl.Int64, strict=False) < pl.col("_c").cast(pl.Int64, strict=False)
     vocab = pl.col("_pv").fill_null(False) & pl.col("_cv").fill_null(False)
     kind = (
-        pl.when(yes_no).then(pl.lit("yes_no_flip"))
-        .when(blind).then(pl.lit("blindness"))
-        .when(colours).then(pl.lit("miscolour"))
-        .when(digits & smaller).then(pl.lit("miscount_under"))
-        .when(digits).then(pl.lit("miscount_over"))
-        .when(vocab).then(pl.lit("misclassification"))
+        pl.when(yes_no)
+        .then(pl.lit("yes_no_flip"))
+        .when(blind)
+        .then(pl.lit("blindness"))
+        .when(colours)
+        .then(pl.lit("miscolour"))
+        .when(digits & smaller)
+        .then(pl.lit("miscount_under"))
+        .when(digits)
+        .then(pl.lit("miscount_over"))
+        .when(vocab)
+        .then(pl.lit("misclassification"))
         .otherwise(pl.lit("other"))
-    )  # fmt: skip
+    )
     return df.select(kind.alias("kind"))["kind"]
 
 
@@ -105,14 +149,21 @@ def misprediction_rows(scored: pl.DataFrame, questions: pl.DataFrame) -> pl.Data
     )
     wrong = scored.filter(
         ~pl.col("modality").is_in(["clean", "context"]) & (pl.col("score") == 0.0)
-    ).select("model", "modality", "perturbation", "severity", "question_id",
-             pl.col("answer").alias("perturbed"))  # fmt: skip
+    ).select(
+        "model",
+        "modality",
+        "perturbation",
+        "severity",
+        "question_id",
+        pl.col("answer").alias("perturbed"),
+    )
     pairs = wrong.join(clean, on=["model", "question_id"]).join(
         questions.select("question_id", "question_type"), on="question_id"
     )
     kinds = classify(pairs, answer_vocabulary(questions))
-    return pairs.with_columns(kinds).sort("model", "modality", "perturbation", "severity",
-                                          "question_id")  # fmt: skip
+    return pairs.with_columns(kinds).sort(
+        "model", "modality", "perturbation", "severity", "question_id"
+    )
 
 
 def misprediction_table(rows: pl.DataFrame) -> pl.DataFrame:
@@ -127,18 +178,30 @@ def misprediction_table(rows: pl.DataFrame) -> pl.DataFrame:
     )
     out = out.with_columns((pl.col("n") / pl.col("n").sum().over(keys)).alias("share"))
     order = {k: i for i, k in enumerate(KINDS)}
-    return out.with_columns(pl.col("kind").replace_strict(order, return_dtype=pl.Int64)
-                            .alias("_k")).sort(*keys, "_k").drop("_k")  # fmt: skip
+    return (
+        out.with_columns(pl.col("kind").replace_strict(order, return_dtype=pl.Int64).alias("_k"))
+        .sort(*keys, "_k")
+        .drop("_k")
+    )
 
 
 N_EXAMPLES = 2  # examples per kind in the report
 
 EXAMPLE_SCHEMA = {
-    "kind": pl.String, "rank": pl.Int64, "model": pl.String, "modality": pl.String,
-    "perturbation": pl.String, "severity": pl.Int16, "question_id": pl.Int64,
-    "question": pl.String, "truth": pl.String, "clean": pl.String, "perturbed": pl.String,
-    "clean_png": pl.Binary, "perturbed_png": pl.Binary,
-}  # fmt: skip
+    "kind": pl.String,
+    "rank": pl.Int64,
+    "model": pl.String,
+    "modality": pl.String,
+    "perturbation": pl.String,
+    "severity": pl.Int16,
+    "question_id": pl.Int64,
+    "question": pl.String,
+    "truth": pl.String,
+    "clean": pl.String,
+    "perturbed": pl.String,
+    "clean_png": pl.Binary,
+    "perturbed_png": pl.Binary,
+}
 
 
 def misprediction_examples(
@@ -160,13 +223,16 @@ def misprediction_examples(
         return pl.DataFrame(schema=EXAMPLE_SCHEMA)
     keyed = rows.with_columns(
         pl.struct("model", "modality", "perturbation", "severity", "question_id")
-        .map_elements(lambda r: derive_seed(seed, "misprediction", *r.values()),
-                      return_dtype=pl.Int64).alias("_key")
-    )  # fmt: skip
+        .map_elements(
+            lambda r: derive_seed(seed, "misprediction", *r.values()), return_dtype=pl.Int64
+        )
+        .alias("_key")
+    )
     picked = keyed.sort("_key").group_by("kind", maintain_order=True).head(n)
     picked = picked.with_columns(pl.int_range(1, pl.len() + 1).over("kind").alias("rank"))
-    info = questions.select("question_id", "image_id", "question",
-                            pl.col("answers").list.first().alias("truth"))  # fmt: skip
+    info = questions.select(
+        "question_id", "image_id", "question", pl.col("answers").list.first().alias("truth")
+    )
     picked = picked.join(info, on="question_id")
     clean_dir = folders[("clean", 0)]
     shown = {}
@@ -180,13 +246,17 @@ def misprediction_examples(
     images = {f: store.ImageShards(f).read(sorted(ids)) for f, ids in shown.items()}
     clean_png = [thumbnail(images[str(clean_dir)][i]) for i in picked["image_id"]]
     seen_png = [
-        thumbnail_beside(images[str(folders.get((p, int(s)), clean_dir))][i],
-                         images[str(clean_dir)][i])
+        thumbnail_beside(
+            images[str(folders.get((p, int(s)), clean_dir))][i], images[str(clean_dir)][i]
+        )
         for p, s, i in picked.select("perturbation", "severity", "image_id").iter_rows()
-    ]  # fmt: skip
-    out = picked.with_columns(pl.Series("clean_png", clean_png, pl.Binary),
-                              pl.Series("perturbed_png", seen_png, pl.Binary))  # fmt: skip
+    ]
+    out = picked.with_columns(
+        pl.Series("clean_png", clean_png, pl.Binary),
+        pl.Series("perturbed_png", seen_png, pl.Binary),
+    )
     order = {k: i for i, k in enumerate(KINDS)}
-    out = out.with_columns(pl.col("kind").replace_strict(order, return_dtype=pl.Int64)
-                           .alias("_k")).sort("_k", "rank")  # fmt: skip
+    out = out.with_columns(
+        pl.col("kind").replace_strict(order, return_dtype=pl.Int64).alias("_k")
+    ).sort("_k", "rank")
     return out.select(list(EXAMPLE_SCHEMA)).cast(EXAMPLE_SCHEMA)

@@ -85,8 +85,9 @@ def mmi_arrays(
     for scope in SCOPES:
         group = pl.col(scope) if scope in ("corruption", "family") else pl.lit(scope)
         per = None if scope == "all_sets" else "corruption"
-        perturbed[scope] = group_means(acc, own.with_columns(group.alias("group")),
-                                       ["model", "group"], per)  # fmt: skip
+        perturbed[scope] = group_means(
+            acc, own.with_columns(group.alias("group")), ["model", "group"], per
+        )
     return MMIArrays(clean_labels, clean, perturbed)
 
 
@@ -120,7 +121,7 @@ def mmi_table(
             pl.Series("clean", m.clean_of(labels)[0]),
             pl.Series("perturbed", perturbed[0]),
             pl.Series("mmi", m.mmi(scope)[0]),
-        )  # fmt: skip
+        )
         for scope, (labels, perturbed) in m.perturbed.items()
     ]
     return (

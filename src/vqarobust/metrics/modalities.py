@@ -64,7 +64,7 @@ def modality_tables(
             "mmi",
             "rscore",
             "rscore_overall",
-        )  # fmt: skip
+        )
     }
     for modality in sorted(present):
         table = modality_accuracy(accuracy, (modality,))

@@ -137,8 +137,9 @@ def cube_layout(table: pl.DataFrame) -> CubeLayout:
         .join(index, how="cross")
         .join(own.filter(pl.col("severity") == 0), on=["model", "c"], how="anti")
     )
-    cells = pl.concat([own.select("row", "model", "c", "severity"),
-                       clean.select("row", "model", "c", "severity")])  # fmt: skip
+    cells = pl.concat(
+        [own.select("row", "model", "c", "severity"), clean.select("row", "model", "c", "severity")]
+    )
     mi = {m: i for i, m in enumerate(models)}
     cells = cells.with_columns(pl.col("model").replace_strict(mi, return_dtype=pl.Int64))
     layout = CubeLayout(
@@ -355,8 +356,7 @@ def vre_arrays(
         # every other family's and with VRE(v).
         cols = list(groups.values())
         out["a_f"] = np.stack([a_vc[..., c].mean(axis=-1) for c in cols], axis=-1)
-        out["rel_f"] = np.stack([np.nanmean(out["rel_vc"][..., c], axis=-1) for c in cols],
-                                axis=-1)  # fmt: skip
+        out["rel_f"] = np.stack([np.nanmean(out["rel_vc"][..., c], axis=-1) for c in cols], axis=-1)
         vre_f = np.zeros_like(out["a_f"])
         for m in METRIC_NAMES:
             scaled = out[f"{m}_scaled"]
@@ -450,11 +450,13 @@ def _family_table(
     """``vre_family``: model x family (model-major, as :func:`vre_arrays` lays them out)."""
     names = list(groups)
     f_idx, m_idx = np.meshgrid(range(len(names)), range(len(models)))
-    return pl.DataFrame({
-        "model": np.array(models, dtype=object)[m_idx.ravel()].tolist(),
-        "family": np.array(names, dtype=object)[f_idx.ravel()].tolist(),
-        "n_perturbations": [len(groups[names[i]]) for i in f_idx.ravel()],
-        "accuracy": a["a_f"].ravel(),
-        "relative_drop": a["rel_f"].ravel(),
-        "vre": a["vre_f"].ravel(),
-    })  # fmt: skip
+    return pl.DataFrame(
+        {
+            "model": np.array(models, dtype=object)[m_idx.ravel()].tolist(),
+            "family": np.array(names, dtype=object)[f_idx.ravel()].tolist(),
+            "n_perturbations": [len(groups[names[i]]) for i in f_idx.ravel()],
+            "accuracy": a["a_f"].ravel(),
+            "relative_drop": a["rel_f"].ravel(),
+            "vre": a["vre_f"].ravel(),
+        }
+    )

@@ -89,8 +89,9 @@ def rscore_arrays(
     )
     per, per_v = group_means(acc, own, ["model", "corruption", "severity"])
     every, every_v = group_means(acc, own, ["model", "severity"])
-    labels = pl.concat([per, every.with_columns(pl.lit("all").alias("corruption"))
-                        .select(per.columns)])  # fmt: skip
+    labels = pl.concat(
+        [per, every.with_columns(pl.lit("all").alias("corruption")).select(per.columns)]
+    )
     noisy = np.hstack([per_v, every_v])
     cl = columns_of(clean_labels, clean, labels["model"].to_list())
     di = np.abs(cl - noisy) * 100
@@ -98,12 +99,21 @@ def rscore_arrays(
     levels = with_rows(labels).filter(pl.col("corruption") != "all")
     overall_labels, overall_di = group_means(di, levels, ["model", "corruption"])
     counts = levels.group_by("model", "corruption").agg(pl.len().cast(pl.Int64).alias("levels"))
-    overall_labels = overall_labels.join(counts, on=["model", "corruption"], how="left",
-                                         maintain_order="left")  # fmt: skip
+    overall_labels = overall_labels.join(
+        counts, on=["model", "corruption"], how="left", maintain_order="left"
+    )
     overall_clean = columns_of(clean_labels, clean, overall_labels["model"].to_list())
-    return RScoreArrays(labels, cl, noisy, di, _score(di, tolerance, maximum), overall_labels,
-                        overall_clean, overall_di,
-                        _score(overall_di, tolerance, maximum))  # fmt: skip
+    return RScoreArrays(
+        labels,
+        cl,
+        noisy,
+        di,
+        _score(di, tolerance, maximum),
+        overall_labels,
+        overall_clean,
+        overall_di,
+        _score(overall_di, tolerance, maximum),
+    )
 
 
 def rscore_tables(
@@ -125,11 +135,16 @@ def rscore_tables(
     r = rscore_arrays(accuracy["accuracy"].to_numpy()[None, :], accuracy, tolerance, maximum)
     bounds = (pl.lit(tolerance).alias("tolerance"), pl.lit(maximum).alias("maximum"))
     per_level = r.labels.with_columns(
-        pl.Series("acc_clean", r.acc_clean[0]), pl.Series("acc_noisy", r.acc_noisy[0]),
-        pl.Series("acc_di", r.acc_di[0]), pl.Series("rscore", r.rscore[0]), *bounds,
-    ).sort("model", "corruption", "severity")  # fmt: skip
+        pl.Series("acc_clean", r.acc_clean[0]),
+        pl.Series("acc_noisy", r.acc_noisy[0]),
+        pl.Series("acc_di", r.acc_di[0]),
+        pl.Series("rscore", r.rscore[0]),
+        *bounds,
+    ).sort("model", "corruption", "severity")
     overall = r.overall_labels.with_columns(
         pl.Series("acc_clean", r.overall_clean[0], dtype=pl.Float64),
-        pl.Series("acc_di", r.overall_di[0]), pl.Series("rscore", r.overall[0]), *bounds,
-    ).sort("model", "corruption")  # fmt: skip
+        pl.Series("acc_di", r.overall_di[0]),
+        pl.Series("rscore", r.overall[0]),
+        *bounds,
+    ).sort("model", "corruption")
     return per_level, overall

@@ -95,12 +95,20 @@ def simulate_scored(
             keep = rng.random(qid.size) >= d
             subsets.append((modality, perturbation, severity, clean & keep))
         for modality, perturbation, severity, correct in subsets:
-            frames.append(pl.DataFrame({
-                "model": name, "modality": modality, "perturbation": perturbation,
-                "severity": np.full(qid.size, severity, dtype=np.int16), "question_id": qid,
-                "answer": np.where(correct, "right", "wrong"),
-                "score": correct.astype(np.float64), "truncated": False,
-            }))  # fmt: skip
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "model": name,
+                        "modality": modality,
+                        "perturbation": perturbation,
+                        "severity": np.full(qid.size, severity, dtype=np.int16),
+                        "question_id": qid,
+                        "answer": np.where(correct, "right", "wrong"),
+                        "score": correct.astype(np.float64),
+                        "truncated": False,
+                    }
+                )
+            )
     return pl.concat(frames)
 
 
@@ -143,8 +151,7 @@ def interval_coverage(
     model = SimulatedModel(accuracy, {("image", "noise", 1): drop})
     for k in range(n_sets):
         q = simulate_questions(study.n_images, study.questions_per_image, seed=1000 + k)
-        scored = simulate_scored(q, {"m": model}, seed=1000 + k,
-                                 concentration=study.concentration)  # fmt: skip
+        scored = simulate_scored(q, {"m": model}, seed=1000 + k, concentration=study.concentration)
         mapping, n = cluster_index(q, cluster)
         rows = scored.join(mapping, on="question_id")
         sums = cluster_sums(rows, ["modality"], ["score"], n)  # keys sorted: clean, image
@@ -169,8 +176,7 @@ def interval_width(
     )
 
     q = simulate_questions(n_images, 5, seed=7)
-    scored = simulate_scored(q, {"m": SimulatedModel(0.7, {})}, seed=7,
-                             concentration=concentration)  # fmt: skip
+    scored = simulate_scored(q, {"m": SimulatedModel(0.7, {})}, seed=7, concentration=concentration)
     mapping, n = cluster_index(q, cluster)
     sums = cluster_sums(scored.join(mapping, on="question_id"), ["model"], ["score"], n)
     s = summarize(sums.means("score", replicate_weights(n, resamples, seed=0)), 0.95)
@@ -191,8 +197,13 @@ class PlanCheck:
     power: float
 
 
-def _replicates(study: SimulatedStudy, models: Mapping[str, SimulatedModel], n_images: int,
-                seed: int, resamples: int) -> dict[str, np.ndarray]:  # fmt: skip
+def _replicates(
+    study: SimulatedStudy,
+    models: Mapping[str, SimulatedModel],
+    n_images: int,
+    seed: int,
+    resamples: int,
+) -> dict[str, np.ndarray]:
     """Bootstrap replicates (row 0 observed) of model a's clean accuracy and relative drop
     and of the clean difference a - b, on one simulated dataset of ``n_images``."""
     from vqarobust.metrics.uncertainty import cluster_index, cluster_sums, replicate_weights
@@ -200,8 +211,7 @@ def _replicates(study: SimulatedStudy, models: Mapping[str, SimulatedModel], n_i
     q = simulate_questions(n_images, study.questions_per_image, seed=seed)
     scored = simulate_scored(q, models, seed=seed, concentration=study.concentration)
     mapping, n = cluster_index(q, "image")
-    sums = cluster_sums(scored.join(mapping, on="question_id"), ["model", "modality"],
-                        ["score"], n)  # fmt: skip
+    sums = cluster_sums(scored.join(mapping, on="question_id"), ["model", "modality"], ["score"], n)
     acc = sums.means("score", replicate_weights(n, resamples, seed=seed))
     col = {(m, s): i for i, (m, s) in enumerate(sums.keys.select("model", "modality").rows())}
     a, a_pert, b = acc[:, col["a", "clean"]], acc[:, col["a", "image"]], acc[:, col["b", "clean"]]
@@ -225,8 +235,10 @@ def check_plan(
     from vqarobust.metrics.sample_size import images_for_half_width, images_to_detect
     from vqarobust.metrics.uncertainty import summarize
 
-    models = {"a": SimulatedModel(study.accuracy, {("image", "noise", 1): study.drop}),
-              "b": SimulatedModel(study.accuracy - target.detect, {})}  # fmt: skip
+    models = {
+        "a": SimulatedModel(study.accuracy, {("image", "noise", 1): study.drop}),
+        "b": SimulatedModel(study.accuracy - target.detect, {}),
+    }
     pilot = _replicates(study, models, n_pilot, 1, resamples)
     se = {k: float(np.std(v[1:], ddof=1)) for k, v in pilot.items()}
     n_acc = images_for_half_width(se["accuracy"], n_pilot, target)
@@ -245,8 +257,15 @@ def check_plan(
         for key, n in (("accuracy", n_acc), ("drop", n_drop)):
             low, high = interval(_replicates(study, models, n, 100 + k, resamples)[key])
             widths[key].append((high - low) / 2)
-        low, high = interval(_replicates(study, models, n_detect, 10_000 + k,
-                                         resamples)["difference"])  # fmt: skip
+        low, high = interval(
+            _replicates(study, models, n_detect, 10_000 + k, resamples)["difference"]
+        )
         found += bool(low > 0 or high < 0)
-    return PlanCheck(n_acc, float(np.mean(widths["accuracy"])), n_drop,
-                     float(np.mean(widths["drop"])), n_detect, found / n_sets)  # fmt: skip
+    return PlanCheck(
+        n_acc,
+        float(np.mean(widths["accuracy"])),
+        n_drop,
+        float(np.mean(widths["drop"])),
+        n_detect,
+        found / n_sets,
+    )

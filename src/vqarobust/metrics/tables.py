@@ -135,29 +135,49 @@ def per_question_rows(
         raise TableError(f"{source}: per-question rows lack columns {missing}{hint}")
     numbers = {"severity": pl.Int64, "question_id": pl.Int64, "score": pl.Float64}
     df = _typed(df, numbers, f"{source}: severity, question_id and score must be numbers")
-    bad = df.filter(~pl.col("score").is_between(0, 1) | ~pl.col("severity").is_between(0, 5)
-                    | pl.any_horizontal(pl.col(list(need)).is_null()))  # fmt: skip
+    bad = df.filter(
+        ~pl.col("score").is_between(0, 1)
+        | ~pl.col("severity").is_between(0, 5)
+        | pl.any_horizontal(pl.col(list(need)).is_null())
+    )
     if bad.height:
-        raise TableError(f"{source}: empty cells, scores outside [0, 1] or severities outside "
-                         f"0..5 in rows:\n{bad.head(10)}")  # fmt: skip
+        raise TableError(
+            f"{source}: empty cells, scores outside [0, 1] or severities outside "
+            f"0..5 in rows:\n{bad.head(10)}"
+        )
     clean = df.filter(pl.col("severity") == 0)
     conflict = clean.group_by("model", "question_id").agg(pl.col("score").n_unique().alias("k"))
     if conflict.filter(pl.col("k") > 1).height:
-        raise TableError(f"{source}: clean scores of a question disagree:\n"
-                         f"{conflict.filter(pl.col('k') > 1).head(10)}")  # fmt: skip
+        raise TableError(
+            f"{source}: clean scores of a question disagree:\n"
+            f"{conflict.filter(pl.col('k') > 1).head(10)}"
+        )
     keys = ["model", "corruption", "severity", "question_id"]
     dup = df.filter(pl.col("severity") > 0).filter(pl.len().over(keys) > 1)
     if dup.height:
         raise TableError(f"{source}: duplicate per-question rows:\n{dup.head(10)}")
-    scored = pl.concat([
-        clean.unique(["model", "question_id"], keep="first").with_columns(
-            pl.lit("clean").alias("modality"), pl.lit(CLEAN).alias("perturbation")),
-        df.filter(pl.col("severity") > 0).with_columns(
-            pl.lit("image").alias("modality"), pl.col("corruption").alias("perturbation")),
-    ]).select("model", "modality", "perturbation", pl.col("severity").cast(pl.Int16),
-              "question_id", pl.lit("").alias("answer"), "score")  # fmt: skip
-    qcols = ["question_id", *(c for c in ("image_id", "question_type", "answer_type")
-                              if c in df.columns)]  # fmt: skip
+    scored = pl.concat(
+        [
+            clean.unique(["model", "question_id"], keep="first").with_columns(
+                pl.lit("clean").alias("modality"), pl.lit(CLEAN).alias("perturbation")
+            ),
+            df.filter(pl.col("severity") > 0).with_columns(
+                pl.lit("image").alias("modality"), pl.col("corruption").alias("perturbation")
+            ),
+        ]
+    ).select(
+        "model",
+        "modality",
+        "perturbation",
+        pl.col("severity").cast(pl.Int16),
+        "question_id",
+        pl.lit("").alias("answer"),
+        "score",
+    )
+    qcols = [
+        "question_id",
+        *(c for c in ("image_id", "question_type", "answer_type") if c in df.columns),
+    ]
     questions = df.select(qcols).unique("question_id", keep="first").sort("question_id")
     if "image_id" not in questions.columns:
         questions = questions.with_columns(pl.col("question_id").alias("image_id"))

@@ -146,15 +146,23 @@ class ClusterSums:
         of ``weights`` is the data as observed (all ones, :func:`replicate_weights`)."""
         rows = rows or slice(None)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return self._replicates(self.observed[col][rows] / self.n[rows], self.sums[col][rows],
-                                    weights, self.count[rows])  # fmt: skip
+            return self._replicates(
+                self.observed[col][rows] / self.n[rows],
+                self.sums[col][rows],
+                weights,
+                self.count[rows],
+            )
 
     def where(self, predicate: pl.Expr) -> ClusterSums:
         """Only the keys for which ``predicate`` holds."""
         keep = self.keys.with_row_index("_i").filter(predicate)["_i"].to_numpy()
-        return ClusterSums(self.keys[keep], {k: m[keep] for k, m in self.sums.items()},
-                           self.count[keep], {k: v[keep] for k, v in self.observed.items()},
-                           self.n[keep])  # fmt: skip
+        return ClusterSums(
+            self.keys[keep],
+            {k: m[keep] for k, m in self.sums.items()},
+            self.count[keep],
+            {k: v[keep] for k, v in self.observed.items()},
+            self.n[keep],
+        )
 
     def relabel(self, keys: pl.DataFrame) -> ClusterSums:
         """The same sums under new row labels (same order and length)."""
@@ -170,8 +178,12 @@ class ClusterSums:
         return self._replicates(self.observed[col], self.sums[col], weights)
 
     @staticmethod
-    def _replicates(observed: np.ndarray, sums: sparse.csr_matrix, weights: np.ndarray,
-                    count: sparse.csr_matrix | None = None) -> np.ndarray:  # fmt: skip
+    def _replicates(
+        observed: np.ndarray,
+        sums: sparse.csr_matrix,
+        weights: np.ndarray,
+        count: sparse.csr_matrix | None = None,
+    ) -> np.ndarray:
         """``observed`` as row 0, then ``sums`` (over ``count``) under each resample."""
         if weights.ndim != 2 or not (weights[0] == 1).all():
             raise ValueError("row 0 of the replicate weights must be all ones (the data)")
@@ -200,9 +212,14 @@ class Encoding:
         """The encoding by these keys and one more: ``codes`` (per table row) index the
         rows of ``names``, which sort after the keys already here."""
         inverse, distinct = _dense(self.inverse * names.height + codes)
-        return Encoding(inverse, pl.concat([self.labels[distinct // names.height],
-                                            names[distinct % names.height]],
-                                           how="horizontal"), self.order)  # fmt: skip
+        return Encoding(
+            inverse,
+            pl.concat(
+                [self.labels[distinct // names.height], names[distinct % names.height]],
+                how="horizontal",
+            ),
+            self.order,
+        )
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Per label, the sum of ``values`` (one per table row), added up in question-id
@@ -251,8 +268,11 @@ def encode_keys(rows: pl.DataFrame, keys: Sequence[str]) -> Encoding:
         rest = rest // n
     # The sums of a table must not depend on how its rows were read (image order for one
     # analysis, question order for another): they are added up by question id.
-    order = (np.argsort(rows.get_column("question_id").to_numpy(), kind="stable")
-             if "question_id" in rows.columns else None)  # fmt: skip
+    order = (
+        np.argsort(rows.get_column("question_id").to_numpy(), kind="stable")
+        if "question_id" in rows.columns
+        else None
+    )
     return Encoding(inverse, pl.DataFrame([labels[k] for k in keys]), order)
 
 
@@ -277,9 +297,13 @@ def cluster_sums(
 
     data = {v: rows.get_column(v).cast(pl.Float64).to_numpy() for v in values}
     observed = {v: coded.sums(d) for v, d in data.items()}
-    return ClusterSums(labels, {v: matrix(d) for v, d in data.items()},
-                       matrix(np.ones(rows.height)), observed,
-                       np.bincount(row, minlength=labels.height))  # fmt: skip
+    return ClusterSums(
+        labels,
+        {v: matrix(d) for v, d in data.items()},
+        matrix(np.ones(rows.height)),
+        observed,
+        np.bincount(row, minlength=labels.height),
+    )
 
 
 def observed_sums(
@@ -295,8 +319,7 @@ def observed_sums(
     def column(data: np.ndarray) -> sparse.csr_matrix:
         return sparse.csr_matrix(data.astype(np.float64)[:, None])
 
-    return ClusterSums(labels, {v: column(o) for v, o in observed.items()}, column(n),
-                       observed, n)  # fmt: skip
+    return ClusterSums(labels, {v: column(o) for v, o in observed.items()}, column(n), observed, n)
 
 
 def summarize(values: np.ndarray, level: float) -> dict[str, np.ndarray]:
@@ -324,9 +347,12 @@ def summarize(values: np.ndarray, level: float) -> dict[str, np.ndarray]:
 
 
 def mean_intervals(
-    rows: pl.DataFrame, keys: Sequence[str], values: Sequence[str], cluster: str,
+    rows: pl.DataFrame,
+    keys: Sequence[str],
+    values: Sequence[str],
+    cluster: str,
     settings: Settings,
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """Per distinct ``keys``: the bootstrap interval (``<value>_low``, ``<value>_high``) of
     the mean of each ``values`` column over ``rows``, resampling the distinct values of
     column ``cluster`` (the images of a diagnostic's rows) with the run's ``settings``
@@ -335,8 +361,11 @@ def mean_intervals(
     bounds without resamples (``uncertainty.resamples: 0``) or without rows."""
     bounds = [f"{v}_{side}" for v in values for side in ("low", "high")]
     if rows.is_empty():
-        return rows.select(keys).clear().with_columns(pl.lit(None, pl.Float64).alias(b)
-                                                      for b in bounds)  # fmt: skip
+        return (
+            rows.select(keys)
+            .clear()
+            .with_columns(pl.lit(None, pl.Float64).alias(b) for b in bounds)
+        )
     ids = rows.select(pl.col(cluster).unique().sort()).with_row_index("cluster")
     ids = ids.with_columns(pl.col("cluster").cast(pl.Int64))
     coded = rows.join(ids, on=cluster, how="left")
@@ -360,13 +389,16 @@ def interval_frame(
     out = labels.with_columns(
         pl.lit(metric).alias("metric"), *(pl.Series(k, v) for k, v in stats.items())
     )
-    missing = [pl.lit(None, dtype=t).alias(c) for c, t in INTERVAL_SCHEMA.items()
-               if c not in out.columns]  # fmt: skip
+    missing = [
+        pl.lit(None, dtype=t).alias(c) for c, t in INTERVAL_SCHEMA.items() if c not in out.columns
+    ]
     # Undefined statistics (no resamples, or none where they exist) are NULL, not NaN.
     return out.with_columns(missing).select(
-        [pl.col(c).cast(t).fill_nan(None) if t == pl.Float64 else pl.col(c).cast(t)
-         for c, t in INTERVAL_SCHEMA.items()]
-    )  # fmt: skip
+        [
+            pl.col(c).cast(t).fill_nan(None) if t == pl.Float64 else pl.col(c).cast(t)
+            for c, t in INTERVAL_SCHEMA.items()
+        ]
+    )
 
 
 def chunked_intervals(
@@ -419,8 +451,10 @@ def family_note(c: Mapping[str, Any], what: str) -> str:
     0.002 over the 1 pairwise comparison of image-side VRE"."""
     n = c["family_size"]
     name = ADJUSTMENT_NAMES.get(c["adjust"], c["adjust"])
-    return (f"{name}-adjusted p = {c['p_adjusted']:.3f} over the {n} pairwise "
-            f"comparison{'' if n == 1 else 's'} of {what}")  # fmt: skip
+    return (
+        f"{name}-adjusted p = {c['p_adjusted']:.3f} over the {n} pairwise "
+        f"comparison{'' if n == 1 else 's'} of {what}"
+    )
 
 
 def adjust_p(p: np.ndarray, method: str = "holm") -> np.ndarray:
@@ -489,7 +523,7 @@ def drop_tests(
             "severity",
             "score",
             clean_score.alias("clean_score"),
-        )  # fmt: skip
+        )
         .filter(tested & pl.col("clean_score").is_not_null())
     )
     d = pl.col("score") - pl.col("clean_score")
@@ -512,7 +546,9 @@ def drop_tests(
     adj = adjust_p(p, adjust)
     return (
         cells.with_columns(
-            pl.when(pl.col("binary")).then(pl.lit("mcnemar_exact")).otherwise(pl.lit("sign"))
+            pl.when(pl.col("binary"))
+            .then(pl.lit("mcnemar_exact"))
+            .otherwise(pl.lit("sign"))
             .alias("test"),
             pl.Series("p_value", p),
             pl.Series("p_adjusted", adj),
@@ -521,7 +557,7 @@ def drop_tests(
         )
         .cast({k: v for k, v in DROP_TEST_SCHEMA.items()})
         .select(list(DROP_TEST_SCHEMA))
-    )  # fmt: skip
+    )
 
 
 # --- effective robustness -------------------------------------------------------------------
@@ -576,8 +612,13 @@ def effective_robustness(
         fitted[j] = True
         a[..., j], b[..., j] = linear_fit(x[..., on], y[..., on])
     predicted = 1 / (1 + np.exp(-(a + b * x)))
-    return {"predicted": predicted, "residual": perturbed - predicted, "intercept": a,
-            "slope": b, "fitted": fitted}  # fmt: skip
+    return {
+        "predicted": predicted,
+        "residual": perturbed - predicted,
+        "intercept": a,
+        "slope": b,
+        "fitted": fitted,
+    }
 
 
 def rank_shares(values: np.ndarray) -> np.ndarray:

@@ -88,8 +88,10 @@ def thresholds(setting: str | Sequence[float], stats: pl.DataFrame) -> tuple[flo
     """(s1, s2, s3): given, or ``auto`` (avg - std of each quantity)."""
     if setting == "auto":
         if stats["avg"].null_count() or stats["std"].null_count():
-            raise ValueError("VQABQ thresholds 'auto' need at least two main questions whose "
-                             "top three basic questions carry the ranker's own scores")  # fmt: skip
+            raise ValueError(
+                "VQABQ thresholds 'auto' need at least two main questions whose "
+                "top three basic questions carry the ranker's own scores"
+            )
         return tuple(float(a - s) for a, s in zip(stats["avg"], stats["std"], strict=True))
     values = tuple(float(v) for v in setting)  # type: ignore[union-attr]
     if len(values) != 3:
@@ -113,8 +115,15 @@ def select(scores: pl.DataFrame, s: Sequence[float]) -> pl.Series:
     return (n_basic(scores, s) > 0).alias("selected")
 
 
-COUNT_SCHEMA = {"split": pl.String, "s1": pl.Float64, "s2": pl.Float64, "s3": pl.Float64,
-                "n_bq": pl.Int8, "questions": pl.Int64, "share": pl.Float64}  # fmt: skip
+COUNT_SCHEMA = {
+    "split": pl.String,
+    "s1": pl.Float64,
+    "s2": pl.Float64,
+    "s3": pl.Float64,
+    "n_bq": pl.Int8,
+    "questions": pl.Int64,
+    "share": pl.Float64,
+}
 
 
 def count_table(n_bq: pl.Series, s: Sequence[float], split: str = "all") -> pl.DataFrame:
@@ -122,25 +131,45 @@ def count_table(n_bq: pl.Series, s: Sequence[float], split: str = "all") -> pl.D
     total = n_bq.len()
     counts = [int((n_bq == n).sum()) for n in range(4)]
     return pl.DataFrame(
-        {"split": split, "s1": s[0], "s2": s[1], "s3": s[2], "n_bq": list(range(4)),
-         "questions": counts, "share": [c / total if total else float("nan") for c in counts]},
+        {
+            "split": split,
+            "s1": s[0],
+            "s2": s[1],
+            "s3": s[2],
+            "n_bq": list(range(4)),
+            "questions": counts,
+            "share": [c / total if total else float("nan") for c in counts],
+        },
         schema=COUNT_SCHEMA,
-    )  # fmt: skip
+    )
 
 
 TABLE_SCHEMA = {
-    "model": pl.String, "split": pl.String, "s1": pl.Float64, "s2": pl.Float64,
-    "s3": pl.Float64, "questions": pl.Int64, "selected": pl.Int64, "share_selected": pl.Float64,
-    "acc_mq": pl.Float64, "acc_vqabq": pl.Float64, "acc_mq_selected": pl.Float64,
-    "acc_vqabq_selected": pl.Float64, "gained": pl.Int64, "lost": pl.Int64,
+    "model": pl.String,
+    "split": pl.String,
+    "s1": pl.Float64,
+    "s2": pl.Float64,
+    "s3": pl.Float64,
+    "questions": pl.Int64,
+    "selected": pl.Int64,
+    "share_selected": pl.Float64,
+    "acc_mq": pl.Float64,
+    "acc_vqabq": pl.Float64,
+    "acc_mq_selected": pl.Float64,
+    "acc_vqabq_selected": pl.Float64,
+    "gained": pl.Int64,
+    "lost": pl.Int64,
     "net_questions": pl.Float64,
-}  # fmt: skip
+}
 
 
 def accuracy_table(
-    clean: pl.DataFrame, with_bq: pl.DataFrame, selected: pl.DataFrame, s: Sequence[float],
+    clean: pl.DataFrame,
+    with_bq: pl.DataFrame,
+    selected: pl.DataFrame,
+    s: Sequence[float],
     split: str = "all",
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """Per model (Tables 6-7): ``clean`` (model, question_id, score: the MQ alone) and
     ``with_bq`` (model, question_id, n_bq, score: the MQ followed by its first n_bq basic
     questions) over the questions of ``selected`` (question_id, n_bq). VQABQ's score is
@@ -160,24 +189,37 @@ def accuracy_table(
         )
         missing = t.filter((pl.col("n_bq") > 0) & pl.col("bq_score").is_null()).height
         if missing:
-            raise ValueError(f"{model}: {missing} selected questions have no answer with their "
-                             "basic questions")  # fmt: skip
+            raise ValueError(
+                f"{model}: {missing} selected questions have no answer with their basic questions"
+            )
         t = t.with_columns(
-            pl.when(pl.col("n_bq") > 0).then(pl.col("bq_score")).otherwise(pl.col("score"))
+            pl.when(pl.col("n_bq") > 0)
+            .then(pl.col("bq_score"))
+            .otherwise(pl.col("score"))
             .alias("vqabq")
-        )  # fmt: skip
+        )
         chosen = t.filter(pl.col("n_bq") > 0)
         n, k = t.height, chosen.height
         diff = chosen["vqabq"] - chosen["score"]
-        rows.append({
-            "model": model, "split": split, "s1": s[0], "s2": s[1], "s3": s[2], "questions": n,
-            "selected": k, "share_selected": k / n if n else float("nan"),
-            "acc_mq": t["score"].mean(), "acc_vqabq": t["vqabq"].mean(),
-            "acc_mq_selected": chosen["score"].mean() if k else None,
-            "acc_vqabq_selected": chosen["vqabq"].mean() if k else None,
-            "gained": int((diff > 0).sum()), "lost": int((diff < 0).sum()),
-            "net_questions": float(diff.sum()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "split": split,
+                "s1": s[0],
+                "s2": s[1],
+                "s3": s[2],
+                "questions": n,
+                "selected": k,
+                "share_selected": k / n if n else float("nan"),
+                "acc_mq": t["score"].mean(),
+                "acc_vqabq": t["vqabq"].mean(),
+                "acc_mq_selected": chosen["score"].mean() if k else None,
+                "acc_vqabq_selected": chosen["vqabq"].mean() if k else None,
+                "gained": int((diff > 0).sum()),
+                "lost": int((diff < 0).sum()),
+                "net_questions": float(diff.sum()),
+            }
+        )
     return pl.DataFrame(rows, schema=TABLE_SCHEMA)
 
 
@@ -207,9 +249,11 @@ def grid_search(
     gain = np.zeros((part.height, 4))
     for n in (1, 2, 3):
         g = gains.filter(pl.col("n_bq") == n).select("question_id", "gain")
-        gain[:, n] = part.join(g, on="question_id", how="left", maintain_order="left")[
-            "gain"
-        ].fill_null(0.0).to_numpy()  # fmt: skip
+        gain[:, n] = (
+            part.join(g, on="question_id", how="left", maintain_order="left")["gain"]
+            .fill_null(0.0)
+            .to_numpy()
+        )
     rows = np.arange(part.height)
 
     def valid(i: int, ratio: str | None) -> np.ndarray:
@@ -262,8 +306,10 @@ def vqabq_tables(
         "model", "question_id", pl.col("severity").cast(pl.Int8).alias("n_bq"), "score"
     )
     if not with_bq.height:
-        raise ValueError(f"VQABQ needs the predictions on {CHAIN} (each MQ followed by its "
-                         "first 1, 2 and 3 basic questions)")  # fmt: skip
+        raise ValueError(
+            f"VQABQ needs the predictions on {CHAIN} (each MQ followed by its "
+            "first 1, 2 and 3 basic questions)"
+        )
     sel = selection.select("question_id", "n_bq")
     tables = [accuracy_table(clean, with_bq, sel, s)]
     counts = [count_table(n_bq, s)]
@@ -281,5 +327,9 @@ def vqabq_tables(
             tables.append(accuracy_table(clean, with_bq, part, t, split))
             counts.append(count_table(held_n, t, split))
         selection = selection.with_columns(pl.Series("tune", tune))
-    return {"vqabq_scores": stats, "vqabq_selection": selection,
-            "vqabq_counts": pl.concat(counts), "vqabq": pl.concat(tables)}  # fmt: skip
+    return {
+        "vqabq_scores": stats,
+        "vqabq_selection": selection,
+        "vqabq_counts": pl.concat(counts),
+        "vqabq": pl.concat(tables),
+    }

@@ -49,9 +49,10 @@ class VQAModel(ABC):
         """Parameters of every torch module the adapter holds (shared ones once); None
         when it holds none (a served model)."""
         modules = [
-            v for v in vars(self).values()
+            v
+            for v in vars(self).values()
             if callable(getattr(v, "parameters", None)) and hasattr(v, "named_modules")
-        ]  # fmt: skip
+        ]
         if not modules:
             return None
         seen: set[int] = set()

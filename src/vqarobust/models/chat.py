@@ -47,8 +47,17 @@ TARGETS = ("labels",)
 # the plain path's replies (tests/test_vlm_architectures.py, tests/test_generative_models.py).
 # Another architecture's encoder output may differ (features per question, as InstructBLIP's
 # Q-Former gives; fields the split drops, as Fuyu's), so it never shares.
-SHARED_ENCODERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics3", "smolvlm",
-                   "llava_onevision", "gemma3", "paligemma", "llava")  # fmt: skip
+SHARED_ENCODERS = (
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "idefics3",
+    "smolvlm",
+    "llava_onevision",
+    "gemma3",
+    "paligemma",
+    "llava",
+)
 
 
 class ChatVQA(SharesImageFeatures, GeneratesReplies, HFVQAModel):

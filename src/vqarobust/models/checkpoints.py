@@ -28,8 +28,11 @@ MANIFEST = "manifest.json"
 
 
 def _files(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): file_sha256(p)
-            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        p.relative_to(folder).as_posix(): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _run_info(database: str | os.PathLike[str]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -44,8 +47,10 @@ def _run_info(database: str | os.PathLike[str]) -> tuple[dict[str, str], dict[st
             "SELECT count(*) FROM predictions WHERE perturbation = 'clean' AND model = ?",
             [rows[0][0]] if rows else [""],
         ).fetchone()[0]
-    accuracy = {m: {"clean": float(c), "blank": float(b), "blank_ratio": float(r),
-                    "questions": int(n)} for m, c, b, r in rows}  # fmt: skip
+    accuracy = {
+        m: {"clean": float(c), "blank": float(b), "blank_ratio": float(r), "questions": int(n)}
+        for m, c, b, r in rows
+    }
     return info, accuracy
 
 
@@ -76,7 +81,7 @@ def freeze(
                 k.removeprefix("provenance.version."): v
                 for k, v in info.items()
                 if k.startswith("provenance.version.")
-            },  # fmt: skip
+            },
             "dataset": config["dataset"]["name"],
         },
         "models": {},
@@ -87,8 +92,10 @@ def freeze(
         if "train" not in entry:
             raise ValueError(f"model {name!r} has no train section in {config_path}")
         if name not in accuracy:
-            raise ValueError(f"{database} holds no blank-image accuracy of {name!r}: run the "
-                             "study with the blank control first")  # fmt: skip
+            raise ValueError(
+                f"{database} holds no blank-image accuracy of {name!r}: run the "
+                "study with the blank control first"
+            )
         source = Path(models_dir) / name
         if not source.is_dir():
             raise FileNotFoundError(f"no trained model {name!r} at {source}")
@@ -144,9 +151,13 @@ def reference_record(path: str | os.PathLike[str], sha256: str) -> dict[str, Any
     model = manifest.get("models", {}).get(folder.name)
     if model is None:
         return None
-    return {"manifest": str(manifest_path), "matches": model["sha256"] == sha256,
-            "recipe": model["recipe"], "accuracy": model["accuracy"],
-            "trained_by": manifest["trained_by"]}  # fmt: skip
+    return {
+        "manifest": str(manifest_path),
+        "matches": model["sha256"] == sha256,
+        "recipe": model["recipe"],
+        "accuracy": model["accuracy"],
+        "trained_by": manifest["trained_by"],
+    }
 
 
 def reference_sentence(name: str, record: Mapping[str, Any]) -> str:

@@ -38,8 +38,14 @@ log = logging.getLogger(__name__)
 class FeatureSwapMix:
     """Per-step feature swaps of training questions' context objects."""
 
-    def __init__(self, planner: FeatureSwapPlanner, contexts: list, seed: int,
-                 p_object: float = 0.5, p_class: float = 0.5) -> None:  # fmt: skip
+    def __init__(
+        self,
+        planner: FeatureSwapPlanner,
+        contexts: list,
+        seed: int,
+        p_object: float = 0.5,
+        p_class: float = 0.5,
+    ) -> None:
         self.seed, self.p_object, self.p_class = seed, p_object, p_class
         self.bank = planner.bank
         # Per question, per context object: its class and attribute swaps.
@@ -51,8 +57,11 @@ class FeatureSwapMix:
                 per_object.append((planner.class_swaps(q, row), planner.attribute_swaps(q, row)))
             self.options[q.question_id] = per_object
         if planner.skipped_class_swaps:
-            log.info("SwapMix: %d class swaps left out: every object of the new class carries "
-                     "an attribute its question names", planner.skipped_class_swaps)  # fmt: skip
+            log.info(
+                "SwapMix: %d class swaps left out: every object of the new class carries "
+                "an attribute its question names",
+                planner.skipped_class_swaps,
+            )
         self.swapped = 0  # object rows changed so far, for the log
 
     def swaps(self, step: int, question_id: int) -> list[FeatureSwap]:
@@ -111,8 +120,12 @@ def train_feature_model(
     reads ``word_vectors_path``; ``recipe.threshold``: the class similarity threshold of
     the swaps). Returns training statistics (steps, seconds, training accuracy over the
     last 10% of steps, swapped rows)."""
-    architecture, seed, batch_size, epochs = (recipe.architecture, recipe.seed,
-                                              recipe.batch_size, recipe.epochs)  # fmt: skip
+    architecture, seed, batch_size, epochs = (
+        recipe.architecture,
+        recipe.seed,
+        recipe.batch_size,
+        recipe.epochs,
+    )
     learning_rate = recipe.learning_rate
     name = name or architecture
     torch.manual_seed(seed)
@@ -122,8 +135,13 @@ def train_feature_model(
     data = _feature_tensors(questions, bank, features_path)
     feats, pos, mask, enc = data.feats, data.pos, data.mask, data.enc
     q_image, y = data.q_image, data.y
-    model = build_architecture(architecture, recipe.options, vocab_size=data.tokenizer.vocab_size,
-                               labels=data.labels, visual_feat_dim=bank.dim)  # fmt: skip
+    model = build_architecture(
+        architecture,
+        recipe.options,
+        vocab_size=data.tokenizer.vocab_size,
+        labels=data.labels,
+        visual_feat_dim=bank.dim,
+    )
     model.train()
     # The clock includes planning SwapMix's swaps: part of what SwapMix training costs.
     t0 = time.perf_counter()
@@ -131,11 +149,13 @@ def train_feature_model(
     if recipe.swapmix:
         augment = _feature_swapmix(bank, questions, recipe, word_vectors_path)
     qids = questions.column("question_id").to_pylist()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
-                                  weight_decay=recipe.weight_decay)  # fmt: skip
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=learning_rate, weight_decay=recipe.weight_decay
+    )
     steps = max(1, int(round(epochs * len(y) / batch_size)))
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=learning_rate,
-                                                    total_steps=steps, pct_start=0.1)  # fmt: skip
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=learning_rate, total_steps=steps, pct_start=0.1
+    )
     gen = torch.Generator().manual_seed(seed)
     order, position = torch.randperm(len(y), generator=gen), 0
     correct = seen = 0
@@ -150,9 +170,14 @@ def train_feature_model(
         if augment is not None:
             vf = augment.apply(step, [qids[i] for i in idx.tolist()], vf)
         at = q_image[idx]
-        out = model(input_ids=enc["input_ids"][idx], attention_mask=enc["attention_mask"][idx],
-                    token_type_ids=enc["token_type_ids"][idx], visual_feats=vf,
-                    visual_pos=pos[at], visual_attention_mask=mask[at])  # fmt: skip
+        out = model(
+            input_ids=enc["input_ids"][idx],
+            attention_mask=enc["attention_mask"][idx],
+            token_type_ids=enc["token_type_ids"][idx],
+            visual_feats=vf,
+            visual_pos=pos[at],
+            visual_attention_mask=mask[at],
+        )
         logits = out.question_answering_score
         loss = torch.nn.functional.cross_entropy(logits, y[idx])
         optimizer.zero_grad(set_to_none=True)
@@ -164,11 +189,23 @@ def train_feature_model(
             seen += len(idx)
         if (step + 1) % every == 0 or step + 1 == steps:
             epoch = min(n_epochs, step * batch_size // len(y) + 1)
-            log.info("%s epoch %d/%d step %d/%d loss %.4f (%.0fs)", name, epoch, n_epochs,
-                     step + 1, steps, loss.item(), time.perf_counter() - t0)  # fmt: skip
+            log.info(
+                "%s epoch %d/%d step %d/%d loss %.4f (%.0fs)",
+                name,
+                epoch,
+                n_epochs,
+                step + 1,
+                steps,
+                loss.item(),
+                time.perf_counter() - t0,
+            )
     seconds = time.perf_counter() - t0
-    stats = {"steps": steps, "seconds": seconds, "train_accuracy": correct / max(seen, 1),
-             "swapped_rows": augment.swapped if augment else 0}  # fmt: skip
+    stats = {
+        "steps": steps,
+        "seconds": seconds,
+        "train_accuracy": correct / max(seen, 1),
+        "swapped_rows": augment.swapped if augment else 0,
+    }
     if augment is not None:
         log.info("%s: SwapMix swapped %d object rows in training", name, augment.swapped)
     model.eval()
@@ -205,8 +242,9 @@ def _feature_tensors(questions: Any, bank: FeatureTable, features_path: str) -> 
     q_images = questions.column("image_id").to_pylist()
     missing = sorted({i for i in q_images if i not in bank})
     if missing:
-        raise ValueError(f"{features_path}: no features of {len(missing)} training images, "
-                         f"e.g. {missing[:5]}")  # fmt: skip
+        raise ValueError(
+            f"{features_path}: no features of {len(missing)} training images, e.g. {missing[:5]}"
+        )
     image_ids = sorted(set(q_images))
     row_of = {img: i for i, img in enumerate(image_ids)}
     feats, pos, mask = padded_features(bank, image_ids)
@@ -230,9 +268,14 @@ def _feature_swapmix(
 
     settings = {"p_object": 0.5, "p_class": 0.5, "k": 3, **recipe.swapmix}
     classes = sorted({c for c in bank.classes if c is not None})
-    planner = FeatureSwapPlanner(bank, word_vectors(classes, word_vectors_path),
-                                 settings["k"], recipe.seed, recipe.swap_mode, recipe.threshold,
-                                 class_attributes=recipe.class_attributes)  # fmt: skip
+    planner = FeatureSwapPlanner(
+        bank,
+        word_vectors(classes, word_vectors_path),
+        settings["k"],
+        recipe.seed,
+        recipe.swap_mode,
+        recipe.threshold,
+        class_attributes=recipe.class_attributes,
+    )
     contexts = scenes_contexts(questions, recipe.scene_seed, recipe.split)
-    return FeatureSwapMix(planner, contexts, recipe.seed, settings["p_object"],
-                          settings["p_class"])  # fmt: skip
+    return FeatureSwapMix(planner, contexts, recipe.seed, settings["p_object"], settings["p_class"])

@@ -120,8 +120,13 @@ class LxmertVQA(HFVQAModel):
     def scores(self, inputs: Sequence[RegionFeatures], questions: Sequence[str]) -> torch.Tensor:
         """The answer scores (batch, answers)."""
         feats, pos, mask = batch_regions(inputs, int(self.model.config.visual_feat_dim))
-        text = self.tokenizer(list(questions), padding="longest", truncation=True,
-                              max_length=self.max_length, return_tensors="pt")  # fmt: skip
+        text = self.tokenizer(
+            list(questions),
+            padding="longest",
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
         out = self.model(
             input_ids=text["input_ids"].to(self.device),
             attention_mask=text["attention_mask"].to(self.device),
@@ -142,8 +147,10 @@ def batch_regions(
         raise ValueError("no requests")
     foreign = sorted({type(r).__name__ for r in inputs if not isinstance(r, RegionFeatures)})
     if foreign:
-        raise TypeError(f"LXMERT answers over region features, not {foreign}: give the model "
-                        "entry a feature source (features)")  # fmt: skip
+        raise TypeError(
+            f"LXMERT answers over region features, not {foreign}: give the model "
+            "entry a feature source (features)"
+        )
     wrong = sorted({r.features.shape[1] for r in inputs} - {dim})
     if wrong:
         raise ValueError(

@@ -133,9 +133,12 @@ def request_tokens(processor: Any, prompt: str, max_new_tokens: int) -> int:
 
 
 def estimate_checkpoint(
-    local: str, batch_size: int, dtype: str = "bfloat16", max_new_tokens: int | None = None,
+    local: str,
+    batch_size: int,
+    dtype: str = "bfloat16",
+    max_new_tokens: int | None = None,
     prompt: str | None = None,
-) -> MemoryEstimate:  # fmt: skip
+) -> MemoryEstimate:
     """The estimate for the checkpoint folder ``local`` answering ``batch_size``
     requests at once in ``dtype`` (the chat adapter's prompt and answer length unless
     ``prompt`` and ``max_new_tokens`` say otherwise), from transformers' own classes:
@@ -164,8 +167,9 @@ def estimate_checkpoint(
     else:
         question = (prompt or DEFAULT_PROMPT).format(question="What is it?")
         content = [{"type": "image"}, {"type": "text", "text": question}]
-        text = processor.apply_chat_template([{"role": "user", "content": content}],
-                                             add_generation_prompt=True)  # fmt: skip
+        text = processor.apply_chat_template(
+            [{"role": "user", "content": content}], add_generation_prompt=True
+        )
     nbytes = DTYPE_BYTES[dtype]
     return MemoryEstimate(
         parameters=parameter_count(config),
@@ -213,9 +217,12 @@ def estimate_entry(name: str, entry: Mapping[str, Any], dtype: str) -> MemoryEst
     from vqarobust.models import SMALL_BATCH_SIZE
 
     return estimate_checkpoint(
-        _entry_folder(name, entry), entry.get("batch_size", SMALL_BATCH_SIZE), dtype,
-        entry.get("max_new_tokens"), entry.get("prompt"),
-    )  # fmt: skip
+        _entry_folder(name, entry),
+        entry.get("batch_size", SMALL_BATCH_SIZE),
+        dtype,
+        entry.get("max_new_tokens"),
+        entry.get("prompt"),
+    )
 
 
 def entry_gpu_memory_gb(name: str, entry: Mapping[str, Any]) -> int | None:
@@ -234,7 +241,11 @@ def entry_gpu_memory_gb(name: str, entry: Mapping[str, Any]) -> int | None:
     try:
         estimate = estimate_entry(name, entry, "bfloat16" if dtype == "auto" else dtype)
     except MissingWeightsError:
-        log.warning("model %r: gpu_memory_gb is auto but %s is not in the local cache; its "
-                    "jobs request no GPU memory", name, entry["path_or_id"])  # fmt: skip
+        log.warning(
+            "model %r: gpu_memory_gb is auto but %s is not in the local cache; its "
+            "jobs request no GPU memory",
+            name,
+            entry["path_or_id"],
+        )
         return None
     return math.ceil(estimate.total_gb)

@@ -262,9 +262,14 @@ class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
         self.settings = {**DEFAULTS, **(pnp or {})}
         self.device = torch.device(device)
         self.dtype = torch_dtype(placed.dtype, self.device)
-        paths = {k: resolve_weights(f"{name} ({k})", v, placed.allow_download)
-                 for k, v in (("itm_model", itm_model), ("caption_model", caption_model),
-                              ("qa_model", qa_model))}  # fmt: skip
+        paths = {
+            k: resolve_weights(f"{name} ({k})", v, placed.allow_download)
+            for k, v in (
+                ("itm_model", itm_model),
+                ("caption_model", caption_model),
+                ("qa_model", qa_model),
+            )
+        }
         for key, local in paths.items():
             check_safetensors(f"{name} ({key})", local, placed.use_safetensors)
         use_safetensors = safetensors_option(placed.use_safetensors)
@@ -355,8 +360,9 @@ class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
                 out = self.captioner.text_decoder.generate(
                     input_ids=prompt.repeat(len(picks), 1),
                     encoder_hidden_states=states,
-                    encoder_attention_mask=torch.ones(states.shape[:2], dtype=torch.long,
-                                                      device=self.device),
+                    encoder_attention_mask=torch.ones(
+                        states.shape[:2], dtype=torch.long, device=self.device
+                    ),
                     max_length=s["cap_max_length"],
                     min_length=s["cap_min_length"],
                     do_sample=True,
@@ -365,7 +371,7 @@ class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
                     repetition_penalty=s["repetition_penalty"],
                     eos_token_id=tok.sep_token_id,
                     pad_token_id=tok.pad_token_id,
-                )  # fmt: skip
+                )
             texts = [t.strip() for t in tok.batch_decode(out, skip_special_tokens=True)]
             prefix = s["caption_prompt"].strip()
             texts = [t[len(prefix) :].strip() if t.startswith(prefix) else t for t in texts]
@@ -390,10 +396,20 @@ class PnpVQA(SharesImageFeatures, GeneratesReplies, VQAModel):
         if short:
             log.warning(
                 "model %s: %d of %d questions got fewer than %d distinct captions after %d "
-                "rounds; they are answered from those", self.name, short, len(questions),
-                s["num_captions"], s["max_caption_rounds"],
-            )  # fmt: skip
+                "rounds; they are answered from those",
+                self.name,
+                short,
+                len(questions),
+                s["num_captions"],
+                s["max_caption_rounds"],
+            )
         with torch.no_grad():
-            replies = fid_generate(self.reader, self.qa_tokenizer, contexts, s["qa_max_length"],
-                                   s["qa_min_length"], s["num_beams"])  # fmt: skip
+            replies = fid_generate(
+                self.reader,
+                self.qa_tokenizer,
+                contexts,
+                s["qa_max_length"],
+                s["qa_min_length"],
+                s["num_beams"],
+            )
         return list(replies)

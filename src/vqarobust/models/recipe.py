@@ -63,5 +63,8 @@ class Recipe:
     def feature_settings_unset(self) -> bool:
         """True when ``swap_mode`` and ``threshold`` are their defaults (a model on
         pixels has no use for them)."""
-        return (self.swap_mode == "donor" and self.threshold == THRESHOLD
-                and self.class_attributes == "paper")  # fmt: skip
+        return (
+            self.swap_mode == "donor"
+            and self.threshold == THRESHOLD
+            and self.class_attributes == "paper"
+        )

@@ -61,8 +61,10 @@ def train_reference_model(
     are regenerated from ``recipe.scene_seed`` and ``recipe.split``.
     """
     if not recipe.feature_settings_unset():
-        raise ValueError("swap_mode, threshold and class_attributes apply to models on region "
-                         f"features only, not to {recipe.architecture} on pixels")  # fmt: skip
+        raise ValueError(
+            "swap_mode, threshold and class_attributes apply to models on region "
+            f"features only, not to {recipe.architecture} on pixels"
+        )
     name = name or recipe.architecture
     seed = recipe.seed
     torch.manual_seed(seed)
@@ -81,8 +83,14 @@ def train_reference_model(
     if recipe.swapmix:
         from vqarobust.context.augment import SwapMixAugmenter
 
-        augment = SwapMixAugmenter(data.question_ids, data.image_ids, recipe.scene_seed,
-                                   recipe.split, seed, **recipe.swapmix)  # fmt: skip
+        augment = SwapMixAugmenter(
+            data.question_ids,
+            data.image_ids,
+            recipe.scene_seed,
+            recipe.split,
+            seed,
+            **recipe.swapmix,
+        )
     gen = torch.Generator().manual_seed(seed)
     t0 = time.perf_counter()
     loop = _Loop(model, data, recipe, gen, t0, augment, reuses_images)
@@ -97,8 +105,12 @@ def train_reference_model(
         if missing:
             raise ValueError(f"train.pretrain.answers: no training question has answer {missing}")
         pool = torch.nonzero(torch.isin(data.y, torch.tensor(sorted(wanted)))).flatten()
-        log.info("%s: pretraining on the %d questions answered %s", name, len(pool),
-                 ", ".join(recipe.pretrain["answers"]))  # fmt: skip
+        log.info(
+            "%s: pretraining on the %d questions answered %s",
+            name,
+            len(pool),
+            ", ".join(recipe.pretrain["answers"]),
+        )
         steps += _fit(loop, pool, recipe.pretrain["epochs"], f"{name} pretrain")[0]
     pool = torch.arange(len(data.image_ids) if reuses_images else len(data.y))
     fitted, correct, seen = _fit(loop, pool, recipe.epochs, name)
@@ -135,14 +147,18 @@ def _fit(loop: _Loop, pool: torch.Tensor, epochs: float, name: str) -> tuple[int
     the questions answered right and seen over the last 10% of them."""
     model, data, recipe, gen, augment = loop.model, loop.data, loop.recipe, loop.gen, loop.augment
     reuses_images, t0 = loop.reuses_images, loop.t0
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate,
-                                  weight_decay=recipe.weight_decay)  # fmt: skip
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=recipe.learning_rate, weight_decay=recipe.weight_decay
+    )
     # A late-fusion model takes whole images with all of their questions per step, so it
     # encodes each image once; other models take random questions (more varied batches,
     # and batch norm statistics over many images).
     units = len(pool)
-    per_step = max(1, round(recipe.batch_size * len(data.image_ids) / len(data.y))) if (
-        reuses_images) else recipe.batch_size  # fmt: skip
+    per_step = (
+        max(1, round(recipe.batch_size * len(data.image_ids) / len(data.y)))
+        if (reuses_images)
+        else recipe.batch_size
+    )
     steps = max(1, int(round(epochs * units / per_step)))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=recipe.learning_rate, total_steps=steps, pct_start=0.1
@@ -159,11 +175,13 @@ def _fit(loop: _Loop, pool: torch.Tensor, epochs: float, name: str) -> tuple[int
         idx, inputs = data.batch(chosen, reuses_images)
         if augment is not None:
             # Each question sees its own swapped scene (or the clean one).
-            pv = augment.pixels(step, idx.tolist(), data.pixels[data.q_image[idx]],
-                                data.image_processor)  # fmt: skip
+            pv = augment.pixels(
+                step, idx.tolist(), data.pixels[data.q_image[idx]], data.image_processor
+            )
             inputs["pixel_values"] = pv
-            inputs["pixel_mask"] = torch.ones(pv.shape[0], pv.shape[2], pv.shape[3],
-                                              dtype=torch.long)  # fmt: skip
+            inputs["pixel_mask"] = torch.ones(
+                pv.shape[0], pv.shape[2], pv.shape[3], dtype=torch.long
+            )
             if reuses_images:
                 inputs["image_index"] = torch.arange(len(idx))
         out = model(**inputs)
@@ -177,8 +195,16 @@ def _fit(loop: _Loop, pool: torch.Tensor, epochs: float, name: str) -> tuple[int
             seen += len(idx)
         if (step + 1) % every == 0 or step + 1 == steps:
             epoch = min(n_epochs, step * per_step // units + 1)
-            log.info("%s epoch %d/%d step %d/%d loss %.4f (%.0fs)", name, epoch, n_epochs,
-                     step + 1, steps, loss.item(), time.perf_counter() - t0)  # fmt: skip
+            log.info(
+                "%s epoch %d/%d step %d/%d loss %.4f (%.0fs)",
+                name,
+                epoch,
+                n_epochs,
+                step + 1,
+                steps,
+                loss.item(),
+                time.perf_counter() - t0,
+            )
     return steps, correct, seen
 
 
@@ -249,5 +275,16 @@ def _tensors(questions: Any, images: dict[int, Image.Image]) -> _Data:
     enc = tokenizer(texts, padding="longest", return_tensors="pt")
     q_image = torch.tensor([row_of[i] for i in questions.column("image_id").to_pylist()])
     y = torch.tensor([label_ids[a] for a in targets])
-    return _Data(labels, y, questions.column("question_id").to_pylist(), image_ids, image_size,
-                 pixels, enc, q_image, tokenizer, image_processor, processor)  # fmt: skip
+    return _Data(
+        labels,
+        y,
+        questions.column("question_id").to_pylist(),
+        image_ids,
+        image_size,
+        pixels,
+        enc,
+        q_image,
+        tokenizer,
+        image_processor,
+        processor,
+    )

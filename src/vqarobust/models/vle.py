@@ -53,9 +53,15 @@ PUBLIC_PREFIXES = (
 # dropped, since current transformers rebuilds them.
 _POSITION_IDS = re.compile(r"^(vision|text)\.embeddings\.position_ids$")
 
-FUSION_DEFAULTS = {"num_token_types": 2, "hidden_size": 768, "num_hidden_layers": 6,
-                   "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu",
-                   "layer_norm_eps": 1e-12}  # fmt: skip
+FUSION_DEFAULTS = {
+    "num_token_types": 2,
+    "hidden_size": 768,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-12,
+}
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -89,8 +95,12 @@ def config_from_dict(raw: dict[str, Any]) -> dict[str, Any]:
     labels = raw.get("id2label") or {}
     if not labels:
         raise CheckpointError("config.json has no id2label (is it a VQA checkpoint?)")
-    return {"vision": vision_config, "text": DebertaV2Config(**text), "fusion": fusion,
-            "id2label": {int(k): v for k, v in labels.items()}}  # fmt: skip
+    return {
+        "vision": vision_config,
+        "text": DebertaV2Config(**text),
+        "fusion": fusion,
+        "id2label": {int(k): v for k, v in labels.items()},
+    }
 
 
 class _Projections(nn.Module):

@@ -248,9 +248,12 @@ class StudyPlan:
             out[name] = Subset(name, "context", "context", "context", None)
         if self.chain_models:
             out[self.chain] = Subset(
-                self.chain, "chain", perturbations.modality(self.chain), "vqabq",
+                self.chain,
+                "chain",
+                perturbations.modality(self.chain),
+                "vqabq",
                 tuple(self.vqabq_n),
-            )  # fmt: skip
+            )
         return out
 
     def made_paths(self) -> set[str]:

@@ -23,18 +23,41 @@ from matplotlib.patches import Rectangle  # noqa: E402
 # One hue per perturbation class (ImageNet-C classes, colour transforms, stylize, the
 # geometric, resolution and occlusion families).
 CLASS_COLOURS = {
-    "noise": "#d62728", "blur": "#1f77b4", "weather": "#17becf", "attribute": "#ff7f0e",
-    "physical": "#2ca02c", "digital": "#9467bd", "colour": "#8c564b", "stylize": "#e377c2",
-    "char": "#bcbd22", "word": "#393b79", "geometric": "#637939", "resolution": "#8c6d31",
+    "noise": "#d62728",
+    "blur": "#1f77b4",
+    "weather": "#17becf",
+    "attribute": "#ff7f0e",
+    "physical": "#2ca02c",
+    "digital": "#9467bd",
+    "colour": "#8c564b",
+    "stylize": "#e377c2",
+    "char": "#bcbd22",
+    "word": "#393b79",
+    "geometric": "#637939",
+    "resolution": "#8c6d31",
     "occlusion": "#843c39",
-}  # fmt: skip
+}
 RANKER_ORDER = ("lasso", "cosine", "bleu")
 ANSWER_CHARS = 18  # answers longer than this are cut in the answer grid
-MODALITY_COLOURS = {"image": "#4c72b0", "text": "#bcbd22", "basic_question": "#8172b3",
-                    "all": "#555555"}  # fmt: skip
+MODALITY_COLOURS = {
+    "image": "#4c72b0",
+    "text": "#bcbd22",
+    "basic_question": "#8172b3",
+    "all": "#555555",
+}
 OTHER_CLASS = "#7f7f7f"
-MODEL_PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
-                 "#8c8c8c", "#ccb974", "#64b5cd")  # fmt: skip
+MODEL_PALETTE = (
+    "#4c72b0",
+    "#dd8452",
+    "#55a868",
+    "#c44e52",
+    "#8172b3",
+    "#937860",
+    "#da8bc3",
+    "#8c8c8c",
+    "#ccb974",
+    "#64b5cd",
+)
 
 
 def model_colours(models: Sequence[str]) -> dict[str, str]:
@@ -91,14 +114,31 @@ def heatmap(
                 label = f"{grid[i, j]:.2f}\nns" if ns else f"{grid[i, j]:.2f}"
                 ax.text(j, i, label, ha="center", va="center", fontsize=6.5, c=colour)
                 if ns:
-                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////",
-                                           edgecolor="#777777", lw=0))  # fmt: skip
+                    ax.add_patch(
+                        Rectangle(
+                            (j - 0.5, i - 0.5),
+                            1,
+                            1,
+                            fill=False,
+                            hatch="////",
+                            edgecolor="#777777",
+                            lw=0,
+                        )
+                    )
     start = 0
     for j in range(1, len(cols) + 1):
         if j == len(cols) or families[cols[j]] != families[cols[start]]:
             fam = families[cols[start]]
-            ax.text((start + j - 1) / 2, -0.75, fam, ha="center", va="bottom", fontsize=7.5,
-                    color=CLASS_COLOURS.get(fam, OTHER_CLASS), fontweight="bold")  # fmt: skip
+            ax.text(
+                (start + j - 1) / 2,
+                -0.75,
+                fam,
+                ha="center",
+                va="bottom",
+                fontsize=7.5,
+                color=CLASS_COLOURS.get(fam, OTHER_CLASS),
+                fontweight="bold",
+            )
             if j < len(cols):
                 ax.axvline(j - 0.5, color="white", lw=2.5)
             start = j
@@ -136,8 +176,16 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
                 ax.fill_between(b["severity"], lo, hi, color=colours[p], alpha=0.10, lw=0)
         if bands and clean_row.height and clean_row["low"][0] is not None:
             a0, lo0, hi0 = (clean_row[c][0] for c in ("accuracy", "low", "high"))
-            ax.errorbar(0, 1 - a0, yerr=[[hi0 - a0], [a0 - lo0]], fmt="none", ecolor="black",
-                        elinewidth=0.9, capsize=3, zorder=4)  # fmt: skip
+            ax.errorbar(
+                0,
+                1 - a0,
+                yerr=[[hi0 - a0], [a0 - lo0]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=0.9,
+                capsize=3,
+                zorder=4,
+            )
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("severity", fontsize=8)
         ax.set_xticks(range(6))
@@ -158,8 +206,9 @@ def _model_panels(n: int) -> tuple[Figure, np.ndarray]:
     """A grid of ``n`` panels sharing the y axis, three per row."""
     ncols = min(3, n)
     nrows = -(-n // ncols)
-    return plt.subplots(nrows, ncols, figsize=(4.0 * ncols + 2.2, 3.2 * nrows),
-                        squeeze=False, sharey=True)  # fmt: skip
+    return plt.subplots(
+        nrows, ncols, figsize=(4.0 * ncols + 2.2, 3.2 * nrows), squeeze=False, sharey=True
+    )
 
 
 def _finish_panels(fig: Figure, axes: np.ndarray, used: int, ylabel: str) -> Figure:
@@ -200,8 +249,14 @@ def image_quality(
             left.fill_between(sev, low, high, color=colours[p], alpha=0.15, lw=0)
         # Sorted: a join keeps no row order, and overlapping markers are drawn in it.
         a = r.join(mean_acc, on=["perturbation", "severity"], how="inner").sort("severity")
-        right.scatter(a["ssim_mean"], a["accuracy"], s=8 + 8 * a["severity"].to_numpy(),
-                      color=colours[p], alpha=0.85, edgecolors="none")  # fmt: skip
+        right.scatter(
+            a["ssim_mean"],
+            a["accuracy"],
+            s=8 + 8 * a["severity"].to_numpy(),
+            color=colours[p],
+            alpha=0.85,
+            edgecolors="none",
+        )
     left.set(xlabel="severity", ylabel="mean SSIM against the clean image", ylim=(0, 1.02))
     left.set_xticks(range(int(quality["severity"].max() or 5) + 1))
     right.set(xlabel="mean SSIM of the subset", ylabel="accuracy (mean over models)")
@@ -216,8 +271,7 @@ def image_quality(
 def _radar(ax, labels: list[str], series: dict[str, list[float]], colours: dict) -> None:
     angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False).tolist()
     for name, values in series.items():
-        ax.plot([*angles, angles[0]], [*values, values[0]], color=colours[name], lw=1.5,
-                label=name)  # fmt: skip
+        ax.plot([*angles, angles[0]], [*values, values[0]], color=colours[name], lw=1.5, label=name)
         ax.fill([*angles, angles[0]], [*values, values[0]], color=colours[name], alpha=0.08)
     ax.set_xticks(angles, labels, fontsize=7)
     ax.set_ylim(0, 1)
@@ -229,8 +283,10 @@ def radars(submetrics: pl.DataFrame, labels: dict[str, str]) -> Figure:
     mean per perturbation class (over models)."""
     names = list(labels)
     cols = [f"{m}_scaled" for m in names]
-    short = [m.replace("corruption_error_diff", "corruption error\ndifference").replace("_", " ")
-             for m in names]  # fmt: skip
+    short = [
+        m.replace("corruption_error_diff", "corruption error\ndifference").replace("_", " ")
+        for m in names
+    ]
     by_model = submetrics.group_by("model").agg(pl.col(cols).mean()).sort("model")
     by_class = submetrics.group_by("family").agg(pl.col(cols).mean()).sort("family")
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), subplot_kw={"projection": "polar"})
@@ -255,12 +311,17 @@ def vre_sweep(sweep: pl.DataFrame) -> Figure:
     width = 0.8 / len(models)
     fig, ax = plt.subplots(figsize=(3.5 + 1.2 * len(weightings), 3.4))
     for k, m in enumerate(models):
-        rows = {w: v for _, w, v in df.filter(pl.col("name") == m)
-                .select("name", "weighting", "vre").iter_rows()}  # fmt: skip
+        rows = {
+            w: v
+            for _, w, v in df.filter(pl.col("name") == m)
+            .select("name", "weighting", "vre")
+            .iter_rows()
+        }
         xs = np.arange(len(weightings)) + (k - (len(models) - 1) / 2) * width
         ax.bar(xs, [rows.get(w, np.nan) for w in weightings], width, color=colours[m], label=m)
-    ax.set_xticks(range(len(weightings)),
-                  [w.replace("_0.6", "\n0.6") for w in weightings], fontsize=7)  # fmt: skip
+    ax.set_xticks(
+        range(len(weightings)), [w.replace("_0.6", "\n0.6") for w in weightings], fontsize=7
+    )
     ax.set_ylabel("VRE (lower = more robust)", fontsize=8)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
@@ -283,8 +344,9 @@ def type_accuracy(
     table = table.filter(pl.col(kind).is_in(types))
     means = table.group_by("model", kind, "corruption").agg(pl.col("accuracy").mean())
     height = 0.9 + 0.35 * (len(types) + 1) * len(models)
-    fig, axes = plt.subplots(len(models), 1, figsize=(2.4 + 0.55 * len(cols), height),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(models), 1, figsize=(2.4 + 0.55 * len(cols), height), squeeze=False
+    )
     for ax, m in zip(axes[:, 0], models, strict=True):
         grid = np.full((len(types), len(cols)), np.nan)
         for _, t, c, v in means.filter(pl.col("model") == m).iter_rows():
@@ -296,8 +358,13 @@ def type_accuracy(
                 if np.isfinite(grid[i, j]):
                     ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=6.5)
         ax.set_yticks(range(len(types)), types, fontsize=7)
-        ax.set_xticks(range(len(cols)), cols if ax is axes[-1, 0] else [""] * len(cols),
-                      rotation=50, ha="right", fontsize=7)  # fmt: skip
+        ax.set_xticks(
+            range(len(cols)),
+            cols if ax is axes[-1, 0] else [""] * len(cols),
+            rotation=50,
+            ha="right",
+            fontsize=7,
+        )
         ax.set_title(m, fontsize=8, loc="left")
     fig.tight_layout()
     return fig
@@ -334,18 +401,31 @@ def rscore_levels(rscore: pl.DataFrame) -> Figure:
     colours = model_colours(rscore["model"].unique().to_list())
     rankers = [r for r in RANKER_ORDER if r in set(rscore["ranker"])]
     rankers += sorted(set(rscore["ranker"]) - set(rankers))
-    fig, axes = plt.subplots(1, len(rankers), figsize=(2.2 + 3.0 * len(rankers), 3.2),
-                             squeeze=False, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(rankers), figsize=(2.2 + 3.0 * len(rankers), 3.2), squeeze=False, sharey=True
+    )
     for ax, ranker in zip(axes[0], rankers, strict=True):
         for model in sorted(colours):
             r = rscore.filter((pl.col("model") == model) & (pl.col("ranker") == ranker))
             r = r.sort("severity")
-            ax.plot(r["severity"], r["rscore"], marker="o", ms=3, lw=1.2, color=colours[model],
-                    label=model)  # fmt: skip
+            ax.plot(
+                r["severity"],
+                r["rscore"],
+                marker="o",
+                ms=3,
+                lw=1.2,
+                color=colours[model],
+                label=model,
+            )
             if "low" in r.columns and r["low"].null_count() < r.height:
-                ax.fill_between(r["severity"], r["low"].fill_null(np.nan),
-                                r["high"].fill_null(np.nan), color=colours[model], alpha=0.12,
-                                lw=0)  # fmt: skip
+                ax.fill_between(
+                    r["severity"],
+                    r["low"].fill_null(np.nan),
+                    r["high"].fill_null(np.nan),
+                    color=colours[model],
+                    alpha=0.12,
+                    lw=0,
+                )
         ax.set_title(f"ranker: {ranker}", fontsize=9)
         ax.set_xlabel("level (1 = most similar)", fontsize=8)
         ax.set_ylim(-0.03, 1.03)
@@ -365,8 +445,15 @@ def _error_bars(ax, xs: np.ndarray, df: pl.DataFrame, models: list[str], value: 
     for x, m in zip(xs, models, strict=True):
         v, lo, hi = rows.get(m, (None, None, None))
         if v is not None and lo is not None and hi is not None:
-            ax.errorbar(x, v, yerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]], fmt="none",
-                        ecolor="black", elinewidth=0.8, capsize=2)  # fmt: skip
+            ax.errorbar(
+                x,
+                v,
+                yerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=0.8,
+                capsize=2,
+            )
 
 
 def vre_intervals(vre: pl.DataFrame, ranks: pl.DataFrame, level: float) -> Figure:
@@ -406,8 +493,9 @@ def effective_robustness(fit: pl.DataFrame) -> Figure:
     measured one, labelled with its effective robustness (the vertical distance, in
     accuracy) and its interval. A model without a fit is drawn without an expected value."""
     modalities = [m for m in MODALITY_COLOURS if m in set(fit["modality"])]
-    fig, axes = plt.subplots(1, len(modalities), figsize=(1.5 + 3.6 * len(modalities), 3.4),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(modalities), figsize=(1.5 + 3.6 * len(modalities), 3.4), squeeze=False
+    )
     colours = model_colours(fit["model"].unique().to_list())
 
     def logit(p: np.ndarray) -> np.ndarray:
@@ -422,16 +510,18 @@ def effective_robustness(fit: pl.DataFrame) -> Figure:
         for xi, yi, ei, r in zip(x, y, expected, rows.iter_rows(named=True), strict=True):
             ax.scatter(xi, yi, color=colours[r["model"]], s=28, zorder=3, label=r["model"])
             if np.isfinite(ei):
-                ax.scatter(xi, ei, facecolors="none", edgecolors=colours[r["model"]], s=28,
-                           zorder=3)  # fmt: skip
+                ax.scatter(
+                    xi, ei, facecolors="none", edgecolors=colours[r["model"]], s=28, zorder=3
+                )
                 ax.plot([xi, xi], [ei, yi], color=colours[r["model"]], lw=1, ls="--")
             er = r["effective_robustness"]
             text = "" if er is None else f"{er:+.3f}"
             if r["low"] is not None:
                 text += f" [{r['low']:+.3f}, {r['high']:+.3f}]"
             ax.annotate(text, (xi, yi), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
-        ticks = np.array([0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95,
-                          0.98, 0.99])  # fmt: skip
+        ticks = np.array(
+            [0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99]
+        )
         ax.set_xlim(span.min(), span.max())
         ylo, yhi = (
             np.nanmin(np.r_[y, expected]) - 0.2,
@@ -491,15 +581,19 @@ def answer_grid(
     cell_w = max(1.45, 0.052 * longest + 0.15)
     cell_h = 1.15 + 0.15 * len(models)
     width, height = cell_w * len(severities) + 1.6, cell_h * len(rows) + 0.7
-    fig, axes = plt.subplots(len(rows), len(severities), squeeze=False,
-                             figsize=(width, height))  # fmt: skip
+    fig, axes = plt.subplots(len(rows), len(severities), squeeze=False, figsize=(width, height))
     images = {(p, s): png for p, s, png in thumbs.select("perturbation", "severity", "png").rows()}
-    said = {(m, p, s): (a, sc) for m, p, s, a, sc in answers.select(
-        "model", "perturbation", "severity", "answer", "score").rows()}  # fmt: skip
+    said = {
+        (m, p, s): (a, sc)
+        for m, p, s, a, sc in answers.select(
+            "model", "perturbation", "severity", "answer", "score"
+        ).rows()
+    }
     maps = {}
     if attention is not None:
-        for p, sev, r, c, w in attention.select("perturbation", "severity", "rows", "cols",
-                                                "weights").rows():  # fmt: skip
+        for p, sev, r, c, w in attention.select(
+            "perturbation", "severity", "rows", "cols", "weights"
+        ).rows():
             maps[(p, int(sev))] = np.asarray(w, dtype=np.float64).reshape(r, c)
     for i, p in enumerate(rows):
         for j, s in enumerate(severities):
@@ -518,15 +612,29 @@ def answer_grid(
                 # opaque only where it looks, so the image's colours stay readable.
                 grid = maps[key] / maps[key].max()
                 h, w = pixels.shape[:2]
-                ax.imshow(grid, cmap="inferno", alpha=0.7 * grid, interpolation="bilinear",
-                          extent=(-0.5, w - 0.5, h - 0.5, -0.5))  # fmt: skip
+                ax.imshow(
+                    grid,
+                    cmap="inferno",
+                    alpha=0.7 * grid,
+                    interpolation="bilinear",
+                    extent=(-0.5, w - 0.5, h - 0.5, -0.5),
+                )
             for k, m in enumerate(models):
                 answer, score = said.get((m, *key), ("-", 0.0))
                 colour = "#1a7f37" if score >= 1 else "#d9822b" if score > 0 else "#c62828"
                 mark = "\u2713" if score >= 1 else "\u2717" if score == 0 else "~"
                 shown = answer if len(answer) <= ANSWER_CHARS else answer[: ANSWER_CHARS - 1] + "…"
-                ax.text(0.5, -0.05 - 0.14 * k, f"{mark} {m}: {shown}", transform=ax.transAxes,
-                        ha="center", va="top", fontsize=6, color=colour, clip_on=False)  # fmt: skip
+                ax.text(
+                    0.5,
+                    -0.05 - 0.14 * k,
+                    f"{mark} {m}: {shown}",
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="top",
+                    fontsize=6,
+                    color=colour,
+                    clip_on=False,
+                )
             if j == 0:
                 label = p if p == "clean" else f"{p}\n({families.get(p, '')})"
                 ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
@@ -534,9 +642,14 @@ def answer_grid(
                 ax.set_title(f"severity {s}", fontsize=7)
     overlay = f"   heatmap: attention of {attention_model}" if maps else ""
     fig.suptitle(f"\u201c{question}\u201d   ground truth: {truth}{overlay}", fontsize=9)
-    fig.subplots_adjust(left=1.3 / width, right=0.99,
-                        top=1 - 0.45 / height, bottom=0.15 * len(models) / height,
-                        hspace=0.15 + 0.17 * len(models), wspace=0.08)  # fmt: skip
+    fig.subplots_adjust(
+        left=1.3 / width,
+        right=0.99,
+        top=1 - 0.45 / height,
+        bottom=0.15 * len(models) / height,
+        hspace=0.15 + 0.17 * len(models),
+        wspace=0.08,
+    )
     return fig
 
 
@@ -553,8 +666,15 @@ def attention_shift(shift: pl.DataFrame, families: dict[str, str]) -> Figure:
             r = rows.filter(pl.col("perturbation") == p).sort("severity")
             if r.height:
                 sev = [0, *r["severity"].to_list()]
-                ax.plot(sev, [0.0, *r["js_mean"].to_list()], marker="o", ms=2.5, lw=1.1,
-                        color=colours[p], label=p)  # fmt: skip
+                ax.plot(
+                    sev,
+                    [0.0, *r["js_mean"].to_list()],
+                    marker="o",
+                    ms=2.5,
+                    lw=1.1,
+                    color=colours[p],
+                    label=p,
+                )
                 low = [0.0, *r["js_low"].fill_null(r["js_mean"]).to_list()]
                 high = [0.0, *r["js_high"].fill_null(r["js_mean"]).to_list()]
                 ax.fill_between(sev, low, high, color=colours[p], alpha=0.15, lw=0)
@@ -591,8 +711,9 @@ def context_reliance(reliance: pl.DataFrame, effective: pl.DataFrame) -> Figure:
     eff = effective.filter(pl.col("perturbation") == "all")
     rows = {m: (a, e) for m, a, e in eff.select("model", "accuracy", "effective_accuracy").rows()}
     xs = np.arange(len(models))
-    for k, (label, colour) in enumerate((("clean accuracy", "#8c8c8c"),
-                                         ("effective accuracy", "#55a868"))):  # fmt: skip
+    for k, (label, colour) in enumerate(
+        (("clean accuracy", "#8c8c8c"), ("effective accuracy", "#55a868"))
+    ):
         vals = [rows.get(m, (np.nan, np.nan))[k] for m in models]
         right.bar(xs + (k - 0.5) * 0.4, vals, 0.4, color=colour, label=label)
         if k == 1:
@@ -618,8 +739,10 @@ def context_flips(examples: pl.DataFrame) -> Figure:
     n = examples.height
     fig, axes = plt.subplots(n, 2, figsize=(6.4, 2.6 * n), squeeze=False)
     for row, ex in zip(axes, examples.iter_rows(named=True), strict=True):
-        panels = ((row[0], "clean_png", f"clean: {ex['clean_answer']}"),
-                  (row[1], "swapped_png", f"swapped: {ex['swapped_answer']}"))  # fmt: skip
+        panels = (
+            (row[0], "clean_png", f"clean: {ex['clean_answer']}"),
+            (row[1], "swapped_png", f"swapped: {ex['swapped_answer']}"),
+        )
         for ax, key, title in panels:
             ax.imshow(Image.open(io.BytesIO(ex[key])))
             ax.set_xticks([])

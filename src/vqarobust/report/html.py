@@ -62,8 +62,12 @@ def _latex(df: pl.DataFrame, digits: int = 3) -> str:
         text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
         return text.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
 
-    lines = [r"\begin{tabular}{l" + "r" * (df.width - 1) + "}", r"\toprule",
-             " & ".join(cell(c) for c in df.columns) + ROW_END, r"\midrule"]  # fmt: skip
+    lines = [
+        r"\begin{tabular}{l" + "r" * (df.width - 1) + "}",
+        r"\toprule",
+        " & ".join(cell(c) for c in df.columns) + ROW_END,
+        r"\midrule",
+    ]
     lines += [" & ".join(cell(v) for v in row) + ROW_END for row in df.iter_rows()]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -106,8 +110,9 @@ def _write_tables(frames: Mapping[str, pl.DataFrame], folder: Path) -> None:
 def _embed(made: Mapping[str, matplotlib.figure.Figure], folder: Path) -> dict[str, Any]:
     """Save every figure as PNG and SVG; the page's figures with their captions."""
     _declared(made, FIGURES, "figures")
-    return {name: {"png": _save(made[name], folder, name), "caption": caption(name)}
-            for name in FIGURES}  # fmt: skip
+    return {
+        name: {"png": _save(made[name], folder, name), "caption": caption(name)} for name in FIGURES
+    }
 
 
 def _one_each(parts: list[Mapping[str, Any]], what: str) -> dict[str, Any]:

@@ -116,6 +116,8 @@ def read_dataset_image(images_dir: str | os.PathLike[str], image_id: int) -> np.
     """Image ``image_id`` of a prepared shard folder, decoded as the workflow decodes it."""
     shards = store.ImageShards(images_dir)
     if image_id not in shards:
-        raise KeyError(f"{images_dir} holds no image {image_id}; it holds {len(shards)}, "
-                       f"e.g. {shards.ids()[:10]}")  # fmt: skip
+        raise KeyError(
+            f"{images_dir} holds no image {image_id}; it holds {len(shards)}, "
+            f"e.g. {shards.ids()[:10]}"
+        )
     return store.decode_image(shards.read([image_id])[image_id])

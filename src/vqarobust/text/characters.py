@@ -65,8 +65,9 @@ def _edit_words(
     lists a position that can be edited; at least ``keep`` of its characters stay."""
     pieces = tokens.split(question)
     words = list(range(1, len(pieces), 2))
-    eligible = [i for i in words
-                if len(pieces[i]) >= rates.char_min_length and positions(pieces[i])]  # fmt: skip
+    eligible = [
+        i for i in words if len(pieces[i]) >= rates.char_min_length and positions(pieces[i])
+    ]
     n = tokens.n_touched(len(words), severity, len(eligible), rates)
     for i in tokens.pick(rng, eligible, n):
         options = positions(pieces[i])
@@ -74,8 +75,9 @@ def _edit_words(
             pieces[i] = edit(pieces[i], options[int(rng.integers(len(options)))], rng)
             continue
         m = min(rates.chars(len(pieces[i]), len(options)), len(pieces[i]) - keep)
-        for pos in sorted((options[int(j)] for j in rng.choice(len(options), m, replace=False)),
-                          reverse=True):  # fmt: skip
+        for pos in sorted(
+            (options[int(j)] for j in rng.choice(len(options), m, replace=False)), reverse=True
+        ):
             pieces[i] = edit(pieces[i], pos, rng)
     return tokens.join(pieces)
 

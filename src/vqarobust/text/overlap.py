@@ -112,8 +112,12 @@ class CiderIndex:
     document frequencies of the pool itself (each candidate one document, as CIDEr-D
     counts its references), their norms, and the lengths of its length penalty."""
 
-    def __init__(self, vocabularies: Sequence[dict[tuple[str, ...], int]],
-                 counts: Sequence[Any], words: np.ndarray) -> None:  # fmt: skip
+    def __init__(
+        self,
+        vocabularies: Sequence[dict[tuple[str, ...], int]],
+        counts: Sequence[Any],
+        words: np.ndarray,
+    ) -> None:
         n_docs = counts[0].shape[0]
         self.ref_len = float(np.log(max(n_docs, 1)))
         self.vocabularies = vocabularies

@@ -49,12 +49,46 @@ POOL_SCHEMA = {
 }
 # VQAv2's yes/no questions open with an auxiliary or modal verb ("Is the ...", "Do you
 # ...", "Can ..."); one offering alternatives ("... red or blue?") asks for one of them.
-AUXILIARIES = frozenset((
-    "is", "are", "was", "were", "am", "be", "been", "do", "does", "did", "has", "have", "had",
-    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "isn't",
-    "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "hasn't", "haven't", "can't",
-    "couldn't", "won't", "wouldn't", "shouldn't",
-))  # fmt: skip
+AUXILIARIES = frozenset(
+    (
+        "is",
+        "are",
+        "was",
+        "were",
+        "am",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "hasn't",
+        "haven't",
+        "can't",
+        "couldn't",
+        "won't",
+        "wouldn't",
+        "shouldn't",
+    )
+)
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -130,8 +164,9 @@ def read_pool_source(
     )
 
 
-def _json_records(path: str | os.PathLike[str], key: str, kind: str,
-                  columns: Mapping[str, pl.DataType]) -> tuple[pl.DataFrame, str]:  # fmt: skip
+def _json_records(
+    path: str | os.PathLike[str], key: str, kind: str, columns: Mapping[str, pl.DataType]
+) -> tuple[pl.DataFrame, str]:
     """The ``columns`` of the records under ``key`` of a VQA (v1 or v2) JSON file, and
     what its header says it is (version, task, split), for the log."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -145,13 +180,18 @@ def _json_records(path: str | os.PathLike[str], key: str, kind: str,
 
 
 def _vqa_questions(path: Path, annotations: str | os.PathLike[str] | None) -> pl.DataFrame:
-    questions, header = _json_records(path, "questions", "questions",
-                                      {"question_id": pl.Int64, "question": pl.String})  # fmt: skip
+    questions, header = _json_records(
+        path, "questions", "questions", {"question_id": pl.Int64, "question": pl.String}
+    )
     log.info("%s: VQA questions (%s), %d questions", path, header, questions.height)
     if annotations is None:
         return questions.with_columns(pl.lit(None, pl.String).alias("answer_type"))
-    types, _ = _json_records(annotations, "annotations", "annotations",
-                             {"question_id": pl.Int64, "answer_type": pl.String})  # fmt: skip
+    types, _ = _json_records(
+        annotations,
+        "annotations",
+        "annotations",
+        {"question_id": pl.Int64, "answer_type": pl.String},
+    )
     joined = questions.join(types, on="question_id", how="left", maintain_order="left")
     missing = joined.filter(pl.col("answer_type").is_null()).height
     if missing:
@@ -188,7 +228,7 @@ def distinct_pool(frame: pl.DataFrame) -> pl.DataFrame:
             .then(pl.lit("mixed"))
             .otherwise(pl.lit("rule"))
             .alias("yes_no_from"),
-        )  # fmt: skip
+        )
         .select(list(POOL_SCHEMA))
     )
 
@@ -206,16 +246,19 @@ def write_pool(
     table = pool.to_arrow().append_column("vector", pa.array(list(vectors), pa.list_(pa.float32())))
     store.write_table(table, out_path)
     n_yes = int((pool["yes_no_occurrences"] * 2 >= pool["occurrences"]).sum()) if texts else 0
-    log.info("pool %s: %d questions, %d distinct, %d yes/no", out_path, frame.height,
-             pool.height, n_yes)  # fmt: skip
+    log.info(
+        "pool %s: %d questions, %d distinct, %d yes/no", out_path, frame.height, pool.height, n_yes
+    )
     return pool.height
 
 
 def load_pools(paths: Sequence[str | os.PathLike[str]]) -> Candidates:
     """The candidates of several pool tables: distinct across them by normalized text
     (first source first), occurrences summed, yes/no by the majority of occurrences."""
-    frames = [pl.read_parquet(p).with_row_index("_row").with_columns(pl.lit(i).alias("_src"))
-              for i, p in enumerate(paths)]  # fmt: skip
+    frames = [
+        pl.read_parquet(p).with_row_index("_row").with_columns(pl.lit(i).alias("_src"))
+        for i, p in enumerate(paths)
+    ]
     if not frames:
         raise ValueError("no basic-question pool")
     every = pl.concat(frames, how="vertical_relaxed")
@@ -265,6 +308,9 @@ def pool_sources(
         name = "file-" + (_UNSAFE.sub("_", stem) or str(i))
         if name in out:
             raise ValueError(f"two pool files are named {stem!r} ([{i}]); rename one")
-        out[name] = {"split": None, "questions": str(spec["questions"]),
-                     "annotations": spec.get("annotations")}  # fmt: skip
+        out[name] = {
+            "split": None,
+            "questions": str(spec["questions"]),
+            "annotations": spec.get("annotations"),
+        }
     return out

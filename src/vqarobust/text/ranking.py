@@ -335,18 +335,26 @@ def bleu(
 
 @BQ_RANKERS.register("bq_bleu", ranker="bleu", **_GENERAL)
 def bleu_scores(
-    mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray,
-    settings: RankSettings = DEFAULT_RANKING, **_: object,
-) -> Scores:  # fmt: skip
+    mq: str,
+    vec: np.ndarray,
+    pool: Candidates,
+    idx: np.ndarray,
+    settings: RankSettings = DEFAULT_RANKING,
+    **_: object,
+) -> Scores:
     """BLEU-4 (:func:`bleu`), the paper's BLEU ranker of the default config."""
     return bleu(mq, pool, idx, 4, settings.bleu_smoothing), None, float("nan")
 
 
 def _bleu_ranker(n: int) -> Callable[..., Scores]:
     def scores(
-        mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray,
-        settings: RankSettings = DEFAULT_RANKING, **_: object,
-    ) -> Scores:  # fmt: skip
+        mq: str,
+        vec: np.ndarray,
+        pool: Candidates,
+        idx: np.ndarray,
+        settings: RankSettings = DEFAULT_RANKING,
+        **_: object,
+    ) -> Scores:
         return bleu(mq, pool, idx, n, settings.bleu_smoothing), None, float("nan")
 
     scores.__doc__ = f"BLEU-{n} (:func:`bleu`), one of the paper's rankers."
@@ -377,8 +385,7 @@ def cider_scores(
     return pool.cider.scores(bleu_tokens(mq), idx), None, float("nan")
 
 
-@BQ_RANKERS.register("bq_meteor", ranker="meteor", **_GENERAL,
-                     needs="wordnet")  # fmt: skip
+@BQ_RANKERS.register("bq_meteor", ranker="meteor", **_GENERAL, needs="wordnet")
 def meteor_scores(
     mq: str, vec: np.ndarray, pool: Candidates, idx: np.ndarray, **_: object
 ) -> Scores:
@@ -412,8 +419,9 @@ def perturbation_name(ranker: str, dataset: str) -> str:
     """The perturbation of a general ranker name (``bq_lasso``) on a dataset
     (``yes_no`` -> ``ynbq_lasso``)."""
     if dataset not in DATASETS:
-        raise ValueError(f"basic-question dataset must be one of {', '.join(DATASETS)}, "
-                         f"got {dataset!r}")  # fmt: skip
+        raise ValueError(
+            f"basic-question dataset must be one of {', '.join(DATASETS)}, got {dataset!r}"
+        )
     if bq_dataset(ranker) != "general":
         raise ValueError(f"{ranker} is not a general ranker name (bq_...)")
     return _DATASET_PREFIX[dataset] + ranker.removeprefix("bq_")
@@ -426,30 +434,40 @@ def ranker_family(name: str) -> str:
     return r if bq_dataset(name) == "general" else f"yn_{r}"
 
 
-def describe_ranker(name: str, settings: RankSettings = DEFAULT_RANKING,
-                    encoder: str | None = None) -> str:  # fmt: skip
+def describe_ranker(
+    name: str, settings: RankSettings = DEFAULT_RANKING, encoder: str | None = None
+) -> str:
     """How ``name`` ranks, in words: the method and, for LASSO, its mode and settings (the
     ``method`` column of rankings, the ``ranking`` column of the R_score tables).
     ``encoder`` names the sentence encoder of the embedding rankers (LASSO, cosine)."""
     ranker = ranker_name(name)
     on = f" on {encoder} embeddings" if encoder else ""
     if ranker == "lasso" and settings.lasso_mode == "paper":
-        text = (f"LASSO, paper mode: unconstrained, lambda {settings.lasso_lambda:g}, the whole "
-                f"pool (LARS){on}")  # fmt: skip
+        text = (
+            f"LASSO, paper mode: unconstrained, lambda {settings.lasso_lambda:g}, the whole "
+            f"pool (LARS){on}"
+        )
     elif ranker == "lasso":
-        text = (f"LASSO, fast mode: non-negative, alpha {settings.alpha:g}, the "
-                f"{settings.prefilter} cosine-nearest candidates{on}")  # fmt: skip
+        text = (
+            f"LASSO, fast mode: non-negative, alpha {settings.alpha:g}, the "
+            f"{settings.prefilter} cosine-nearest candidates{on}"
+        )
     elif ranker == "cosine":
         text = f"cosine similarity{on}"
     elif ranker.startswith("bleu"):
         n = ranker.removeprefix("bleu") or str(MAX_BLEU_N)
-        smoothing = ("coco-caption, no smoothing" if settings.bleu_smoothing == "none"
-                     else "add-one smoothing (nltk method2)")  # fmt: skip
+        smoothing = (
+            "coco-caption, no smoothing"
+            if settings.bleu_smoothing == "none"
+            else "add-one smoothing (nltk method2)"
+        )
         text = f"BLEU-{n}, {smoothing}"
     else:
-        text = {"rouge": "ROUGE-L, coco-caption (beta 1.2)",
-                "cider": "CIDEr-D, the pool's document frequencies",
-                "meteor": "METEOR (nltk, WordNet 3.0)"}.get(ranker, ranker)  # fmt: skip
+        text = {
+            "rouge": "ROUGE-L, coco-caption (beta 1.2)",
+            "cider": "CIDEr-D, the pool's document frequencies",
+            "meteor": "METEOR (nltk, WordNet 3.0)",
+        }.get(ranker, ranker)
     if bq_dataset(name) == "yes_no":
         text += "; yes/no pool"
     if settings.exclude_main == "run":
@@ -499,14 +517,19 @@ def rank_table(
         raise ValueError(f"exclude_main is own or run, got {settings.exclude_main!r}")
     if settings.exclude_main == "run":
         main = np.isin(pool.normalized, [normalize_question(q) for q in mqs])
-        log.info("removed %d of the pool's %d questions that are main questions of the run",
-                 int(main.sum()), len(main))  # fmt: skip
+        log.info(
+            "removed %d of the pool's %d questions that are main questions of the run",
+            int(main.sum()),
+            len(main),
+        )
         pool = pool.subset(~main)
     pools = {"general": pool}
     if any(bq_dataset(n) == "yes_no" for n in rankers):
         if pool.yes_no is None:
-            raise ValueError("the yes/no basic-question dataset needs to know which pool "
-                             "questions are yes/no questions")  # fmt: skip
+            raise ValueError(
+                "the yes/no basic-question dataset needs to know which pool "
+                "questions are yes/no questions"
+            )
         pools["yes_no"] = pool.subset(pool.yes_no)
     if encode is None:
         from vqarobust.text.encoder import encode as encode_default
@@ -531,8 +554,9 @@ def rank_table(
                     "basic_questions.pool_files) or lower k"
                 )
             t = time.perf_counter()
-            scores, source, used_alpha = BQ_RANKERS.get(name)(mq, vec, candidates, idx,
-                                                              settings=settings)  # fmt: skip
+            scores, source, used_alpha = BQ_RANKERS.get(name)(
+                mq, vec, candidates, idx, settings=settings
+            )
             # A ranker's own scores come before fills; ties broken by pool order, so
             # rankings are deterministic.
             fill = (
@@ -586,8 +610,10 @@ def check_chain_prompt(template: str) -> None:
 
     fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
     if fields != {"basic_questions", "question"}:
-        raise ValueError("a chain prompt must contain {basic_questions} and {question} (and no "
-                         f"other field), got {template!r}")  # fmt: skip
+        raise ValueError(
+            "a chain prompt must contain {basic_questions} and {question} (and no "
+            f"other field), got {template!r}"
+        )
 
 
 def basic_questions(

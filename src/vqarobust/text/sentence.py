@@ -79,13 +79,17 @@ class Rewriter:
             out = []
             for question, seed in zip(questions, seeds, strict=True):
                 torch.manual_seed(seed)
-                inputs = self.tokenizer([self.prompt.format(question=question)],
-                                        return_tensors="pt", truncation=True)  # fmt: skip
+                inputs = self.tokenizer(
+                    [self.prompt.format(question=question)], return_tensors="pt", truncation=True
+                )
                 inputs.pop("token_type_ids", None)
                 with torch.inference_mode():
-                    ids = self.model.generate(**inputs.to(self.device),
-                                              max_new_tokens=self.max_new_tokens,
-                                              do_sample=True, **self.sampling)  # fmt: skip
+                    ids = self.model.generate(
+                        **inputs.to(self.device),
+                        max_new_tokens=self.max_new_tokens,
+                        do_sample=True,
+                        **self.sampling,
+                    )
                 out.append(self.tokenizer.decode(ids[0], skip_special_tokens=True).strip())
             return out
         out: list[str] = []
@@ -120,17 +124,25 @@ class SentenceRewrite:
         self.name = name
         self.samples = settings.get("sampling") is not None
         first = settings.get("prompt", DEFAULT_PROMPT)
-        self.stages = [Rewriter(settings["model"], first, revision=settings.get("revision"),
-                                name=name, **common).with_sampling(sampling)]  # fmt: skip
+        self.stages = [
+            Rewriter(
+                settings["model"], first, revision=settings.get("revision"), name=name, **common
+            ).with_sampling(sampling)
+        ]
         if name == "back_translation":
             if "back_model" not in settings:
                 raise ValueError(
                     "back_translation needs back_model (the pivot language -> English)"
                 )
-            self.stages.append(Rewriter(settings["back_model"],
-                                        settings.get("back_prompt", DEFAULT_PROMPT),
-                                        revision=settings.get("back_revision"), name=name,
-                                        **common).with_sampling(sampling))  # fmt: skip
+            self.stages.append(
+                Rewriter(
+                    settings["back_model"],
+                    settings.get("back_prompt", DEFAULT_PROMPT),
+                    revision=settings.get("back_revision"),
+                    name=name,
+                    **common,
+                ).with_sampling(sampling)
+            )
 
     def draw(self, questions: Sequence[str], seeds: Sequence[int] | None = None) -> list[str]:
         """The models' rewrites of ``questions`` as they come, empty ones included
@@ -158,10 +170,15 @@ def keep_originals(
     out = list(rewrites)
     empty = [i for i, q in enumerate(out) if q == ""]
     if empty:
-        log.warning("%s: %d of %d rewrites came back empty; those questions stay as they "
-                    "were", name, len(empty), len(out))  # fmt: skip
-    return [original if q == "" else q
-            for q, original in zip(out, questions, strict=True)], len(empty)  # fmt: skip
+        log.warning(
+            "%s: %d of %d rewrites came back empty; those questions stay as they were",
+            name,
+            len(empty),
+            len(out),
+        )
+    return [original if q == "" else q for q, original in zip(out, questions, strict=True)], len(
+        empty
+    )
 
 
 def rewrite(

@@ -42,8 +42,11 @@ class Rates:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Rates:
         """From the workflow's params (the three config keys)."""
-        return cls(tuple(float(v) for v in params["word_share"]), params["char_share"],
-                   int(params["char_min_length"]))  # fmt: skip
+        return cls(
+            tuple(float(v) for v in params["word_share"]),
+            params["char_share"],
+            int(params["char_min_length"]),
+        )
 
     def chars(self, n_chars: int, n_options: int) -> int:
         """How many characters of a touched word of ``n_chars`` characters are edited

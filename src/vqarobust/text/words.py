@@ -24,7 +24,7 @@ STOPWORDS = frozenset(
     over under between behind near and or but not no nor if than then so as any some all
     each both other such own same too very just only also up down out off there's what's
     it's isn't aren't doesn't don't""".split()  # noqa: SIM905
-)  # fmt: skip
+)
 
 # AEDA's punctuation marks (Karimi et al., 2021).
 PUNCTUATION = (".", ";", "?", ":", "!", ",")

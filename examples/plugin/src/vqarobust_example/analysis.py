@@ -22,7 +22,7 @@ def answer_changes(predictions: pl.DataFrame) -> pl.DataFrame:
         .group_by("model", "modality", "perturbation", "severity")
         .agg(
             pl.len().alias("n"), (pl.col("answer") != pl.col("clean_answer")).sum().alias("changed")
-        )  # fmt: skip
+        )
         .with_columns((pl.col("changed") / pl.col("n")).alias("share"))
         .sort("model", "modality", "perturbation", "severity")
     )
@@ -31,8 +31,9 @@ def answer_changes(predictions: pl.DataFrame) -> pl.DataFrame:
 def run(inputs: Inputs, settings: NoSettings) -> Result:
     """The answer-change table from the scored predictions (analysis ``scoring``)."""
     del settings
-    return Result(tables={"answer_changes": Table(answer_changes(inputs.table("predictions")),
-                                                  ordered=True)})  # fmt: skip
+    return Result(
+        tables={"answer_changes": Table(answer_changes(inputs.table("predictions")), ordered=True)}
+    )
 
 
 ANALYSIS = register(
@@ -42,7 +43,7 @@ ANALYSIS = register(
         tables={
             "answer_changes": "per model x perturbed subset, the share of questions "
             "whose answer differs from the clean answer"
-        },  # fmt: skip
+        },
         settings_type=NoSettings,
         run=run,
         requires=("scoring",),

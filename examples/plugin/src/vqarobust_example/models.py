@@ -40,9 +40,14 @@ class ColourBagVQA(VQAModel):
     """The example family's adapter."""
 
     def __init__(
-        self, path_or_id: str, name: str = "model", device: str = "cpu", batch_size: int = 64,
-        dtype: str = "auto", **hub: Any,
-    ) -> None:  # fmt: skip
+        self,
+        path_or_id: str,
+        name: str = "model",
+        device: str = "cpu",
+        batch_size: int = 64,
+        dtype: str = "auto",
+        **hub: Any,
+    ) -> None:
         import torch
         from safetensors.torch import load_file
 

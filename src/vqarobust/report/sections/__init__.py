@@ -26,8 +26,22 @@ from vqarobust.report.sections.base import Run, Section
 
 SECTIONS: tuple[Section, ...] = tuple(
     m.SECTION
-    for m in (summary, settings, figures, calibration, attention, uncertainty, questions,
-              context, failures, tables, plugins, costs, warnings, provenance)
-)  # fmt: skip
+    for m in (
+        summary,
+        settings,
+        figures,
+        calibration,
+        attention,
+        uncertainty,
+        questions,
+        context,
+        failures,
+        tables,
+        plugins,
+        costs,
+        warnings,
+        provenance,
+    )
+)
 
 __all__ = ["SECTIONS", "Run", "Section"]

@@ -30,8 +30,11 @@ def tables(data: Data) -> dict[str, pl.DataFrame]:
 def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     """The mean divergence per model, corruption and severity."""
     shift = data["shift"]
-    return {"attention_shift": fig.attention_shift(shift, run.families) if shift.height
-            else fig.placeholder("No attention maps in this database.")}  # fmt: skip
+    return {
+        "attention_shift": fig.attention_shift(shift, run.families)
+        if shift.height
+        else fig.placeholder("No attention maps in this database.")
+    }
 
 
 def context(data: Data, run: Run) -> dict[str, Any] | None:
@@ -44,9 +47,12 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
     cell = (
         pl.when(pl.col("js_low").is_null())
         .then(pl.format("{}", pl.col("js_mean").round(3)))
-        .otherwise(pl.format("{} [{}, {}]", *(pl.col(c).round(3)
-                                               for c in ("js_mean", "js_low", "js_high"))))
-    )  # fmt: skip
+        .otherwise(
+            pl.format(
+                "{} [{}, {}]", *(pl.col(c).round(3) for c in ("js_mean", "js_low", "js_high"))
+            )
+        )
+    )
     wide = (
         shift.with_columns(pl.col("severity").cast(pl.String), cell.alias("js"))
         .pivot("severity", index=["model", "perturbation"], values="js")

@@ -59,8 +59,9 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     """SSIM and accuracy per corruption and severity."""
     if not data:
         return {"image_quality": fig.placeholder("No image quality scores in this database.")}
-    return {"image_quality": fig.image_quality(data["quality"], data["quality_accuracy"],
-                                               run.families)}  # fmt: skip
+    return {
+        "image_quality": fig.image_quality(data["quality"], data["quality_accuracy"], run.families)
+    }
 
 
 def context(data: Data, run: Run) -> dict[str, Any] | None:
@@ -68,9 +69,12 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
     del run
     if not data:
         return None
-    return {"n_identical": int(data["quality"]["n_identical"].sum()),
-            "ssim_grid": data["ssim_grid"], "quality": data["quality"],
-            "correlation": data["image_quality_correlation"]}  # fmt: skip
+    return {
+        "n_identical": int(data["quality"]["n_identical"].sum()),
+        "ssim_grid": data["ssim_grid"],
+        "quality": data["quality"],
+        "correlation": data["image_quality_correlation"],
+    }
 
 
 SECTION = Section("calibration", ("image_quality",), context, read, figures, tables)

@@ -22,8 +22,14 @@ from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import bounds, table_names, wide, with_interval
 
 # The CSV files this section writes, each the frame of the same name.
-TABLES = ("context_reliance", "effective_accuracy", "context_examples", "context_table1",
-          "context_table2", "context_findings")  # fmt: skip
+TABLES = (
+    "context_reliance",
+    "effective_accuracy",
+    "context_examples",
+    "context_table1",
+    "context_table2",
+    "context_findings",
+)
 
 RELIANCE = """SELECT c.*, i.low, i.high FROM context_reliance c
     LEFT JOIN intervals i ON i.metric = 'context_reliance' AND i.model = c.model
@@ -45,18 +51,24 @@ def _paper(
     def read(name: str) -> pl.DataFrame | None:
         return con.sql(f"SELECT * FROM {name} ORDER BY ALL").pl() if name in tables else None
 
-    inputs, reliance_k, findings = (read(n) for n in ("model_inputs", "context_reliance_k",
-                                                       "context_findings"))  # fmt: skip
+    inputs, reliance_k, findings = (
+        read(n) for n in ("model_inputs", "context_reliance_k", "context_findings")
+    )
     if inputs is None or "context_reliance" not in tables:
-        return {"context_table1": pl.DataFrame(), "context_table2": pl.DataFrame(),
-                "context_findings": pl.DataFrame(schema=FINDING_SCHEMA)}  # fmt: skip
+        return {
+            "context_table1": pl.DataFrame(),
+            "context_table2": pl.DataFrame(),
+            "context_findings": pl.DataFrame(schema=FINDING_SCHEMA),
+        }
     return {
         "context_table1": paper_table1(inputs, reliance, effective),
-        "context_table2": paper_table2(inputs, reliance_k) if reliance_k is not None
+        "context_table2": paper_table2(inputs, reliance_k)
+        if reliance_k is not None
         else pl.DataFrame(),
-        "context_findings": findings if findings is not None
+        "context_findings": findings
+        if findings is not None
         else pl.DataFrame(schema=FINDING_SCHEMA),
-    }  # fmt: skip
+    }
 
 
 def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
@@ -64,8 +76,11 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     thumbnails as ``examples_png``; ``context_examples`` without them for the CSV)."""
     del run
     tables = table_names(con)
-    examples = (con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
-                if "context_examples" in tables else pl.DataFrame())  # fmt: skip
+    examples = (
+        con.sql("SELECT * FROM context_examples ORDER BY rank").pl()
+        if "context_examples" in tables
+        else pl.DataFrame()
+    )
     reliance = con.sql(f"{RELIANCE} ORDER BY ALL").pl()
     effective = con.sql(f"{EFFECTIVE} ORDER BY ALL").pl()
     return {
@@ -88,10 +103,12 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     reliance, examples = data["context_reliance"], data["examples_png"]
     return {
         "context_reliance": fig.context_reliance(reliance, data["effective_accuracy"])
-        if reliance.height else fig.placeholder("No context swaps in this run."),
+        if reliance.height
+        else fig.placeholder("No context swaps in this run."),
         "context_flips": fig.context_flips(examples)
-        if examples.height else fig.placeholder("No swap changed a correct answer."),
-    }  # fmt: skip
+        if examples.height
+        else fig.placeholder("No swap changed a correct answer."),
+    }
 
 
 def context_sentences(comparisons: pl.DataFrame | None, level: float) -> list[str]:
@@ -109,14 +126,21 @@ def context_sentences(comparisons: pl.DataFrame | None, level: float) -> list[st
         note = family_note(c, "context reliance")
         if c["distinguishable"]:
             less, more = (a, b) if c["difference"] < 0 else (b, a)
-            d, lo, hi = (c["difference"], c["low"], c["high"]) if less == a else (
-                -c["difference"], -c["high"], -c["low"])  # fmt: skip
-            out.append(f"{less} relies less on context than {more} (difference in reliance "
-                       f"{with_interval(d, lo, hi)}; {note}).")  # fmt: skip
+            d, lo, hi = (
+                (c["difference"], c["low"], c["high"])
+                if less == a
+                else (-c["difference"], -c["high"], -c["low"])
+            )
+            out.append(
+                f"{less} relies less on context than {more} (difference in reliance "
+                f"{with_interval(d, lo, hi)}; {note})."
+            )
         else:
             d = with_interval(c["difference"], c["low"], c["high"])
-            out.append(f"{a} and {b} rely on context indistinguishably at {level:.0%} "
-                       f"(difference {d}; {note}).")  # fmt: skip
+            out.append(
+                f"{a} and {b} rely on context indistinguishably at {level:.0%} "
+                f"(difference {d}; {note})."
+            )
     return out
 
 
@@ -133,10 +157,14 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
         .select("model", "n_questions", "n_swapped", "accuracy", "effective_accuracy")
     )
     findings = data["context_findings"]
-    return {"reliance": reliance.pivot(on="perturbation", index="model", values="reliance"),
-            "effective": effective, "examples": data["context_examples"],
-            "table1": data["context_table1"], "table2": data["context_table2"],
-            "findings": [finding_sentence(r) for r in findings.iter_rows(named=True)]}  # fmt: skip
+    return {
+        "reliance": reliance.pivot(on="perturbation", index="model", values="reliance"),
+        "effective": effective,
+        "examples": data["context_examples"],
+        "table1": data["context_table1"],
+        "table2": data["context_table2"],
+        "findings": [finding_sentence(r) for r in findings.iter_rows(named=True)],
+    }
 
 
 def context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
@@ -154,15 +182,19 @@ def context_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
             SELECT c.model, 'reliance ' || replace(c.perturbation, 'swap_', ''),
                    CASE WHEN c.perturbation = 'all' THEN 1 ELSE 2 END, c.reliance, i.low, i.high
             FROM context_reliance c
-            {bounds("i", "context_reliance",
-                     "i.model = c.model AND i.perturbation = c.perturbation")}
+            {
+            bounds("i", "context_reliance", "i.model = c.model AND i.perturbation = c.perturbation")
+        }
             UNION ALL
             SELECT e.model, 'effective accuracy', 3, e.effective_accuracy, i.low, i.high
             FROM effective_accuracy e
-            {bounds("i", "effective_accuracy",
-                     "i.model = e.model AND i.perturbation = e.perturbation")}
+            {
+            bounds(
+                "i", "effective_accuracy", "i.model = e.model AND i.perturbation = e.perturbation"
+            )
+        }
             WHERE e.perturbation = 'all'"""
-    ).pl()  # fmt: skip
+    ).pl()
     return wide(long)
 
 
@@ -173,10 +205,14 @@ def context_paper(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, 
     tables = table_names(con)
     if "context_reliance_k" not in tables or "model_inputs" not in tables:
         return None, None
-    table2 = paper_table2(con.sql("SELECT * FROM model_inputs").pl(),
-                          con.sql("SELECT * FROM context_reliance_k").pl())  # fmt: skip
-    findings = (con.sql("SELECT * FROM context_findings ORDER BY ALL").pl()
-                if "context_findings" in tables else None)  # fmt: skip
+    table2 = paper_table2(
+        con.sql("SELECT * FROM model_inputs").pl(), con.sql("SELECT * FROM context_reliance_k").pl()
+    )
+    findings = (
+        con.sql("SELECT * FROM context_findings ORDER BY ALL").pl()
+        if "context_findings" in tables
+        else None
+    )
     return (table2 if table2.height else None), findings
 
 
@@ -196,5 +232,12 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
     }
 
 
-SECTION = Section("context", ("context", "context_at_k", "context_findings", "uncertainty"),
-                  context, read, figures, tables, summary)  # fmt: skip
+SECTION = Section(
+    "context",
+    ("context", "context_at_k", "context_findings", "uncertainty"),
+    context,
+    read,
+    figures,
+    tables,
+    summary,
+)

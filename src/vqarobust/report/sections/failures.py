@@ -89,7 +89,7 @@ def _colour(con: duckdb.DuckDBPyConnection, outside: list[str]) -> dict[str, Any
         "kept_out": "grayscale" in outside,
         "examples": [
             {**r, "images": [("grayscale", b64(r["png"]))]} for r in examples.iter_rows(named=True)
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -115,9 +115,15 @@ def _samples(con: duckdb.DuckDBPyConnection) -> list[dict]:
             f"WHERE question_id = {int(qid)} AND modality IN ('clean', 'image')"
         ).pl()
         truth = max(set(q[1]), key=lambda a: (q[1].count(a), a))
-        out.append({"question": q[0], "truth": truth, "answers": answers,
-                    "thumbs": thumbs.filter(pl.col("question_id") == qid),
-                    "attention": attention.filter(pl.col("question_id") == qid)})  # fmt: skip
+        out.append(
+            {
+                "question": q[0],
+                "truth": truth,
+                "answers": answers,
+                "thumbs": thumbs.filter(pl.col("question_id") == qid),
+                "attention": attention.filter(pl.col("question_id") == qid),
+            }
+        )
     return out
 
 
@@ -154,13 +160,19 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
         s = samples[k - 1]
         # Controls (blank) are no corruption class; the grid shows them last. A
         # corruption outside the VRE tables (grayscale) keeps its registry class.
-        shown = {p: run.families.get(p) or _registry_family(p)
-                 for p in set(s["thumbs"]["perturbation"])}  # fmt: skip
+        shown = {
+            p: run.families.get(p) or _registry_family(p) for p in set(s["thumbs"]["perturbation"])
+        }
         maps = s["attention"]
         out[f"answer_grid_{k}"] = fig.answer_grid(
-            s["question"], s["truth"], s["thumbs"], s["answers"], shown,
-            maps if maps.height else None, maps["model"][0] if maps.height else None,
-        )  # fmt: skip
+            s["question"],
+            s["truth"],
+            s["thumbs"],
+            s["answers"],
+            shown,
+            maps if maps.height else None,
+            maps["model"][0] if maps.height else None,
+        )
     return out
 
 
@@ -169,10 +181,18 @@ def context(data: Data, run: Run) -> dict[str, Any]:
     del run
     return {
         "sample_grids": list(range(1, min(len(data["samples"]), N_ANSWER_GRIDS) + 1)),
-        "flips": data["flips"], "kinds": data["kinds"],
-        "examples": examples_context(data["kind_examples"]), "colour": data["colour"],
-    }  # fmt: skip
+        "flips": data["flips"],
+        "kinds": data["kinds"],
+        "examples": examples_context(data["kind_examples"]),
+        "colour": data["colour"],
+    }
 
 
-SECTION = Section("failures", ("samples", "mispredictions", "colour_bias", "attention"),
-                  context, read, figures, tables)  # fmt: skip
+SECTION = Section(
+    "failures",
+    ("samples", "mispredictions", "colour_bias", "attention"),
+    context,
+    read,
+    figures,
+    tables,
+)

@@ -26,8 +26,9 @@ def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
     """The ``top`` most frequent question types x image corruptions, mean accuracy over
     the models, as (model = question type, corruption, accuracy) for the heatmap."""
     if "question_type_perturbation" not in table_names(con):  # written before it existed
-        return pl.DataFrame(schema={"model": pl.String, "corruption": pl.String,
-                                    "accuracy": pl.Float64})  # fmt: skip
+        return pl.DataFrame(
+            schema={"model": pl.String, "corruption": pl.String, "accuracy": pl.Float64}
+        )
     return con.sql(
         f"""SELECT q.question_type AS model, q.perturbation AS corruption, q.accuracy
             FROM question_type_perturbation q
@@ -52,16 +53,19 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
                  AND i.modality IN ('clean', 'image')
                ORDER BY ALL"""
         ).pl(),
-        "not_significant": set(con.execute(
-            "SELECT model, perturbation FROM drop_tests WHERE modality = 'image' "
-            "GROUP BY ALL HAVING NOT bool_or(significant)").fetchall()),
+        "not_significant": set(
+            con.execute(
+                "SELECT model, perturbation FROM drop_tests WHERE modality = 'image' "
+                "GROUP BY ALL HAVING NOT bool_or(significant)"
+            ).fetchall()
+        ),
         "sub": con.sql(
             "SELECT model, perturbation AS corruption, * EXCLUDE (model, modality, perturbation) "
             "FROM submetrics WHERE modality = 'image' ORDER BY model, corruption"
         ).pl(),
-        "sweep": con.sql(
-            "SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'"
-        ).pl().with_columns(pl.col("scope").replace("perturbation", "corruption")),
+        "sweep": con.sql("SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'")
+        .pl()
+        .with_columns(pl.col("scope").replace("perturbation", "corruption")),
         "atype_long": con.sql(
             "SELECT model, perturbation AS corruption, severity, answer_type, n, accuracy "
             f"FROM answer_type_accuracy WHERE {image}"
@@ -71,7 +75,7 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
             f"FROM question_type_accuracy WHERE {image}"
         ).pl(),
         "type_grid": _type_grid(con, TOP_QUESTION_TYPES),
-    }  # fmt: skip
+    }
 
 
 def tables(data: Data) -> dict[str, pl.DataFrame]:
@@ -90,22 +94,33 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
         return None if image_side else fig.placeholder("No image perturbations in this run.")
 
     return {
-        "relative_drop": no_images() or fig.heatmap(
-            sub, "relative_drop", "Severity-aggregated relative drop A_rel", families,
-            not_significant=data["not_significant"]),
-        "average_error": no_images() or fig.heatmap(sub, "average_error", "Average error",
-                                                  families, "Blues"),
+        "relative_drop": no_images()
+        or fig.heatmap(
+            sub,
+            "relative_drop",
+            "Severity-aggregated relative drop A_rel",
+            families,
+            not_significant=data["not_significant"],
+        ),
+        "average_error": no_images()
+        or fig.heatmap(sub, "average_error", "Average error", families, "Blues"),
         "error_vs_severity": no_images() or fig.error_vs_severity(data["accuracy"], families),
         "radar": no_images() or fig.radars(sub, labels),
         "vre_sweep": no_images() or fig.vre_sweep(data["sweep"]),
         "answer_type_accuracy": fig.type_accuracy(data["atype_long"], "answer_type", families),
-        "question_type_accuracy": fig.type_accuracy(data["qtype_long"], "question_type",
-                                                    families, top=TOP_QUESTION_TYPES),
+        "question_type_accuracy": fig.type_accuracy(
+            data["qtype_long"], "question_type", families, top=TOP_QUESTION_TYPES
+        ),
         "question_type_perturbation": fig.heatmap(
-            grid, "accuracy", "Accuracy per question type x corruption (mean over models, "
-            "severities 1-5)", families, "Blues") if grid.height
+            grid,
+            "accuracy",
+            "Accuracy per question type x corruption (mean over models, severities 1-5)",
+            families,
+            "Blues",
+        )
+        if grid.height
         else fig.placeholder("No question_type_perturbation table in this database."),
-    }  # fmt: skip
+    }
 
 
 def weakest_types_sentence(weakest: pl.DataFrame | None, min_questions: int) -> str | None:
@@ -153,5 +168,6 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
     return {"weakest_types": weakest_types(con)}
 
 
-SECTION = Section("figures", ("accuracy", "robustness", "uncertainty"), context, read,
-                  figures, tables, summary)  # fmt: skip
+SECTION = Section(
+    "figures", ("accuracy", "robustness", "uncertainty"), context, read, figures, tables, summary
+)

@@ -23,8 +23,7 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     """Per plugin analysis with a table in the results file: its description and the
     first :data:`ROWS` rows of each of its tables, with their row counts."""
     del run
-    present = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables")
-               .fetchall()}  # fmt: skip
+    present = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables").fetchall()}
     out = []
     for analysis in plugin_analyses():
         tables = []

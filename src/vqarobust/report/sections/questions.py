@@ -23,9 +23,17 @@ EXAMPLE_LEVELS = (1, 4, 7)
 # The example question is the longest of the first this many.
 EXAMPLE_CANDIDATES = 20
 # The CSV files this section writes, each the frame of the same name.
-TABLES = ("text_accuracy", "vre_text", "mmi_modalities", "rscore_basic_questions",
-          "rscore_text", "question_examples", "truncated_questions", "rscore_datasets",
-          "ranker_comparison")  # fmt: skip
+TABLES = (
+    "text_accuracy",
+    "vre_text",
+    "mmi_modalities",
+    "rscore_basic_questions",
+    "rscore_text",
+    "question_examples",
+    "truncated_questions",
+    "rscore_datasets",
+    "ranker_comparison",
+)
 
 
 def _optional(con: duckdb.DuckDBPyConnection, name: str, order: str) -> pl.DataFrame:
@@ -52,9 +60,13 @@ def _rscore_datasets(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     if not rows.height:
         return pl.DataFrame(schema=schema)
     names = rows["perturbation"].unique().to_list()
-    info = pl.DataFrame({"perturbation": names,
-                         "ranker": [bq.ranker_name(n) for n in names],
-                         "dataset": [bq.bq_dataset(n) for n in names]})  # fmt: skip
+    info = pl.DataFrame(
+        {
+            "perturbation": names,
+            "ranker": [bq.ranker_name(n) for n in names],
+            "dataset": [bq.bq_dataset(n) for n in names],
+        }
+    )
     rows = rows.join(info, on="perturbation")
     out = rows.select("model", "ranker").unique().sort("model", "ranker")
     for dataset, label in (("general", "R_score1"), ("yes_no", "R_score2")):
@@ -62,11 +74,17 @@ def _rscore_datasets(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         if not part.height:
             continue
         out = out.join(
-            part.select("model", "ranker", pl.col("acc_di").alias(f"{label} mean drop (pts)"),
-                        pl.col("rscore").alias(label), pl.col("low").alias(f"{label} low"),
-                        pl.col("high").alias(f"{label} high")),
-            on=["model", "ranker"], how="left",
-        )  # fmt: skip
+            part.select(
+                "model",
+                "ranker",
+                pl.col("acc_di").alias(f"{label} mean drop (pts)"),
+                pl.col("rscore").alias(label),
+                pl.col("low").alias(f"{label} low"),
+                pl.col("high").alias(f"{label} high"),
+            ),
+            on=["model", "ranker"],
+            how="left",
+        )
     return out
 
 
@@ -86,11 +104,13 @@ def ranker_sentence(comparison: pl.DataFrame) -> str | None:
     if not ranked.height:
         return None
     best = ranked.row(0, named=True)
-    return (f"The most level-controllable noise here comes from {best['perturbation']}: "
-            f"accuracy's rank correlation with the level is {best['spearman']:.3f} (mean over "
-            f"{best['models']} models), {best['non_rising']:.1%} of the steps from one level "
-            f"to the next do not raise accuracy, and accuracy falls by "
-            f"{best['first_to_last']:.3f} from the first level to the last.")  # fmt: skip
+    return (
+        f"The most level-controllable noise here comes from {best['perturbation']}: "
+        f"accuracy's rank correlation with the level is {best['spearman']:.3f} (mean over "
+        f"{best['models']} models), {best['non_rising']:.1%} of the steps from one level "
+        f"to the next do not raise accuracy, and accuracy falls by "
+        f"{best['first_to_last']:.3f} from the first level to the last."
+    )
 
 
 def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -103,8 +123,9 @@ def _question_examples(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         f"ORDER BY question_id LIMIT {EXAMPLE_CANDIDATES})"
     ).pl()
     if not sets.height:
-        return pl.DataFrame(schema={"perturbation": pl.String, "severity": pl.Int16,
-                                    "question": pl.String})  # fmt: skip
+        return pl.DataFrame(
+            schema={"perturbation": pl.String, "severity": pl.Int16, "question": pl.String}
+        )
     by_length = sets.unique("question_id").sort(
         pl.col("original").str.len_chars(), "question_id", descending=[True, False]
     )
@@ -204,15 +225,19 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     levels = data["rscore_basic_questions"]
     return {
         "text_error_vs_severity": fig.error_vs_severity(rows, text_families)
-        if has_text else fig.placeholder("No text perturbations in this run."),
+        if has_text
+        else fig.placeholder("No text perturbations in this run."),
         "mmi_modalities": fig.mmi_modalities(data["mmi_long"])
-        if data["mmi_long"].height else fig.placeholder("No modality to compare."),
+        if data["mmi_long"].height
+        else fig.placeholder("No modality to compare."),
         "rscore_basic_questions": fig.rscore_levels(
             levels.rename({"level": "severity"}).with_columns(
                 pl.col("ranker").str.replace("^ynbq_(.*)$", "${1} (yes/no)").str.strip_prefix("bq_")
             )
-        ) if levels.height else fig.placeholder("No basic-question noise in this run."),
-    }  # fmt: skip
+        )
+        if levels.height
+        else fig.placeholder("No basic-question noise in this run."),
+    }
 
 
 def _levels_wide(rscore: pl.DataFrame) -> pl.DataFrame:
@@ -231,15 +256,16 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
     skipped, drops = data["skipped_perturbations"], data["fidelity_drops"]
     has_text = data["text_accuracy"].filter(pl.col("severity") > 0).height > 0
     levels = data["rscore_basic_questions"]
-    if not (has_text or levels.height or skipped.height or drops.height
-            or data["vqabq"].height):  # fmt: skip
+    if not (has_text or levels.height or skipped.height or drops.height or data["vqabq"].height):
         return None
     dropped = int(drops["n_dropped"].sum()) if drops.height else 0
     return {
         "skipped": {"n": skipped.height, "table": skipped.sort("perturbation")}
-        if skipped.height else None,
+        if skipped.height
+        else None,
         "drops": {"n": dropped, "n_sets": int((drops["n_dropped"] > 0).sum()), "table": drops}
-        if dropped else None,
+        if dropped
+        else None,
         "vre_text": data["vre_text"],
         "mmi_modalities": data["mmi_modalities"],
         "rscore_text": data["rscore_text"],
@@ -254,7 +280,7 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
         "examples": data["question_examples"],
         "truncated_totals": data["truncated_totals"],
         "truncated": data["truncated_questions"],
-    }  # fmt: skip
+    }
 
 
 def question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
@@ -267,8 +293,12 @@ def question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
         return None
     group = 'm."group"'
     mmi_order = f"CASE {group} WHEN 'image' THEN 1 WHEN 'text' THEN 2 WHEN 'all' THEN 3 ELSE 4 END"
-    mmi_bounds = bounds("i", "mmi", "i.model = m.model AND i.modality = 'all' AND "
-                         f"i.key = 'modality' AND i.perturbation = {group}")  # fmt: skip
+    mmi_bounds = bounds(
+        "i",
+        "mmi",
+        "i.model = m.model AND i.modality = 'all' AND "
+        f"i.key = 'modality' AND i.perturbation = {group}",
+    )
     long = con.sql(
         f"""SELECT v.model, 'text VRE' AS col, 0 AS k, v.vre AS v, i.low, i.high
             FROM vre_model v
@@ -285,9 +315,15 @@ def question_side(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
             FROM (SELECT model, perturbation, avg(rscore) AS r FROM rscore
                   WHERE modality = 'basic_question' AND perturbation <> 'all'
                   GROUP BY ALL) r
-            {bounds("i", "rscore_mean", "i.model = r.model AND i.modality = 'basic_question' "
-                     "AND i.perturbation = r.perturbation")}"""
-    ).pl()  # fmt: skip
+            {
+            bounds(
+                "i",
+                "rscore_mean",
+                "i.model = r.model AND i.modality = 'basic_question' "
+                "AND i.perturbation = r.perturbation",
+            )
+        }"""
+    ).pl()
     return wide(long)
 
 
@@ -319,5 +355,12 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
     return {"questions": question_side(con), "rscore": (t, m), "rankers": ranker_methods(con)}
 
 
-SECTION = Section("questions", ("scoring", "accuracy", "robustness", "uncertainty", "vqabq"),
-                  context, read, figures, tables, summary)  # fmt: skip
+SECTION = Section(
+    "questions",
+    ("scoring", "accuracy", "robustness", "uncertainty", "vqabq"),
+    context,
+    read,
+    figures,
+    tables,
+    summary,
+)

@@ -76,10 +76,13 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
         f"""SELECT c.perturbation AS corruption, c.vre, r.low AS vre_low, r.high AS vre_high,
                   c.relative_drop AS aggregated_drop
            FROM vre_corruption c
-           {bounds("r", "vre_perturbation",
-                    "r.modality = 'image' AND r.perturbation = c.perturbation")}
+           {
+            bounds(
+                "r", "vre_perturbation", "r.modality = 'image' AND r.perturbation = c.perturbation"
+            )
+        }
            WHERE c.modality = 'image' ORDER BY c.vre DESC, corruption"""
-    ).pl()  # fmt: skip
+    ).pl()
     n_images, n_questions = con.execute(
         "SELECT count(DISTINCT image_id), count(*) FROM questions"
     ).fetchall()[0]
@@ -88,13 +91,20 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
         f"""SELECT r.model, r.ratio, i.low AS ratio_low, i.high AS ratio_high,
                    r.uses_image_little
             FROM image_reliance r
-            {bounds("i", "image_reliance_ratio",
-                     "i.model = r.model AND i.perturbation = r.control")}
+            {
+            bounds("i", "image_reliance_ratio", "i.model = r.model AND i.perturbation = r.control")
+        }
             WHERE r.control = 'blank' ORDER BY r.model"""
-    ).pl()  # fmt: skip
-    return {"models": models, "corruptions": corruptions, "n_images": n_images,
-            "n_questions": n_questions, "metric": metric, "reliance": reliance,
-            "unscaled": unscaled_submetrics(con) if models.height == 1 else None}  # fmt: skip
+    ).pl()
+    return {
+        "models": models,
+        "corruptions": corruptions,
+        "n_images": n_images,
+        "n_questions": n_questions,
+        "metric": metric,
+        "reliance": reliance,
+        "unscaled": unscaled_submetrics(con) if models.height == 1 else None,
+    }
 
 
 def unscaled_submetrics(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -129,8 +139,10 @@ def reliance_sentence(reliance: pl.DataFrame | None, threshold: float) -> str | 
         return None
     little = reliance.filter(pl.col("uses_image_little"))
     if little.is_empty():
-        return (f"Every model loses more than {1 - threshold:.0%} of its clean accuracy "
-                "without the image (blank control).")  # fmt: skip
+        return (
+            f"Every model loses more than {1 - threshold:.0%} of its clean accuracy "
+            "without the image (blank control)."
+        )
 
     def share(r: float, lo: float | None, hi: float | None) -> str:
         return f"{r:.0%}" if lo is None or hi is None else f"{r:.0%} [{lo:.0%}, {hi:.0%}]"
@@ -153,13 +165,17 @@ def reading(s: Summary) -> str:
         return NO_IMAGE_SIDE
     best = s.models.row(0, named=True)
     vre = with_interval(best["vre"], best["vre_low"], best["vre_high"])
-    accuracy = (f"accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average "
-                "over the corruptions at severities 1-5, a relative drop of "
-                f"{best['relative_drop']:.1%}")  # fmt: skip
+    accuracy = (
+        f"accuracy {best['clean']:.3f} clean and {best['corrupted']:.3f} on average "
+        "over the corruptions at severities 1-5, a relative drop of "
+        f"{best['relative_drop']:.1%}"
+    )
     if s.models.height < 2:
-        text = [f"{best['model']}: {accuracy}. With one model VRE weighs only the corruptions "
-                "against each other, so no model VRE is given (its unscaled sub-metrics are "
-                "in the summary and the tables)."]  # fmt: skip
+        text = [
+            f"{best['model']}: {accuracy}. With one model VRE weighs only the corruptions "
+            "against each other, so no model VRE is given (its unscaled sub-metrics are "
+            "in the summary and the tables)."
+        ]
     else:
         text = [f"{best['model']} has the lowest VRE ({vre}; {accuracy})."]
     text += comparison_sentences(s.models, s.comparisons, s.level)
@@ -181,10 +197,16 @@ def context(data: Data, run: Run) -> dict[str, Any]:
     """The page's opening: the reading, the headline table, image reliance, skips."""
     summary, reliance, info = run.summary, data["reliance"], run.info
     headline = headline_table(summary)
-    models = headline.join(reliance.select("model", pl.col("control_accuracy").alias(
-        "accuracy without the image (blank)")), on="model", how="left")  # fmt: skip
-    models = models.select(*headline.columns[:2], "accuracy without the image (blank)",
-                           *headline.columns[2:])  # fmt: skip
+    models = headline.join(
+        reliance.select(
+            "model", pl.col("control_accuracy").alias("accuracy without the image (blank)")
+        ),
+        on="model",
+        how="left",
+    )
+    models = models.select(
+        *headline.columns[:2], "accuracy without the image (blank)", *headline.columns[2:]
+    )
     k = min(N_NAMED, max(1, summary.corruptions.height // 2))
     n_skipped = int(info.get("dataset.n_skipped_images", "0"))
     little = reliance.filter(pl.col("uses_image_little"))
@@ -198,18 +220,30 @@ def context(data: Data, run: Run) -> dict[str, Any]:
         "strongest": ", ".join(summary.corruptions.head(k)["corruption"]),
         "weakest": ", ".join(summary.corruptions.tail(k).reverse()["corruption"]),
         "reliance": {
-            "little": ", ".join(f"{m} ({r:.0%} of its clean accuracy without the image)"
-                                for m, r in little.select("model", "ratio").iter_rows()),
-            "n_little": little.height, "any": reliance.height > 0,
+            "little": ", ".join(
+                f"{m} ({r:.0%} of its clean accuracy without the image)"
+                for m, r in little.select("model", "ratio").iter_rows()
+            ),
+            "n_little": little.height,
+            "any": reliance.height > 0,
             "ratio": IMAGE_RELIANCE_RATIO,
         },
         "skipped": {
-            "n": n_skipped, "n_questions": info.get("dataset.n_skipped_questions", "?"),
+            "n": n_skipped,
+            "n_questions": info.get("dataset.n_skipped_questions", "?"),
             "listed": ", ".join(f"{i} ({r})" for i, r in listed),
             "more": n_skipped > N_SKIPPED_LISTED,
-        } if n_skipped else None,
-    }  # fmt: skip
+        }
+        if n_skipped
+        else None,
+    }
 
 
-SECTION = Section("summary", ("scoring", "accuracy", "robustness", "uncertainty"), context,
-                  read, tables=tables, summary=summary)  # fmt: skip
+SECTION = Section(
+    "summary",
+    ("scoring", "accuracy", "robustness", "uncertainty"),
+    context,
+    read,
+    tables=tables,
+    summary=summary,
+)

@@ -67,16 +67,19 @@ def family_sentences(families: pl.DataFrame) -> list[str]:
             continue
         rows = rows.sort("relative_drop", "family", descending=[True, False])
         top, rest = rows.row(0, named=True), rows.slice(1)
-        drop = with_interval(top["relative_drop"], top["relative_drop_low"],
-                             top["relative_drop_high"])  # fmt: skip
+        drop = with_interval(
+            top["relative_drop"], top["relative_drop_low"], top["relative_drop_high"]
+        )
         text = f"{model}: the {top['family']} perturbations cost the most (relative drop {drop}"
         if top["relative_drop_low"] is None or rest["relative_drop_high"].null_count():
             out.append(text + "; no intervals in this run).")
             continue
         overlapping = int((rest["relative_drop_high"] >= top["relative_drop_low"]).sum())
         if overlapping:
-            text += (f"), but its interval overlaps {overlapping} of the other "
-                     f"{rest.height} families' intervals.")  # fmt: skip
+            text += (
+                f"), but its interval overlaps {overlapping} of the other "
+                f"{rest.height} families' intervals."
+            )
         else:
             text += f"), its interval above every other family's ({rest.height})."
         out.append(text)
@@ -123,11 +126,15 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
 
 def tables(data: Data) -> dict[str, pl.DataFrame]:
     """The VRE, MMI and R_score tables and accuracy per question and answer type."""
-    return {"vre_model": data["vre_model"], "vre_corruption": data["vre_corruption"],
-            "vre_family": data["vre_family"],
-            "mmi": data["mmi"], "rscore": data["rscore"],
-            "question_type_accuracy": data["question_type"],
-            "answer_type_accuracy": data["answer_type"]}  # fmt: skip
+    return {
+        "vre_model": data["vre_model"],
+        "vre_corruption": data["vre_corruption"],
+        "vre_family": data["vre_family"],
+        "mmi": data["mmi"],
+        "rscore": data["rscore"],
+        "question_type_accuracy": data["question_type"],
+        "answer_type_accuracy": data["answer_type"],
+    }
 
 
 def context(data: Data, run: Run) -> dict[str, Any]:
@@ -141,5 +148,4 @@ def context(data: Data, run: Run) -> dict[str, Any]:
     }
 
 
-SECTION = Section("tables", ("model_cards", "robustness", "accuracy"), context, read,
-                  tables=tables)  # fmt: skip
+SECTION = Section("tables", ("model_cards", "robustness", "accuracy"), context, read, tables=tables)

@@ -21,8 +21,7 @@ from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.summary import Summary
 
 # The CSV files this section writes, each the table of the same name.
-TABLES = ("intervals", "model_comparisons", "rank_stability", "drop_tests",
-          "effective_robustness")  # fmt: skip
+TABLES = ("intervals", "model_comparisons", "rank_stability", "drop_tests", "effective_robustness")
 # Cells whose drop is not significant shown on the page (the CSV holds all).
 N_WEAK_SHOWN = 60
 
@@ -83,10 +82,12 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
     n_models = data["models"].height
     return {
         "vre_intervals": fig.vre_intervals(data["vre_bounds"], ranks, run.summary.level)
-        if data["vre_bounds"].height else fig.placeholder("No VRE in this run."),
-        "effective_robustness": fig.effective_robustness(fit) if fit.height
+        if data["vre_bounds"].height
+        else fig.placeholder("No VRE in this run."),
+        "effective_robustness": fig.effective_robustness(fit)
+        if fit.height
         else fig.placeholder(no_fit_reason(n_models)),
-    }  # fmt: skip
+    }
 
 
 def comparison_sentences(
@@ -101,8 +102,10 @@ def comparison_sentences(
     if models.height < 2:
         return []
     if comparisons is None or comparisons.is_empty():
-        return ["No interval was computed (uncertainty.resamples: 0), so no model is called "
-                "more robust than another."]  # fmt: skip
+        return [
+            "No interval was computed (uncertainty.resamples: 0), so no model is called "
+            "more robust than another."
+        ]
     vre = dict(models.select("model", "vre").iter_rows())
     out = []
     for c in comparisons.sort("model_a", "model_b").iter_rows(named=True):
@@ -110,8 +113,11 @@ def comparison_sentences(
         note = family_note(c, "image-side VRE")
         if c["distinguishable"]:
             better, worse = (a, b) if c["difference"] < 0 else (b, a)
-            d, lo, hi = (c["difference"], c["low"], c["high"]) if better == a else (
-                -c["difference"], -c["high"], -c["low"])  # fmt: skip
+            d, lo, hi = (
+                (c["difference"], c["low"], c["high"])
+                if better == a
+                else (-c["difference"], -c["high"], -c["low"])
+            )
             out.append(
                 f"{better} is more robust than {worse} (VRE {vre[better]:.3f} vs "
                 f"{vre[worse]:.3f}, difference {d:.3f} [{lo:.3f}, {hi:.3f}]; {note})."
@@ -128,16 +134,34 @@ def _tests(tests: pl.DataFrame) -> dict[str, Any] | None:
     """The drop tests' counts per modality and test, and the cells not significant."""
     if not tests.height:
         return None
-    counts = tests.group_by("modality", "test").agg(
-        pl.len().alias("cells"), pl.col("significant").sum().alias("significant drops"),
-        (~pl.col("significant")).sum().alias("not significant"),
-    ).sort("modality", "test")  # fmt: skip
+    counts = (
+        tests.group_by("modality", "test")
+        .agg(
+            pl.len().alias("cells"),
+            pl.col("significant").sum().alias("significant drops"),
+            (~pl.col("significant")).sum().alias("not significant"),
+        )
+        .sort("modality", "test")
+    )
     weak = tests.filter(~pl.col("significant")).select(
-        "model", "modality", "perturbation", "severity", "n_worse", "n_better",
-        "mean_difference", "p_value", "p_adjusted")  # fmt: skip
+        "model",
+        "modality",
+        "perturbation",
+        "severity",
+        "n_worse",
+        "n_better",
+        "mean_difference",
+        "p_value",
+        "p_adjusted",
+    )
     adjust = ADJUSTMENT_NAMES.get(tests["adjust"][0], "")
-    return {"counts": counts, "weak": weak.head(N_WEAK_SHOWN), "n_weak": weak.height,
-            "adjust": adjust, "n_cells": tests.height}  # fmt: skip
+    return {
+        "counts": counts,
+        "weak": weak.head(N_WEAK_SHOWN),
+        "n_weak": weak.height,
+        "adjust": adjust,
+        "n_cells": tests.height,
+    }
 
 
 def context(data: Data, run: Run) -> dict[str, Any]:
@@ -152,15 +176,30 @@ def context(data: Data, run: Run) -> dict[str, Any]:
         "interval_note": interval_note(run.summary),
         "level": run.summary.level,
         "comparisons": comparisons.select(
-            "modality", "metric", "model_a", "model_b",
-            pl.col("difference").alias("difference a - b"), "low", "high", "se", "p_value",
-            "p_adjusted", "family_size", "distinguishable") if comparisons.height else None,
-        "ranks": ranks.with_columns(pl.format("rank {}", "rank").alias("rank"))
-        .pivot(on="rank", index=["modality", "model"], values="share") if ranks.height else None,
+            "modality",
+            "metric",
+            "model_a",
+            "model_b",
+            pl.col("difference").alias("difference a - b"),
+            "low",
+            "high",
+            "se",
+            "p_value",
+            "p_adjusted",
+            "family_size",
+            "distinguishable",
+        )
+        if comparisons.height
+        else None,
+        "ranks": ranks.with_columns(pl.format("rank {}", "rank").alias("rank")).pivot(
+            on="rank", index=["modality", "model"], values="share"
+        )
+        if ranks.height
+        else None,
         "effective": eff.drop("perturbation") if eff.height else None,
         "no_fit_reason": no_fit_reason(data["models"].height),
         "tests": _tests(data["drop_tests"]),
-    }  # fmt: skip
+    }
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> Data:
@@ -171,10 +210,14 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
     comparisons = con.sql(
         "SELECT * FROM model_comparisons WHERE modality = 'image' AND metric = 'vre'"
     ).pl()
-    return {"comparisons": comparisons, "level": float(unc.get("level", 0.95)),
-            "cluster": str(unc.get("cluster", "image")),
-            "resamples": int(unc.get("resamples", 0))}  # fmt: skip
+    return {
+        "comparisons": comparisons,
+        "level": float(unc.get("level", 0.95)),
+        "cluster": str(unc.get("cluster", "image")),
+        "resamples": int(unc.get("resamples", 0)),
+    }
 
 
-SECTION = Section("uncertainty", ("uncertainty", "robustness"), context, read, figures,
-                  tables, summary)  # fmt: skip
+SECTION = Section(
+    "uncertainty", ("uncertainty", "robustness"), context, read, figures, tables, summary
+)
