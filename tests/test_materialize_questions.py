@@ -277,3 +277,37 @@ def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path):
     )
     assert missing.returncode != 0
     assert "neither a folder nor in the local Hugging Face cache" in missing.stderr
+
+
+def test_own_set_leaves_a_dropped_question_only_its_set(easy_vqa_eval, dropped_set, tmp_path):
+    import duckdb
+
+    from tests.test_db_report import _write_predictions
+    from vqarobust import store
+    from vqarobust.db import DatabaseInputs, build_database
+
+    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
+    gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
+    kept = [q for q in questions if q["question_id"] not in gone]
+    paths = [
+        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        _write_predictions(
+            tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s
+        ),
+        _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
+    ]
+    db = tmp_path / "r.duckdb"
+    build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths, question_set_paths=[dropped_set]),
+        families={"char_delete": "char", "snow": "weather"},
+        dropped_questions="own_set",
+    )
+    with duckdb.connect(str(db), read_only=True) as con:
+        asked = dict(con.execute("SELECT modality, max(n) FROM accuracy GROUP BY ALL").fetchall())
+        n_questions = con.execute("SELECT count(*) FROM questions").fetchone()[0]
+        info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+    # Only the set that dropped them lacks them; clean and image subsets keep every one.
+    assert asked == {"clean": len(questions), "image": len(questions), "text": len(kept)}
+    assert n_questions == len(questions)
+    assert f"{len(gone)} questions are missing from some perturbed set" in info["warnings"]

@@ -347,6 +347,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "severities": ("tiny", put("severities", [1, 3, 5])),
     "scoring.metric": ("tiny", put("scoring.metric", "exact_match")),
     "scoring.on_failed_answers": ("tiny", put("scoring.on_failed_answers", "skip")),
+    "text.dropped_questions": ("tiny", put("text.dropped_questions", "own_set")),
     "scoring.max_unanswered_share": ("tiny", put("scoring.max_unanswered_share", 0.05)),
     "vre.preferences.first_drop": ("tiny", put("vre.preferences.first_drop", 2.0)),
     "vre.preferences.range_of_error": ("tiny", put("vre.preferences.range_of_error", 2.0)),

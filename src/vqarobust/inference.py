@@ -287,8 +287,27 @@ def run_model_job(
         [("image_id", "ascending"), ("question_id", "ascending")]
     )
     digest = Digests()
-    # The weights are resolved (downloaded if allowed) before they are fingerprinted, and
-    # the adapter loads the resolved files: the recorded commit is the one that ran.
+    loader, job = _prepare_job(ref, device, digest(questions_path), chunk_size)
+    job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
+    planned = []
+    for subsets, out_path in outputs:
+        parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
+        keys = [subset_key(job, part) for part in parts]
+        chunks = ChunkStore(out_path)
+        chunks.open({k: {"job": job, "subset": p} for k, p in zip(keys, parts, strict=True)})
+        # Whichever output loads the model counts its parameters for every output.
+        loader.counted.append(chunks.parameters(job_key))
+        planned.append(_Output(list(subsets), out_path, parts, keys, chunks))
+    run = _Run(questions, job, job_key, loader, chunk_size)
+    return [_write_output(output, run) for output in planned]
+
+
+def _prepare_job(
+    ref: ModelRef, device: str, questions: str | None, chunk_size: int
+) -> tuple[_Loader, dict[str, Any]]:
+    """The job's loader and fingerprint. The weights are resolved (downloaded if allowed)
+    before they are fingerprinted, and the adapter loads the resolved files: the recorded
+    commit is the one that ran."""
     allow_download = bool({**ref.spec, **(ref.options or {})}.get("allow_download", False))
     resolved = resolve_checkpoints(ref.spec, ref.name, allow_download)
     code = family_code_digest(ref.spec.get("family"))
@@ -299,56 +318,67 @@ def run_model_job(
         # name and address reuses none of them.
         resolved.identity["model"].update(loader().identity())
     job = job_fingerprint(
-        ref.name, ref.spec, resolved.identity, code, digest(questions_path), device, chunk_size
+        ref.name, ref.spec, resolved.identity, code, questions, device, chunk_size
     )
-    job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
-    planned = []
-    for subsets, out_path in outputs:
-        parts = [subset_fingerprint(_inputs(s), digest) for s in subsets]
-        keys = [subset_key(job, part) for part in parts]
-        chunks = ChunkStore(out_path)
-        chunks.open({k: {"job": job, "subset": p} for k, p in zip(keys, parts, strict=True)})
-        # Whichever output loads the model counts its parameters for every output.
-        loader.counted.append(chunks.parameters(job_key))
-        planned.append((subsets, out_path, parts, keys, chunks))
-    rows = []
-    for subsets, out_path, parts, keys, chunks in planned:
-        started = time.time()
-        # One reader per folder and output: a context output's severities share one
-        # feature table and one swap table; the next output's folders replace them.
-        readers: dict[tuple, Any] = {}
-        files, costs = [], []
-        for subset, key in zip(subsets, keys, strict=True):
-            asked = subset_questions(questions, subset)
-            mine = _answer_subset(subset, asked, chunks, key, loader, readers, chunk_size)
-            files += mine
-            cell = {
-                "modality": subset.modality,
-                "perturbation": subset.perturbation,
-                "severity": subset.severity,
-            }
-            cost = total_cost(mine)
-            if cost is not None:  # a chunk kept from before costs were recorded: unknown
-                costs.append({**cell, **cost})
-        counted = chunks.parameters(job_key)
-        parameters = json.loads(counted.read_text()) if counted.exists() else None
-        record = {
-            "inputs": {**job, "subsets": parts},
-            "started": started,
-            "finished": time.time(),
-            "parameters": parameters,
-            "machine": machine(),
-            "costs": costs,
-            "load_s": loader.load_s,
-            "served_as": sorted(loader.served_as(), key=str),
-        }
-        table = chunks.merge(files).replace_schema_metadata(
-            {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
+    return loader, job
+
+
+@dataclass(frozen=True)
+class _Output:
+    """One output file of a job: its subsets, their fingerprints and keys, its chunks."""
+
+    subsets: list[Subset]
+    path: str | os.PathLike[str]
+    parts: list[dict[str, Any]]
+    keys: list[str]
+    chunks: ChunkStore
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every output of a job shares."""
+
+    questions: pa.Table
+    job: dict[str, Any]
+    job_key: str
+    loader: _Loader
+    chunk_size: int
+
+
+def _write_output(output: _Output, run: _Run) -> int:
+    """Answer what is missing of one output, write it with its record; its row count."""
+    started = time.time()
+    # One reader per folder and output: a context output's severities share one feature
+    # table and one swap table; the next output's folders replace them.
+    readers: dict[tuple, Any] = {}
+    files, costs = [], []
+    for subset, key in zip(output.subsets, output.keys, strict=True):
+        asked = subset_questions(run.questions, subset)
+        mine = _answer_subset(
+            subset, asked, output.chunks, key, run.loader, readers, run.chunk_size
         )
-        store.write_table(table, out_path)
-        chunks.prune(keys, job_key)
-        rows.append(table.num_rows)
-    return rows
+        files += mine
+        cost = total_cost(mine)
+        if cost is not None:  # a chunk kept from before costs were recorded: unknown
+            cell = {"modality": subset.modality, "perturbation": subset.perturbation}
+            costs.append({**cell, "severity": subset.severity, **cost})
+    counted = output.chunks.parameters(run.job_key)
+    record = {
+        "inputs": {**run.job, "subsets": output.parts},
+        "started": started,
+        "finished": time.time(),
+        "parameters": json.loads(counted.read_text()) if counted.exists() else None,
+        "machine": machine(),
+        "costs": costs,
+        "load_s": run.loader.load_s,
+        "served_as": sorted(run.loader.served_as(), key=str),
+    }
+    table = output.chunks.merge(files).replace_schema_metadata(
+        {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
+    )
+    store.write_table(table, output.path)
+    output.chunks.prune(output.keys, run.job_key)
+    return table.num_rows
 
 
 def _inputs(subset: Subset) -> SubsetInputs:
@@ -447,35 +477,50 @@ def _answer_subset(
             f"{subset.images_dir}: {len(missing)} images asked about are missing, "
             f"e.g. {missing[:10]}"
         )
-    model = loader()
+    loader()  # the model loads before the progress count starts
     n = sum(min(chunk_size, asked.num_rows - k) for k, _ in todo)
     progress = Progress(name, n, "questions", log)
     for start, path in todo:
         chunk = asked.slice(start, chunk_size)
-        partial = chunks.partial(path)
-        before = pq.read_table(partial) if partial.exists() else None
-        if before is not None:
-            # Only the failed requests are asked again; the answered rows stay.
-            failed = pc.equal(before.column("status"), FAILED)
-            redo = set(before.filter(failed).column("question_id").to_pylist())
-            log.info("%s: asking the %d failed requests of a partial chunk again", name, len(redo))
-            chunk = chunk.filter(pc.is_in(chunk.column("question_id"), pa.array(sorted(redo))))
-        meter = CostMeter(model, loader.device)
-        images = shards.read(chunk.column("image_id").unique().to_pylist())
-        answered = predict_subset(model, chunk, subset, loader.ref.name, images, progress.advance)
-        loader.check_identity()
-        cost = meter.stop(answered.num_rows)
-        if before is not None:
-            answered = _replace_rows(before, answered)
-            cost = add_costs(chunk_cost(before), cost)
-        answered = answered.replace_schema_metadata({COST_KEY: json.dumps(cost).encode()})
-        if pc.any(pc.equal(answered.column("status"), FAILED)).as_py():
-            store.write_table(answered, partial)
-            files[files.index(path)] = partial
-        else:
-            store.write_table(answered, path)
-            partial.unlink(missing_ok=True)
+        kept = _answer_chunk(chunk, chunks.partial(path), path, subset, loader, shards, progress)
+        files[files.index(path)] = kept
     return files
+
+
+def _answer_chunk(
+    chunk: pa.Table,
+    partial: Path,
+    path: Path,
+    subset: Subset,
+    loader: _Loader,
+    shards: Any,
+    progress: Progress,
+) -> Path:
+    """Answer one chunk (of a partial chunk, only its failed requests) and keep it with
+    its cost: as finished, or as partial while requests of it failed. Its file."""
+    model = loader()
+    before = pq.read_table(partial) if partial.exists() else None
+    if before is not None:
+        # Only the failed requests are asked again; the answered rows stay.
+        failed = pc.equal(before.column("status"), FAILED)
+        redo = set(before.filter(failed).column("question_id").to_pylist())
+        log.info("%s: asking the %d failed requests of a partial chunk again", partial, len(redo))
+        chunk = chunk.filter(pc.is_in(chunk.column("question_id"), pa.array(sorted(redo))))
+    meter = CostMeter(model, loader.device)
+    images = shards.read(chunk.column("image_id").unique().to_pylist())
+    answered = predict_subset(model, chunk, subset, loader.ref.name, images, progress.advance)
+    loader.check_identity()
+    cost = meter.stop(answered.num_rows)
+    if before is not None:
+        answered = _replace_rows(before, answered)
+        cost = add_costs(chunk_cost(before), cost)
+    answered = answered.replace_schema_metadata({COST_KEY: json.dumps(cost).encode()})
+    if pc.any(pc.equal(answered.column("status"), FAILED)).as_py():
+        store.write_table(answered, partial)
+        return partial
+    store.write_table(answered, path)
+    partial.unlink(missing_ok=True)
+    return path
 
 
 def _replace_rows(before: pa.Table, again: pa.Table) -> pa.Table:

@@ -60,6 +60,7 @@ class RunOptions:
     flip_questions: str = "flip_answers"
     on_failed_answers: str = "fail"
     max_unanswered_share: float = 0.01
+    dropped_questions: str = "every_table"
     prices: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -122,6 +123,7 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "flip_questions": ("geometric.flip_questions",),
     "on_failed_answers": ("scoring.on_failed_answers",),
     "max_unanswered_share": ("scoring.max_unanswered_share",),
+    "dropped_questions": ("text.dropped_questions",),
     # What a GPU-hour, a CPU-hour and a served model's tokens cost (the costs table).
     "prices": ("prices",),
 }

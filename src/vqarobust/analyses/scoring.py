@@ -38,6 +38,7 @@ class Settings:
     flip_questions: str = "flip_answers"
     on_failed_answers: str = "fail"
     max_unanswered_share: float = 0.01
+    dropped_questions: str = "every_table"
 
     @classmethod
     def from_options(cls, options: RunOptions) -> Settings:
@@ -47,6 +48,7 @@ class Settings:
             options.flip_questions,
             options.on_failed_answers,
             options.max_unanswered_share,
+            options.dropped_questions,
         )
 
 
@@ -141,14 +143,14 @@ def score_flip(
     return merged.drop("_flip_row"), marks
 
 
-def run(inputs: Inputs, settings: Settings) -> Result:
-    """Score the model's answers; questions some perturbed set dropped leave every table,
-    requests without an answer are counted apart (:mod:`vqarobust.metrics.answer_status`)."""
-    questions_path = inputs.one("questions")
-    questions = pl.from_arrow(store.read_questions(questions_path))
-    predictions = with_status(read_predictions(inputs.many("predictions")))
+def answered_rows(
+    predictions: pl.DataFrame, settings: Settings
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, str | None]:
+    """The rows that are the model's answer, the status counts, the other rows and the
+    sentence naming the flagged cells; a flagged cell stops here with
+    ``on_failed_answers: fail``."""
+    predictions = with_status(predictions)
     counts = status_counts(predictions, settings.max_unanswered_share)
-    unanswered = unanswered_rows(predictions)
     flagged = flagged_sentence(counts, settings.max_unanswered_share)
     if flagged and settings.on_failed_answers == "fail":
         raise ValueError(
@@ -156,7 +158,43 @@ def run(inputs: Inputs, settings: Settings) -> Result:
             "`snakemake --forcerun run_model` (finished chunks are reused, failed requests "
             "asked again), or set scoring.on_failed_answers: skip to report without them"
         )
-    predictions = predictions.filter(pl.col("status") == ANSWERED)
+    answered = predictions.filter(pl.col("status") == ANSWERED)
+    return answered, counts, unanswered_rows(predictions), flagged
+
+
+def _flip_warning(flip_marks: pl.DataFrame, n_out: int, settings: Settings) -> str:
+    # As with the fidelity filter: paired subsets need one question set, so a question
+    # left out of the flipped subset leaves every table.
+    return (
+        f"horizontal_flip (flip_questions: {settings.flip_questions}): of the "
+        f"{flip_marks.height} questions a flip changes, {flip_marks.height - n_out} are "
+        f"scored against their swapped answers on the flipped images and {n_out} are left "
+        "out of every table (table flip_marks)"
+    )
+
+
+def _drop_warning(dropped: int, remaining: int, settings: Settings) -> str:
+    if settings.dropped_questions == "own_set":
+        return (
+            f"fidelity filter (on_low_similarity: drop, dropped_questions: own_set): {dropped} "
+            "questions are missing from some perturbed set (table fidelity_drops); each set's "
+            "accuracy is over the questions it kept, every other table keeps them"
+        )
+    return (
+        f"fidelity filter (on_low_similarity: drop): {dropped} questions some perturbed set "
+        "dropped are left out of every table, clean and image subsets included; "
+        f"{remaining} questions remain (table fidelity_drops)"
+    )
+
+
+def run(inputs: Inputs, settings: Settings) -> Result:
+    """Score the model's answers; requests without an answer are counted apart
+    (:mod:`vqarobust.metrics.answer_status`); questions some perturbed set dropped leave
+    every table, or only their own sets (``text.dropped_questions``)."""
+    questions_path = inputs.one("questions")
+    questions = pl.from_arrow(store.read_questions(questions_path))
+    raw = read_predictions(inputs.many("predictions"))
+    predictions, counts, unanswered, flagged = answered_rows(raw, settings)
     unknown = predictions.join(questions.select("question_id"), on="question_id", how="anti")
     if unknown.height:
         raise ValueError(
@@ -167,44 +205,24 @@ def run(inputs: Inputs, settings: Settings) -> Result:
     sets = read_question_sets(inputs.many("question_sets"))
     drops, dropped_ids = fidelity_drops(sets)
     result = Result(info={"metric": settings.metric})
-    if flagged:
-        result.warnings.append(flagged)
-        log.warning("%s", flagged)
     flip_out = flip_marks.filter(pl.col("treatment") == "left_out")["question_id"].to_list()
-    if flip_marks.height:
-        # As with the fidelity filter: paired subsets need one question set, so a
-        # question left out of the flipped subset leaves every table.
-        result.warnings.append(
-            f"horizontal_flip (flip_questions: {settings.flip_questions}): of the "
-            f"{flip_marks.height} questions a flip changes, "
-            f"{flip_marks.height - len(flip_out)} are scored against their swapped answers "
-            f"on the flipped images and {len(flip_out)} are left out of every table "
-            "(table flip_marks)"
-        )
-        log.warning("%s", result.warnings[-1])
-    if dropped_ids:
-        # Paired comparisons need one question set for every subset (docs/text.md).
-        keep = ~pl.col("question_id").is_in(dropped_ids)
+    # Paired comparisons need one question set for every subset (docs/text.md), unless
+    # the study removes a dropped question from its own set only.
+    out = [*(dropped_ids if settings.dropped_questions == "every_table" else []), *flip_out]
+    if out:
+        keep = ~pl.col("question_id").is_in(out)
         questions, scored = questions.filter(keep), scored.filter(keep)
-        result.warnings.append(
-            f"fidelity filter (on_low_similarity: drop): {len(dropped_ids)} questions some "
-            "perturbed set dropped are left out of every table, clean and image subsets "
-            f"included; {questions.height} questions remain (table fidelity_drops)"
-        )
-        log.warning("%s", result.warnings[-1])
-    if flip_out:
-        keep = ~pl.col("question_id").is_in(flip_out)
-        questions, scored = questions.filter(keep), scored.filter(keep)
-    projected = scored.select(
-        "model",
-        "modality",
-        "perturbation",
-        pl.col("severity").cast(pl.Int16),
-        "question_id",
-        "answer",
-        "raw_answer",
-        "score",
-        "truncated",
+    warnings = [
+        flagged,
+        _flip_warning(flip_marks, len(flip_out), settings) if flip_marks.height else None,
+        _drop_warning(len(dropped_ids), questions.height, settings) if dropped_ids else None,
+    ]
+    for warning in filter(None, warnings):
+        result.warnings.append(warning)
+        log.warning("%s", warning)
+    columns = ["model", "modality", "perturbation", "severity", "question_id", "answer"]
+    projected = scored.select(*columns, "raw_answer", "score", "truncated").with_columns(
+        pl.col("severity").cast(pl.Int16)
     )
     result.tables = {
         "questions": Table(questions),

@@ -127,6 +127,7 @@ class AnalyzeStage:
             flip_questions=config["geometric"]["flip_questions"],
             on_failed_answers=config["scoring"]["on_failed_answers"],
             max_unanswered_share=config["scoring"]["max_unanswered_share"],
+            dropped_questions=config["text"]["dropped_questions"],
             prices=canonical(config.get("prices") or {}),
         )
 
