@@ -1,4 +1,4 @@
-"""How much disk and time a torch install takes, as the README's dependency notes state it.
+"""How much disk and time a torch install takes, as docs/install.md's dependency notes state it.
 
     .venv/bin/python benchmarks/install_size.py venv torch==2.13.0
     .venv/bin/python benchmarks/install_size.py venv torch==2.14.1

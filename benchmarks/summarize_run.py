@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/summarize_run.py [--dataset easy-vqa] [ROOT]
 
 Prints, per rule: job count, summed job seconds, the slowest job and peak memory; then
-the summed seconds per model of the inference rules (the README's per-model numbers).
+the summed seconds per model of the inference rules (docs/performance.md's per-model numbers).
 An inference job is per model (``run_model/<model>.tsv``) or, with ``inference_jobs:
 subset``, per model and subset (``run_model/<model>/<subset>.tsv``).
 """

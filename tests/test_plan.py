@@ -46,7 +46,7 @@ def test_the_default_catalogue_by_hand(plans):
     plan = plans["config"]
     kinds = [s.kind for s in plan.catalogue.values()]
     # 15 corruptions (14 benchmark ones and grayscale), the blank control, 9 text
-    # perturbations and 3 rankers (README, "What the default run does").
+    # perturbations and 3 rankers (docs/performance.md, "What the default run does").
     assert {k: kinds.count(k) for k in set(kinds)} == {
         "clean": 1,
         "corruption": 15,
@@ -61,7 +61,7 @@ def test_the_default_catalogue_by_hand(plans):
     assert plan.subset("keyboard").modality == "text"
     assert plan.subset("bq_lasso").severities == tuple(range(1, 8))  # k = 21: 7 levels
     assert plan.subset("bq_lasso").modality == "basic_question"
-    # 2 models x 29 subsets: the README's 58 run_model jobs.
+    # 2 models x 29 subsets: 58 run_model jobs with inference_jobs: subset.
     assert len(plan.model_names) * len(plan.subsets) == 58
 
 

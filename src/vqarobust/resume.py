@@ -87,7 +87,7 @@ def job_fingerprint(
     (``questions``), the chunk size, and the image backend: whether torchvision is
     installed, and which version, decides which image processor class a checkpoint that
     names the plain one (``ViltImageProcessor``) gets, and the two resample differently
-    (README, "Notes on dependencies")."""
+    (docs/install.md, "Notes on dependencies")."""
     return {
         "model": model_name,
         "spec": dict(spec),

@@ -264,7 +264,7 @@ def _tensors(questions: Any, images: dict[int, Image.Image]) -> _Data:
     tokenizer = build_tokenizer(texts)
     # The PIL processor by name: "ViltImageProcessor" means the torchvision one, whose
     # resampling differs; the name saved with the checkpoint keeps its preprocessing
-    # whether torchvision is installed or not (README, "Notes on dependencies").
+    # whether torchvision is installed or not (docs/install.md, "Notes on dependencies").
     image_processor = ViltImageProcessorPil(
         size={"shortest_edge": image_size}, size_divisor=8, do_pad=True
     )
