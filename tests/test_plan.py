@@ -174,3 +174,14 @@ def test_a_notebook_rebuilds_the_workflows_tables_from_the_same_plan(
             seen.append((columns, sorted(map(repr, rows))))
         assert seen[0] == seen[1], table
         assert seen[0][1], f"{table} is empty"
+
+
+def test_swapmix_training_swaps_attributes_by_the_studys_rule(plans):
+    """SwapMix training draws attribute swaps by context.attribute_swaps, as the
+    evaluation's swaps do (the paper's k objects by default)."""
+    from vqarobust.models.recipe import Recipe
+
+    plan = plans["scenes-features"]
+    params = plan.models.train_params(SimpleNamespace(model="lxmert-detector-swapmix"))
+    assert params["attribute_swaps"] == "objects"
+    assert Recipe.from_params(params).attribute_swaps == "objects"

@@ -76,6 +76,7 @@ RULES: dict[str, Stage] = {
             "threads.train",
             "context.threshold",
             "context.class_attributes",
+            "context.attribute_swaps",
             "context.word_vectors",
             *_TRAIN_SCENES,
         ),

@@ -276,6 +276,7 @@ def _feature_swapmix(
         recipe.swap_mode,
         recipe.threshold,
         class_attributes=recipe.class_attributes,
+        attribute_swaps=recipe.attribute_swaps,
     )
     contexts = scenes_contexts(questions, recipe.scene_seed, recipe.split)
     return FeatureSwapMix(planner, contexts, recipe.seed, settings["p_object"], settings["p_class"])

@@ -44,6 +44,7 @@ class Recipe:
     swap_mode: str = "donor"
     threshold: float = THRESHOLD
     class_attributes: str = "paper"
+    attribute_swaps: str = "objects"
     options: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -67,4 +68,5 @@ class Recipe:
             self.swap_mode == "donor"
             and self.threshold == THRESHOLD
             and self.class_attributes == "paper"
+            and self.attribute_swaps == "objects"
         )

@@ -66,6 +66,7 @@ class ModelsStage:
                     word_vectors=features.word_vectors_identity(),
                     threshold=context["threshold"],
                     class_attributes=context["class_attributes"],
+                    attribute_swaps=context["attribute_swaps"],
                 )
         return canonical(train)
 
