@@ -27,11 +27,13 @@ from vqarobust.plan import StudyPlan
 from vqarobust.store import ImageShards
 
 SRC = REPO / "src" / "vqarobust"
-NAMES = ("stylize", "grayscale")
+NAMES = ("stylize", "grayscale", "object_crop", "occlude_context")
 # Where the names may be spelt: each perturbation's own file and the registries.
 OWN_FILES = {
     "corruptions/stylize.py",
     "corruptions/colour.py",
+    "corruptions/geometric.py",
+    "corruptions/occlusion.py",
     "corruptions/registry.py",
     "registry.py",
     "perturbations.py",
