@@ -69,7 +69,7 @@ def test_colour_bias_hand_computed():
             ("m", "image", "snow", 1, 1, "green", 0.0),  # another corruption: ignored
         ]
     )
-    rows = colour_rows(scored, QUESTIONS)
+    rows = colour_rows(scored, QUESTIONS, "grayscale")
     assert sorted(rows["question_id"]) == [1, 3, 4]
     assert dict(rows.select("question_id", "class").rows()) == {
         1: "chromatic",
@@ -91,8 +91,8 @@ def test_colour_bias_hand_computed():
 
 def test_without_grayscale_predictions_the_tables_are_empty():
     scored = _scored([("m", "clean", "clean", 0, 1, "red", 1.0)])
-    assert colour_rows(scored, QUESTIONS).is_empty()
-    assert colour_bias_table(colour_rows(scored, QUESTIONS)).is_empty()
+    assert colour_rows(scored, QUESTIONS, "grayscale").is_empty()
+    assert colour_bias_table(colour_rows(scored, QUESTIONS, "grayscale")).is_empty()
 
 
 def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):

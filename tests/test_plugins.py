@@ -284,7 +284,7 @@ MESSAGES = {
     "seed: it must draw only from the rng it is given",
     "unknown_needs": "config error at corruptions[0]: corruption 'needy' of module needy "
     "(config plugins) needs 'depth maps', which the workflow cannot give a "
-    "plugin corruption (only 'boxes')",
+    "plugin corruption (only 'boxes' or vqarobust.corruptions.STYLE_WEIGHTS)",
     "foreign_option": "config error at corruptions[0]: corruption 'optioned' of module "
     "optioned (config plugins) takes options ['gamma'], which are not keys "
     "of the config's geometric section (['border', 'flip_questions'])",

@@ -163,16 +163,16 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _preview(args: argparse.Namespace) -> int:
+    from vqarobust.corruptions import needs, needs_style_weights
     from vqarobust.report.preview import write_preview
 
     stylize = None
     if args.stylize_weights or args.stylize_styles:
         stylize = {"weights": args.stylize_weights, "styles": args.stylize_styles}
-    if "stylize" in (args.corruptions or []) and not (stylize and all(stylize.values())):
-        from vqarobust.corruptions import needs
-
+    styled = [n for n in args.corruptions or [] if needs_style_weights(n)]
+    if styled and not (stylize and all(stylize.values())):
         print(
-            f"stylize needs {needs('stylize')}: give --stylize-weights and --stylize-styles",
+            f"{styled[0]} needs {needs(styled[0])}: give --stylize-weights and --stylize-styles",
             file=sys.stderr,
         )
         return 2

@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from vqarobust.config_keys import STYLIZE
 from vqarobust.models import FEATURE_FAMILIES, GENERATIVE_FAMILIES, default_batch_size
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
@@ -248,8 +249,8 @@ def validate_config(
         )
     _check_dataset(config["dataset"], explicit)
     _check_corruptions(config)
-    if "stylize" in config["corruptions"] and config["missing_weights"] == "fail":
-        _check_stylize(config["stylize"])
+    if (styled := _styled(config)) and config["missing_weights"] == "fail":
+        _check_stylize(config[STYLIZE], styled[0])
     _check_lpips(config.get("lpips") or {}, config["missing_weights"])
     _check_text(config)
     if config["missing_weights"] == "fail":
@@ -336,19 +337,21 @@ def _check_corruptions(config: Mapping[str, Any]) -> None:
 
 def _check_plugin_corruption(i: int, name: str, geometric: Mapping[str, Any]) -> None:
     """A plugin's corruption (any registered outside the package) needs only what the
-    workflow gives (boxes), takes only ``geometric`` settings as options, and keeps the
-    contract on a sample image (the package's own are tested)."""
+    workflow gives (boxes, or a Stylizer from the ``stylize`` block), takes only
+    ``geometric`` settings as options, and keeps the contract on a sample image (the
+    package's own are tested; a stylizing one's needs the weights, so its jobs check)."""
     from vqarobust import corruptions, plugins
+    from vqarobust.corruptions.boxes import NEEDS as BOXES
 
     origin = corruptions.CORRUPTIONS.entry(name).origin
     if origin.split(".")[0] == "vqarobust":
         return
     where = f"config error at corruptions[{i}]: corruption {name!r} of {plugins.describe(origin)}"
     need = corruptions.needs(name)
-    if need not in (None, "boxes"):
+    if need not in (None, BOXES, corruptions.STYLE_WEIGHTS):
         raise ConfigError(
             f"{where} needs {need!r}, which the workflow cannot give a "
-            "plugin corruption (only 'boxes')"
+            "plugin corruption (only 'boxes' or vqarobust.corruptions.STYLE_WEIGHTS)"
         )
     unknown = sorted(set(corruptions.options(name)) - set(geometric))
     if unknown:
@@ -356,6 +359,8 @@ def _check_plugin_corruption(i: int, name: str, geometric: Mapping[str, Any]) ->
             f"{where} takes options {unknown}, which are not keys of the "
             f"config's geometric section ({sorted(geometric)})"
         )
+    if need == corruptions.STYLE_WEIGHTS:
+        return  # its sample run would need the AdaIN weights; corrupt() checks each output
     try:
         corruptions.check_contract(name)
     except ValueError as exc:
@@ -772,11 +777,11 @@ def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
     from vqarobust.models.loading import MissingWeightsError, resolve_weights
 
     out = {}
-    if "stylize" in config["corruptions"]:
+    for name in _styled(config):
         try:
-            _check_stylize(config["stylize"])
+            _check_stylize(config[STYLIZE], name)
         except ConfigError as exc:
-            out["stylize"] = str(exc).removeprefix("config error at ")
+            out[name] = str(exc).removeprefix("config error at ")
     for name, settings in config["text"]["sentence"].items():
         if settings.get("allow_download"):
             continue  # fetched by its job
@@ -800,24 +805,34 @@ def missing_weights(config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _check_stylize(settings: dict[str, Any]) -> None:
-    """The stylize corruption's weights and styles exist (before any job runs)."""
+def _styled(config: Mapping[str, Any]) -> list[str]:
+    """The configured corruptions built from the ``stylize`` block (their ``needs`` tag)."""
+    from vqarobust.corruptions import needs_style_weights
+
+    return [n for n in config["corruptions"] if needs_style_weights(n)]
+
+
+def _check_stylize(settings: dict[str, Any], name: str) -> None:
+    """The ``stylize`` block's weights and styles, which corruption ``name`` needs, exist
+    (before any job runs)."""
     from vqarobust.corruptions import needs
     from vqarobust.corruptions.stylize import WEIGHT_FILES, style_files
 
     missing = [k for k in ("weights", "styles") if not settings.get(k)]
     if missing:
         raise ConfigError(
-            f"config error at stylize: corruption 'stylize' needs {needs('stylize')}; "
-            f"set {', '.join('stylize.' + k for k in missing)}"
+            f"config error at {STYLIZE}: corruption {name!r} needs {needs(name)}; "
+            f"set {', '.join(f'{STYLIZE}.{k}' for k in missing)}"
         )
     absent = [f for f in WEIGHT_FILES if not (Path(settings["weights"]) / f).is_file()]
     if absent:
-        raise ConfigError(f"config error at stylize.weights: {settings['weights']} lacks {absent}")
+        raise ConfigError(
+            f"config error at {STYLIZE}.weights: {settings['weights']} lacks {absent}"
+        )
     try:
         style_files(settings["styles"])
     except FileNotFoundError as exc:
-        raise ConfigError(f"config error at stylize.styles: {exc}") from None
+        raise ConfigError(f"config error at {STYLIZE}.styles: {exc}") from None
 
 
 def _check_dataset(dataset: dict[str, Any], explicit: set[str]) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from vqarobust.analyses.base import OPTION_KEYS, RunOptions
 from vqarobust.analyses.registry import ANALYSES
+from vqarobust.config_keys import STYLIZE
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ RULES: dict[str, Stage] = {
             "corruptions",
             "controls",
             "severities",
-            "stylize",
+            STYLIZE,
             "geometric.border",
             "storage.image_format",
             "storage.jpeg_quality",

@@ -6,7 +6,7 @@ from vqarobust.materialize.images import corrupt_subset
 
 start_job(snakemake.log[0])
 options = dict(snakemake.params.options)
-if snakemake.wildcards.corruption == "stylize":
+if snakemake.input.get("weights"):  # a corruption built from the stylize block
     options = {
         "weights": snakemake.input.weights,
         "styles": snakemake.input.styles,

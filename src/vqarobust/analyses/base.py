@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from vqarobust import store
+from vqarobust.config_keys import STYLIZE
 from vqarobust.params import canonical
 
 MANIFEST = "_analysis.json"
@@ -89,7 +90,7 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
         "basic_questions.datasets",
         "missing_weights",
         "corruptions",
-        "stylize",
+        STYLIZE,
         "text.sentence",
     ),
     "image_subsets": ("corruptions", "controls", "severities", "dataset.adapter", "dataset.images"),

@@ -28,7 +28,7 @@ from vqarobust.corruptions import (  # noqa: F401  (importing registers the corr
     stylize,
     weather,
 )
-from vqarobust.corruptions.registry import CORRUPTIONS
+from vqarobust.corruptions.registry import COLOUR_BIAS, CORRUPTIONS, STYLE_WEIGHTS
 from vqarobust.seeding import derive_seed
 
 MIN_SIZE = 32
@@ -69,6 +69,24 @@ def resizes(name: str) -> bool:
 def needs(name: str) -> str | None:
     """What a corruption needs beyond the image (None for the self-contained ones)."""
     return CORRUPTIONS.entry(name).tags.get("needs")
+
+
+def needs_style_weights(name: str) -> bool:
+    """Whether a corruption takes ``stylizer=``, built from the config's ``stylize``
+    block (its ``needs`` is :data:`STYLE_WEIGHTS`); False for an unknown name."""
+    return name in CORRUPTIONS and needs(name) == STYLE_WEIGHTS
+
+
+def outside_vre(name: str) -> bool:
+    """Whether a corruption is kept out of VRE and the aggregates built with it unless
+    ``vre.include_grayscale`` (its ``outside_vre`` tag); False for an unknown name."""
+    return name in CORRUPTIONS and bool(CORRUPTIONS.entry(name).tags.get("outside_vre"))
+
+
+def diagnostic(name: str) -> str | None:
+    """The diagnostic that reads a corruption's answers (:data:`COLOUR_BIAS`), or None;
+    None for an unknown name."""
+    return CORRUPTIONS.entry(name).tags.get("diagnostic") if name in CORRUPTIONS else None
 
 
 def box_shortfall(
@@ -152,10 +170,11 @@ def check_contract(name: str, seed: int = 0) -> None:
     was, and the same pixels for the same seed (every draw from the ``rng`` it is
     given). The workflow runs it on each plugin corruption a config names before any
     job (a box-aware one without boxes)."""
+    from vqarobust.corruptions.boxes import NEEDS as BOXES
     from vqarobust.corruptions.samples import photo_like
 
     image = photo_like(48, 64, seed)
-    context = {"boxes": None} if needs(name) == "boxes" else {}
+    context = {"boxes": None} if needs(name) == BOXES else {}
     for severity in range(1, max_severity(name) + 1):
         before = image.copy()
         try:
@@ -188,14 +207,19 @@ def corrupt_item(
 
 
 __all__ = [
+    "COLOUR_BIAS",
     "CORRUPTIONS",
+    "STYLE_WEIGHTS",
     "box_shortfall",
     "check_contract",
     "corrupt",
     "corrupt_item",
+    "diagnostic",
     "family",
     "max_severity",
     "names",
     "needs",
+    "needs_style_weights",
+    "outside_vre",
     "resizes",
 ]

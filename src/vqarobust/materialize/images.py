@@ -25,6 +25,7 @@ from vqarobust.corruptions import options as corruption_options
 from vqarobust.corruptions.boxes import NEEDS as BOXES
 from vqarobust.corruptions.digital import jpeg_compression_bytes
 from vqarobust.corruptions.quality import DEFAULT_WINDOW, at_size, ssim_psnr
+from vqarobust.corruptions.registry import STYLE_WEIGHTS
 from vqarobust.corruptions.stylize import Stylizer
 from vqarobust.progress import Progress
 
@@ -38,7 +39,7 @@ def _subset_context(
     ``options`` checked and loaded) and, for a box-aware corruption, the relevant boxes
     per image id (None for the others)."""
     context: dict[str, Any] = dict(options or {})
-    if corruption == "stylize":
+    if needs(corruption) == STYLE_WEIGHTS:
         if not context:
             raise ValueError(f"{corruption} needs {needs(corruption)}")
         import torch

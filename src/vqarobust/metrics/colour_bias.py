@@ -7,7 +7,8 @@ share of colour questions on grayscale images answered with a colour other than 
 The dataset's labels still name the original colours, so grayscale accuracy on colour
 questions rewards the bias and punishes the right reading (the paper's mislabelling note);
 grayscale is therefore kept out of VRE and the aggregates built with it unless the user
-asks for it (``vre.include_grayscale``).
+asks for it (``vre.include_grayscale``). The functions take the decolourizing
+perturbation's name (the one tagged ``diagnostic=COLOUR_BIAS`` in the registry).
 
 A *colour question* is one whose most frequent human answer (normalized as the official
 VQA evaluation does) is a colour name (:data:`~vqarobust.metrics.mispredictions.COLOURS`).
@@ -23,7 +24,9 @@ from vqarobust.metrics.mispredictions import COLOURS
 from vqarobust.metrics.uncertainty import Settings, mean_intervals
 from vqarobust.metrics.vqa_accuracy import normalize_column
 
-GRAYSCALE = "grayscale"
+# The examples' column of the answer on the decolourized image: a column of the
+# colour_bias_examples table (the report reads it), named as the built-in perturbation.
+DECOLOURED_ANSWER = "grayscale"
 GREYS = frozenset({"gray", "grey", "black", "white", "silver"})
 N_EXAMPLES = 3  # examples per model in the report
 
@@ -47,7 +50,7 @@ EXAMPLE_SCHEMA = {
     "question": pl.String,
     "truth": pl.String,
     "clean": pl.String,
-    "grayscale": pl.String,
+    DECOLOURED_ANSWER: pl.String,
     "png": pl.Binary,
 }
 
@@ -80,20 +83,25 @@ def _answer_class(answer: pl.Expr) -> pl.Expr:
     )
 
 
-def colour_rows(scored: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
-    """Per model and colour question: the clean and grayscale answers (normalized), their
-    class (``chromatic``, ``grey``, ``non_colour``) and scores; empty without grayscale
-    predictions."""
+def colour_rows(
+    scored: pl.DataFrame, questions: pl.DataFrame, perturbation: str | None
+) -> pl.DataFrame:
+    """Per model and colour question: the clean answers and those on the images of the
+    decolourizing ``perturbation`` (normalized), their class (``chromatic``, ``grey``,
+    ``non_colour``) and scores; empty without its predictions (or without one)."""
+    if perturbation is None:
+        return pl.DataFrame()
     colour = colour_questions(questions)
     pick = scored.filter(
         ((pl.col("modality") == "clean") & (pl.col("severity") == 0))
-        | ((pl.col("modality") == "image") & (pl.col("perturbation") == GRAYSCALE))
+        | ((pl.col("modality") == "image") & (pl.col("perturbation") == perturbation))
     ).join(colour, on="question_id", how="inner")
     pick = pick.join(questions.select("question_id", "image_id"), on="question_id", how="left")
-    if pick.filter(pl.col("perturbation") == GRAYSCALE).is_empty():
+    if pick.filter(pl.col("perturbation") == perturbation).is_empty():
         return pl.DataFrame()
     pick = normalize_column(pick.with_columns(pl.col("answer").fill_null("")), "answer", "norm")
-    side = pl.when(pl.col("perturbation") == GRAYSCALE).then(pl.lit("g")).otherwise(pl.lit("c"))
+    decoloured = pl.col("perturbation") == perturbation
+    side = pl.when(decoloured).then(pl.lit("g")).otherwise(pl.lit("c"))
     wide = pick.with_columns(side.alias("side")).pivot(
         "side", index=["model", "question_id", "image_id", "truth"], values=["norm", "score"]
     )
@@ -176,6 +184,6 @@ def colour_bias_examples(
     images = store.ImageShards(folder).read(sorted(set(picked["image_id"].to_list())))
     png = [thumbnail(images[i]) for i in picked["image_id"]]
     out = picked.with_columns(pl.Series("png", png, pl.Binary)).rename(
-        {"norm_c": "clean", "norm_g": "grayscale"}
+        {"norm_c": "clean", "norm_g": DECOLOURED_ANSWER}
     )
     return out.select(list(EXAMPLE_SCHEMA)).cast(EXAMPLE_SCHEMA).sort("model", "rank")

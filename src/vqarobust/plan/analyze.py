@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from vqarobust import plugins, text
+from vqarobust import corruptions, plugins, text
 from vqarobust.analyses import registry
 from vqarobust.analyses.base import Analysis, RunOptions, settings_params
 from vqarobust.metrics.robustness import softmax_weights
@@ -43,9 +43,11 @@ class AnalyzeStage:
         return [path for name in names for path in plan.question_sets(name)]
 
     def outside_metrics(self, wildcards: Any) -> list[str]:
-        """Image perturbations kept out of the robustness metrics (docs/metrics.md)."""
-        keep = self.config["vre"]["include_grayscale"]
-        return [] if keep or "grayscale" not in self.plan.corruptions else ["grayscale"]
+        """Image perturbations kept out of the robustness metrics (docs/metrics.md): those
+        tagged ``outside_vre``, unless ``vre.include_grayscale``."""
+        if self.config["vre"]["include_grayscale"]:
+            return []
+        return [n for n in self.plan.corruptions if corruptions.outside_vre(n)]
 
     def image_folders(self, wildcards: Any) -> list[str]:
         """The folder of every image subset, for the report's sample grid (none when GQA

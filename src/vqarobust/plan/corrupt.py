@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vqarobust import corruptions
+from vqarobust.config_keys import STYLIZE
 from vqarobust.corruptions.boxes import NEEDS as BOXES
 from vqarobust.params import canonical
 
@@ -33,11 +34,11 @@ class CorruptStage:
         return bool(self.config["lpips"].get("backbone")) and self.plan.skipped_lpips is None
 
     def corrupt_input(self, wildcards: Any) -> dict[str, Any]:
-        """The clean images, plus what a corruption needs beyond them: stylize's weights
-        and styles, the object boxes of a box-aware corruption."""
+        """The clean images, plus what a corruption needs beyond them: the ``stylize``
+        block's weights and styles, the object boxes of a box-aware corruption."""
         inputs: dict[str, Any] = {"images": self.plan.image_folder("clean", 0)}
-        if wildcards.corruption == "stylize":
-            stylize = self.config["stylize"]
+        if corruptions.needs_style_weights(wildcards.corruption):
+            stylize = self.config[STYLIZE]
             inputs.update(
                 weights=self.plan.user_path(stylize["weights"]),
                 styles=self.plan.user_path(stylize["styles"]),
@@ -86,10 +87,11 @@ class CorruptStage:
         ]
 
     def stylize_params(self, wildcards: Any) -> Any:
-        """The stylize settings for its own jobs (none for other corruptions)."""
-        if wildcards.corruption != "stylize":
+        """The ``stylize`` block's settings for the jobs of a corruption built from it
+        (none for the others)."""
+        if not corruptions.needs_style_weights(wildcards.corruption):
             return {}
-        return canonical({"style_size": self.config["stylize"]["style_size"]})
+        return canonical({"style_size": self.config[STYLIZE]["style_size"]})
 
     def corruption_options(self, wildcards: Any) -> Any:
         """The config settings a corruption takes (``geometric.border`` for the geometric

@@ -20,6 +20,8 @@ from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from vqarobust.corruptions.stylize import FAMILY as STYLIZE_FAMILY  # noqa: E402
+
 # One hue per perturbation class (ImageNet-C classes, colour transforms, stylize, the
 # geometric, resolution and occlusion families).
 CLASS_COLOURS = {
@@ -30,7 +32,7 @@ CLASS_COLOURS = {
     "physical": "#2ca02c",
     "digital": "#9467bd",
     "colour": "#8c564b",
-    "stylize": "#e377c2",
+    STYLIZE_FAMILY: "#e377c2",
     "char": "#bcbd22",
     "word": "#393b79",
     "geometric": "#637939",

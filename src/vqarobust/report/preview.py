@@ -35,7 +35,7 @@ def preview_cells(
     image = corruptions.to_rgb(image)
     out = {}
     for name in names:
-        context: dict = {"stylizer": stylizer} if name == "stylize" else {}
+        context: dict = {"stylizer": stylizer} if corruptions.needs_style_weights(name) else {}
         if corruptions.needs(name) == BOXES:
             context["boxes"] = None
         for s in range(min(corruptions.max_severity(name), 5) + 1):
@@ -106,7 +106,8 @@ def write_preview(
     else:
         with Image.open(image_path) as im:
             image = np.asarray(im.convert("RGB"))
-    stylizer = Stylizer(**stylize) if stylize and "stylize" in (names or []) else None
+    styled = any(corruptions.needs_style_weights(n) for n in names or [])
+    stylizer = Stylizer(**stylize) if stylize and styled else None
     grid = preview_grid(image, names, seed, stylizer=stylizer, image_id=image_id)
     with store.atomic_path(out_path) as tmp:
         grid.save(tmp, format="PNG")

@@ -11,8 +11,8 @@ import duckdb
 import matplotlib.figure
 import polars as pl
 
-from vqarobust.corruptions import CORRUPTIONS, family
-from vqarobust.metrics.colour_bias import GREYS
+from vqarobust.corruptions import COLOUR_BIAS, CORRUPTIONS, diagnostic, family
+from vqarobust.metrics.colour_bias import DECOLOURED_ANSWER, GREYS
 from vqarobust.metrics.mispredictions import KINDS
 from vqarobust.report import figures as fig
 from vqarobust.report.outputs import N_ANSWER_GRIDS
@@ -86,9 +86,10 @@ def _colour(con: duckdb.DuckDBPyConnection, outside: list[str]) -> dict[str, Any
     return {
         "bias": bias,
         "greys": ", ".join(sorted(GREYS)),
-        "kept_out": "grayscale" in outside,
+        "kept_out": any(diagnostic(p) == COLOUR_BIAS for p in outside),
         "examples": [
-            {**r, "images": [("grayscale", b64(r["png"]))]} for r in examples.iter_rows(named=True)
+            {**r, "images": [(DECOLOURED_ANSWER, b64(r["png"]))]}
+            for r in examples.iter_rows(named=True)
         ],
     }
 
