@@ -295,3 +295,14 @@ def test_parallel_jobs_of_a_served_model_share_one_resource():
     held = resources["served_my_vlm"]
     assert held(SimpleNamespace(model="my-vlm")) == 4
     assert {held(SimpleNamespace(model=m)) for m in config["models"] if m != "my-vlm"} == {0}
+
+
+def test_rows_without_a_status_count_a_blank_answer_as_empty():
+    from vqarobust.metrics.answer_status import with_status
+
+    rows = pl.DataFrame({"answer": ["yes", "", None, "no"], "status": [None, None, None, "failed"]})
+    got = with_status(rows)
+    assert got["status"].to_list() == ["answered", "empty", "empty", "failed"]
+    assert got["finish_reason"].null_count() == 4
+    with pytest.raises(ValueError, match="unknown status"):
+        with_status(rows.with_columns(pl.lit("odd").alias("status")))

@@ -140,8 +140,9 @@ def test_modern_study_end_to_end_keeps_raw_replies(modern_run):
     assert records["raw_prediction"].null_count() == 0
     html = (workdir / "results" / "vqav2-val-3000" / "report" / "index.html").read_text()
     assert all(name in html for name in STAND_INS)
-    # The served model: one request per question and subset; the limit holds per job
-    # (one per model), and two run_model jobs run at once with --cores 2.
+    # The served model: one request per question and subset, and its job's one probe of
+    # who answers; the limit holds per job (one per model), and two run_model jobs run at
+    # once with --cores 2.
     assert {m for (m,) in served} == {"clean", "image"}
-    assert server.requests == 2 * n_q
+    assert server.requests == 2 * n_q + 1
     assert 4 <= server.max_in_flight <= 2 * 4

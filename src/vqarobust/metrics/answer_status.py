@@ -18,29 +18,28 @@ ON_FAILED = ("fail", "skip")
 
 
 def with_status(predictions: pl.DataFrame) -> pl.DataFrame:
-    """``predictions`` with ``status`` and ``finish_reason`` columns. Files written by
-    another tool, or before statuses were kept, hold none: there a blank answer is
-    ``empty`` and any other ``answered`` (a warning counts the rows)."""
-    if "status" in predictions.columns:
-        unknown = predictions.filter(~pl.col("status").is_in(STATUSES))
-        if unknown.height:
-            bad = unknown["status"].unique().to_list()[:5]
-            raise ValueError(f"{unknown.height} predictions have an unknown status, e.g. {bad}")
-        return predictions.with_columns(
-            pl.col("finish_reason")
-            if "finish_reason" in predictions.columns
-            else pl.lit(None, pl.String).alias("finish_reason")
-        )
+    """``predictions`` with ``status`` and ``finish_reason`` columns. Rows written by
+    another tool, or before statuses were kept, hold none (no column, or null): there a
+    blank answer is ``empty`` and any other ``answered`` (a warning counts the rows)."""
+    if "finish_reason" not in predictions.columns:
+        predictions = predictions.with_columns(pl.lit(None, pl.String).alias("finish_reason"))
     blank = pl.col("answer").is_null() | (pl.col("answer").str.strip_chars() == "")
-    log.warning(
-        "%d predictions carry no status (written before statuses were kept, or by "
-        "another tool): blank answers count as empty, the others as answered",
-        predictions.height,
-    )
-    return predictions.with_columns(
-        pl.when(blank).then(pl.lit(EMPTY)).otherwise(pl.lit(ANSWERED)).alias("status"),
-        pl.lit(None, pl.String).alias("finish_reason"),
-    )
+    derived = pl.when(blank).then(pl.lit(EMPTY)).otherwise(pl.lit(ANSWERED))
+    if "status" not in predictions.columns:
+        predictions = predictions.with_columns(pl.lit(None, pl.String).alias("status"))
+    missing = predictions["status"].null_count()
+    if missing:
+        log.warning(
+            "%d predictions carry no status (written before statuses were kept, or by "
+            "another tool): blank answers count as empty, the others as answered",
+            missing,
+        )
+        predictions = predictions.with_columns(pl.col("status").fill_null(derived))
+    unknown = predictions.filter(~pl.col("status").is_in(STATUSES))
+    if unknown.height:
+        bad = unknown["status"].unique().to_list()[:5]
+        raise ValueError(f"{unknown.height} predictions have an unknown status, e.g. {bad}")
+    return predictions
 
 
 def status_counts(predictions: pl.DataFrame, max_share: float) -> pl.DataFrame:
