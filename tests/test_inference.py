@@ -556,7 +556,7 @@ def test_a_job_logs_its_progress_per_subset(easy_vqa_eval, tmp_path, caplog):
 
 def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_vqa_eval, tmp_path):
     """Batch size and CPU threads travel in the runtime channel (they rerun nothing,
-    docs/workflow.md): the answers and scores are the same for any of them."""
+    docs/workflow.md): the answers, and so their scores, are the same for any of them."""
     import torch
 
     clean = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
