@@ -2,7 +2,8 @@
 
 It answers with a callable (in the tests, the tiny LLaVA) and can be slow, fail its first
 requests, or fail after some, and it records what it saw (requests, the largest number
-in flight at once, headers).
+in flight at once, headers). :func:`chat_client` is the adapter that the tests point at
+it, asked ``QUESTIONS`` about :func:`solid_images`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,40 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from PIL import Image
+
+if TYPE_CHECKING:
+    from vqarobust.models.base import VQAModel
+
+QUESTIONS = [
+    "what color is the shape?",
+    "is there a red circle?",
+    "how many dogs?",
+    "does the image contain a triangle?",
+]
+
+
+def solid_images(n: int) -> list[Image.Image]:
+    """``n`` 40x40 images of one colour each, red, green, blue and yellow in turn."""
+    colours = ["red", "green", "blue", "yellow"]
+    return [Image.new("RGB", (40, 40), colours[i % 4]) for i in range(n)]
+
+
+def chat_client(base_url: str, **kw: object) -> VQAModel:
+    """The openai-chat adapter ("served") on ``base_url``, 4 new tokens at most; ``kw``
+    adds to or overrides its spec."""
+    from vqarobust.models import load_model
+
+    spec = {
+        "family": "openai-chat",
+        "base_url": base_url,
+        "model": "tiny-llava",
+        "max_new_tokens": 4,
+        **kw,
+    }
+    return load_model(spec, name="served", device="cpu")
 
 
 class _Backlogged(ThreadingHTTPServer):
@@ -39,7 +71,7 @@ def _serve(handle: Callable[[BaseHTTPRequestHandler], None]) -> ThreadingHTTPSer
         def log_message(self, *args: object) -> None:  # quiet
             pass
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             handle(self)
 
     return _Backlogged(("127.0.0.1", 0), Handler)

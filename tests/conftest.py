@@ -1,5 +1,7 @@
 """Shared fixtures (tiny prepared easy-VQA splits and checkpoints, the tiny workflow run
-shared by both workers), and the order in which the workers take the test files."""
+shared by both workers, a hand-written results database, a simulated study), the helpers
+that install Debian packages and run the workflow, and the order in which the workers
+take the test files. Helpers without a fixture live in their own modules of tests/."""
 
 from __future__ import annotations
 
@@ -108,6 +110,48 @@ def checkpoints(easy_vqa_train, tmp_path_factory):
     return out
 
 
+@pytest.fixture()
+def database(tmp_path, easy_vqa_eval) -> tuple[Path, dict, int]:
+    """A results database of two models ("good" loses 0.05 of accuracy per severity, "bad"
+    0.15) on the clean images and two corruptions at severities 1-5: its path, its table
+    counts and the number of questions."""
+    from tests.predictions import write_predictions
+    from vqarobust import store
+    from vqarobust.db import DatabaseInputs, build_database
+
+    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
+    paths = []
+    for model, slope in (("good", 0.05), ("bad", 0.15)):
+        paths.append(write_predictions(tmp_path, questions, model, "clean", [0], lambda s: 0.9))
+        for corruption in ("snow", "blur"):
+            paths.append(
+                write_predictions(
+                    tmp_path,
+                    questions,
+                    model,
+                    corruption,
+                    [1, 2, 3, 4, 5],
+                    lambda s, k=slope: 0.9 - k * s,
+                )
+            )
+    db = tmp_path / "robustness.duckdb"
+    counts = build_database(
+        db,
+        DatabaseInputs(easy_vqa_eval["questions"], paths),
+        families={"snow": "weather", "blur": "blur"},
+    )
+    return db, counts, len(questions)
+
+
+@pytest.fixture(scope="module")
+def simulated_run() -> tuple:
+    """The simulated study of tests/simulated_study.py: its questions, scored answers and
+    uncertainty tables. Built once per module that reads it, as when it was imported."""
+    from tests.simulated_study import simulated_run
+
+    return simulated_run()
+
+
 @pytest.fixture(scope="session")
 def workflow_run(tmp_path_factory, wordnet) -> tuple[Path, dict]:
     """The tiny config (tests/data/tiny_config.yaml) run once for the whole test session,
@@ -161,6 +205,19 @@ def apt_get(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["flock", APT_LOCK, "apt-get", *args], capture_output=True, env=env, timeout=timeout
     )
+
+
+def chromium() -> str:
+    """Debian's chromium, installed when absent and possible; else the test is skipped
+    (at the point it asks, so that what it checked before still counts)."""
+    path = shutil.which("chromium")
+    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        apt_get("update", "-qq")
+        apt_get("install", "-y", "-qq", "chromium")
+        path = shutil.which("chromium")
+    if path is None:
+        pytest.skip("Debian's chromium is not installed and cannot be installed here")
+    return path
 
 
 def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:

@@ -7,6 +7,10 @@ rerun (its params as Snakemake serializes them, its input files); :func:`reruns`
 set of stages that Snakemake's params and input triggers rerun between two such graphs,
 with everything downstream (``tests/test_workflow.py`` checks that it equals a real plan
 on a finished run, key by key).
+
+:func:`snakemake` runs Snakemake in a process on a working directory; :func:`planned_jobs`
+reads the job counts of its dry-run output, in :func:`plan`'s form; :func:`analyses` and
+``FROM_PREDICTIONS`` are entries of that form, for the assertions.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -131,3 +138,60 @@ def write_config(workdir: Path, config: dict) -> None:
     """``config`` as ``workdir``'s config/config.yaml."""
     (workdir / "config").mkdir(parents=True, exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def snakemake(workdir: Path, *args: str) -> str:
+    """The output of ``snakemake *args`` on ``workdir`` on 2 cores; fails with its end
+    when Snakemake does."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out[-6000:]}")
+    return out
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """Job counts from the 'Job stats' table of a dry run; the ``analyze`` jobs one key
+    each, ``analyze:<analysis>`` (from the jobs' wildcards)."""
+    counts = {}
+    for rule, n in re.findall(r"^(\w+)\s+(\d+)$", output, flags=re.MULTILINE):
+        if rule not in ("total", "analyze"):
+            counts[rule] = int(n)
+    for name in set(re.findall(r"wildcards: .*analysis=(\w+)", output)):
+        counts[f"analyze:{name}"] = 1
+    return counts
+
+
+def analyses(*names: str) -> dict[str, int]:
+    """The planned-jobs entries of these analyses."""
+    return {f"analyze:{name}": 1 for name in names}
+
+
+# The tiny config's analyses that read the predictions, directly or through scoring:
+# every one but the attention shift (it reads only the attention maps).
+FROM_PREDICTIONS = (
+    "scoring",
+    "accuracy",
+    "robustness",
+    "uncertainty",
+    "image_quality",
+    "samples",
+    "mispredictions",
+    "colour_bias",
+    "context",
+    "context_findings",
+    "model_cards",
+    "costs",
+)

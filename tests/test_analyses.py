@@ -108,6 +108,22 @@ def test_code_digest_follows_imports(tmp_path, monkeypatch):
 
 
 def test_each_analysis_digest_covers_its_metric_code():
+    """Every analysis's digest holds its own module and each ``vqarobust.metrics`` module
+    that the module imports (read from its source), and not another analysis's code."""
+    package = Path(vqarobust.__file__).parent
+    for a in analyses.ANALYSES.values():
+        source = package / "analyses" / f"{a.module.rsplit('.', 1)[1]}.py"
+        metrics = set()
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "vqarobust.metrics":
+                metrics |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "vqarobust.metrics."
+            ):
+                metrics.add(node.module.rsplit(".", 1)[1])
+        files = {p.resolve() for p in module_files(a.module)}
+        wanted = {source.resolve()} | {(package / "metrics" / f"{m}.py").resolve() for m in metrics}
+        assert wanted <= files, (a.name, sorted(map(str, wanted - files)))
     files = {str(p) for p in module_files(analyses.get("uncertainty").module)}
     assert any(f.endswith("metrics/intervals.py") for f in files)
     assert not any(f.endswith("analyses/samples.py") for f in files)

@@ -11,8 +11,7 @@ import pytest
 import torch
 from transformers import AutoModelForVisualQuestionAnswering, AutoProcessor
 
-from tests.chat_server import Behaviour, ChatServer
-from tests.test_served import QUESTIONS, _client, _images
+from tests.chat_server import QUESTIONS, Behaviour, ChatServer, chat_client, solid_images
 from vqarobust import store
 from vqarobust.analyses.base import Inputs, RunOptions
 from vqarobust.analyses.scoring import ANALYSIS as SCORING
@@ -50,8 +49,8 @@ def _scripted(n, text):
 def test_each_way_a_reply_is_no_answer_ends_in_its_status():
     questions = [*QUESTIONS, "what shape is it?"]
     with ChatServer(answer, behaviour=Behaviour("tiny", script=_scripted)) as server:
-        client = _client(server.base_url, max_retries=1, max_concurrency=1)
-        got = client.respond(_images(5), questions)
+        client = chat_client(server.base_url, max_retries=1, max_concurrency=1)
+        got = client.respond(solid_images(5), questions)
     assert got.status == ["truncated", "filtered", "failed", "empty", "answered"]
     assert got.answers[:4] == [None] * 4 and got.answers[4]
     assert got.finish_reason[:2] == ["length", "content_filter"]
@@ -84,7 +83,7 @@ def _questions_file(tmp_path, questions):
             "width": im.width,
             "height": im.height,
         }
-        for i, im in enumerate(_images(len(rows)))
+        for i, im in enumerate(solid_images(len(rows)))
     ]
     store.write_image_shards(images, tmp_path / "clean")
     return tmp_path / "questions.parquet", tmp_path / "clean"

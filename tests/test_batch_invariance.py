@@ -15,8 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.test_pnp_vqa import TINY
-from tests.tiny_checkpoints import tiny_llava, tiny_lxmert, tiny_pnp, tiny_vle
+from tests.tiny_checkpoints import TINY_PNP, tiny_llava, tiny_lxmert, tiny_pnp, tiny_vle
 from vqarobust.models import load_model
 
 QUESTIONS = [
@@ -85,7 +84,7 @@ def test_pnp_relevance_of_a_padded_batch_is_each_requests_alone(tmp_path):
     (its captions are seeded per item, tests/test_pnp_vqa.py)."""
     from vqarobust.models.pnp_vqa import normalize_question
 
-    pnp = load_model({"family": "pnp-vqa", **tiny_pnp(tmp_path / "pnp"), "pnp": TINY})
+    pnp = load_model({"family": "pnp-vqa", **tiny_pnp(tmp_path / "pnp"), "pnp": TINY_PNP})
     images, questions = _requests()
     embeds = torch.stack([f[0] for f in pnp._encode(images)])
     qs = [normalize_question(q) for q in questions]

@@ -6,8 +6,14 @@ from vqarobust.cli import main
 
 def test_corruptions_lists_names_with_family(capsys):
     assert main(["corruptions", "--family", "noise"]) == 0
-    out = capsys.readouterr().out
-    assert "gaussian_noise" in out and "noise" in out and "snow" not in out
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    # Each row is a name and its family: every noise corruption, nothing else.
+    assert [(r[0], r[1]) for r in rows] == [
+        ("gaussian_noise", "noise"),
+        ("impulse_noise", "noise"),
+        ("shot_noise", "noise"),
+        ("speckle_noise", "noise"),
+    ]
 
 
 def test_validate_config(tmp_path, capsys):

@@ -96,16 +96,16 @@ def test_without_grayscale_predictions_the_tables_are_empty():
 
 
 def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):
-    from tests.test_db_report import _write_predictions
+    from tests.predictions import write_predictions
     from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.materialize.images import corrupt_subset
     from vqarobust.report import render_report
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     paths = [
-        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
-        _write_predictions(tmp_path, questions, "m", "snow", [1, 2, 3], lambda s: 0.8),
-        _write_predictions(tmp_path, questions, "m", "grayscale", [1], lambda s: 0.3),
+        write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        write_predictions(tmp_path, questions, "m", "snow", [1, 2, 3], lambda s: 0.8),
+        write_predictions(tmp_path, questions, "m", "grayscale", [1], lambda s: 0.3),
     ]
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "grey", "grayscale", 1)
     subsets = [("clean", 0, str(easy_vqa_eval["images"])), ("grayscale", 1, str(tmp_path / "grey"))]

@@ -105,7 +105,7 @@ def test_every_context_instance_is_swapped_unless_capped():
     }
     neighbours = {"cat": ["bench"]}
 
-    def swaps(cap):  # noqa: ANN001, ANN202
+    def swaps(cap):
         return coco.coco_swaps(
             inst, set(), neighbours, donors, 1, np.random.default_rng(0), max_objects=cap
         )

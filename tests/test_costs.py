@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.test_db_report import _write_predictions
+from tests.predictions import write_predictions
 from vqarobust import reruns, store
 from vqarobust.analyses.base import Inputs
 from vqarobust.analyses.costs import ANALYSIS, Settings
@@ -401,13 +401,13 @@ def test_report_section_in_headless_chromium(easy_vqa_eval, tmp_path):
     third's without: the section's sentences are sums of the costs table, and the page renders."""
     from playwright.sync_api import sync_playwright
 
-    from tests.test_workflow import _chromium
+    from tests.conftest import chromium
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     n, paths = len(questions), []
     for model, gpu in (("good", 0.5), ("bad", None)):
         for name, severities in (("clean", [0]), ("snow", [1, 2, 3, 4, 5])):
-            path = _write_predictions(
+            path = write_predictions(
                 tmp_path, questions, model, name, severities, lambda s: 0.9 - 0.05 * s
             )
             modality = "clean" if name == "clean" else "image"
@@ -437,7 +437,7 @@ def test_report_section_in_headless_chromium(easy_vqa_eval, tmp_path):
             paths.append(path)
     for name, severities in (("clean", [0]), ("snow", [1, 2, 3, 4, 5])):
         paths.append(
-            _write_predictions(tmp_path, questions, "older", name, severities, lambda s: 0.5)
+            write_predictions(tmp_path, questions, "older", name, severities, lambda s: 0.5)
         )
     db = tmp_path / "robustness.duckdb"
     build_database(
@@ -461,7 +461,7 @@ def test_report_section_in_headless_chromium(easy_vqa_eval, tmp_path):
     assert cost_totals(costs)["questions"] == 18 * n
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))

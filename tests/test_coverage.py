@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.test_db_report import _write_predictions
+from tests.predictions import write_predictions
 from vqarobust import store
 from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.metrics.coverage import MissingRowsError, check_coverage
@@ -85,14 +85,14 @@ def test_a_partly_missing_severity_is_a_gap_but_one_missing_for_all_is_not():
 def test_the_database_refuses_gaps_or_records_the_drop(tmp_path, easy_vqa_eval):
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     paths = [
-        _write_predictions(tmp_path, questions, m, "clean", [0], lambda s: 0.9) for m in ("a", "b")
+        write_predictions(tmp_path, questions, m, "clean", [0], lambda s: 0.9) for m in ("a", "b")
     ]
     paths += [
-        _write_predictions(tmp_path, questions, "a", c, [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s)
+        write_predictions(tmp_path, questions, "a", c, [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s)
         for c in ("snow", "blur")
     ]
     paths.append(
-        _write_predictions(
+        write_predictions(
             tmp_path, questions, "b", "blur", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.05 * s
         )
     )

@@ -2,6 +2,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from tests.predictions import write_predictions
 from vqarobust import store
 from vqarobust.db import DatabaseInputs, build_database
 from vqarobust.report import render_report
@@ -17,60 +18,6 @@ TABLES = {
     "vre_sweep",
     "run_info",
 }
-
-
-def _write_predictions(
-    tmp_path, questions, model, corruption, severities, correct_share, modality=None
-):
-    modality = modality or ("clean" if corruption == "clean" else "image")
-    rows = []
-    for sev in severities:
-        share = correct_share(sev)
-        for i, q in enumerate(questions):
-            ok = i < round(share * len(questions))
-            answer = q["answers"][0] if ok else "wrong"
-            rows.append((q["question_id"], answer, model, modality, corruption, sev, False))
-    columns = [
-        "question_id",
-        "answer",
-        "model",
-        "modality",
-        "perturbation",
-        "severity",
-        "truncated",
-    ]
-    df = pl.DataFrame(rows, schema=columns, orient="row").with_columns(
-        pl.col("severity").cast(pl.Int16)
-    )
-    path = tmp_path / f"{model}-{corruption}.parquet"
-    store.write_table(df.to_arrow(), path)
-    return path
-
-
-@pytest.fixture()
-def database(tmp_path, easy_vqa_eval):
-    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
-    paths = []
-    for model, slope in (("good", 0.05), ("bad", 0.15)):
-        paths.append(_write_predictions(tmp_path, questions, model, "clean", [0], lambda s: 0.9))
-        for corruption in ("snow", "blur"):
-            paths.append(
-                _write_predictions(
-                    tmp_path,
-                    questions,
-                    model,
-                    corruption,
-                    [1, 2, 3, 4, 5],
-                    lambda s, k=slope: 0.9 - k * s,
-                )
-            )
-    db = tmp_path / "robustness.duckdb"
-    counts = build_database(
-        db,
-        DatabaseInputs(easy_vqa_eval["questions"], paths),
-        families={"snow": "weather", "blur": "blur"},
-    )
-    return db, counts, len(questions)
 
 
 def test_database_has_every_table_with_consistent_numbers(database):
@@ -95,7 +42,7 @@ def test_database_has_every_table_with_consistent_numbers(database):
 
 def test_duplicate_predictions_are_rejected(tmp_path, easy_vqa_eval):
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
-    p = _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 1.0)
+    p = write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 1.0)
     with pytest.raises(ValueError, match="duplicated predictions"):
         build_database(tmp_path / "x.duckdb", DatabaseInputs(easy_vqa_eval["questions"], [p, p]))
     assert not (tmp_path / "x.duckdb").exists()
@@ -133,8 +80,8 @@ def test_answer_grid_from_sample_thumbnails(tmp_path, easy_vqa_eval):
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     paths = [
-        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
-        _write_predictions(tmp_path, questions, "m", "snow", [1, 2], lambda s: 0.5),
+        write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        write_predictions(tmp_path, questions, "m", "snow", [1, 2], lambda s: 0.5),
     ]
     subsets = [("clean", 0, str(easy_vqa_eval["images"]))]
     for s in (1, 2):

@@ -3,7 +3,7 @@ import json
 import polars as pl
 import pytest
 
-from tests.test_db_report import _write_predictions
+from tests.predictions import write_predictions
 from vqarobust import store
 from vqarobust.cli import main
 from vqarobust.db import DatabaseInputs, build_database
@@ -21,9 +21,9 @@ def db(easy_vqa_eval, tmp_path_factory):
     paths = []
     for model in ("m", "n"):
         paths += [
-            _write_predictions(tmp, questions, model, "clean", [0], lambda s: 0.9),
-            _write_predictions(tmp, questions, model, "snow", [1, 2, 3, 4, 5], lambda s: 0.8),
-            _write_predictions(
+            write_predictions(tmp, questions, model, "clean", [0], lambda s: 0.9),
+            write_predictions(tmp, questions, model, "snow", [1, 2, 3, 4, 5], lambda s: 0.8),
+            write_predictions(
                 tmp, questions, model, "keyboard", [1], lambda s: 0.5, modality="text"
             ),
         ]

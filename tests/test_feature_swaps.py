@@ -66,7 +66,7 @@ def test_nearest_classes_threshold_then_random_padding():
 def test_nearest_attribute_sets_by_encoding():
     vocab = {"x": unit(0), "y": unit(30), "z": unit(90)}
 
-    def enc(a):  # noqa: ANN001, ANN202
+    def enc(a):
         return np.mean([vocab[w] for w in a], axis=0)
 
     # ("x",) is nearest to itself (left out), then ("x", "y") at 15 deg, ("y",) 30, ...
@@ -200,7 +200,7 @@ def test_perfect_sight_swaps_re_encode_the_new_labels():
     np.testing.assert_allclose(b.matrix[1], expected, rtol=1e-6)
 
 
-def _key(s):  # noqa: ANN001, ANN202
+def _key(s):
     return (s.perturbation, s.object_index, s.rank, s.after_class, s.after_attributes, s.donor)
 
 

@@ -333,7 +333,7 @@ def test_inference_over_a_feature_subset_and_its_swaps(tmp_path):
 def test_config_checks_feature_models_and_sources(tmp_path):
     from vqarobust.config import ConfigError, validate_config
 
-    def config(**changes):  # noqa: ANN003, ANN202
+    def config(**changes):
         base = {
             "dataset": {"name": "s", "adapter": "scenes"},
             "corruptions": ["snow"],

@@ -18,7 +18,7 @@ from vqarobust import corruptions
 STUDY = REPO / "config" / "geometric.yaml"
 
 
-def _checkpoints(workdir):  # noqa: ANN001, ANN202
+def _checkpoints(workdir):
     (workdir / "checkpoints").symlink_to(REPO / "checkpoints")
 
 

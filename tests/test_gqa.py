@@ -325,7 +325,7 @@ def test_the_gqa_context_study_runs_end_to_end(mini, tmp_path):
     assert NO_IMAGE_SIDE in summary and "mean corrupted accuracy" not in summary
     assert "| lx-tsv | obj36 | checkpoint |" in summary  # Table 2 with what each model reads
     # Weights replaced in place (same path) rerun that model's inference, nothing else.
-    from tests.test_workflow import FROM_PREDICTIONS, analyses, plan
+    from tests.plans import FROM_PREDICTIONS, analyses, plan
 
     assert plan(tmp_path) == {}
     tiny_lxmert(tmp_path / "checkpoints" / "lx-h5", dim=mini.dim, answers=["yes", "no"], seed=1)

@@ -221,16 +221,16 @@ def test_database_and_report_carry_the_calibration(easy_vqa_eval, tmp_path):
     import duckdb
     from scipy.stats import spearmanr
 
-    from tests.test_db_report import _write_predictions
+    from tests.predictions import write_predictions
     from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.report import render_report
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
-    paths = [_write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9)]
+    paths = [write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9)]
     subsets = [("clean", 0, str(easy_vqa_eval["images"]))]
     for name in ("gaussian_noise", "contrast"):
         paths.append(
-            _write_predictions(tmp_path, questions, "m", name, [1, 2, 3], lambda s: 0.9 - 0.2 * s)
+            write_predictions(tmp_path, questions, "m", name, [1, 2, 3], lambda s: 0.9 - 0.2 * s)
         )
         for s in (1, 2, 3):
             corrupt_subset(easy_vqa_eval["images"], tmp_path / f"{name}{s}", name, s)

@@ -1,6 +1,7 @@
 import polars as pl
 import pytest
 
+from tests.counting_models import Counting
 from vqarobust import store
 from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset
@@ -36,23 +37,6 @@ def test_missing_images_fail_without_output(checkpoints, easy_vqa_eval, tmp_path
     with pytest.raises(ValueError, match="images asked about are missing"):
         run_inference(ModelRef("cnn", spec), easy_vqa_eval["questions"], subsets, out, device="cpu")
     assert not out.exists()
-
-
-class Counting(VQAModel):
-    """Answers 'x'; raises after `fail_after` batches, like a job killed mid-way."""
-
-    def __init__(self, fail_after=None):
-        super().__init__(batch_size=4)
-        self.fail_after = fail_after
-        self.answered = 0
-        self.batches = 0
-
-    def answer(self, images, questions):
-        if self.fail_after is not None and self.batches >= self.fail_after:
-            raise RuntimeError("killed")
-        self.batches += 1
-        self.answered += len(questions)
-        return ["x"] * len(questions)
 
 
 def test_a_restarted_job_resumes_from_finished_chunks(easy_vqa_eval, tmp_path):
@@ -125,16 +109,6 @@ def test_partial_results_of_other_inputs_are_discarded(easy_vqa_eval, tmp_path):
     assert second.answered == n_q  # a changed spec recomputes everything
 
 
-class Slow(Counting):
-    """Answers slowly, so a test can kill the job between chunks."""
-
-    def answer(self, images, questions):
-        import time
-
-        time.sleep(0.3)
-        return super().answer(images, questions)
-
-
 def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
     import signal
     import subprocess
@@ -146,7 +120,7 @@ def test_a_sigkilled_job_resumes(easy_vqa_eval, tmp_path):
     subsets = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
     out = tmp_path / "pred.parquet"
     code = (
-        "from tests.test_inference import Slow\n"
+        "from tests.counting_models import Slow\n"
         "from vqarobust.inference import Subset, run_inference\n"
         "from vqarobust.models import ModelRef\n"
         "run_inference(ModelRef('m', {'family': 't'}, loader=lambda *a, **k: Slow()), "
@@ -332,7 +306,7 @@ def test_swap_indices_past_int8_and_chunks_kept_from_int8(easy_vqa_eval, tmp_pat
     ]
     out = tmp_path / "pred.parquet"
 
-    def run():  # noqa: ANN202
+    def run():
         run_inference(
             ModelRef("echo", {"device": "cpu"}, loader=lambda *a, **k: Echo()),
             easy_vqa_eval["questions"],
@@ -582,7 +556,7 @@ def test_a_job_logs_its_progress_per_subset(easy_vqa_eval, tmp_path, caplog):
 
 def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_vqa_eval, tmp_path):
     """Batch size and CPU threads travel in the runtime channel (they rerun nothing,
-    docs/workflow.md): the answers and scores are the same for any of them."""
+    docs/workflow.md): the answers, and so their scores, are the same for any of them."""
     import torch
 
     clean = [Subset("clean", 0, str(easy_vqa_eval["images"]))]

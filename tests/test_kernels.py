@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_uncertainty import FAMILIES, run  # noqa: F401  (the fixture)
+from tests.simulated_study import FAMILIES
 from vqarobust.analyses.accuracy import perturbation_accuracy
 from vqarobust.metrics.accuracy import SUBSET, TYPES, accuracy_tables, typed_sums
 from vqarobust.metrics.context import context_arrays, context_flags, context_sums, context_tables
@@ -137,10 +137,10 @@ def test_group_means_by_hand():
     assert per.tolist() == [[5.0, 5.0]]
 
 
-def test_interval_estimates_are_the_point_tables_bit_for_bit(run):  # noqa: F811
+def test_interval_estimates_are_the_point_tables_bit_for_bit(simulated_run):
     """Fed the accuracies the bootstrap's replicate 0 holds, the point tables give exactly
     the intervals' estimates: one kernel, two callers."""
-    _, _, t = run
+    _, _, t = simulated_run
     iv = t["intervals"]
     acc = iv.filter(pl.col("metric") == "accuracy").select(
         "model", "modality", "perturbation", "severity", pl.col("estimate").alias("accuracy")
@@ -289,10 +289,10 @@ NO_POINT_TABLE = {"rscore_mean"}
 
 
 @pytest.mark.parametrize("cluster", ["image", "question"])
-def test_every_interval_estimate_is_its_point_table_bit_for_bit(run, cluster):  # noqa: F811
+def test_every_interval_estimate_is_its_point_table_bit_for_bit(simulated_run, cluster):
     """Every statistic with an interval: the analyses' point tables hold exactly its
     estimates, whatever the resampling unit, since both are one kernel at the data."""
-    q, scored, _ = run
+    q, scored, _ = simulated_run
     scored = _with_swaps(scored, 5)
     # The bootstrap reads the rows in another order (the analyses' inputs differ: image
     # order and question order): the sums are the same bits.

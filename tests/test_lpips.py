@@ -106,7 +106,7 @@ def test_lpips_of_a_corrupted_subset_reaches_the_database_and_report(
     import duckdb
     import polars as pl
 
-    from tests.test_db_report import _write_predictions
+    from tests.predictions import write_predictions
     from vqarobust import store
     from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.materialize.images import corrupt_subset, score_lpips
@@ -120,10 +120,10 @@ def test_lpips_of_a_corrupted_subset_reaches_the_database_and_report(
         for r in store.iter_images(easy_vqa_eval["images"])
     }
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
-    paths = [_write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9)]
+    paths = [write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9)]
     subsets, lpips_paths, means = [("clean", 0, str(easy_vqa_eval["images"]))], [], []
     paths.append(
-        _write_predictions(
+        write_predictions(
             tmp_path, questions, "m", "gaussian_noise", [1, 5], lambda s: 0.9 - 0.1 * s
         )
     )

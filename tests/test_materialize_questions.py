@@ -5,6 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.tiny_checkpoints import tiny_sentence_encoder
 from vqarobust import store, text
 from vqarobust.materialize.questions import Fidelity, fidelity_filter, perturb_question_set
 
@@ -155,7 +156,7 @@ def test_dropped_questions_are_null_and_not_asked(easy_vqa_eval, dropped_set):
 def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, dropped_set, tmp_path):
     import duckdb
 
-    from tests.test_db_report import _write_predictions
+    from tests.predictions import write_predictions
     from vqarobust import store
     from vqarobust.db import DatabaseInputs, build_database
     from vqarobust.report import render_report
@@ -164,11 +165,11 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
     gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
     kept = [q for q in questions if q["question_id"] not in gone]
     paths = [
-        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
-        _write_predictions(
+        write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        write_predictions(
             tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s
         ),
-        _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
+        write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
     ]
     db = tmp_path / "r.duckdb"
     build_database(
@@ -197,37 +198,10 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
     assert "Fidelity filter (drop)." in text and f"{len(gone)} perturbed questions in 1" in text
 
 
-def _tiny_sentence_encoder(folder):
-    """A random-init one-layer BERT with MiniLM's tokenizer and mean pooling, saved as a
-    sentence-transformers model: another encoder than the shipped one."""
-    import torch
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from vqarobust.text.encoder import default_model_path
-
-    torch.manual_seed(0)
-    bert_dir = folder / "bert"
-    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    BertModel(config).save_pretrained(bert_dir)
-    tokenizer.save_pretrained(bert_dir)
-    word = models.Transformer(str(bert_dir))
-    model = SentenceTransformer(modules=[word, models.Pooling(32, "mean")], device="cpu")
-    model.save(str(folder / "st"))
-    return folder / "st"
-
-
 def test_any_sentence_transformers_encoder_drives_the_filter(easy_vqa_eval, tmp_path):
     from vqarobust.text.encoder import encode
 
-    encoder = _tiny_sentence_encoder(tmp_path)
+    encoder = tiny_sentence_encoder(tmp_path)
     out = {3: tmp_path / "3.parquet"}
     perturb_question_set(
         easy_vqa_eval["questions"],
@@ -248,7 +222,7 @@ def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path):
     import subprocess
     import sys
 
-    encoder = _tiny_sentence_encoder(tmp_path)
+    encoder = tiny_sentence_encoder(tmp_path)
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "hub" / "models--someone--tiny-st"
     shutil.copytree(encoder, repo / "snapshots" / commit)
@@ -282,7 +256,7 @@ def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path):
 def test_own_set_leaves_a_dropped_question_only_its_set(easy_vqa_eval, dropped_set, tmp_path):
     import duckdb
 
-    from tests.test_db_report import _write_predictions
+    from tests.predictions import write_predictions
     from vqarobust import store
     from vqarobust.db import DatabaseInputs, build_database
 
@@ -290,11 +264,11 @@ def test_own_set_leaves_a_dropped_question_only_its_set(easy_vqa_eval, dropped_s
     gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
     kept = [q for q in questions if q["question_id"] not in gone]
     paths = [
-        _write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
-        _write_predictions(
+        write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
+        write_predictions(
             tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s
         ),
-        _write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
+        write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
     ]
     db = tmp_path / "r.duckdb"
     build_database(

@@ -18,7 +18,7 @@ REWRITES = ["formal", "casual", "passive", "active", "back_translation"]
 ENCODER = "sentence-transformers/paraphrase-mpnet-base-v2"
 
 
-def _checkpoints(workdir):  # noqa: ANN001, ANN202
+def _checkpoints(workdir):
     (workdir / "checkpoints").symlink_to(REPO / "checkpoints")
 
 
@@ -98,7 +98,7 @@ def test_with_missing_weights_fail_the_absent_encoder_stops_the_run_at_start():
     validate_config(config)
 
 
-def _random_lpips(folder):  # noqa: ANN001, ANN202
+def _random_lpips(folder):
     """A random-init AlexNet in torchvision's layout and the lpips wheel's linear layers:
     LPIPS's files as the config names them (the real backbone cannot be fetched here)."""
     from pathlib import Path

@@ -129,10 +129,21 @@ def test_the_plan_refuses_a_study_with_nothing_to_perturb():
         StudyPlan.build(config)
 
 
-def test_db_and_workflow_take_their_run_options_from_one_plan(plans):
-    options = plans["config"].analyze.run_options
+def test_db_and_workflow_take_their_run_options_from_one_plan(plans, tmp_path):
+    from vqarobust.analyses.base import settings_params
+    from vqarobust.db import build_database
+
+    plan = plans["config"]
+    options = plan.analyze.run_options
     assert options.outside == ["grayscale"] and options.families["snow"] == "weather"
     assert options.seed == 0 and options.weights is not None
+    # The workflow: each analyze job's settings param is its analysis at these options.
+    for name, analysis in plan.analyze.analyses.items():
+        params = plan.analyze.analysis_settings(SimpleNamespace(analysis=name))
+        assert params == settings_params(analysis.settings(options)), name
+    # The database: given the plan, no option of its own can be set beside it.
+    with pytest.raises(TypeError, match=r"a plan sets every option; got \['seed'\]"):
+        build_database(tmp_path / "x.duckdb", plan.analyze.database_inputs(), plan=plan, seed=1)
 
 
 def test_the_rule_files_share_nothing_but_the_plan():

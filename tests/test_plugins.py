@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.test_workflow import planned_jobs
+from tests.plans import planned_jobs
 
 EXAMPLE = REPO / "examples" / "plugin"
 TINT = '''"""A study's own corruption, not installed: a colour tint (one severity)."""
@@ -40,11 +40,11 @@ def _env(*paths: Path) -> dict[str, str]:
     return env
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: int = 600):  # noqa: ANN202
+def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: int = 600):
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def _snakemake(workdir: Path, env: dict[str, str], *args: str):  # noqa: ANN202
+def _snakemake(workdir: Path, env: dict[str, str], *args: str):
     cmd = [
         sys.executable,
         "-m",

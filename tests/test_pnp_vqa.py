@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.tiny_checkpoints import random_images, tiny_pnp
+from tests.tiny_checkpoints import TINY_PNP, random_images, tiny_pnp
 from vqarobust.models import load_model
 from vqarobust.models.pnp_vqa import (
     enc_token_id,
@@ -23,8 +23,6 @@ from vqarobust.models.pnp_vqa import (
     sample_patches,
 )
 
-TINY = {"block_num": 0, "num_captions": 5, "num_patches": 4}
-
 
 @pytest.fixture(scope="module")
 def pnp_paths(tmp_path_factory):
@@ -33,7 +31,7 @@ def pnp_paths(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pnp(pnp_paths):
-    return load_model({"family": "pnp-vqa", **pnp_paths, "batch_size": 3, "pnp": TINY})
+    return load_model({"family": "pnp-vqa", **pnp_paths, "batch_size": 3, "pnp": TINY_PNP})
 
 
 QUESTIONS = [
@@ -171,7 +169,7 @@ def test_pipeline_answers_a_batch_seeded_per_item(pnp, pnp_paths):
             "family": "pnp-vqa",
             **pnp_paths,
             "batch_size": 2,
-            "pnp": TINY,
+            "pnp": TINY_PNP,
             "share_image_features": False,
         }
     )
@@ -195,7 +193,7 @@ def test_too_few_distinct_captions_is_logged(pnp_paths, caplog):
         {
             "family": "pnp-vqa",
             **pnp_paths,
-            "pnp": {**TINY, "num_captions": 400, "max_caption_rounds": 1},
+            "pnp": {**TINY_PNP, "num_captions": 400, "max_caption_rounds": 1},
         }
     )
     with caplog.at_level(logging.WARNING):

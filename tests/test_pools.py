@@ -251,10 +251,10 @@ def test_another_encoder_embeds_the_pool_and_names_its_identity(tmp_path):
     import os
     from functools import partial
 
-    from tests.test_materialize_questions import _tiny_sentence_encoder
+    from tests.tiny_checkpoints import tiny_sentence_encoder
     from vqarobust.text import encoder as enc
 
-    folder = _tiny_sentence_encoder(tmp_path)
+    folder = tiny_sentence_encoder(tmp_path)
     paths = write_question_pool(tmp_path / "pool", n=40)
     out = tmp_path / "pool.parquet"
     build_pool(paths["questions"], out, encode=partial(enc.encode, path=str(folder)))

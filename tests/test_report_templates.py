@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 
 import vqarobust.report
-from tests.test_db_report import database  # noqa: F401  (the fixture)
 from vqarobust.analyses.registry import ANALYSES
 from vqarobust.report import render_report
 from vqarobust.report.html import cells, page_template
@@ -62,7 +61,7 @@ def test_every_registered_analysis_is_shown_by_a_section():
     assert set(ANALYSES) <= shown, set(ANALYSES) - shown
 
 
-def test_the_sections_make_exactly_the_declared_files(database, tmp_path):  # noqa: F811
+def test_the_sections_make_exactly_the_declared_files(database, tmp_path):
     import matplotlib.pyplot as plt
 
     db, _, _ = database
@@ -89,7 +88,7 @@ def test_cells_format_numbers_text_and_gaps():
     ]
 
 
-def test_text_from_the_database_is_escaped(database, tmp_path):  # noqa: F811
+def test_text_from_the_database_is_escaped(database, tmp_path):
     db, _, _ = database
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE predictions SET model = '<script>x</script>' WHERE model = 'bad'")
@@ -102,7 +101,7 @@ def test_text_from_the_database_is_escaped(database, tmp_path):  # noqa: F811
     assert "<li>&lt;b&gt;careful&lt;/b&gt; &amp; more</li>" in text
 
 
-def test_sections_without_data_are_left_out(database, tmp_path):  # noqa: F811
+def test_sections_without_data_are_left_out(database, tmp_path):
     db, _, _ = database
     text = render_report(db, tmp_path / "r" / "index.html").read_text()
     # This database has image corruptions only: no swaps, question perturbations,
@@ -116,7 +115,7 @@ def test_sections_without_data_are_left_out(database, tmp_path):  # noqa: F811
     assert (tmp_path / "r" / "figures" / "context_reliance.png").exists()
 
 
-def test_a_page_of_ones_own_extends_the_template(database, tmp_path):  # noqa: F811
+def test_a_page_of_ones_own_extends_the_template(database, tmp_path):
     db, _, _ = database
     mine = tmp_path / "mine.html.j2"
     mine.write_text(
@@ -132,7 +131,7 @@ def test_a_page_of_ones_own_extends_the_template(database, tmp_path):  # noqa: F
         render_report(db, tmp_path / "r" / "index.html", template=mine)
 
 
-def test_each_summary_field_is_read_by_one_section(database):  # noqa: F811
+def test_each_summary_field_is_read_by_one_section(database):
     """`vqarobust summary` is the sections' `summary` readers put together: every field of
     Summary comes from exactly one section, and the readers give no other key."""
     import dataclasses

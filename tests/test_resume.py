@@ -7,7 +7,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from tests.test_inference import Counting
+from tests.counting_models import Counting
 from vqarobust import store
 from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset

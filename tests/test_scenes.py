@@ -32,7 +32,7 @@ def evaluate(text: str, objects: list[scenes.SceneObject]) -> str:
     def shape_of(word: str) -> str:
         return singular.get(word, word[:-1] if word.endswith("s") and word != "cross" else word)
 
-    def only(pred) -> scenes.SceneObject:  # noqa: ANN001
+    def only(pred) -> scenes.SceneObject:
         found = [o for o in objects if pred(o)]
         assert len(found) == 1, f"{text!r} does not name exactly one object: {found}"
         return found[0]
@@ -325,7 +325,7 @@ def test_config_checks_the_context_study():
         validate_config({**base, "dataset": {"name": "d", "adapter": "easy-vqa", "scene_seed": 1}})
 
 
-def _occlusion_spares_the_questions_objects(results) -> None:  # noqa: ANN001
+def _occlusion_spares_the_questions_objects(results) -> None:
     """Every image has boxes; no pixel of an object some question depends on changed."""
     from vqarobust import store
     from vqarobust.corruptions.boxes import covered
@@ -463,7 +463,7 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     assert table2.columns[3:] == ["class k=1", "attribute k=1", "class k=2", "attribute k=2"]
     # context.reliance_k reaches its analysis through params: changed on the finished run,
     # exactly that analysis, the assembly and the report rerun, and the new k is there.
-    from tests.test_workflow import analyses, plan, snakemake
+    from tests.plans import analyses, plan, snakemake
 
     config["context"]["reliance_k"] = [2]
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))

@@ -5,8 +5,9 @@ from vqarobust.seeding import derive_seed, item_rng
 
 
 def test_seed_is_stable_across_runs():
-    # A fixed value: a change here means every materialized subset changes.
-    assert derive_seed(0, 17, "snow", 3) == derive_seed(0, 17, "snow", 3)
+    # A fixed value: a change here means every materialized subset changes. Pinned, so
+    # that neither the process (hash seed) nor a version of the code can move it.
+    assert derive_seed(0, 17, "snow", 3) == 1402833647752319465
     assert derive_seed(0, 17, "snow", 3) != derive_seed(0, 17, "snow", 4)
     assert derive_seed(0, 17, "snow", 3) != derive_seed(1, 17, "snow", 3)
 

@@ -8,9 +8,8 @@ import time
 import polars as pl
 import pytest
 import yaml
-from PIL import Image
 
-from tests.chat_server import ChatServer
+from tests.chat_server import QUESTIONS, ChatServer, chat_client, solid_images
 from tests.conftest import REPO
 from tests.tiny_checkpoints import tiny_llava
 from vqarobust import store
@@ -21,13 +20,6 @@ from vqarobust.params import answer_spec
 
 # Servers with delays, timeouts and retries: about 25 s (tests/conftest.py orders by it).
 COST_SECONDS = 25
-
-QUESTIONS = [
-    "what color is the shape?",
-    "is there a red circle?",
-    "how many dogs?",
-    "does the image contain a triangle?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -41,30 +33,14 @@ def llava(tmp_path_factory):
     return path, lambda image, text: model.answer([image], [text])[0]
 
 
-def _images(n):
-    colours = ["red", "green", "blue", "yellow"]
-    return [Image.new("RGB", (40, 40), colours[i % 4]) for i in range(n)]
-
-
-def _client(base_url, **kw):
-    spec = {
-        "family": "openai-chat",
-        "base_url": base_url,
-        "model": "tiny-llava",
-        "max_new_tokens": 4,
-        **kw,
-    }
-    return load_model(spec, name="served", device="cpu")
-
-
 def test_answers_are_the_served_models(llava):
     path, answer = llava
     direct = load_model(
         {"family": "llava", "path_or_id": str(path), "max_new_tokens": 4}, device="cpu"
     )
-    images = _images(4)
+    images = solid_images(4)
     with ChatServer(answer) as server:
-        got = _client(server.base_url).answer_all(images, QUESTIONS)
+        got = chat_client(server.base_url).answer_all(images, QUESTIONS)
     assert got == direct.answer_all(images, QUESTIONS)
     assert server.requests == 4
 
@@ -72,19 +48,19 @@ def test_answers_are_the_served_models(llava):
 def test_concurrency_reaches_the_limit_and_no_more(llava):
     _, answer = llava
     with ChatServer(answer, delay_s=0.3) as server:
-        client = _client(
+        client = chat_client(
             server.base_url, max_concurrency=4, batch_size=12, adaptive_concurrency=False
         )
-        client.answer_all(_images(12), QUESTIONS * 3)
+        client.answer_all(solid_images(12), QUESTIONS * 3)
     assert server.max_in_flight == 4
 
 
 def test_retries_on_server_errors_then_succeeds(llava, caplog):
     _, answer = llava
     with ChatServer(answer, fail_first=2, fail_status=503) as server:
-        client = _client(server.base_url, max_concurrency=1, max_retries=3)
+        client = chat_client(server.base_url, max_concurrency=1, max_retries=3)
         with caplog.at_level(logging.WARNING):
-            got = client.answer_all(_images(2), QUESTIONS[:2])
+            got = client.answer_all(solid_images(2), QUESTIONS[:2])
     assert len(got) == 2 and server.requests == 4 and client.requests_sent == 4
     assert "HTTP 503; retry 1 of 3" in caplog.text
 
@@ -92,10 +68,10 @@ def test_retries_on_server_errors_then_succeeds(llava, caplog):
 def test_a_slow_server_times_out_and_fails_naming_the_url(llava):
     _, answer = llava
     with ChatServer(answer, delay_s=2.0) as server:
-        client = _client(server.base_url, timeout_s=0.3, max_retries=1)
+        client = chat_client(server.base_url, timeout_s=0.3, max_retries=1)
         t = time.perf_counter()
         with pytest.raises(ServerError, match=f"{server.base_url}/chat/completions failed 2 "):
-            client.answer_all(_images(1), QUESTIONS[:1])
+            client.answer_all(solid_images(1), QUESTIONS[:1])
     assert time.perf_counter() - t < 10  # seconds, not the default 60 s timeout x retries
     assert client.limit.in_flight == 0  # every attempt gave its slot back
 
@@ -104,19 +80,19 @@ def test_a_server_that_is_down_fails_within_seconds():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    client = _client(f"http://127.0.0.1:{port}/v1", max_retries=2)
+    client = chat_client(f"http://127.0.0.1:{port}/v1", max_retries=2)
     t = time.perf_counter()
     with pytest.raises(ServerError, match=f"127.0.0.1:{port}/v1/chat/completions.*server up"):
-        client.answer_all(_images(1), QUESTIONS[:1])
+        client.answer_all(solid_images(1), QUESTIONS[:1])
     assert time.perf_counter() - t < 10  # refused at once; backoff 0.5 s + 1 s
 
 
 def test_a_refused_request_is_not_retried(llava):
     _, answer = llava
     server = ChatServer(answer, fail_first=5, fail_status=400)
-    client = _client(server.base_url, max_retries=3)
+    client = chat_client(server.base_url, max_retries=3)
     with server, pytest.raises(ServerError, match="HTTP 400"):
-        client.answer_all(_images(1), QUESTIONS[:1])
+        client.answer_all(solid_images(1), QUESTIONS[:1])
     assert server.requests == 1 and client.limit.in_flight == 0
 
 
@@ -124,14 +100,14 @@ def test_api_key_comes_from_the_environment_and_stays_out_of_logs(llava, monkeyp
     _, answer = llava
     monkeypatch.setenv("VQAROBUST_TEST_API_KEY", "sk-secret-123")
     with ChatServer(answer, fail_first=1) as server, caplog.at_level(logging.DEBUG):
-        _client(server.base_url, api_key_env="VQAROBUST_TEST_API_KEY").answer_all(
-            _images(1), QUESTIONS[:1]
+        chat_client(server.base_url, api_key_env="VQAROBUST_TEST_API_KEY").answer_all(
+            solid_images(1), QUESTIONS[:1]
         )
     assert server.headers[-1]["Authorization"] == "Bearer sk-secret-123"
     assert "sk-secret-123" not in caplog.text
     monkeypatch.delenv("VQAROBUST_TEST_API_KEY")
     with pytest.raises(ValueError, match="VQAROBUST_TEST_API_KEY"):
-        _client(server.base_url, api_key_env="VQAROBUST_TEST_API_KEY")
+        chat_client(server.base_url, api_key_env="VQAROBUST_TEST_API_KEY")
 
 
 def test_a_killed_run_resumes_from_its_finished_chunks(llava, easy_vqa_eval, tmp_path):
@@ -211,8 +187,8 @@ def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
 def test_connections_are_pooled(llava):
     _, answer = llava
     with ChatServer(answer) as server:
-        _client(server.base_url, max_concurrency=2, batch_size=12).answer_all(
-            _images(12), QUESTIONS * 3
+        chat_client(server.base_url, max_concurrency=2, batch_size=12).answer_all(
+            solid_images(12), QUESTIONS * 3
         )
     assert server.requests == 12 and len(server.ports) <= 2  # kept alive, not one per request
 
@@ -221,7 +197,7 @@ def test_retries_are_jittered_so_failed_threads_do_not_return_in_lockstep(llava,
     _, answer = llava
     with ChatServer(answer, fail_first=8) as server:
         # Eight in flight at once from the start, so that eight fail together.
-        client = _client(
+        client = chat_client(
             server.base_url,
             max_concurrency=8,
             batch_size=8,
@@ -229,7 +205,7 @@ def test_retries_are_jittered_so_failed_threads_do_not_return_in_lockstep(llava,
             adaptive_concurrency=False,
         )
         with caplog.at_level(logging.WARNING):
-            client.answer_all(_images(8), QUESTIONS * 2)
+            client.answer_all(solid_images(8), QUESTIONS * 2)
     assert server.requests == 16
     first, retried = sorted(server.times[:8]), sorted(server.times[8:])
     waits = [float(m) for m in __import__("re").findall(r"retry 1 of 3 in ([0-9.]+)s", caplog.text)]
@@ -249,9 +225,9 @@ def test_retry_after_as_an_http_date_is_honoured(llava, caplog):
     with ChatServer(
         answer, fail_first=1, fail_status=429, retry_after=two_seconds_from_now
     ) as server:
-        client = _client(server.base_url, max_concurrency=1)
+        client = chat_client(server.base_url, max_concurrency=1)
         with caplog.at_level(logging.WARNING):
-            client.answer_all(_images(1), QUESTIONS[:1])
+            client.answer_all(solid_images(1), QUESTIONS[:1])
     # The date has one-second resolution: the wait is over one second, at most 2.5.
     assert server.requests == 2 and server.times[1] - server.times[0] >= 1.0
     assert "HTTP 429; retry 1 of 3 in" in caplog.text
@@ -273,7 +249,9 @@ def test_retry_after_parsing():
 def test_a_malformed_body_is_retried_then_reported_with_the_url_and_its_first_bytes(llava, caplog):
     _, answer = llava
     with ChatServer(answer, malformed_first=1) as server, caplog.at_level(logging.WARNING):
-        got = _client(server.base_url, max_concurrency=1).answer_all(_images(1), QUESTIONS[:1])
+        got = chat_client(server.base_url, max_concurrency=1).answer_all(
+            solid_images(1), QUESTIONS[:1]
+        )
     assert len(got) == 1 and server.requests == 2
     assert "a malformed reply (HTTP 200): '<html>upstream proxy hiccup</html>'" in caplog.text
     wanted = (
@@ -281,15 +259,15 @@ def test_a_malformed_body_is_retried_then_reported_with_the_url_and_its_first_by
         r"\(HTTP 200\): '<html>upstream"
     )
     with ChatServer(answer, malformed_first=10) as server, pytest.raises(ServerError, match=wanted):
-        _client(server.base_url, max_retries=1).answer_all(_images(1), QUESTIONS[:1])
+        chat_client(server.base_url, max_retries=1).answer_all(solid_images(1), QUESTIONS[:1])
 
 
 def test_a_fatal_error_stops_the_rest_of_the_batch(llava):
     _, answer = llava
     with ChatServer(answer, fail_after=3) as server:
-        client = _client(server.base_url, max_concurrency=2, batch_size=40)
+        client = chat_client(server.base_url, max_concurrency=2, batch_size=40)
         with pytest.raises(ServerError, match="HTTP 400"):
-            client.answer_all(_images(40), QUESTIONS * 10)
+            client.answer_all(solid_images(40), QUESTIONS * 10)
     assert client.limit.in_flight == 0  # the stopped requests never took a slot
     # What was answered, the refused one and at most one more already in flight beside
     # it; nothing of the other ~35 questions is sent.
@@ -329,12 +307,12 @@ def test_each_way_a_request_ends_reaches_the_limit_as_its_outcome(llava):
     ]
     for server_kw, client_kw, first in cases:
         with ChatServer(answer, **server_kw) as server:
-            client = _client(server.base_url, **client_kw)
+            client = chat_client(server.base_url, **client_kw)
             client.limit = Recording(ceiling=8)
             client.limit.outcomes = []
             # The 400 and the timeout without retries end the batch; the rest recover.
             with contextlib.suppress(ServerError):
-                client.answer_all(_images(1), QUESTIONS[:1])
+                client.answer_all(solid_images(1), QUESTIONS[:1])
         assert client.limit.outcomes[0] == (first, False), server_kw
         if len(client.limit.outcomes) > 1:  # the retry's reply, with its latency
             assert client.limit.outcomes[1] == (Outcome.REPLY, True), server_kw

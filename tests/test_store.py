@@ -67,6 +67,13 @@ def test_write_table_replaces_atomically(tmp_path):
     store.write_table(pa.table({"a": [1]}), path)
     store.write_table(pa.table({"a": [2, 3]}), path)
     assert pq.read_table(path).column("a").to_pylist() == [2, 3]
+    # A write that fails (Parquet has no such type) leaves the last whole file, and no
+    # temporary beside it; pq.write_table on the path itself would delete it.
+    interval = pa.array([pa.MonthDayNano([1, 2, 3])], pa.month_day_nano_interval())
+    with pytest.raises(pa.ArrowNotImplementedError):
+        store.write_table(pa.table({"a": interval}), path)
+    assert pq.read_table(path).column("a").to_pylist() == [2, 3]
+    assert list(tmp_path.iterdir()) == [path]
 
 
 def test_read_questions_checks_columns(tmp_path):

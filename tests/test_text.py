@@ -161,7 +161,7 @@ def test_seed_depends_on_question_id_not_order():
     a = [text.perturb_item(q, "char_swap", 3, 0, qid) for qid in (7, 8, 9)]
     b = [text.perturb_item(q, "char_swap", 3, 0, qid) for qid in (9, 8, 7)][::-1]
     assert a == b
-    assert text.perturb_item(q, "char_swap", 3, 1, 7) != a[0] or len(set(a)) > 1
+    assert len(set(a)) == 3  # each question id draws its own swaps
 
 
 def test_outputs_are_pinned():

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest, false_discovery_control
 
+from tests.simulated_study import FAMILIES, drops
 from vqarobust.metrics.intervals import uncertainty_tables
 from vqarobust.metrics.modalities import modality_tables
 from vqarobust.metrics.simulation import (
@@ -32,38 +33,6 @@ from vqarobust.metrics.uncertainty import (
     summarize,
 )
 
-FAMILIES = {
-    "noise_a": "noise",
-    "blur_b": "blur",
-    "typo": "char",
-    "paraphrase": "sentence",
-    "blank": "control",
-}
-
-
-def _drops(scale: float) -> dict[tuple[str, str, int], float]:
-    d = {
-        ("image", c, s): min(0.9, scale * 0.03 * s * (i + 1))
-        for i, c in enumerate(["noise_a", "blur_b"])
-        for s in range(1, 6)
-    }
-    d |= {("text", "typo", s): min(0.9, scale * 0.02 * s) for s in range(1, 6)}
-    # One level: MMI's "ave" and its plain mean over sets differ on the text side.
-    d |= {("text", "paraphrase", 1): 0.3 * scale}
-    d |= {("basic_question", "bq_x", s): 0.01 * s for s in range(1, 8)}
-    return d | {("image", "blank", 1): 0.6}
-
-
-@pytest.fixture(scope="module")
-def run() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.DataFrame]]:
-    q = simulate_questions(120, [2, 3, 4, 5, 6], seed=0)
-    models = {f"m{k}": SimulatedModel(0.55 + 0.12 * k, _drops(1 + 0.4 * k)) for k in range(3)}
-    scored = simulate_scored(q, models, seed=0)
-    tables = uncertainty_tables(
-        scored, q, Settings(resamples=300), families=FAMILIES, controls=["blank"]
-    )
-    return q, scored, tables
-
 
 def _accuracy(scored: pl.DataFrame) -> pl.DataFrame:
     return scored.group_by("model", "modality", "perturbation", "severity").agg(
@@ -79,8 +48,8 @@ def _est(intervals: pl.DataFrame, metric: str, **keys: object) -> float:
     return row.row(0, named=True)
 
 
-def test_estimates_are_the_point_tables(run):
-    _, scored, t = run
+def test_estimates_are_the_point_tables(simulated_run):
+    _, scored, t = simulated_run
     acc = _accuracy(scored)
     point = modality_tables(
         acc.filter(pl.col("perturbation") != "blank"),
@@ -159,8 +128,8 @@ def test_estimates_are_the_point_tables(run):
         assert got["estimate"] == pytest.approx(r["accuracy"], abs=1e-12)
 
 
-def test_every_metric_of_the_issue_has_intervals(run):
-    _, _, t = run
+def test_every_metric_of_the_issue_has_intervals(simulated_run):
+    _, _, t = simulated_run
     metrics = set(t["intervals"]["metric"])
     assert {
         "accuracy",
@@ -195,7 +164,7 @@ def test_every_metric_of_the_issue_has_intervals(run):
 def test_resampling_is_paired_across_models():
     """Two models with identical answers differ by exactly 0 in every resample."""
     q = simulate_questions(50, 4, seed=3)
-    scored = simulate_scored(q, {"a": SimulatedModel(0.7, _drops(1.0))}, seed=3)
+    scored = simulate_scored(q, {"a": SimulatedModel(0.7, drops(1.0))}, seed=3)
     both = pl.concat([scored, scored.with_columns(pl.lit("b").alias("model"))])
     t = uncertainty_tables(both, q, Settings(resamples=200), families=FAMILIES, controls=["blank"])
     c = t["model_comparisons"]
@@ -302,8 +271,8 @@ def test_effective_robustness_by_hand():
     assert np.isnan(ref["residual"][0, [0, 2]]).all()
 
 
-def test_effective_robustness_table_fits_out_of_sample_or_says_why(run):
-    q, scored, _ = run
+def test_effective_robustness_table_fits_out_of_sample_or_says_why(simulated_run):
+    q, scored, _ = simulated_run
     t = uncertainty_tables(scored, q, Settings(resamples=20), families=FAMILIES, controls=["blank"])
     eff = t["effective_robustness"].filter(
         pl.col("perturbation") == "all", pl.col("modality") == "image"
@@ -349,8 +318,8 @@ def test_rank_shares_by_hand():
     assert shares.sum(axis=0).tolist() == [1.0, 1.0, 1.0]
 
 
-def test_off_switch_and_bad_settings(run):
-    q, scored, _ = run
+def test_off_switch_and_bad_settings(simulated_run):
+    q, scored, _ = simulated_run
     t = uncertainty_tables(scored, q, Settings(resamples=0), families=FAMILIES, controls=["blank"])
     assert t["intervals"].is_empty() and t["model_comparisons"].is_empty()
     assert t["drop_tests"].height and t["effective_robustness"]["low"].is_null().all()
@@ -375,9 +344,9 @@ def test_image_clusters_widen_intervals_only_when_questions_are_correlated():
     assert 0.9 < independent < 1.1, independent
 
 
-def test_intervals_do_not_depend_on_row_order(run):
+def test_intervals_do_not_depend_on_row_order(simulated_run):
     """The resamples follow the sorted image ids, not the order rows were read in."""
-    q, scored, t = run
+    q, scored, t = simulated_run
     shuffled = scored.sample(fraction=1.0, shuffle=True, seed=11)
     again = uncertainty_tables(
         shuffled, q.reverse(), Settings(resamples=300), families=FAMILIES, controls=["blank"]
@@ -438,15 +407,15 @@ def test_context_intervals_estimate_the_context_tables():
     assert row["difference"] == pytest.approx(r["m1"] - r["m2"], abs=1e-12)
 
 
-def test_a_model_without_clean_rows_is_an_error(run):
-    q, scored, _ = run
+def test_a_model_without_clean_rows_is_an_error(simulated_run):
+    q, scored, _ = simulated_run
     broken = scored.filter(~((pl.col("model") == "m1") & (pl.col("modality") == "clean")))
     with pytest.raises(ValueError, match=r"no clean predictions for models \['m1'\]"):
         uncertainty_tables(broken, q, Settings(resamples=10), families=FAMILIES, controls=["blank"])
 
 
-def test_a_model_missing_one_side_gets_no_comparison_there(run):
-    q, scored, _ = run
+def test_a_model_missing_one_side_gets_no_comparison_there(simulated_run):
+    q, scored, _ = simulated_run
     partial = scored.filter(~((pl.col("model") == "m2") & (pl.col("modality") == "text")))
     t = uncertainty_tables(
         partial, q, Settings(resamples=50), families=FAMILIES, controls=["blank"]

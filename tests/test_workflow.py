@@ -16,72 +16,12 @@ import polars as pl
 import pytest
 import yaml
 
-from tests.conftest import REPO
-from tests.plans import plan
+from tests.conftest import REPO, chromium
+from tests.plans import FROM_PREDICTIONS, analyses, plan, planned_jobs, snakemake, write_config
 from vqarobust.metrics.image_reliance import IMAGE_RELIANCE_RATIO
 from vqarobust.report.outputs import FIGURES as REPORT_FIGURES
 
 pytestmark = pytest.mark.workflow
-
-
-def snakemake(workdir: Path, *args: str) -> str:
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "-d",
-        str(workdir),
-        "--cores",
-        "2",
-        *args,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    out = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out[-6000:]}")
-    return out
-
-
-def planned_jobs(output: str) -> dict[str, int]:
-    """Job counts from the 'Job stats' table of a dry run; the ``analyze`` jobs one key
-    each, ``analyze:<analysis>`` (from the jobs' wildcards)."""
-    counts = {}
-    for rule, n in re.findall(r"^(\w+)\s+(\d+)$", output, flags=re.MULTILINE):
-        if rule not in ("total", "analyze"):
-            counts[rule] = int(n)
-    for name in set(re.findall(r"wildcards: .*analysis=(\w+)", output)):
-        counts[f"analyze:{name}"] = 1
-    return counts
-
-
-def analyses(*names: str) -> dict[str, int]:
-    """The planned-jobs entries of these analyses."""
-    return {f"analyze:{name}": 1 for name in names}
-
-
-# The tiny config's analyses that read the predictions, directly or through scoring:
-# every one but the attention shift (it reads only the attention maps).
-FROM_PREDICTIONS = (
-    "scoring",
-    "accuracy",
-    "robustness",
-    "uncertainty",
-    "image_quality",
-    "samples",
-    "mispredictions",
-    "colour_bias",
-    "context",
-    "context_findings",
-    "model_cards",
-    "costs",
-)
-
-
-def write_config(workdir: Path, config: dict) -> None:
-    (workdir / "config").mkdir(exist_ok=True)
-    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 # workflow_run: the session's tiny run, shared with the SLURM test (tests/conftest.py).
@@ -542,22 +482,6 @@ def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_r
     assert "Colour bias on grayscale images" in html and "Grayscale is kept out of VRE" in html
 
 
-def _chromium() -> str:
-    """Debian's chromium, installed when absent and possible; else the test is skipped."""
-    import shutil
-
-    path = shutil.which("chromium")
-    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        from tests.conftest import apt_get
-
-        apt_get("update", "-qq")
-        apt_get("install", "-y", "-qq", "chromium")
-        path = shutil.which("chromium")
-    if path is None:
-        pytest.skip("Debian's chromium is not installed and cannot be installed here")
-    return path
-
-
 def test_report_in_headless_chromium(workflow_run, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -565,7 +489,7 @@ def test_report_in_headless_chromium(workflow_run, tmp_path):
     index = workdir / "results" / "easy-vqa" / "report" / "index.html"
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))

@@ -90,7 +90,7 @@ CHAT_TEMPLATE = (
 )
 
 
-def llava_processor(tok, side: int, patch_size: int):  # noqa: ANN001, ANN201
+def llava_processor(tok, side: int, patch_size: int):
     """A LlavaProcessor: CLIP image processing at ``side`` pixels, the word tokenizer
     ``tok`` and the one-turn chat template."""
     from transformers import LlavaProcessor
@@ -448,7 +448,7 @@ def tiny_vle(
     return path
 
 
-def _vle_shapes(vision: dict, text: dict, fusion: dict, n_labels: int):  # noqa: ANN202
+def _vle_shapes(vision: dict, text: dict, fusion: dict, n_labels: int):
     """Shape of a public VLE tensor from the configs (the public layout's arithmetic)."""
     v, t, w = vision["hidden_size"], text["hidden_size"], fusion["hidden_size"]
     patches = (vision["image_size"] // vision["patch_size"]) ** 2 + 1
@@ -497,7 +497,7 @@ def _vle_shapes(vision: dict, text: dict, fusion: dict, n_labels: int):  # noqa:
     return shape
 
 
-def _blip_parts(tok, layers: int = 2) -> tuple[dict, dict]:  # noqa: ANN001
+def _blip_parts(tok, layers: int = 2) -> tuple[dict, dict]:
     """Tiny BLIP text and vision configs sharing one width (BLIP's cross-attention needs it)."""
     vision = {
         "hidden_size": 32,
@@ -521,6 +521,11 @@ def _blip_parts(tok, layers: int = 2) -> tuple[dict, dict]:  # noqa: ANN001
         "max_position_embeddings": 64,
     }
     return text, vision
+
+
+# PNP-VQA's settings for the tiny checkpoints: GradCAM from the first text block, 5
+# captions, each from 4 sampled patches, so that a question stays cheap.
+TINY_PNP = {"block_num": 0, "num_captions": 5, "num_patches": 4}
 
 
 def tiny_pnp(path: Path, enc_token: bool = True, seed: int = 0) -> dict[str, str]:
@@ -602,7 +607,7 @@ def tiny_unifiedqa(path: Path) -> Path:
     return path
 
 
-def random_images(n: int, size: tuple[int, int] = (40, 50)):  # noqa: ANN201
+def random_images(n: int, size: tuple[int, int] = (40, 50)):
     """``n`` seeded random RGB images (one seed per image)."""
     import numpy as np
     from PIL import Image
@@ -653,3 +658,30 @@ def tiny_lxmert(
     if not id2label:
         (path / "answers.json").write_text(json.dumps(answers))
     return path
+
+
+def tiny_sentence_encoder(folder: Path) -> Path:
+    """A random-init one-layer BERT with MiniLM's tokenizer and mean pooling, saved as a
+    sentence-transformers model: another encoder than the shipped one."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from vqarobust.text.encoder import default_model_path
+
+    torch.manual_seed(0)
+    bert_dir = folder / "bert"
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
+    BertModel(config).save_pretrained(bert_dir)
+    tokenizer.save_pretrained(bert_dir)
+    word = models.Transformer(str(bert_dir))
+    model = SentenceTransformer(modules=[word, models.Pooling(32, "mean")], device="cpu")
+    model.save(str(folder / "st"))
+    return folder / "st"
