@@ -90,7 +90,7 @@ def _given() -> dict[str, object]:
 def test_python_block_runs(block):
     given = _given()
     names = {k: given[k] for k in block.marks.get("given", "").split(",") if k}
-    exec(compile(block.text, block.where, "exec"), names) - the doc's own code
+    exec(compile(block.text, block.where, "exec"), names)  # the doc's own code
 
 
 def sandbox(tmp: Path) -> Path:
