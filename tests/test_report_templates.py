@@ -151,3 +151,16 @@ def test_each_summary_field_is_read_by_one_section(database):
     with duckdb.connect(str(db), read_only=True) as con:
         n = SECTIONS[0].summary(con)["n_questions"]
     assert n == n_questions
+
+
+def test_the_provenance_table_prints_no_raw_python_or_json():
+    from types import SimpleNamespace
+
+    from vqarobust.report.sections.provenance import context, readable
+
+    assert readable("[]") == "none" and readable("null") == "none"
+    assert readable('{"torch": "2.14.1", "plugins": []}') == "torch: 2.14.1; plugins: none"
+    assert readable('[{"module": "my_plugin", "sha256": "ab"}]') == "module: my_plugin; sha256: ab"
+    assert readable("3aaaab5d") == "3aaaab5d" and readable("true") == "yes"
+    run = SimpleNamespace(info={"provenance.plugins": "[]", "other": "[]"})
+    assert context({}, run).rows() == [("plugins", "none")]
