@@ -51,7 +51,7 @@ def test_help_is_plain_text_and_corruptions_have_a_header(capsys):
     assert "``" not in out and "vqarobust <command>" in out
     assert main(["corruptions", "--family", "blur"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["name", "class", "severities", "benchmark", "needs", "from"]
+    assert lines[0].split() == ["name", "family", "severities", "benchmark", "needs", "from"]
     assert any(line.startswith("defocus_blur") for line in lines[1:])
 
 

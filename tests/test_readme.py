@@ -163,7 +163,7 @@ def test_the_readme_tables_name_every_built_in_registry_entry_once():
     for r in [*corruption_rows(), *text_rows(), *ranker_rows(), *family_rows()]:
         assert r["from"] != "built-in" or names.count(r["name"]) == 1, r["name"]
     where = dict(family_of)
-    assert all(where[r["name"]] == r["class"] for r in corruption_rows())
+    assert all(where[r["name"]] == r["family"] for r in corruption_rows())
     assert all(where[r["name"]] == f"{r['level']} level" for r in text_rows())
 
 

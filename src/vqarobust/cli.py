@@ -32,7 +32,7 @@ def _load_plugins(args: argparse.Namespace) -> int | None:
 def _corruptions(args: argparse.Namespace) -> int:
     from vqarobust.listings import corruption_rows, format_rows
 
-    columns = ["name", "class", "severities", "benchmark", "needs", "from"]
+    columns = ["name", "family", "severities", "benchmark", "needs", "from"]
     print(format_rows(corruption_rows(args.family), columns))
     return 0
 

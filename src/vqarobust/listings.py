@@ -24,7 +24,7 @@ def corruption_rows(family: str | None = None) -> list[Row]:
         out.append(
             {
                 "name": name,
-                "class": entry.tags["family"],
+                "family": entry.tags["family"],
                 "severities": f"1..{corruptions.max_severity(name)}",
                 "benchmark": "yes" if entry.tags.get("benchmark") else "",
                 "needs": corruptions.needs(name) or "",
@@ -167,7 +167,7 @@ def perturbation_table() -> str:
     family (``vqarobust corruptions``' class, ``text-perturbations``' level, a ranker
     prefix)."""
     lines = ["| side | family | perturbations |", "|---|---|---|"]
-    for family, rows in _grouped(_built_in(corruption_rows()), lambda r: r["class"]).items():
+    for family, rows in _grouped(_built_in(corruption_rows()), lambda r: r["family"]).items():
         cells = [_cell(r["name"], bold=r["benchmark"] == "yes", notes=_notes(r)) for r in rows]
         lines.append(f"| image | {family} | {', '.join(cells)} |")
     for level, rows in _grouped(_built_in(text_rows()), lambda r: r["level"]).items():
