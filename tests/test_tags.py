@@ -203,3 +203,10 @@ def test_a_plugin_with_the_colour_bias_tags_is_kept_out_and_read_as_grayscale(re
     assert decolouring(scored("snow", "desaturate")) == "desaturate"
     assert decolouring(scored("snow", "grayscale")) == "grayscale"
     assert decolouring(scored("snow")) is None
+
+
+def test_the_control_without_the_image_is_found_by_its_tag():
+    from vqarobust.corruptions import image_removing_controls, removes_image
+
+    assert image_removing_controls() == ["blank"]
+    assert not removes_image("snow") and not removes_image("no-such-corruption")

@@ -83,6 +83,18 @@ def outside_vre(name: str) -> bool:
     return name in CORRUPTIONS and bool(CORRUPTIONS.entry(name).tags.get("outside_vre"))
 
 
+def removes_image(name: str) -> bool:
+    """Whether a control takes the image away entirely (its ``removes_image`` tag: the
+    blank control), so that its accuracy is the model's without the image; False for an
+    unknown name."""
+    return name in CORRUPTIONS and bool(CORRUPTIONS.entry(name).tags.get("removes_image"))
+
+
+def image_removing_controls() -> list[str]:
+    """The registered controls that take the image away, by name."""
+    return [n for n in CORRUPTIONS.list() if removes_image(n)]
+
+
 def diagnostic(name: str) -> str | None:
     """The diagnostic that reads a corruption's answers (:data:`COLOUR_BIAS`), or None;
     None for an unknown name."""

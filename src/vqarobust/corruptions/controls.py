@@ -16,7 +16,7 @@ CONTROL = "control"
 GREY = 128
 
 
-@CORRUPTIONS.register(family=CONTROL, benchmark=False, severities=1)
+@CORRUPTIONS.register(family=CONTROL, benchmark=False, severities=1, removes_image=True)
 def blank(image: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
     """Constant grey (128) of the image's size."""
     return np.full_like(image, GREY)

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from vqarobust import store
+from vqarobust.corruptions import image_removing_controls
 from vqarobust.digests import file_sha256, text_sha256, tree_sha256
 from vqarobust.params import canonical
 
@@ -39,9 +40,11 @@ def _run_info(database: str | os.PathLike[str]) -> tuple[dict[str, str], dict[st
     """The run's provenance keys and each model's clean and blank-image accuracy."""
     with duckdb.connect(str(database), read_only=True) as con:
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
+        # The manifest's "blank" keys hold the control that takes the image away.
         rows = con.execute(
             "SELECT model, clean_accuracy, control_accuracy, ratio FROM image_reliance "
-            "WHERE control = 'blank'"
+            "WHERE list_contains(?, control) ORDER BY model, control",
+            [image_removing_controls()],
         ).fetchall()
         n = con.execute(
             "SELECT count(*) FROM predictions WHERE perturbation = 'clean' AND model = ?",

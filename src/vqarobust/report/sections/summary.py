@@ -8,9 +8,11 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from vqarobust.corruptions import image_removing_controls
 from vqarobust.metrics.image_reliance import IMAGE_RELIANCE_RATIO
 from vqarobust.report.sections.base import Data, Run, Section
 from vqarobust.report.sections.uncertainty import comparison_sentences, interval_note
+from vqarobust.sql import literal
 from vqarobust.summary import (
     NO_IMAGE_SIDE,
     Summary,
@@ -26,13 +28,19 @@ N_NAMED = 3
 N_SKIPPED_LISTED = 20
 
 
+def _without_image(column: str) -> str:
+    """SQL true where ``column`` names a control that takes the image away (by tag)."""
+    names = ", ".join(literal(n) for n in image_removing_controls())
+    return f"list_contains([{names}]::VARCHAR[], {column})"
+
+
 def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     """The blank-image control per model and the skipped images."""
     del run
     return {
         "reliance": con.sql(
             "SELECT model, control_accuracy, ratio, uses_image_little FROM image_reliance "
-            "WHERE control = 'blank'"
+            f"WHERE {_without_image('control')} ORDER BY model, control"
         ).pl(),
         "skipped": con.sql("SELECT * FROM skipped_images ORDER BY image_id").pl(),
     }
@@ -94,7 +102,7 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
             {
             bounds("i", "image_reliance_ratio", "i.model = r.model AND i.perturbation = r.control")
         }
-            WHERE r.control = 'blank' ORDER BY r.model"""
+            WHERE {_without_image("r.control")} ORDER BY r.model, r.control"""
     ).pl()
     return {
         "models": models,
