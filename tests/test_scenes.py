@@ -360,7 +360,10 @@ def test_the_context_study_runs_end_to_end(tmp_path):
     # No blank control here (the workflow test covers it): 6 fewer jobs. The corruption is
     # the box-aware occlusion, which reads the scene graphs' boxes (object_boxes).
     config.update(corruptions=["occlude_context"], severities=[2], controls=[])
-    config["context"].update(k=2, reliance_k=[1, 2])
+    # Donors from the sampled scenes: the split's bank (context.donors: split, the default)
+    # would render all 2,000 test scenes for the detector; tests/test_gqa.py and
+    # tests/test_feature_swaps.py test that bank.
+    config["context"].update(k=2, reliance_k=[1, 2], donors="sample")
     small = {"epochs": 1, "channels": [8, 16], "hidden_dim": 32}
     config["models"] = {
         name: {**config["models"][name], "train": {**config["models"][name]["train"], **small}}
