@@ -153,13 +153,13 @@ def test_dropped_questions_are_null_and_not_asked(easy_vqa_eval, dropped_set):
     assert set(asked.column("question_id").to_pylist()).isdisjoint(gone["question_id"])
 
 
-def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, dropped_set, tmp_path):
-    import duckdb
-
+def _dropped_database(easy_vqa_eval, dropped_set, tmp_path, **options):
+    """A database of one model on clean, snow and the dropped char_delete set (which lacks
+    the questions the filter dropped): its path, every question, the dropped ids, the
+    kept questions."""
     from tests.predictions import write_predictions
     from vqarobust import store
     from vqarobust.db import DatabaseInputs, build_database
-    from vqarobust.report import render_report
 
     questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
     gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
@@ -176,7 +176,17 @@ def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, droppe
         db,
         DatabaseInputs(easy_vqa_eval["questions"], paths, question_set_paths=[dropped_set]),
         families={"char_delete": "char", "snow": "weather"},
+        **options,
     )
+    return db, questions, gone, kept
+
+
+def test_the_database_keeps_only_questions_every_set_holds(easy_vqa_eval, dropped_set, tmp_path):
+    import duckdb
+
+    from vqarobust.report import render_report
+
+    db, questions, gone, kept = _dropped_database(easy_vqa_eval, dropped_set, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         drops = con.execute("SELECT * FROM fidelity_drops").fetchall()
         asked = dict(con.execute("SELECT modality, max(n) FROM accuracy GROUP BY ALL").fetchall())
@@ -256,26 +266,8 @@ def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path):
 def test_own_set_leaves_a_dropped_question_only_its_set(easy_vqa_eval, dropped_set, tmp_path):
     import duckdb
 
-    from tests.predictions import write_predictions
-    from vqarobust import store
-    from vqarobust.db import DatabaseInputs, build_database
-
-    questions = store.read_questions(easy_vqa_eval["questions"]).to_pylist()
-    gone = set(pl.read_parquet(dropped_set).filter(pl.col("perturbed").is_null())["question_id"])
-    kept = [q for q in questions if q["question_id"] not in gone]
-    paths = [
-        write_predictions(tmp_path, questions, "m", "clean", [0], lambda s: 0.9),
-        write_predictions(
-            tmp_path, questions, "m", "snow", [1, 2, 3, 4, 5], lambda s: 0.9 - 0.1 * s
-        ),
-        write_predictions(tmp_path, kept, "m", "char_delete", [3], lambda s: 0.5, modality="text"),
-    ]
-    db = tmp_path / "r.duckdb"
-    build_database(
-        db,
-        DatabaseInputs(easy_vqa_eval["questions"], paths, question_set_paths=[dropped_set]),
-        families={"char_delete": "char", "snow": "weather"},
-        dropped_questions="own_set",
+    db, questions, gone, kept = _dropped_database(
+        easy_vqa_eval, dropped_set, tmp_path, dropped_questions="own_set"
     )
     with duckdb.connect(str(db), read_only=True) as con:
         asked = dict(con.execute("SELECT modality, max(n) FROM accuracy GROUP BY ALL").fetchall())
