@@ -57,7 +57,16 @@ def _validate(args: argparse.Namespace) -> int:
         f"{args.config}: valid ({len(config['models'])} models, "
         f"{len(config['corruptions'])} corruptions)"
     )
-    return 0
+    from vqarobust.config_inputs import missing_inputs
+
+    missing = missing_inputs(config)
+    label = "error" if args.strict else "warning"
+    for record in missing:
+        print(f"{label}: {record}", file=sys.stderr)
+    if missing:
+        what = "an error with --strict" if args.strict else "warnings; --strict makes them an error"
+        print(f"{args.config}: {len(missing)} inputs missing ({what})", file=sys.stderr)
+    return 1 if missing and args.strict else 0
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, float] | None:
@@ -468,8 +477,17 @@ def _add_config_and_metrics(sub: Any) -> None:
         p = sub.add_parser(name, help=f"list registered {what}, and where each is from")
         p.add_argument("--plugin", action="append", help=PLUGIN_HELP)
         p.set_defaults(func=_listing)
-    p = sub.add_parser("validate-config", help="validate a workflow config file")
+    p = sub.add_parser(
+        "validate-config",
+        help="validate a workflow config file and name the inputs it names that are missing",
+    )
     p.add_argument("config")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a data file, weights folder or other input is missing "
+        "(by default each is a warning)",
+    )
     p.set_defaults(func=_validate)
     p = sub.add_parser("metrics", help="robustness metrics from a long accuracy table")
     p.add_argument(
