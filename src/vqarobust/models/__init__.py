@@ -113,7 +113,8 @@ def load_model(
 ) -> VQAModel:
     """Instantiate a model adapter.
 
-    ``spec`` is a name from ``config/models.yaml`` or an entry dict (``family``,
+    ``spec`` is a name from the model repository (``repository.yaml`` beside this
+    module, linked as ``config/models.yaml``) or an entry dict (``family``,
     ``path_or_id`` and the adapter's options; ``from_repository`` merges a named entry).
     """
     from vqarobust.models.repository import resolve_spec
