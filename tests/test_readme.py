@@ -119,6 +119,21 @@ def test_the_docs_count_of_repository_entries_is_the_repository():
     assert len(paper) == 6 and {m["from_repository"] for m in paper.values()} <= set(entries)
 
 
+def test_every_doc_names_config_models_yaml_as_a_link_to_the_repository():
+    """config/models.yaml is a link; a doc that names it says what it links to, so that
+    no page calls it the repository's file (it is src/vqarobust/models/repository.yaml)."""
+    from tests.doc_blocks import DOCS
+
+    wrong = []
+    for doc in DOCS:
+        text = " ".join((REPO / doc).read_text().split())
+        for m in re.finditer(r"config/models\.yaml", text):
+            near = text[max(0, m.start() - 120) : m.end() + 120]
+            if "link" not in near or "src/vqarobust/models/repository.yaml" not in near:
+                wrong.append(f"{doc}: ...{near}...")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_readme_is_a_short_page():
     """The README says what the project is, how to run it and what it gives, and links the
     rest (docs/README.md indexes it); its measurement history lives in docs/performance.md."""
