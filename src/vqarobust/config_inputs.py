@@ -79,7 +79,7 @@ def _looks_local(path: str) -> bool:
 def _checkpoint(key: str, path_or_id: str, revision: str | None = None) -> Iterator[MissingInput]:
     """A checkpoint folder here (with config.json and weight files), or a Hub id whose
     snapshot is in the local cache; never the network."""
-    local = Path(path_or_id).expanduser()
+    local = Path(path_or_id)
     if local.is_dir():
         if not (local / "config.json").is_file():
             yield MissingInput(key, path_or_id, "holds no config.json (not a saved checkpoint)")
