@@ -14,8 +14,11 @@ A block's info string is its language followed by marks, ``key=value`` or a bare
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,3 +102,40 @@ def commands(text: str) -> list[list[str]]:
 def program(argv: list[str]) -> str:
     """The program a command runs, without the venv's ``.venv/bin/`` prefix."""
     return Path(argv[0]).name if argv[0].startswith(".venv/bin/") else argv[0]
+
+
+def sandbox(tmp: Path) -> Path:
+    """A working directory that looks like a checkout (the workflow's files linked, no
+    results), for the docs' commands that copy a config or plan a run."""
+    private = {".git", ".venv", ".snakemake", "results", "tests", "resources"}
+    for item in REPO.iterdir():
+        if item.name not in private and not item.name.startswith((".pytest", ".ruff", ".hyp")):
+            (tmp / item.name).symlink_to(item)
+    return tmp
+
+
+def run_commands(block_text: str, cwd: Path, substitute: dict[str, str] | None = None) -> list:
+    """Run a shell block's commands in ``cwd``: ``cp`` copies, ``$EDITOR`` leaves the copy
+    as it is, ``snakemake`` plans (a dry run), ``vqarobust`` runs. Returns the
+    (command, exit code, output) of each; none may print a traceback."""
+    done = []
+    for argv in commands(block_text):
+        argv = [substitute.get(w, w) for w in argv] if substitute else argv
+        name = program(argv)
+        if name == "$EDITOR":
+            continue
+        if name == "cp":
+            (cwd / argv[2]).write_bytes((cwd / argv[1]).read_bytes())
+            continue
+        if name == "snakemake":
+            cmd = [sys.executable, "-m", "snakemake", *argv[1:], "-n", "--quiet"]
+        elif name == "vqarobust":
+            cmd = [sys.executable, "-m", "vqarobust.cli", *argv[1:]]
+        else:
+            raise AssertionError(f"the docs test does not know how to run {argv[0]!r}")
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "Traceback" not in out, f"{' '.join(argv)}:\n{out[-3000:]}"
+        done.append((argv, proc.returncode, out))
+    return done

@@ -167,7 +167,7 @@ def test_validate_config_names_modern_yamls_missing_inputs_in_a_bare_checkout(
     """config/modern.yaml in a checkout without resources/ and an empty cache: its three
     VQAv2 files and its eight checkpoints, each by its key; warnings (exit 0), or an error
     with --strict (exit 1)."""
-    from tests.test_docs_blocks import sandbox
+    from tests.doc_blocks import sandbox
 
     (tmp_path / "checkout").mkdir()
     monkeypatch.chdir(sandbox(tmp_path / "checkout"))

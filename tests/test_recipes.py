@@ -74,7 +74,7 @@ def test_the_hf_download_lines_fetch_the_recipes_models():
 def test_the_recipes_validate_config_output_is_the_commands_own(tmp_path, monkeypatch, capsys):
     """In a checkout without resources/ and with an empty cache, validate-config prints
     the doc's lines: the three VQAv2 files and the two checkpoints, each by its key."""
-    from tests.test_docs_blocks import sandbox
+    from tests.doc_blocks import sandbox
     from vqarobust.cli import main
 
     _empty_cache(tmp_path, monkeypatch)

@@ -672,8 +672,7 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
     run's ``brightness/3`` and one of its images."""
     from PIL import Image
 
-    from tests.doc_blocks import checked
-    from tests.test_docs_blocks import run_commands
+    from tests.doc_blocks import checked, run_commands
 
     workdir, _ = workflow_run
     for sub in ("results", "resources"):
