@@ -167,6 +167,8 @@ def test_a_table_without_a_column_is_refused_naming_it(study, capsys):
         )
     code, _, err = _run(capsys, "--configfile", study.config)
     assert code == 2 and "give --throughput TABLE or --pilot PILOT" in err
+    code, _, err = _run(capsys, "--configfile", study.config, "--gpus", 0)
+    assert code == 2 and "--gpus must be at least 1, got 0" in err
 
 
 def test_longest_first_schedule_by_hand():
@@ -248,6 +250,22 @@ def test_runtime_requests_come_from_the_table(study):
     study.table.write_text(json.dumps(fast))
     per_subset = StudyPlan.build(validate_config(copy.deepcopy(config))).models.model_runtime
     assert per_subset(_wildcards("a", "clean")) == 10  # the floor
+
+
+def test_the_workflow_requests_the_derived_runtime(tmp_path):
+    """Snakemake's run_model jobs carry the derived runtime (a relative table path is
+    read from the working directory)."""
+    from tests.plans import _dag, write_config
+
+    (tmp_path / "table.json").write_text(json.dumps(TABLE))
+    write_config(tmp_path, copy.deepcopy(CONFIG) | {"resources": {"throughput": "table.json"}})
+    with _dag(tmp_path) as workflow:
+        runtime = {
+            job.wildcards["model"]: job.resources["runtime"]
+            for job in workflow.dag.jobs
+            if job.rule.name == "run_model"
+        }
+    assert runtime == {"a": 240, "b": 120}
 
 
 def test_the_shipped_json_table_is_the_measured_markdown(tmp_path):

@@ -312,6 +312,8 @@ def _gpu_hours(args: argparse.Namespace) -> int:
         mapping = {k: v for k, _, v in (p.partition("=") for p in args.model or [])}
         if any(not k or not v for k, v in mapping.items()):
             raise ValueError(f"--model takes TARGET=MEASURED pairs, got {args.model}")
+        if args.gpus < 1:
+            raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
         plan = StudyPlan.build(load_config(args.configfile))
         unknown = sorted(set(mapping) - set(plan.model_names))
         if unknown:

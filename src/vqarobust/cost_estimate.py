@@ -220,7 +220,7 @@ def estimate_cells(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _load_seconds(pilot: Pilot) -> dict[str, float]:
+def load_seconds(pilot: Pilot) -> dict[str, float]:
     """Each pilot model's mean load time per load (a job's outputs count it once)."""
     loads = pilot.loads.filter(pl.col("load_s").is_not_null()).unique(["model", "load_s"])
     means = loads.group_by("model").agg(pl.col("load_s").mean())
@@ -248,7 +248,7 @@ def estimate(
         known.sum().cast(pl.Int64).alias("estimated"),
         *[total(m).alias(m) for m in SCALED],
     )
-    loads = _load_seconds(pilot)
+    loads = load_seconds(pilot)
     jobs = {m: 0 for m in plan.model_names}
     for model, _ in target_jobs(plan):
         jobs[model] += 1

@@ -110,10 +110,10 @@ def from_pilot(
 ) -> list[Priced]:
     """Each target model priced from a pilot's GPU-seconds per question
     (:func:`vqarobust.cost_estimate.estimate_cells`) and its mean load time per job."""
-    from vqarobust.cost_estimate import _load_seconds
+    from vqarobust.cost_estimate import load_seconds
 
     cells = estimate_cells(pilot, plan, questions, dict(mapping or {}))
-    loads = _load_seconds(pilot)
+    loads = load_seconds(pilot)
     out = []
     for (model,), group in cells.group_by("model", maintain_order=True):
         source = group["pilot_model"][0]
@@ -151,8 +151,8 @@ def jobs(plan: StudyPlan, priced: Sequence[Priced], per_model: bool | None = Non
         p = by_model[model]
         if p.setting == ON_CPU:
             continue
-        cells = [p.cells[s] for s in subsets]
-        seconds = None if any(c is None for c in cells) else sum(cells) + p.load_s  # type: ignore[arg-type]
+        known = [c for s in subsets if (c := p.cells[s]) is not None]
+        seconds = sum(known) + p.load_s if len(known) == len(subsets) else None
         out.append(Job(model, tuple(subsets), seconds))
     return out
 
