@@ -126,6 +126,8 @@ def from_pilot(
         gpu = dict(zip(names, group["gpu_s"].to_list(), strict=True))
         known = sum(v is not None for v in gpu.values())
         setting = f"pilot, {known} of {len(names)} subsets"
+        if source not in loads:
+            setting += ", no load time"  # the pilot recorded none: its jobs exclude loading
         why = None
         if source not in set(pilot.costs["model"]):
             why = "not in the pilot"
