@@ -28,6 +28,14 @@ column is the process's peak RSS so far, not per row. For the chat families a co
 sets the estimate of ``gpu_memory_gb: auto`` (weights and KV cache, without its 2 GB of
 workspace) beside the measured peak. Each real checkpoint is written to
 a temporary folder (25 GB for 13B) and removed after its rows.
+
+``--json FILE`` also writes the rows as a throughput table (vqarobust.throughput: the
+GPU, torch and transformers versions, this command, the questions per image and each
+row's repository entry), which ``vqarobust gpu-hours`` and the config's
+``resources.throughput`` read. ``--from-markdown TABLE.md --json FILE`` writes that table
+from an earlier run's printed Markdown rows instead, with the machine given by ``--gpu``,
+``--torch`` and ``--transformers`` (docs/results/gpu-throughput-h200.json comes from
+docs/results/gpu-throughput-h200.md so).
 """
 
 from __future__ import annotations
@@ -79,6 +87,18 @@ HUB = (
     "gemma-3-4b-it",
 )
 TINY_PNP = {"block_num": 0, "num_captions": 5, "num_patches": 4}
+# The model repository entry each real architecture stands for (the hub names are
+# repository names themselves): the JSON table's ``repository``, by which
+# ``vqarobust gpu-hours`` and ``resources.throughput`` price a config's models.
+REPOSITORY = {
+    "vilt-b32": "vilt-vqa",
+    "blip-base": "blip-vqa-base",
+    "vle-base": "vle-base-vqa",
+    "pnp-vqa-large": "pnp-vqa-large",
+    "llava-1.5-7b": "llava-1.5-7b",
+    "llava-1.5-13b": "llava-1.5-13b",
+    **{name: name for name in HUB},
+}
 
 
 def _tokenizer(extra: tuple[str, ...] = (), size: int = 0):  # noqa: ANN202
@@ -413,6 +433,44 @@ def estimated_gib(entry: dict, device: str, batch: int) -> float | None:
     return (estimate.weights_gb + estimate.kv_cache_gb) * 1e9 / 2**30
 
 
+def machine(device: str) -> dict:
+    """The GPU (or CPU), torch and transformers of this run, and the questions per image
+    of its images."""
+    import torch
+    import transformers
+
+    gpu = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU"
+    return {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "questions_per_image": PAPER_QUESTIONS / PAPER_IMAGES,
+    }
+
+
+def write_json(path: str, rows: list[dict], where: dict, command: str) -> None:
+    """The rows as a throughput table (checked as ``vqarobust gpu-hours`` reads it)."""
+    from vqarobust.throughput import table_from_rows
+
+    Path(path).write_text(table_from_rows(rows, where, command).to_json(), encoding="utf-8")
+
+
+def from_markdown(args: argparse.Namespace) -> None:
+    """The throughput table of an earlier run's printed Markdown."""
+    from vqarobust.throughput import rows_from_markdown
+
+    markdown = Path(args.from_markdown).read_text(encoding="utf-8")
+    rows = rows_from_markdown(markdown, REPOSITORY)
+    where = {
+        "gpu": args.gpu,
+        "torch": args.torch,
+        "transformers": args.transformers,
+        "questions_per_image": PAPER_QUESTIONS / PAPER_IMAGES,
+    }
+    source = f"benchmarks/gpu_throughput.py, rows of {args.from_markdown}"
+    write_json(args.json, rows, where, source)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=["tiny", "real", "hub"], default="tiny")
@@ -421,9 +479,17 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default="1,8,32")
     parser.add_argument("--questions", type=int, default=64)
     parser.add_argument("--count-only", action="store_true")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as a JSON table")
+    parser.add_argument("--from-markdown", metavar="TABLE", help="convert printed rows to --json")
+    for flag in ("--gpu", "--torch", "--transformers"):
+        parser.add_argument(flag, help="with --from-markdown: the measuring machine's")
     args = parser.parse_args()
     if args.count_only:
         return count_real()
+    if args.from_markdown:
+        if not (args.json and args.gpu and args.torch and args.transformers):
+            sys.exit("--from-markdown needs --json, --gpu, --torch and --transformers")
+        return from_markdown(args)
     if args.scale == "real" and not args.device.startswith("cuda"):
         sys.exit("--scale real builds 0.1-13 B parameter models: run it with --device cuda")
     default = {"real": REAL, "hub": HUB, "tiny": TINY}[args.scale]
@@ -434,6 +500,7 @@ def main() -> None:
         "estimated GiB (weights + KV cache) | GPU-hours for paper.yaml |"
     )
     print("|---|---|---|---|---|---|---|")
+    measured = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             folder = Path(tmp) / name
@@ -454,12 +521,25 @@ def main() -> None:
                     r = measure(entry, args.device, batch, args.questions, reuse)
                     hours = PAPER_QUESTIONS * PAPER_SUBSETS / r["q_per_s"] / 3600
                     label = "-" if reuse is None else ("yes" if reuse else "no")
+                    measured.append(
+                        {
+                            "model": name,
+                            "repository": REPOSITORY.get(name),
+                            "batch": batch,
+                            "share_image_features": reuse,
+                            "questions_per_s": round(r["q_per_s"], 3),
+                            "peak_gib": round(r["peak_gib"], 3),
+                        }
+                    )
                     print(
                         f"| {name} | {batch} | {label} | {r['q_per_s']:.1f} | "
                         f"{r['peak_gib']:.2f} | {estimated} | {hours:.1f} |",
                         flush=True,
                     )
             shutil.rmtree(folder, ignore_errors=True)  # the 13B checkpoint alone: 25 GB
+    if args.json:
+        command = "python3 benchmarks/gpu_throughput.py " + " ".join(sys.argv[1:])
+        write_json(args.json, measured, machine(args.device), command)
 
 
 if __name__ == "__main__":

@@ -400,6 +400,11 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.mem_mb": ("vqav2", put("models.blip.mem_mb", 1000)),
     "models.*.runtime": ("vqav2", put("models.blip.runtime", 10)),
     "models.*.gpu_model": ("vqav2", put("models.blip.gpu_model", "a100")),
+    "resources.throughput": (
+        "vqav2",
+        put("resources.throughput", str(REPO / "docs/results/gpu-throughput-h200.json")),
+    ),
+    "resources.runtime_margin": ("vqav2", put("resources.runtime_margin", 3)),
     "models.*.path_or_id": ("vqav2", put("models.blip.path_or_id", "Salesforce/blip-vqa-2")),
     "models.*.batch_size": ("tiny", put("models.vilt-tiny.batch_size", 4)),
     "models.*.dtype": ("vqav2", put("models.blip.dtype", "float32")),

@@ -310,6 +310,60 @@ def _cost_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gpu_hours(args: argparse.Namespace) -> int:
+    from vqarobust import gpu_hours
+    from vqarobust.config import ConfigError, load_config
+    from vqarobust.cost_estimate import questions_from, read_pilot
+    from vqarobust.plan import PlanError, StudyPlan
+    from vqarobust.throughput import read_table
+
+    try:
+        mapping = {k: v for k, _, v in (p.partition("=") for p in args.model or [])}
+        if any(not k or not v for k, v in mapping.items()):
+            raise ValueError(f"--model takes TARGET=MEASURED pairs, got {args.model}")
+        if args.gpus < 1:
+            raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
+        plan = StudyPlan.build(load_config(args.configfile))
+        unknown = sorted(set(mapping) - set(plan.model_names))
+        if unknown:
+            raise ValueError(f"--model names {unknown}, not models of {args.configfile}")
+        if args.pilot:
+            pilot = read_pilot(args.pilot)
+            questions = questions_from(
+                plan, args.questions, pilot.questions_per_image, "the pilot's"
+            )
+            priced = gpu_hours.from_pilot(plan, pilot, questions[0], mapping)
+            lines, given = gpu_hours.pilot_lines(pilot), ["--pilot", str(args.pilot)]
+        else:
+            path = args.throughput or plan.config["resources"]["throughput"]
+            if not path:
+                raise ValueError(
+                    f"give --throughput TABLE or --pilot PILOT ({args.configfile} names no "
+                    "resources.throughput)"
+                )
+            table = read_table(path)
+            questions = questions_from(
+                plan, args.questions, table.questions_per_image, "the table's"
+            )
+            priced = gpu_hours.from_table(plan, table, questions[0], mapping, args.fastest)
+            lines = gpu_hours.table_lines(table, args.fastest)
+            given = ["--throughput", str(path)] if args.throughput else []
+            given += ["--fastest"] if args.fastest else []
+    except (ConfigError, PlanError, ValueError) as exc:
+        print(f"vqarobust gpu-hours: {exc}", file=sys.stderr)
+        return 2
+    given += [f"--questions {args.questions}"] if args.questions is not None else []
+    given += [f"--model {m}" for m in args.model or []]
+    command = " ".join(
+        ["vqarobust gpu-hours --configfile", str(args.configfile), *given, "--gpus", str(args.gpus)]
+    )
+    made = gpu_hours.to_markdown(plan, priced, args.gpus, questions, lines, command, "--model")
+    if args.check:
+        return _check_block(made, args.check)
+    print(made, end="")
+    return 0
+
+
 def _summary(args: argparse.Namespace) -> int:
     from vqarobust.summary import summarize, to_markdown, to_text
 
@@ -621,6 +675,47 @@ def _add_run_commands(sub: Any) -> None:
         "model TARGET from pilot model PILOT (repeatable; default: the same name)",
     )
     p.set_defaults(func=_cost_estimate)
+    p = sub.add_parser(
+        "gpu-hours",
+        help="GPU-hours per model and wall time on N GPUs of a study config, from a "
+        "measured throughput table or a pilot run",
+    )
+    p.add_argument("--configfile", required=True, help="the target study's config")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--throughput",
+        metavar="TABLE",
+        help="a throughput table (JSON of benchmarks/gpu_throughput.py --json, e.g. "
+        "docs/results/gpu-throughput-h200.json; default: the config's resources.throughput)",
+    )
+    source.add_argument(
+        "--pilot",
+        help="a finished pilot run on your GPU: its results DuckDB file or results folder",
+    )
+    p.add_argument("--gpus", type=int, default=1, help="GPUs the jobs share (default 1)")
+    p.add_argument(
+        "--questions",
+        type=int,
+        help="the target's questions per subset and severity (default: its prepared "
+        "questions file, else dataset.n_images x the source's questions per image)",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="TARGET=MEASURED",
+        help="price target model TARGET as the table's or pilot's model MEASURED (repeatable)",
+    )
+    p.add_argument(
+        "--fastest",
+        action="store_true",
+        help="price each model at its fastest measured setting, not the one nearest its entry",
+    )
+    p.add_argument(
+        "--check",
+        metavar="FILE",
+        help="compare FILE with this estimate; exit 1 with a diff when a line differs",
+    )
+    p.set_defaults(func=_gpu_hours)
     p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
     p.add_argument("database")
     p.set_defaults(func=_provenance)

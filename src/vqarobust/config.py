@@ -273,12 +273,25 @@ def validate_config(
             f"config error at prices.tokens: {unpriced} are not models of this config; "
             f"models: {sorted(config['models'])}"
         )
+    _check_throughput(config["resources"])
     if not config["corruptions"] and not config["text"]["perturbations"]:
         raise ConfigError(
             "config error at corruptions: the VRE suite needs image corruptions or text "
             "perturbations (text.perturbations), and none is configured"
         )
     return config
+
+
+def _check_throughput(resources: Mapping[str, Any]) -> None:
+    """The throughput table the GPU jobs' runtime requests come from reads (docs/paper.md,
+    "GPU-hours before the run")."""
+    from vqarobust.throughput import ThroughputError, read_table
+
+    if resources["throughput"] is not None:
+        try:
+            read_table(resources["throughput"])
+        except ThroughputError as exc:
+            raise ConfigError(f"config error at resources.throughput: {exc}") from None
 
 
 def _load_plugins(modules: Sequence[str]) -> None:

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from vqarobust.costs import LOADS_SCHEMA, cost_rows, with_money
 
 if TYPE_CHECKING:
-    from vqarobust.plan.study import StudyPlan
+    from vqarobust.plan.study import StudyPlan, Subset
 
 # The measures scaled by the number of questions (peak memory is not a per-question cost).
 SCALED = ("wall_s", "cpu_s", "gpu_s", "requests", "retries", "prompt_tokens", "completion_tokens")
@@ -103,23 +103,50 @@ def target_questions(plan: StudyPlan, given: int | None, pilot: Pilot) -> tuple[
     """The target's number of questions, and where it comes from: ``given``, the target's
     prepared questions file, or its ``dataset.n_images`` times the pilot's questions per
     image."""
+    return questions_from(plan, given, pilot.questions_per_image, "the pilot's")
+
+
+def questions_from(
+    plan: StudyPlan, given: int | None, per_image: float | None, whose: str
+) -> tuple[int, str]:
+    """The target's number of questions, and where it comes from: ``given``, the target's
+    prepared questions file, or its ``dataset.n_images`` times ``per_image`` (``whose``
+    questions per image, e.g. "the pilot's")."""
     if given is not None:
         return given, "given by --questions"
     if Path(plan.questions).is_file():
         n = pq.read_metadata(plan.questions).num_rows
         return n, f"the target's prepared questions ({plan.questions})"
     n_images = plan.config["dataset"].get("n_images")
-    if n_images and pilot.questions_per_image:
-        n = round(n_images * pilot.questions_per_image)
-        return n, (
-            f"dataset.n_images {n_images} x the pilot's "
-            f"{pilot.questions_per_image:.3g} questions per image"
-        )
+    if n_images and per_image:
+        n = round(n_images * per_image)
+        return n, f"dataset.n_images {n_images} x {whose} {per_image:.3g} questions per image"
     raise ValueError(
         "the target's number of questions is unknown (no prepared questions "
-        f"file at {plan.questions}, no dataset.n_images with a pilot DuckDB "
-        "file): give --questions"
+        f"file at {plan.questions}, no dataset.n_images with {whose} questions per "
+        "image): give --questions"
     )
+
+
+def target_cells(plan: StudyPlan) -> list[tuple[str, Subset]]:
+    """Every (model, subset) the target study answers, in the plan's order."""
+    return [
+        (model, plan.catalogue[name])
+        for model in plan.model_names
+        for name in plan.infer.model_subsets(model)
+    ]
+
+
+def target_jobs(plan: StudyPlan, per_model: bool | None = None) -> list[tuple[str, list[str]]]:
+    """The target's run_model jobs: each one's model and the subsets it answers (all of
+    the model's with ``inference_jobs: model``, else one; ``per_model`` overrides the
+    config's choice)."""
+    per_model = plan.infer.per_model if per_model is None else per_model
+    out = []
+    for model in plan.model_names:
+        subsets = plan.infer.model_subsets(model)
+        out += [(model, subsets)] if per_model else [(model, [s]) for s in subsets]
+    return out
 
 
 def per_question(costs: pl.DataFrame, by: list[str]) -> dict[tuple, dict[str, float | None]]:
@@ -154,36 +181,33 @@ def estimate_cells(
     modal = per_question(pilot.costs, ["model", "modality"])
     ran = set(pilot.costs["model"])
     rows = []
-    for model in plan.model_names:
+    for model, subset in target_cells(plan):
         source = pilots.get(model, model)
-        for name in plan.infer.model_subsets(model):
-            subset = plan.catalogue[name]
-            levels = _severities(pilot.costs, source, name, subset.severities)
-            rate = exact.get((source, name))
-            basis = "same subset"
-            if rate is None:
-                rate, basis = modal.get((source, subset.modality)), "same modality"
-            if source not in ran:
-                rate, basis = None, "model not in pilot"
-            elif rate is None:
-                basis = "no pilot cell"
-            elif levels is None:
-                rate, basis = None, "severities unknown"
-            units = questions * (levels or 0)
-            values = {
-                m: (None if rate is None or rate[m] is None else rate[m] * units) for m in SCALED
+        name = subset.name
+        levels = _severities(pilot.costs, source, name, subset.severities)
+        rate = exact.get((source, name))
+        basis = "same subset"
+        if rate is None:
+            rate, basis = modal.get((source, subset.modality)), "same modality"
+        if source not in ran:
+            rate, basis = None, "model not in pilot"
+        elif rate is None:
+            basis = "no pilot cell"
+        elif levels is None:
+            rate, basis = None, "severities unknown"
+        units = questions * (levels or 0)
+        values = {m: (None if rate is None or rate[m] is None else rate[m] * units) for m in SCALED}
+        rows.append(
+            {
+                "model": model,
+                "pilot_model": source,
+                "subset": name,
+                "modality": subset.modality,
+                "basis": basis,
+                "questions": units,
+                **values,
             }
-            rows.append(
-                {
-                    "model": model,
-                    "pilot_model": source,
-                    "subset": name,
-                    "modality": subset.modality,
-                    "basis": basis,
-                    "questions": units,
-                    **values,
-                }
-            )
+        )
     schema = {
         "model": pl.String,
         "pilot_model": pl.String,
@@ -196,7 +220,7 @@ def estimate_cells(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _load_seconds(pilot: Pilot) -> dict[str, float]:
+def load_seconds(pilot: Pilot) -> dict[str, float]:
     """Each pilot model's mean load time per load (a job's outputs count it once)."""
     loads = pilot.loads.filter(pl.col("load_s").is_not_null()).unique(["model", "load_s"])
     means = loads.group_by("model").agg(pl.col("load_s").mean())
@@ -224,10 +248,10 @@ def estimate(
         known.sum().cast(pl.Int64).alias("estimated"),
         *[total(m).alias(m) for m in SCALED],
     )
-    loads = _load_seconds(pilot)
-    jobs = {
-        m: 1 if plan.infer.per_model else len(plan.infer.model_subsets(m)) for m in plan.model_names
-    }
+    loads = load_seconds(pilot)
+    jobs = {m: 0 for m in plan.model_names}
+    for model, _ in target_jobs(plan):
+        jobs[model] += 1
     per_model = per_model.with_columns(
         pl.struct("model", "pilot_model")
         .map_elements(

@@ -305,6 +305,14 @@ RUNTIME: dict[str, NoRerun] = {
     "models.*.mem_mb": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
     "models.*.runtime": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
     "models.*.gpu_model": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
+    "resources.throughput": NoRerun(
+        "the run_model jobs' runtime requests (a scheduler hint), never read by the job's code",
+        "tests/test_gpu_hours.py::test_runtime_requests_come_from_the_table",
+    ),
+    "resources.runtime_margin": NoRerun(
+        "the run_model jobs' runtime requests (a scheduler hint), never read by the job's code",
+        "tests/test_gpu_hours.py::test_runtime_requests_come_from_the_table",
+    ),
     "models.*.api_key_env": _SERVED,
     "models.*.max_concurrency": _SERVED,
     "models.*.adaptive_concurrency": _SERVED,

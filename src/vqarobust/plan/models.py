@@ -27,6 +27,8 @@ class ModelsStage:
         # GB of GPU memory per model: an ``auto`` estimate reads the cached checkpoint,
         # so it is made once per model, not once per job.
         self._gpu_memory: dict[str, int] = {}
+        # GPU-seconds per (model, subset) from resources.throughput, read once.
+        self._cells: dict[str, dict[str, float | None]] | None = None
         # An estimate that would need a checkpoint's own code fails the plan, before any
         # job: the scheduler runs none (docs/models.md, "GPU memory from the config").
         for name, entry in self.config["models"].items():
@@ -139,8 +141,41 @@ class ModelsStage:
         return self._entry(wildcards.model)["mem_mb"]
 
     def model_runtime(self, wildcards: Any) -> int:
-        """Minutes a job of the model may run (the entry's runtime)."""
-        return self._entry(wildcards.model)["runtime"]
+        """Minutes a run_model job may run: with ``resources.throughput``, the job's
+        GPU time estimated from that table times ``resources.runtime_margin`` (at least
+        :data:`vqarobust.throughput.RUNTIME_FLOOR`), where the table measured the model
+        and the target's questions are known; else the entry's fixed ``runtime``."""
+        from vqarobust.throughput import RUNTIME_FLOOR, runtime_minutes
+
+        cells = self._estimated_cells().get(wildcards.model)
+        subsets = self.plan.infer.job_subsets(wildcards)
+        if cells is None or any(cells.get(s) is None for s in subsets):
+            return self._entry(wildcards.model)["runtime"]
+        seconds = sum(cells[s] or 0.0 for s in subsets)
+        margin = self.config["resources"]["runtime_margin"]
+        return runtime_minutes(seconds, margin, RUNTIME_FLOOR)
+
+    def _estimated_cells(self) -> dict[str, dict[str, float | None]]:
+        """GPU-seconds per (model, subset) from the config's throughput table (made once;
+        empty without a table, or when the target's questions are unknown): the cells
+        ``vqarobust gpu-hours`` prints the sums of."""
+        if self._cells is None:
+            self._cells = {}
+            path = self.config["resources"]["throughput"]
+            if path is not None:
+                from vqarobust.cost_estimate import questions_from
+                from vqarobust.gpu_hours import from_table
+                from vqarobust.throughput import read_table
+
+                table = read_table(self.plan.user_path(path))
+                try:
+                    n, _ = questions_from(self.plan, None, table.questions_per_image, "the table's")
+                except ValueError:
+                    return self._cells  # no n_images, nothing prepared: the fixed runtime
+                for p in from_table(self.plan, table, n):
+                    if p.unknown is None and p.source is not None:
+                        self._cells[p.model] = p.cells
+        return self._cells
 
 
 def served_resource(model: str) -> str:
