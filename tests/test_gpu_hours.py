@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.test_costs import _entry, _predictions
+from tests.cost_files import cost_entry as _entry
+from tests.cost_files import costed_predictions as _predictions
 from vqarobust.cli import main
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.gpu_hours import schedule
