@@ -8,6 +8,7 @@ from snakemake.io import local
 from vqarobust import plugins
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.plan import StudyPlan
+from vqarobust.plan.models import cores_per_gpu
 
 # A shipped study (config/paper.yaml, config/scenes.yaml) merged into the default would
 # silently run the default's question study too: refuse it, saying how to run it.
@@ -33,6 +34,13 @@ try:
 except ConfigError as exc:
     sys.exit(str(exc))
 os.environ[plugins.ENV] = ",".join(config["plugins"])
+# A local run shares its --cores among its jobs: each GPU job's threads are capped at
+# cores / gpus (--resources gpu=N), so that the cores never bind before the GPUs. A
+# cluster run (--jobs, workflow.nodes set) gives every job cores of its own: no cap.
+if workflow.nodes is None:
+    PLAN.models.cores_per_gpu = cores_per_gpu(
+        workflow.resource_settings.cores, workflow.global_resources.get("gpu").value
+    )
 # Said in dry runs too: what a run would leave out is worth knowing before it starts.
 if workflow.is_main_process:
     for line in PLAN.skipped_messages():

@@ -1,7 +1,9 @@
 # run_model: one model answers every severity of its subsets, loading its weights once per
 # job. A job per model by default; per (model, subset) with inference_jobs: subset, which
 # a cluster spreads over GPUs (docs/workflow.md, "Inference jobs"). Either way a subset's
-# finished chunks are reused by content. GPUs, memory and time come from the model entry.
+# finished chunks are reused by content. GPUs, memory and time come from the model entry;
+# threads from threads.infer, a GPU job's capped at its share of a local run's cores
+# (vqarobust.plan.models.gpu_job_threads), so that --resources gpu=N runs N at once.
 if PLAN.infer.per_model:
 
     rule run_model:
@@ -13,7 +15,7 @@ if PLAN.infer.per_model:
             "logs/{dataset}/run_model/{model}.log",
         benchmark:
             "benchmarks/out/{dataset}/run_model/{model}.tsv"
-        threads: config["threads"]["infer"]
+        threads: PLAN.models.model_threads
         resources:
             **PLAN.models.served_resources(),
             gpu=PLAN.models.model_gpus,
@@ -40,7 +42,7 @@ else:
             "logs/{dataset}/run_model/{model}/{subset}.log",
         benchmark:
             "benchmarks/out/{dataset}/run_model/{model}/{subset}.tsv"
-        threads: config["threads"]["infer"]
+        threads: PLAN.models.model_threads
         resources:
             **PLAN.models.served_resources(),
             gpu=PLAN.models.model_gpus,
@@ -68,7 +70,7 @@ rule image_attention:
         "logs/{dataset}/image_attention/{model}.log",
     benchmark:
         "benchmarks/out/{dataset}/image_attention/{model}.tsv"
-    threads: config["threads"]["infer"]
+    threads: PLAN.models.model_threads
     resources:
         gpu=PLAN.models.model_gpus,
         gpu_model=PLAN.models.model_gpu_model,

@@ -81,3 +81,31 @@ def test_device_auto_falls_back_with_a_warning_and_cpu_never_leases(tmp_path, ca
     assert not list(tmp_path.glob("gpu-*.lock"))
     with pytest.raises(ValueError, match="device must be one of"), lease_device(policy="gpu"):
         pass
+
+
+def test_pretend_gpus_lease_distinct_ids_and_run_on_the_cpu(tmp_path, monkeypatch, caplog):
+    """The test setting VQAROBUST_PRETEND_GPUS: the GPUs torch reports (n_gpus) do not
+    count; each lease holds one of the pretend ids' locks, runs on the CPU and says so."""
+    monkeypatch.setenv("VQAROBUST_PRETEND_GPUS", "2")
+    caplog.set_level("INFO", logger="vqarobust.devices")
+    with (
+        lease_device(tmp_path, n_gpus=0, policy="cuda") as a,
+        lease_device(tmp_path, n_gpus=0, policy="cuda") as b,
+    ):
+        assert (a, b) == ("cpu", "cpu")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-0.lock", "gpu-1.lock"]
+        busy = lease_device(tmp_path, policy="cuda")
+        with pytest.raises(NoGPUError, match="all 2 visible GPUs are leased"), busy:
+            pass
+    leased = [r.getMessage() for r in caplog.records if "GPU" in r.getMessage()]
+    assert leased == [
+        "leased pretend GPU 0 of 2 (VQAROBUST_PRETEND_GPUS, a test setting): running on the CPU",
+        "leased pretend GPU 1 of 2 (VQAROBUST_PRETEND_GPUS, a test setting): running on the CPU",
+        "released GPU 1",
+        "released GPU 0",
+    ]
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("VQAROBUST_PRETEND_GPUS", bad)
+        wrong = pytest.raises(ValueError, match=f"VQAROBUST_PRETEND_GPUS must be .* not '{bad}'")
+        with wrong, lease_device(tmp_path, policy="cuda"):
+            pass

@@ -139,7 +139,8 @@ def test_rerun_with_the_manifest_reproduces_the_subset(paper_run, tmp_path):
 def test_paper_plan_at_3000_images(tmp_path):
     mini = write_mini_vqav2(tmp_path / "vqav2", n_images=3000, images="none")
     override = {"dataset": {k: str(v) for k, v in mini.items()}}
-    out = snakemake(tmp_path, override, "-n")
+    # The documented command (config/paper.yaml, docs/paper.md).
+    out = snakemake(tmp_path, override, "-n", "--cores", "8", "--resources", "gpu=4")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
     # 70 corrupted subsets + the blank control; one job for each of 6 models (clean + 14 +
     # blank); the attention maps of the 4 models that expose them (ViLT, BLIP, both LLaVAs).
@@ -155,3 +156,9 @@ def test_paper_plan_at_3000_images(tmp_path):
         "total": "98",
     }
     assert counts == expected
+    # Each GPU job's threads are its share of the cores, 8 / 4, not threads.infer's 4:
+    # the four GPUs are busy at once (tests/test_gpu_concurrency.py runs it).
+    jobs = out.split("\nrule ")[1:]
+    gpu_jobs = [j for j in jobs if j.startswith(("run_model:", "image_attention:"))]
+    assert len(gpu_jobs) == 10
+    assert all(re.search(r"^    threads: 2$", j, flags=re.MULTILINE) for j in gpu_jobs)

@@ -89,8 +89,9 @@ def _install_example(target: Path) -> None:
     assert (target / "vqarobust_example" / "corruptions.py").is_file()
 
 
-def _tiny_model(folder: Path) -> None:
-    """The example family's checkpoint: random-init weights, easy-VQA's answers."""
+def colour_bag_checkpoint(folder: Path, load_delay_s: float = 0) -> None:
+    """The example family's checkpoint: random-init weights, easy-VQA's answers; loading
+    it waits ``load_delay_s`` seconds."""
     import torch
     from safetensors.torch import save_file
 
@@ -110,7 +111,10 @@ def _tiny_model(folder: Path) -> None:
         "no",
     ]
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"answers": answers, "buckets": 16}))
+    config = {"answers": answers, "buckets": 16}
+    if load_delay_s:
+        config["load_delay_s"] = load_delay_s
+    (folder / "config.json").write_text(json.dumps(config))
     torch.manual_seed(0)
     layer = torch.nn.Linear(3 + 16, len(answers))
     save_file(
@@ -153,7 +157,7 @@ def test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs(tmp_path):
     (work / "studyplugins").mkdir()
     (work / "studyplugins" / "__init__.py").write_text("")
     (work / "studyplugins" / "tint.py").write_text(TINT)
-    _tiny_model(work / "models" / "colour-bag")
+    colour_bag_checkpoint(work / "models" / "colour-bag")
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(_config()))
 
     listing = _run(

@@ -9,6 +9,11 @@ exits, however it exits, so a killed job never leaves a GPU leased. An existing
 What happens without a free GPU is the model entry's ``device`` policy, never a silent
 fallback: ``cuda`` fails with a message saying what to change, ``auto`` runs on the CPU
 with a warning, ``cpu`` never looks for a GPU.
+
+``VQAROBUST_PRETEND_GPUS=N`` is a test setting, never a fallback: a job then leases one
+of N pretend GPUs (ids ``0`` to ``N-1``, the same locks) and runs on the CPU, saying so
+in its log. It lets a machine without a GPU check that ``--resources gpu=N`` runs N GPU
+jobs at once, each on a GPU of its own (``tests/test_gpu_concurrency.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 LOCK_DIR_ENV = "VQAROBUST_GPU_LOCK_DIR"
+PRETEND_ENV = "VQAROBUST_PRETEND_GPUS"
 POLICIES = ("cuda", "auto", "cpu")
 
 
@@ -47,6 +53,16 @@ def visible_gpus(n_gpus: int | None = None) -> list[str]:
         ids = [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
         return ids[:n_gpus]
     return [str(i) for i in range(n_gpus)]
+
+
+def pretend_gpus() -> int | None:
+    """``$VQAROBUST_PRETEND_GPUS`` (a test setting: see the module's docstring), or None."""
+    value = os.environ.get(PRETEND_ENV)
+    if value is None:
+        return None
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"{PRETEND_ENV} must be a number of GPUs >= 1, not {value!r}")
+    return int(value)
 
 
 def default_lock_dir() -> Path:
@@ -85,7 +101,8 @@ def lease_device(
     if policy == "cpu":
         yield "cpu"
         return
-    gpus = visible_gpus(n_gpus)
+    pretend = pretend_gpus()
+    gpus = [str(i) for i in range(pretend)] if pretend else visible_gpus(n_gpus)
     if not gpus:
         env = os.environ.get("CUDA_VISIBLE_DEVICES")
         if env is None:
@@ -110,10 +127,20 @@ def lease_device(
             fh.truncate()
             fh.write(f"{os.getpid()}\n")
             fh.flush()
-            log.info("leased GPU %s (cuda:%d)", physical, local)
-            yield f"cuda:{local}"
+            if pretend:
+                log.info(
+                    "leased pretend GPU %s of %d (%s, a test setting): running on the CPU",
+                    physical,
+                    pretend,
+                    PRETEND_ENV,
+                )
+                yield "cpu"
+            else:
+                log.info("leased GPU %s (cuda:%d)", physical, local)
+                yield f"cuda:{local}"
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
+            log.info("released GPU %s", physical)
         return
     yield _no_gpu(policy, who, f"all {len(gpus)} visible GPUs are leased by other jobs")

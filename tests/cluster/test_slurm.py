@@ -1,5 +1,7 @@
-"""Submit the tiny workflow to a real one-node SLURM through profiles/slurm and check
-that what its jobs computed equals the session's local tiny run, row for row.
+"""Submit the tiny workflow, with a plugin's corruption, to a real one-node SLURM through
+the shipped profiles/slurm, unedited, and a user-level profile after it that sets the
+account and the partitions (made from profiles/slurm-site.example); check that what its
+jobs computed equals the session's local tiny run, row for row.
 
 ``local_slurm.sh`` installs Debian's slurm-wlm and munge when absent (root and the Debian
 registry needed; otherwise the test is skipped with the reason), starts the daemons and
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 import yaml
 
@@ -24,6 +27,10 @@ from tests.conftest import REPO
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.slow]
 
 SCRIPT = REPO / "tests" / "cluster" / "local_slurm.sh"
+EXAMPLE = REPO / "examples" / "plugin"
+# An account name of the site profile's: the local cluster has no accounting database,
+# so the plugin cannot check it and sbatch takes it as given (-A).
+ACCOUNT = "vqarobust-test"
 # The tables of per-question rows and of per-(model, subset) metrics, with the columns
 # that say which rows the cluster run holds: the local run's rows with the same values
 # there must be the cluster run's rows. (The tables over models or over the whole
@@ -60,29 +67,22 @@ def partitions(tmp_path_factory):
     )
 
 
-def cluster_profile(folder: Path, partitions: dict[str, str]) -> Path:
-    """profiles/slurm with its placeholders (and CPUs per GPU) set for the local cluster:
-    the shipped partitions.yaml with the local CPU and GPU partitions' names (the node
-    has one GPU)."""
-    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
-    del profile["default-resources"]["slurm_account"]  # no accounting database here
-    for rule in ("run_model", "image_attention"):
-        profile["set-resources"][rule]["cpus_per_gpu"] = 1  # the local node has 2 CPUs
-    shipped = yaml.safe_load((REPO / "profiles" / "slurm" / "partitions.yaml").read_text())
-    names = {
-        "SET-YOUR-CPU-PARTITION": partitions["cpu"],
-        "SET-YOUR-GPU-PARTITION": partitions["gpu"],
-    }
-    local = {names[k]: v for k, v in shipped["partitions"].items()}
-    local[partitions["gpu"]]["max_gpu"] = 1
+def site_profile(folder: Path, partitions: dict[str, str]) -> Path:
+    """The user-level profile that goes after the shipped profiles/slurm: the example
+    profiles/slurm-site.example with its account and its two partitions set for the
+    local cluster (the node has one GPU)."""
+    site = REPO / "profiles" / "slurm-site.example"
+    profile = yaml.safe_load((site / "config.yaml").read_text())
+    profile["default-resources"]["slurm_account"] = ACCOUNT
+    shipped = yaml.safe_load((site / "partitions.yaml").read_text())["partitions"]
+    local = {partitions["cpu"]: shipped["cpu"], partitions["gpu"]: {**shipped["gpu"], "max_gpu": 1}}
     folder.mkdir()
     (folder / "partitions.yaml").write_text(yaml.safe_dump({"partitions": local}))
-    profile["slurm-partition-config"] = str(folder / "partitions.yaml")
     (folder / "config.yaml").write_text(yaml.safe_dump(profile))
     return folder
 
 
-def run(workdir: Path, *args: str) -> str:
+def run(workdir: Path, env: dict[str, str], *args: str) -> str:
     cmd = [
         sys.executable,
         "-m",
@@ -93,7 +93,7 @@ def run(workdir: Path, *args: str) -> str:
         str(workdir),
         *args,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-8000:]
     return out
@@ -124,25 +124,41 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     # One model: a second adds jobs of the kinds already submitted (the workflow test runs
     # both), and every submitted job pays a Snakemake start on the node.
     del config["models"]["cnn-bow"]
+    # A plugin's corruption (the example plugin's vignette), which the jobs on the node
+    # import as the workflow did: the module reaches them on the shared filesystem, here
+    # through PYTHONPATH, which sbatch passes on (--export=ALL).
+    config["plugins"] = ["vqarobust_example.corruptions"]
+    config["corruptions"] = [*config["corruptions"], "vignette"]
     workdir = tmp_path / "slurm"
     (workdir / "config").mkdir(parents=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    profile = cluster_profile(tmp_path / "profile", partitions)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(EXAMPLE / "src"), env.get("PYTHONPATH", "")])
+    # The shipped profile unedited, then the user-level one with the account and the
+    # partitions (docs/paper.md, "SLURM").
+    site = site_profile(tmp_path / "site", partitions)
     out = run(
         workdir,
+        env,
         "--profile",
-        str(profile),
-        "--slurm-no-account",
+        str(REPO / "profiles" / "slurm"),
+        "--profile",
+        str(site),
+        # No accounting database here: job states come from squeue, not sacct.
         "--slurm-status-command",
         "squeue",
         "--slurm-init-seconds-before-status-checks",
         "1",
     )
+    # The site profile's account reached the plugin, which cannot check it here (no
+    # accounting database) and submits with it; it guessed none.
+    assert f"results for account '{ACCOUNT}'. Proceeding without account validation" in out
+    assert "No SLURM account given" not in out
     submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
-    # prepare x2, train, run_model x5 (clean, 2 corruptions, blank, keyboard),
-    # image_attention, one group job for the five corruption jobs and one for
+    # prepare x2, train, run_model x6 (clean, 3 corruptions, blank, keyboard),
+    # image_attention, one group job for the seven corruption jobs and one for
     # perturb_questions; the analyses, load_duckdb, render_report and all are local rules.
-    assert len(submitted) == 11, (len(submitted), out[-6000:])
+    assert len(submitted) == 12, (len(submitted), out[-6000:])
     assert "--gpus=1" in out or "gpu=1" in out, out[-6000:]
     # Each job went to the partition its resources fit: the GPU jobs (inference and the
     # attention maps, not only run_model) to the GPU partition, the others to the CPU one.
@@ -161,7 +177,20 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     cluster = {}
     for table, keys in TABLES.items():
         cluster[table], theirs = rows(workdir / database, local / database, table, keys)
+        if "perturbation" in keys:  # the plugin's corruption is the cluster run's alone
+            plugin = cluster[table].filter(pl.col("perturbation") == "vignette")
+            assert table == "question_sets" or plugin.height > 0, table
+            cluster[table] = cluster[table].filter(pl.col("perturbation") != "vignette")
         assert cluster[table].height > 0 and cluster[table].equals(theirs), table
     predictions = cluster["predictions"]
     assert set(predictions["model"]) == {"vilt-tiny"}
     assert set(predictions["modality"]) == {"clean", "image", "text"}
+    # The plugin corruption's subsets were made and answered on the cluster, as many
+    # predictions at each severity as on the clean images.
+    with duckdb.connect(str(workdir / database), read_only=True) as con:
+        counts = con.sql(
+            "SELECT perturbation, severity, count(*) FROM predictions "
+            "WHERE perturbation IN ('clean', 'vignette') GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+    n_clean = counts[0][2]
+    assert counts == [("clean", 0, n_clean), ("vignette", 1, n_clean), ("vignette", 3, n_clean)]

@@ -29,6 +29,9 @@ class ModelsStage:
         self._gpu_memory: dict[str, int] = {}
         # GPU-seconds per (model, subset) from resources.throughput, read once.
         self._cells: dict[str, dict[str, float | None]] | None = None
+        # Cores each concurrent GPU job may hold in a local run (--cores over --resources
+        # gpu=N, set by rules/common.smk); None where nothing is shared (:func:`cores_per_gpu`).
+        self.cores_per_gpu: int | None = None
         # An estimate that would need a checkpoint's own code fails the plan, before any
         # job: the scheduler runs none (docs/models.md, "GPU memory from the config").
         for name, entry in self.config["models"].items():
@@ -120,6 +123,14 @@ class ModelsStage:
         """GPUs a job of the model requests: none on the CPU, else one."""
         return 0 if self._entry(wildcards.model)["device"] == "cpu" else 1
 
+    def model_threads(self, wildcards: Any) -> int:
+        """CPU threads of a job of the model: ``threads.infer``, for a GPU job at most its
+        share of the run's cores (:func:`gpu_job_threads`)."""
+        threads = self.config["threads"]["infer"]
+        return (
+            gpu_job_threads(threads, self.cores_per_gpu) if self.model_gpus(wildcards) else threads
+        )
+
     def model_gpu_model(self, wildcards: Any) -> str:
         """The GPU model a GPU job asks the scheduler for ("" for any, or on the CPU)."""
         entry = self._entry(wildcards.model)
@@ -176,6 +187,23 @@ class ModelsStage:
                     if p.unknown is None and p.source is not None:
                         self._cells[p.model] = p.cells
         return self._cells
+
+
+def cores_per_gpu(cores: int | None, gpus: int | None) -> int | None:
+    """The cores each of ``gpus`` GPU jobs may hold so that all of them fit in ``cores`` at
+    once (at least 1), or None where there is nothing to share: no ``--resources gpu=N``,
+    or no core count (a cluster run, where every job gets cores of its own)."""
+    if not cores or not gpus:
+        return None
+    return max(1, cores // gpus)
+
+
+def gpu_job_threads(threads: int, share: int | None) -> int:
+    """A GPU job's threads: the configured ones, at most ``share`` (:func:`cores_per_gpu`).
+    Otherwise ``--cores 8 --resources gpu=4`` with 4 threads a job would run two GPU jobs
+    and leave two GPUs idle: the cores would bind before the GPUs. The thread count
+    changes no answer (it reaches only torch.set_num_threads, never a param)."""
+    return threads if share is None else min(threads, share)
 
 
 def served_resource(model: str) -> str:

@@ -2,14 +2,17 @@
 image's mean colour and a hashed bag of the question's words.
 
 A checkpoint is a folder (``path_or_id``) with ``config.json`` (``answers``, the answer
-of each output; ``buckets``, the bag's size) and ``model.safetensors`` (the layer's
-``weight`` and ``bias``). Batching, halving on out-of-memory, GPU tags, fingerprints and
-provenance are the workflow's, as for any family.
+of each output; ``buckets``, the bag's size; optional ``load_delay_s``, seconds loading
+waits, standing in for a large model's load in scheduling tests) and
+``model.safetensors`` (the layer's ``weight`` and ``bias``). Batching, halving on
+out-of-memory, GPU tags, fingerprints and provenance are the workflow's, as for any
+family.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +61,9 @@ class ColourBagVQA(VQAModel):
         folder = Path(path_or_id)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self.answers, self.buckets = list(config["answers"]), int(config["buckets"])
+        # A slow load on purpose (tests/test_gpu_concurrency.py): jobs that hold their GPU
+        # lease for seconds, so that a test sees which of them overlap.
+        time.sleep(float(config.get("load_delay_s", 0)))
         self.net = torch.nn.Linear(3 + self.buckets, len(self.answers))
         self.net.load_state_dict(load_file(folder / "model.safetensors"))
         # The config's dtype as every family reads it (auto: bfloat16 on a GPU, float32 on
