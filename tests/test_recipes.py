@@ -101,7 +101,8 @@ def test_the_recipes_commands_plan_on_a_stand_in_of_vqav2(tmp_path, monkeypatch)
     local, slurm = run
     assert local[local.index("--configfile") + 1] == "config/examples/two-vlms.yaml"
     assert local[-4:] == ["--cores", "8", "--resources", "gpu=4"]
-    assert slurm == [local[0], "--profile", "profiles/slurm", *local[1:-4]]
+    site = ["--profile", "profiles/slurm", "--profile", "vqarobust-site"]
+    assert slurm == [*local[:-4], *site]
 
     mini = write_mini_vqav2(tmp_path / "vqav2", n_images=3, images="zip")
     override = tmp_path / "override.yaml"
