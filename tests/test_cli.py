@@ -244,6 +244,35 @@ def test_metrics_refuses_a_gap_unless_asked_to_drop_it(tmp_path, capsys):
     assert set(pl.read_csv(tmp_path / "o" / "submetrics.csv")["perturbation"]) == {"blur"}
 
 
+def test_metrics_leaves_a_control_out_as_the_robustness_analysis_does(tmp_path, capsys):
+    import polars as pl
+
+    rows = [("a", "clean", 0, 0.9), ("b", "clean", 0, 0.8)]
+    rows += [
+        (m, p, s, 0.8 - 0.05 * s * k)
+        for k, m in enumerate("ab", 1)
+        for p in ("snow", "blur")
+        for s in range(1, 6)
+    ]
+    table = pl.DataFrame(
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
+    )
+    table.write_csv(tmp_path / "plain.csv")
+    blank = pl.DataFrame(
+        [("a", "blank", 1, 0.3), ("b", "blank", 1, 0.6)], schema=table.columns, orient="row"
+    )
+    pl.concat([table, blank]).write_csv(tmp_path / "with_blank.csv")
+    for name in ("plain", "with_blank"):
+        assert main(["metrics", str(tmp_path / f"{name}.csv"), "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    # The blank control (the registry's family "control") counts nowhere: every table is
+    # the one of the table without it.
+    for csv in ("submetrics", "vre_model", "vre_perturbation", "mmi"):
+        got = (tmp_path / "with_blank" / f"{csv}.csv").read_text()
+        assert got == (tmp_path / "plain" / f"{csv}.csv").read_text(), csv
+    assert "blank" not in set(pl.read_csv(tmp_path / "with_blank" / "mmi.csv")["group"])
+
+
 def test_preview_of_a_dataset_image_by_id_is_what_the_workflow_stores(
     easy_vqa_eval, tmp_path, capsys
 ):
