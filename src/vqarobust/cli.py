@@ -483,7 +483,7 @@ def _add_config_and_metrics(sub: Any) -> None:
     p = sub.add_parser("metrics", help="robustness metrics from a long accuracy table")
     p.add_argument(
         "table",
-        help="CSV/TSV/Parquet with model, corruption, severity, accuracy "
+        help="CSV/TSV/Parquet with model, perturbation, severity, accuracy "
         "(or one row per question: question_id, image_id, score instead of accuracy)",
     )
     p.add_argument("--out", required=True, help="directory for the CSV tables")
