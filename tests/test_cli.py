@@ -145,7 +145,7 @@ def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
     scored = simulate_scored(q, models, seed=2).join(q, on="question_id")
     table = scored.select(
         "model",
-        pl.col("perturbation").alias("corruption"),
+        "perturbation",
         "severity",
         "question_id",
         "image_id",
@@ -181,7 +181,7 @@ def test_metrics_with_resamples_gives_the_library_intervals(tmp_path, capsys):
         expected["intervals"].filter(pl.col("metric") == "vre_model").select(vre).sort("model"),
     )
     # An accuracy table has no questions to resample: a clear error, not intervals of nothing.
-    acc = table.group_by("model", "corruption", "severity").agg(
+    acc = table.group_by("model", "perturbation", "severity").agg(
         pl.col("score").mean().alias("accuracy")
     )
     acc.write_csv(tmp_path / "acc.csv")
@@ -223,7 +223,7 @@ def test_metrics_refuses_a_gap_unless_asked_to_drop_it(tmp_path, capsys):
     rows += [("a", "snow", s, 0.9 - 0.1 * s) for s in range(1, 6)]
     rows += [(m, "blur", s, 0.8 - 0.05 * s) for m in ("a", "b") for s in range(1, 6)]
     pl.DataFrame(
-        rows, schema=["model", "corruption", "severity", "accuracy"], orient="row"
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
     ).write_csv(tmp_path / "acc.csv")
     assert main(["metrics", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "o")]) == 2
     assert "b/snow (severities [1, 2, 3, 4, 5])" in capsys.readouterr().err
@@ -241,7 +241,36 @@ def test_metrics_refuses_a_gap_unless_asked_to_drop_it(tmp_path, capsys):
         == 0
     )
     assert "perturbations ['snow'] (for every model)" in capsys.readouterr().err
-    assert set(pl.read_csv(tmp_path / "o" / "submetrics.csv")["corruption"]) == {"blur"}
+    assert set(pl.read_csv(tmp_path / "o" / "submetrics.csv")["perturbation"]) == {"blur"}
+
+
+def test_metrics_leaves_a_control_out_as_the_robustness_analysis_does(tmp_path, capsys):
+    import polars as pl
+
+    rows = [("a", "clean", 0, 0.9), ("b", "clean", 0, 0.8)]
+    rows += [
+        (m, p, s, 0.8 - 0.05 * s * k)
+        for k, m in enumerate("ab", 1)
+        for p in ("snow", "blur")
+        for s in range(1, 6)
+    ]
+    table = pl.DataFrame(
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
+    )
+    table.write_csv(tmp_path / "plain.csv")
+    blank = pl.DataFrame(
+        [("a", "blank", 1, 0.3), ("b", "blank", 1, 0.6)], schema=table.columns, orient="row"
+    )
+    pl.concat([table, blank]).write_csv(tmp_path / "with_blank.csv")
+    for name in ("plain", "with_blank"):
+        assert main(["metrics", str(tmp_path / f"{name}.csv"), "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    # The blank control (the registry's family "control") counts nowhere: every table is
+    # the one of the table without it.
+    for csv in ("submetrics", "vre_model", "vre_perturbation", "mmi"):
+        got = (tmp_path / "with_blank" / f"{csv}.csv").read_text()
+        assert got == (tmp_path / "plain" / f"{csv}.csv").read_text(), csv
+    assert "blank" not in set(pl.read_csv(tmp_path / "with_blank" / "mmi.csv")["group"])
 
 
 def test_preview_of_a_dataset_image_by_id_is_what_the_workflow_stores(

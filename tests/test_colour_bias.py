@@ -126,7 +126,7 @@ def test_grayscale_stays_out_of_vre_unless_asked(easy_vqa_eval, tmp_path):
                 return {p for (p,) in con.execute(sql).fetchall()}
 
             out[include] = {
-                "vre": names("SELECT perturbation FROM vre_corruption"),
+                "vre": names("SELECT perturbation FROM vre_perturbation"),
                 "mmi": con.execute(
                     "SELECT perturbed FROM mmi WHERE modality = 'image' AND scope = 'all'"
                 ).fetchone()[0],

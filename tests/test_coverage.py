@@ -17,12 +17,14 @@ from vqarobust.metrics.rscore import rscore_tables
 
 
 def _table(cells):
-    """cells: {(model, corruption): [acc at severities 0..5 or 1..5]} plus clean entries."""
+    """cells: {(model, perturbation): [acc at severities 0..5 or 1..5]} plus clean entries."""
     rows = []
-    for (model, corruption), accs in cells.items():
-        first = 0 if corruption == "clean" else 1
-        rows += [(model, corruption, first + i, a) for i, a in enumerate(accs)]
-    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
+    for (model, perturbation), accs in cells.items():
+        first = 0 if perturbation == "clean" else 1
+        rows += [(model, perturbation, first + i, a) for i, a in enumerate(accs)]
+    return pl.DataFrame(
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
+    )
 
 
 FULL = {
@@ -45,7 +47,7 @@ def test_a_model_without_a_corruption_is_an_error_naming_it(metric):
 @pytest.mark.parametrize("metric", ["vre", "mmi", "rscore"])
 def test_a_model_without_clean_rows_is_an_error(metric):
     table = _table({**FULL, ("b", "snow"): [0.7, 0.6, 0.5, 0.4, 0.3]}).filter(
-        ~((pl.col("model") == "b") & (pl.col("corruption") == "clean"))
+        ~((pl.col("model") == "b") & (pl.col("perturbation") == "clean"))
     )
     run = {"vre": robustness_tables, "mmi": mmi_table, "rscore": rscore_tables}[metric]
     with pytest.raises(MissingRowsError, match=r"models without clean rows: \['b'\]"):
@@ -60,9 +62,9 @@ def test_drop_leaves_the_gap_out_for_every_model_with_a_warning():
         r"perturbations \['snow'\]",
     ):
         got = robustness_tables(table, on_missing="drop")
-    expected = robustness_tables(table.filter(pl.col("corruption") != "snow"))
+    expected = robustness_tables(table.filter(pl.col("perturbation") != "snow"))
     assert got.vre_model.equals(expected.vre_model)
-    assert set(got.submetrics["corruption"]) == {"blur"}
+    assert set(got.submetrics["perturbation"]) == {"blur"}
     with pytest.warns(RobustnessWarning):
         mmi = mmi_table(table, on_missing="drop")
     assert set(mmi["group"]) == {"blur", "all", "all_sets", "unknown"}
@@ -71,7 +73,7 @@ def test_drop_leaves_the_gap_out_for_every_model_with_a_warning():
 def test_a_partly_missing_severity_is_a_gap_but_one_missing_for_all_is_not():
     table = _table({**FULL, ("b", "snow"): [0.7, 0.6, 0.5, 0.4, 0.3]})
     holed = table.filter(
-        ~((pl.col("model") == "b") & (pl.col("severity") == 5) & (pl.col("corruption") == "snow"))
+        ~((pl.col("model") == "b") & (pl.col("severity") == 5) & (pl.col("perturbation") == "snow"))
     )
     with pytest.raises(MissingRowsError, match=r"1 \(model, perturbation, severity\) subsets"):
         check_coverage(holed)

@@ -14,7 +14,7 @@ TABLES = {
     "question_type_accuracy",
     "submetrics",
     "vre_model",
-    "vre_corruption",
+    "vre_perturbation",
     "vre_sweep",
     "run_info",
 }
@@ -33,7 +33,7 @@ def test_database_has_every_table_with_consistent_numbers(database):
         vre = dict(con.execute("SELECT model, vre FROM vre_model").fetchall())
         assert vre["good"] < vre["bad"]
         fam = dict(con.execute("SELECT DISTINCT perturbation, family FROM submetrics").fetchall())
-        view = con.execute("SELECT DISTINCT corruption FROM corruption_accuracy").fetchall()
+        view = con.execute("SELECT DISTINCT perturbation FROM image_accuracy").fetchall()
         assert {c for (c,) in view} == {"clean", "snow", "blur"}
         assert fam == {"snow": "weather", "blur": "blur"}
         qt = con.sql("SELECT sum(n) AS n FROM question_type_accuracy").pl()["n"][0]
@@ -158,7 +158,7 @@ def test_question_types_by_perturbation_pool_severities_and_average_models(datab
     )
     weakest = summarize(db).weakest_types
     assert weakest.height == 2  # snow and blur each name a type
-    assert weakest["corruption"].to_list() == expect["perturbation"].to_list()
+    assert weakest["perturbation"].to_list() == expect["perturbation"].to_list()
     assert weakest["question_type"].to_list() == expect["question_type"].to_list()
 
 

@@ -50,7 +50,9 @@ def gap_free_tables(draw: st.DrawFn) -> pl.DataFrame:
     cells += [(m, c, s) for m in models for c in corruptions for s in range(1, levels[c] + 1)]
     values = draw(st.lists(st.integers(0, 64), min_size=len(cells), max_size=len(cells)))
     rows = [(*cell, v / 64) for cell, v in zip(cells, values, strict=True)]
-    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
+    return pl.DataFrame(
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
+    )
 
 
 def _replicates(table: pl.DataFrame, extra: np.ndarray) -> np.ndarray:
@@ -81,7 +83,7 @@ def test_mmi_table_is_its_kernel_at_the_observed_replicate(table, seed):
         clean = part.filter(pl.col("severity") == 0)["accuracy"].mean()
         means = (
             part.filter(pl.col("severity") > 0)
-            .group_by("corruption")
+            .group_by("perturbation")
             .agg(pl.col("accuracy").mean())["accuracy"]
         )
         row = point.filter(pl.col("model") == model, pl.col("scope") == "all").row(0, named=True)
@@ -97,11 +99,11 @@ def test_rscore_tables_are_their_kernel_at_the_observed_replicate(table, toleran
     per_level, overall = rscore_tables(table, tolerance, maximum)
     r = rscore_arrays(table["accuracy"].to_numpy()[None, :], with_rows(table), tolerance, maximum)
     order = r.labels.with_columns(pl.Series("rscore", r.rscore[0]), pl.Series("di", r.acc_di[0]))
-    order = order.sort("model", "corruption", "severity")
+    order = order.sort("model", "perturbation", "severity")
     assert per_level["rscore"].to_list() == order["rscore"].to_list()
     assert per_level["acc_di"].to_list() == order["di"].to_list()
     lab = r.overall_labels.with_columns(pl.Series("rscore", r.overall[0])).sort(
-        "model", "corruption"
+        "model", "perturbation"
     )
     assert overall["rscore"].to_list() == lab["rscore"].to_list()
     assert overall["levels"].to_list() == lab["levels"].to_list()
@@ -109,7 +111,7 @@ def test_rscore_tables_are_their_kernel_at_the_observed_replicate(table, toleran
     sm, st_ = np.sqrt(maximum), np.sqrt(tolerance)
     for row in overall.iter_rows(named=True):
         di = per_level.filter(
-            pl.col("model") == row["model"], pl.col("corruption") == row["corruption"]
+            pl.col("model") == row["model"], pl.col("perturbation") == row["perturbation"]
         )["acc_di"]
         assert row["levels"] == di.len()
         assert np.isclose(row["acc_di"], di.mean(), rtol=0, atol=1e-9)
@@ -207,7 +209,7 @@ def _point_tables(
     point = modality_tables(
         counted, families={k: v for k, v in families.items() if k not in controls}
     )
-    sub, vm, vc = point["submetrics"], point["vre_model"], point["vre_corruption"]
+    sub, vm, vc = point["submetrics"], point["vre_model"], point["vre_perturbation"]
     vf = point["vre_family"]
     mmi = point["mmi"]
     out = {

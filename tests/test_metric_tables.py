@@ -4,7 +4,7 @@ import pytest
 from vqarobust.cli import main
 from vqarobust.metrics.tables import TableError, read_accuracy_table, validate_accuracy_table
 
-GOOD = """model,corruption,severity,accuracy
+GOOD = """model,perturbation,severity,accuracy
 a,clean,0,0.8
 a,snow,1,0.7
 a,snow,2,0.6
@@ -19,14 +19,14 @@ def test_clean_rows_once_per_model_or_per_corruption(tmp_path):
     path.write_text(GOOD)
     t = read_accuracy_table(path)
     clean = t.filter(pl.col("severity") == 0)
-    assert clean.sort("model")["corruption"].to_list() == ["clean", "clean"]
+    assert clean.sort("model")["perturbation"].to_list() == ["clean", "clean"]
     assert clean.sort("model")["accuracy"].to_list() == [0.8, 0.7]
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("model,corruption,severity\na,snow,1\n", "missing columns"),
+        ("model,perturbation,severity\na,snow,1\n", "missing columns"),
         (GOOD + "a,snow,3,1.2\n", r"accuracy outside \[0, 1\]"),
         (GOOD + "a,snow,1,0.5\n", "duplicate rows that disagree"),
         (GOOD + "c,snow,1,0.5\n", r"no clean accuracy .* \['c'\]"),
@@ -66,7 +66,7 @@ def test_cli_writes_every_table(tmp_path, capsys):
         )
         == 0
     )
-    for name in ("submetrics", "vre_model", "vre_corruption", "mmi", "accuracy"):
+    for name in ("submetrics", "vre_model", "vre_perturbation", "mmi", "accuracy"):
         assert (out / f"{name}.csv").exists()
     assert "VRE per model" in capsys.readouterr().out
     vre = pl.read_csv(out / "vre_model.csv")

@@ -12,7 +12,7 @@ ACC = pl.DataFrame(
     [("m", "clean", 0, 0.8)]
     + [("m", "snow", s, 0.8 - 0.1 * s) for s in range(1, 6)]
     + [("m", "blur", s, 0.6) for s in range(1, 6)],
-    schema=["model", "corruption", "severity", "accuracy"],
+    schema=["model", "perturbation", "severity", "accuracy"],
     orient="row",
 )
 
@@ -21,8 +21,8 @@ def test_mmi_hand_computed():
     t = mmi_table(ACC, {"snow": "weather", "blur": "blur"})
     get = {(r["scope"], r["group"]): r["mmi"] for r in t.iter_rows(named=True)}
     # snow: mean(0.7, 0.6, 0.5, 0.4, 0.3) = 0.5 -> (0.8 - 0.5) / 0.8
-    assert get[("corruption", "snow")] == pytest.approx(0.375)
-    assert get[("corruption", "blur")] == pytest.approx(0.25)
+    assert get[("perturbation", "snow")] == pytest.approx(0.375)
+    assert get[("perturbation", "blur")] == pytest.approx(0.25)
     assert get[("family", "weather")] == pytest.approx(0.375)
     # all ("ave"): mean of the per-corruption means 0.5 and 0.6 = 0.55
     assert get[("all", "all")] == pytest.approx((0.8 - 0.55) / 0.8)
@@ -34,7 +34,7 @@ def test_mmi_ave_weighs_each_perturbation_the_same():
     # snow at five severities (mean 0.5), one-level paraphrase at 0.2.
     acc = pl.concat(
         [
-            ACC.filter(pl.col("corruption") != "blur"),
+            ACC.filter(pl.col("perturbation") != "blur"),
             pl.DataFrame([("m", "paraphrase", 1, 0.2)], schema=ACC.schema, orient="row"),
         ]
     )
@@ -53,7 +53,7 @@ def test_mmi_ave_weighs_each_perturbation_the_same():
 def test_mmi_zero_clean_is_defined():
     acc = pl.DataFrame(
         [("m", "clean", 0, 0.0), ("m", "snow", 1, 0.0)],
-        schema=["model", "corruption", "severity", "accuracy"],
+        schema=["model", "perturbation", "severity", "accuracy"],
         orient="row",
     )
     with pytest.warns(RobustnessWarning, match="clean score 0"):
@@ -78,7 +78,7 @@ def test_rscore_table_matches_scalar_and_records_parameters():
     assert set(t["tolerance"]) == {0.1} and set(t["maximum"]) == {30.0}
     for row in t.iter_rows(named=True):
         assert row["rscore"] == pytest.approx(r_score(0.8, row["acc_noisy"], 0.1, 30))
-    overall = t.filter((pl.col("corruption") == "all") & (pl.col("severity") == 1))
+    overall = t.filter((pl.col("perturbation") == "all") & (pl.col("severity") == 1))
     assert overall["acc_noisy"][0] == pytest.approx((0.7 + 0.6) / 2)
 
 
@@ -123,7 +123,7 @@ def test_mmi_image_vs_text_hand_computed():
     assert across["all"] == pytest.approx((0.8 - 0.65) / 0.8)
     # levels: mean(0.8, 0.78, ..., 0.68) = 0.74
     assert across["basic_question"] == pytest.approx((0.8 - 0.74) / 0.8)
-    per = t.filter((pl.col("scope") == "corruption") & (pl.col("modality") == "text"))
+    per = t.filter((pl.col("scope") == "perturbation") & (pl.col("modality") == "text"))
     assert per["group"].to_list() == ["typo"] and per["mmi"][0] == pytest.approx(0.125)
 
 

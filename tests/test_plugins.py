@@ -185,7 +185,7 @@ def test_the_example_plugin_runs_end_to_end_and_reruns_only_its_jobs(tmp_path):
         changes = con.sql(
             "SELECT perturbation, severity, n, changed, share FROM answer_changes ORDER BY ALL"
         ).fetchall()
-        families = dict(con.sql("SELECT perturbation, family FROM vre_corruption").fetchall())
+        families = dict(con.sql("SELECT perturbation, family FROM vre_perturbation").fetchall())
         plugins_info = json.loads(
             con.execute("SELECT value FROM run_info WHERE key = 'provenance.plugins'").fetchone()[0]
         )

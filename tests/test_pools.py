@@ -228,20 +228,20 @@ def test_rscore_overall_is_the_rscore_of_the_mean_deterioration():
     acc = pl.DataFrame(
         {
             "model": ["m"] * 4,
-            "corruption": ["clean", "bq", "bq", "bq"],
+            "perturbation": ["clean", "bq", "bq", "bq"],
             "severity": [0, 1, 2, 3],
             "accuracy": [0.80, 0.78, 0.70, 0.60],
         }
     )
     per_level, overall = rscore_tables(acc, 0.05, 20)
     row = overall.row(0, named=True)
-    assert row["corruption"] == "bq" and row["levels"] == 3
+    assert row["perturbation"] == "bq" and row["levels"] == 3
     assert row["acc_di"] == pytest.approx(32 / 3)
     expected = (np.sqrt(20) - np.sqrt(32 / 3)) / (np.sqrt(20) - np.sqrt(0.05))
     assert row["rscore"] == pytest.approx(expected)
     assert row["rscore"] == pytest.approx(r_score(0.80, 0.80 - 32 / 300, 0.05, 20))
     # Not the mean of the per-level scores (the square root is concave).
-    mean_of_levels = per_level.filter(pl.col("corruption") == "bq")["rscore"].mean()
+    mean_of_levels = per_level.filter(pl.col("perturbation") == "bq")["rscore"].mean()
     assert abs(row["rscore"] - mean_of_levels) > 0.05
 
 

@@ -20,7 +20,9 @@ def _table(acc: dict[tuple[str, str], list[float]], clean: dict[str, float]) -> 
     rows = [(m, "clean", 0, a) for m, a in clean.items()]
     for (m, c), values in acc.items():
         rows += [(m, c, s, a) for s, a in enumerate(values, start=1)]
-    return pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
+    return pl.DataFrame(
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
+    )
 
 
 def _row(df: pl.DataFrame, **keys) -> dict:
@@ -37,7 +39,7 @@ def test_submetrics_hand_computed():
             {"m1": 0.8},
         )
     )
-    r = _row(t.submetrics, model="m1", corruption="blur")
+    r = _row(t.submetrics, model="m1", perturbation="blur")
     # E = 0.2, 0.25, ..., 0.45
     assert r["first_drop"] == pytest.approx(0.25)  # (0.25 - 0.2) / 0.2
     assert r["range_of_error"] == pytest.approx(1.25)  # (0.45 - 0.2) / 0.2
@@ -46,7 +48,7 @@ def test_submetrics_hand_computed():
     assert r["corruption_error_diff"] == pytest.approx(0.15)  # mean of 0.05..0.25
     assert r["accuracy"] == pytest.approx(0.675)  # mean over severities 0..5
     assert r["relative_drop"] == pytest.approx((0.8 - 0.675) / 0.8)
-    noise = _row(t.submetrics, model="m1", corruption="noise")
+    noise = _row(t.submetrics, model="m1", perturbation="noise")
     assert noise["first_drop"] == 0 and noise["error_rate"] == 0
     # Scaled over the matrix: blur is the max, noise the min of every metric.
     for m in METRIC_NAMES:
@@ -56,7 +58,7 @@ def test_submetrics_hand_computed():
     vm = _row(t.vre_model, model="m1")
     assert vm["accuracy"] == pytest.approx((0.675 + 0.8) / 2)
     assert vm["vre"] == pytest.approx(0.5)  # each M(v) = mean(1, 0) and weights sum to 1
-    vc = _row(t.vre_corruption, corruption="blur")
+    vc = _row(t.vre_perturbation, perturbation="blur")
     assert vc["vre"] == pytest.approx(1.0)
 
 
@@ -70,7 +72,7 @@ def test_relative_drop_of_corruption_both_aggregations_over_models():
     # A(a,blur) = 0.6, A(b,blur) = (0.4 + 5 * 0.2) / 6
     a_b = (0.4 + 1.0) / 6
     expected = ((0.6 - 0.6) + (0.4 - a_b)) / (0.6 + 0.4)
-    vc = _row(t.vre_corruption, corruption="blur")
+    vc = _row(t.vre_perturbation, perturbation="blur")
     assert vc["relative_drop_eq8"] == pytest.approx(expected)
     # The paper's tables: the mean over models of each model's drop.
     assert vc["relative_drop"] == pytest.approx((0.0 + (0.4 - a_b) / 0.4) / 2)
@@ -83,7 +85,7 @@ def test_relative_drop_of_corruption_both_aggregations_over_models():
 def test_clean_given_per_corruption_is_accepted():
     rows = [("m", c, 0, 0.9) for c in ("blur", "snow")]
     rows += [("m", c, s, 0.9 - 0.1 * s) for c in ("blur", "snow") for s in range(1, 6)]
-    df = pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
+    df = pl.DataFrame(rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RobustnessWarning)
         t = robustness_tables(df)
@@ -97,8 +99,8 @@ def test_zero_clean_error_gets_a_defined_value_and_a_warning():
     )
     with pytest.warns(RobustnessWarning, match="E0 = 0"):
         t = robustness_tables(table)
-    p = _row(t.submetrics, model="p", corruption="blur")
-    q = _row(t.submetrics, model="q", corruption="blur")
+    p = _row(t.submetrics, model="p", perturbation="blur")
+    q = _row(t.submetrics, model="q", perturbation="blur")
     assert p["first_drop"] == 0.0  # E1 - E0 = 0 too
     # min E = 0 with a positive range: takes the worst finite Range of Error (q's).
     assert p["range_of_error"] == pytest.approx(q["range_of_error"])
@@ -120,7 +122,7 @@ def test_severity_not_asked_for_is_left_out_silently():
         warnings.filterwarnings("error", "missing severities", RobustnessWarning)
         warnings.filterwarnings("ignore", "first_drop is constant", RobustnessWarning)
         t = robustness_tables(table)
-    r = _row(t.submetrics, model="m", corruption="blur")
+    r = _row(t.submetrics, model="m", perturbation="blur")
     # First-Drop falls back to severity 2: (0.4 - 0.2) / 0.2
     assert r["first_drop"] == pytest.approx(1.0)
     assert r["error_rate"] == pytest.approx(0.1)
@@ -145,7 +147,7 @@ def test_severity_one_model_lacks_is_a_warned_hole():
     ],
 )
 def test_bad_tables_raise(rows, message):
-    df = pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
+    df = pl.DataFrame(rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row")
     with pytest.raises(ValueError, match=message):
         robustness_tables(df)
 
@@ -239,7 +241,7 @@ def test_vre_per_family_hand_computed_and_averaging_to_vre():
     w = softmax_weights()
     for model in ("m1", "m2"):
         for family, members in (("a", ["c1", "c2"]), ("b", ["c3"])):
-            rows = sub.filter(pl.col("model") == model, pl.col("corruption").is_in(members))
+            rows = sub.filter(pl.col("model") == model, pl.col("perturbation").is_in(members))
             expected = sum(w[m] * rows[f"{m}_scaled"].mean() for m in METRIC_NAMES)
             got = _row(vf, model=model, family=family)
             assert got["vre"] == pytest.approx(expected, abs=1e-12)

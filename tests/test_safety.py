@@ -267,7 +267,9 @@ def test_the_metrics_tables_escape_a_model_name_that_starts_a_formula(tmp_path):
 
     rows = [(m, "clean", 0, 0.9) for m in ("=evil()", "ok")]
     rows += [(m, "blur", s, 0.8 - 0.05 * s) for m in ("=evil()", "ok") for s in range(1, 6)]
-    table = pl.DataFrame(rows, schema=["model", "corruption", "severity", "accuracy"], orient="row")
+    table = pl.DataFrame(
+        rows, schema=["model", "perturbation", "severity", "accuracy"], orient="row"
+    )
     write_metric_tables(table, tmp_path)
     vre = pl.read_csv(tmp_path / "vre_model.csv")
     assert sorted(vre["model"]) == ["'=evil()", "ok"]

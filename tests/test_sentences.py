@@ -130,7 +130,7 @@ def test_reliance_sentence_by_hand():
 def test_weakest_types_sentence_by_hand():
     weakest = pl.DataFrame(
         {
-            "corruption": ["fog", "snow"],
+            "perturbation": ["fog", "snow"],
             "question_type": ["how many", "what"],
             "accuracy": [0.25, 0.5004],
         }

@@ -164,7 +164,7 @@ def test_one_model_gets_no_vre_and_no_rank_but_its_unscaled_submetrics(tmp_path)
                 "SELECT perturbation, first_drop FROM submetrics WHERE modality = 'image'"
             ).fetchall()
         )
-    got = dict(s.unscaled.select("corruption", "first_drop").iter_rows())
+    got = dict(s.unscaled.select("perturbation", "first_drop").iter_rows())
     assert got == pytest.approx(sub) and set(got) == set(CORRUPTIONS)
     assert (s.unscaled["first_drop_low"] <= s.unscaled["first_drop"]).all()
     row = next(line for line in text.splitlines() if line.startswith("| snow |"))

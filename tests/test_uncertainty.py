@@ -64,7 +64,7 @@ def test_estimates_are_the_point_tables(simulated_run):
             iv, "relative_drop_paper", model=r["model"], modality=r["modality"], perturbation=None
         )
         assert rel["estimate"] == pytest.approx(r["relative_drop"], abs=1e-12)
-    for r in point["vre_corruption"].iter_rows(named=True):
+    for r in point["vre_perturbation"].iter_rows(named=True):
         got = _est(
             iv,
             "vre_perturbation",

@@ -67,7 +67,7 @@ def test_results_and_report(workflow_run):
             "accuracy",
             "submetrics",
             "vre_model",
-            "vre_corruption",
+            "vre_perturbation",
             "question_type_accuracy",
             "answer_type_accuracy",
             "skipped_images",
@@ -115,7 +115,7 @@ def test_results_and_report(workflow_run):
         corr = {
             c
             for (c,) in con.execute(
-                "SELECT perturbation FROM vre_corruption WHERE modality = 'image'"
+                "SELECT perturbation FROM vre_perturbation WHERE modality = 'image'"
             ).fetchall()
         }
         assert corr == {"gaussian_noise", "brightness"}
@@ -453,12 +453,12 @@ def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_r
         ).fetchall()
         assert sorted(rows) == [("cnn-bow", "text", 1), ("vilt-tiny", "text", 1)]
         # One level: in MMI and R_score, not in the VRE suite.
-        vre = con.execute("SELECT count(*) FROM vre_corruption WHERE perturbation = 'formal'")
+        vre = con.execute("SELECT count(*) FROM vre_perturbation WHERE perturbation = 'formal'")
         assert vre.fetchone()[0] == 0
         mmi = con.execute("SELECT count(*) FROM mmi WHERE \"group\" = 'formal'").fetchone()[0]
         assert mmi == 2
         row = con.execute(
-            "SELECT family, vre FROM vre_corruption WHERE perturbation = 'stylize'"
+            "SELECT family, vre FROM vre_perturbation WHERE perturbation = 'stylize'"
         ).fetchone()
         severities = con.execute(
             "SELECT DISTINCT severity FROM accuracy WHERE perturbation = 'stylize' ORDER BY 1"
@@ -467,7 +467,7 @@ def test_a_rewrite_stylize_and_grayscale_flow_through_to_their_tables(workflow_r
             "SELECT DISTINCT severity FROM accuracy WHERE perturbation = 'grayscale'"
         ).fetchall()
         in_vre = con.execute(
-            "SELECT count(*) FROM vre_corruption WHERE perturbation = 'grayscale'"
+            "SELECT count(*) FROM vre_perturbation WHERE perturbation = 'grayscale'"
         ).fetchone()[0]
         bias = con.execute("SELECT model, n_colour_questions FROM colour_bias").fetchall()
         from vqarobust.metrics.colour_bias import colour_questions
@@ -686,7 +686,7 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
         image_id = con.execute("SELECT min(image_id) FROM questions").fetchone()[0]
         # The metrics command's long table: the clean accuracy given once per corruption.
         con.execute(
-            """COPY (SELECT a.model, a.perturbation AS corruption, a.severity, a.accuracy
+            """COPY (SELECT a.model, a.perturbation, a.severity, a.accuracy
                      FROM accuracy a WHERE a.modality = 'image' AND a.perturbation <> 'blank'
                      UNION ALL
                      SELECT c.model, i.perturbation, 0, c.accuracy FROM accuracy c

@@ -86,10 +86,11 @@ def _metrics(args: argparse.Namespace) -> int:
 
     import polars as pl
 
+    from vqarobust.analyses import robustness
     from vqarobust.corruptions import CORRUPTIONS
-    from vqarobust.metrics.coverage import check_coverage
     from vqarobust.metrics.intervals import uncertainty_tables
-    from vqarobust.metrics.robustness import check_weights, softmax_weights
+    from vqarobust.metrics.robustness import CLEAN, check_weights, softmax_weights
+    from vqarobust.metrics.rscore import DEFAULT_MAXIMUM, DEFAULT_TOLERANCE
     from vqarobust.metrics.tables import (
         TableError,
         is_per_question,
@@ -119,33 +120,41 @@ def _metrics(args: argparse.Namespace) -> int:
                 "(columns question_id and score, and image_id for image "
                 "clusters); this is an accuracy table"
             )
+        families = {
+            p: CORRUPTIONS.entry(p).tags["family"]
+            for p in set(table["perturbation"])
+            if p in CORRUPTIONS
+        }
+        scored, questions = (
+            per_question_rows(raw, str(args.table), args.cluster)
+            if args.resamples
+            else (None, None)
+        )
+        # The rows the workflow's robustness analysis counts (no controls, no gaps unless
+        # dropped); the bootstrap sees exactly the subsets the point tables do.
+        counted = robustness.Settings(
+            weights=w,
+            families=families,
+            outside=[],
+            rscore_tolerance=DEFAULT_TOLERANCE,
+            rscore_maximum=DEFAULT_MAXIMUM,
+            on_missing=args.on_missing,
+        )
+        modality = pl.when(pl.col("perturbation") == CLEAN).then(pl.lit(CLEAN))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            kept = check_coverage(table, args.on_missing, "metrics")
+            kept, scored = robustness.counted_rows(
+                table.with_columns(modality.otherwise(pl.lit("image")).alias("modality")),
+                scored,
+                counted,
+            )
         for w_ in caught:
             print(f"warning: {w_.message}", file=sys.stderr)
     except (TableError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    table = kept
-    families = {
-        c: CORRUPTIONS.entry(c).tags["family"] for c in set(table["corruption"]) if c in CORRUPTIONS
-    }
-    extra = {}
-    if args.resamples:
-        try:
-            scored, questions = per_question_rows(raw, str(args.table), args.cluster)
-        except TableError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        # The bootstrap sees exactly the subsets the point tables do.
-        subsets = table.select(
-            "model",
-            pl.col("corruption").alias("perturbation"),
-            pl.col("severity").cast(scored.schema["severity"]),
-        )
-        scored = scored.join(subsets, on=["model", "perturbation", "severity"], how="semi")
-        extra = uncertainty_tables(scored, questions, settings, w, families)
+    table = kept.drop("modality")
+    extra = uncertainty_tables(scored, questions, settings, w, families) if args.resamples else {}
     tables = write_metric_tables(table, args.out, w, families, extra)
     with pl.Config(tbl_hide_dataframe_shape=True, float_precision=4, tbl_rows=40):
         print("weights:", ", ".join(f"{k}={v:.3f}" for k, v in w.items()))
@@ -161,10 +170,10 @@ def _metrics(args: argparse.Namespace) -> int:
             )
             vre = vre.join(bounds, on="model", how="left")
         print(vre.sort("vre"))
-        print("VRE per corruption (higher = stronger corruption):")
+        print("VRE per perturbation (higher = stronger perturbation):")
         print(
-            tables["vre_corruption"]
-            .select("corruption", "accuracy", "relative_drop", "vre")
+            tables["vre_perturbation"]
+            .select("perturbation", "accuracy", "relative_drop", "vre")
             .sort("vre", descending=True)
         )
     print(f"wrote {', '.join(f'{n}.csv' for n in tables)} to {args.out}")
@@ -546,7 +555,7 @@ def _add_config_and_metrics(sub: Any) -> None:
     p = sub.add_parser("metrics", help="robustness metrics from a long accuracy table")
     p.add_argument(
         "table",
-        help="CSV/TSV/Parquet with model, corruption, severity, accuracy "
+        help="CSV/TSV/Parquet with model, perturbation, severity, accuracy "
         "(or one row per question: question_id, image_id, score instead of accuracy)",
     )
     p.add_argument("--out", required=True, help="directory for the CSV tables")

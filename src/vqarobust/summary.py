@@ -28,7 +28,7 @@ class Summary:
 
     # model, clean, corrupted, relative_drop, vre, rank, rank_share (+ bounds)
     models: pl.DataFrame
-    corruptions: pl.DataFrame  # corruption, vre, aggregated_drop (+ bounds), strongest first
+    corruptions: pl.DataFrame  # perturbation, vre, aggregated_drop (+ bounds), strongest first
     n_images: int
     n_questions: int
     metric: str
@@ -47,7 +47,7 @@ class Summary:
     # With one model: its unscaled image sub-metrics per corruption (+ bounds), since VRE
     # scaled over one model says nothing about it; None with two models or more.
     unscaled: pl.DataFrame | None = None
-    # corruption, question_type, accuracy: the weakest type per image corruption (mean over
+    # perturbation, question_type, accuracy: the weakest type per image corruption (mean over
     # the models, severities 1..), types with figures.MIN_TYPE_QUESTIONS questions or more
     weakest_types: pl.DataFrame | None = None
     # The SwapMix paper's Table 2 layout (reliance per swap kind at each k) and its
@@ -136,7 +136,7 @@ def interval_columns(df: pl.DataFrame) -> pl.DataFrame:
 def _named(df: pl.DataFrame) -> str:
     return ", ".join(
         f"{c} ({with_interval(v, lo, hi)})"
-        for c, v, lo, hi in df.select("corruption", "vre", "vre_low", "vre_high").iter_rows()
+        for c, v, lo, hi in df.select("perturbation", "vre", "vre_low", "vre_high").iter_rows()
     )
 
 

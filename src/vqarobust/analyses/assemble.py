@@ -104,8 +104,8 @@ def assemble_database(
                 f"SELECT * FROM read_parquet({literal(str(path))})"
             )
         con.execute(
-            """CREATE VIEW corruption_accuracy AS
-               SELECT model, perturbation AS corruption, severity, n, accuracy
+            """CREATE VIEW image_accuracy AS
+               SELECT model, perturbation, severity, n, accuracy
                FROM accuracy WHERE modality IN ('clean', 'image')"""
         )
         con.execute("CREATE TABLE run_info (key VARCHAR, value VARCHAR)")

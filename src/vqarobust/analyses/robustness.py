@@ -78,7 +78,7 @@ def counted_rows(
     counted = perturbation_accuracy(accuracy).filter(~pl.col("perturbation").is_in(leave))
     if scored is not None:
         scored = scored.filter(~pl.col("perturbation").is_in(list(settings.outside)))
-    kept = check_coverage(counted, settings.on_missing, "robustness tables", key="perturbation")
+    kept = check_coverage(counted, settings.on_missing, "robustness tables")
     if kept.height < counted.height and scored is not None:
         gone = counted.join(kept, on=list(ACCURACY_KEYS), how="anti")
         no_model = set(counted["model"]) - set(kept["model"])
@@ -140,7 +140,7 @@ ANALYSIS = Analysis(
     tables={
         "submetrics": "VRE's five sub-metrics per model x perturbation",
         "vre_model": "VRE per model and modality",
-        "vre_corruption": "VRE per perturbation (over the models)",
+        "vre_perturbation": "VRE per perturbation (over the models)",
         "vre_family": "VRE, accuracy and relative drop per model x perturbation family",
         "vre_sweep": "VRE under other preference weights",
         "mmi": "MMI (relative drop) per model and modality",

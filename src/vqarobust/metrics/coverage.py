@@ -2,7 +2,7 @@
 
 A model without clean rows has no reference to drop from; a model that lacks a
 (perturbation, severity) another model has would be averaged over fewer, possibly easier
-subsets (a corruption with no rows at all would score a relative drop of 0). Both are an
+subsets (a perturbation with no rows at all would score a relative drop of 0). Both are an
 error naming them, unless the caller asks ``on_missing="drop"``: then models without clean
 rows are left out, and so is every perturbation some model lacks (for every model, so all
 are compared on the same subsets), with a :class:`RobustnessWarning` naming what was
@@ -26,23 +26,24 @@ class MissingRowsError(ValueError):
     """A model lacks clean rows or subsets that other models have."""
 
 
-def find_gaps(accuracy: pl.DataFrame, key: str = "corruption") -> tuple[list[str], pl.DataFrame]:
-    """(models without a clean row, the missing (model, ``key``, severity) subsets of the
+def find_gaps(accuracy: pl.DataFrame) -> tuple[list[str], pl.DataFrame]:
+    """(models without a clean row, the missing (model, perturbation, severity) subsets of the
     models that have one)."""
     models = accuracy.select(pl.col("model").cast(pl.String)).unique()
     # A clean row, or (the VRE tables accept it) a severity-0 row of every perturbation.
     per = (
-        accuracy.filter(pl.col(key) != CLEAN)
+        accuracy.filter(pl.col("perturbation") != CLEAN)
         .group_by(pl.col("model").cast(pl.String))
         .agg(
             (
-                pl.col(key).filter(pl.col("severity") == 0).n_unique() == pl.col(key).n_unique()
+                pl.col("perturbation").filter(pl.col("severity") == 0).n_unique()
+                == pl.col("perturbation").n_unique()
             ).alias("own")
         )
     )
     with_clean = pl.concat(
         [
-            accuracy.filter((pl.col(key) == CLEAN) & (pl.col("severity") == 0)).select(
+            accuracy.filter((pl.col("perturbation") == CLEAN) & (pl.col("severity") == 0)).select(
                 pl.col("model").cast(pl.String)
             ),
             per.filter(pl.col("own")).select("model"),
@@ -50,39 +51,38 @@ def find_gaps(accuracy: pl.DataFrame, key: str = "corruption") -> tuple[list[str
     ).unique()
     no_clean = sorted(models.join(with_clean, on="model", how="anti")["model"].to_list())
     cells = (
-        accuracy.filter((pl.col(key) != CLEAN) & (pl.col("severity") > 0))
-        .select(pl.col("model").cast(pl.String), pl.col(key).alias("corruption"), "severity")
+        accuracy.filter((pl.col("perturbation") != CLEAN) & (pl.col("severity") > 0))
+        .select(pl.col("model").cast(pl.String), "perturbation", "severity")
         .unique()
     )
-    wanted = cells.select("corruption", "severity").unique().join(with_clean, how="cross")
-    holes = wanted.join(cells, on=["model", "corruption", "severity"], how="anti").sort(
-        "model", "corruption", "severity"
+    wanted = cells.select("perturbation", "severity").unique().join(with_clean, how="cross")
+    holes = wanted.join(cells, on=["model", "perturbation", "severity"], how="anti").sort(
+        "model", "perturbation", "severity"
     )
-    return no_clean, holes.select("model", "corruption", "severity")
+    return no_clean, holes.select("model", "perturbation", "severity")
 
 
 def check_coverage(
     accuracy: pl.DataFrame,
     on_missing: str = "error",
     what: str = "metrics",
-    key: str = "corruption",
 ) -> pl.DataFrame:
-    """``accuracy`` (model, ``key``, severity, accuracy) when it has no gap; else raise
+    """``accuracy`` (model, perturbation, severity, accuracy) when it has no gap; else raise
     :class:`MissingRowsError`, or with ``on_missing="drop"`` return it without the models
     and perturbations named in a warning. ``what`` names the caller in messages."""
     if on_missing not in ON_MISSING:
         raise ValueError(f"on_missing must be one of {ON_MISSING}, not {on_missing!r}")
-    no_clean, holes = find_gaps(accuracy, key)
+    no_clean, holes = find_gaps(accuracy)
     if not no_clean and not holes.height:
         return accuracy
     problems = []
     if no_clean:
         problems.append(f"models without clean rows: {no_clean}")
     if holes.height:
-        absent = holes.group_by("model", "corruption").agg(pl.col("severity").sort())
+        absent = holes.group_by("model", "perturbation").agg(pl.col("severity").sort())
         listed = [
             f"{m}/{c} (severities {s})"
-            for m, c, s in absent.sort("model", "corruption").head(10).iter_rows()
+            for m, c, s in absent.sort("model", "perturbation").head(10).iter_rows()
         ]
         problems.append(
             f"{holes.height} (model, perturbation, severity) subsets that other models have "
@@ -94,7 +94,7 @@ def check_coverage(
             message + ". Such gaps would flatter the models that have them; run the missing "
             "subsets, or pass on_missing='drop' to leave them out with a warning."
         )
-    dropped = sorted(holes["corruption"].unique().to_list())
+    dropped = sorted(holes["perturbation"].unique().to_list())
     warnings.warn(
         f"{message}; dropped (on_missing='drop'): models {no_clean}, perturbations "
         f"{dropped} (for every model)",
@@ -102,7 +102,7 @@ def check_coverage(
         stacklevel=2,
     )
     return accuracy.filter(
-        ~pl.col("model").cast(pl.String).is_in(no_clean) & ~pl.col(key).is_in(dropped)
+        ~pl.col("model").cast(pl.String).is_in(no_clean) & ~pl.col("perturbation").is_in(dropped)
     )
 
 

@@ -30,7 +30,7 @@ def group_means(
     holds a ``row`` column into ``values``) per group ``by``: (labels sorted by ``by``,
     (R, G)).
 
-    Plain means over the rows; with ``per`` (a column, e.g. ``corruption``) a mean per
+    Plain means over the rows; with ``per`` (a column, e.g. ``perturbation``) a mean per
     value of ``per`` first and then over those values, so each weighs the same however
     many rows (severities) it has."""
     by = list(by)

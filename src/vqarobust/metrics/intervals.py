@@ -236,7 +236,7 @@ def uncertainty_tables(
     for modality in present:
         # The kernels' rows: the clean rows and this modality's perturbed ones.
         own = metric_rows.filter(pl.col("modality") == modality, pl.col("severity") > 0)
-        rows_ = pl.concat([clean_rows, own]).rename({"perturbation": "corruption"})
+        rows_ = pl.concat([clean_rows, own])
         labels, pert = _perturbed(b, base, rows_, modality, families)
         mmi_all[modality] = (labels, pert)
         # Comparisons and the fit across models need every model on this side.
@@ -308,7 +308,7 @@ def _perturbed(
         b.add("mmi", lab, m.mmi(scope))
         if scope == "all":
             b.add("perturbed_accuracy", lab.drop("perturbation", "key"), pert)
-        if scope == "corruption":
+        if scope == "perturbation":
             _effective(b, modality, labels, pert, base.clean_v, base.models, b.level)
     return m.perturbed["all"]
 
@@ -339,7 +339,7 @@ def _across_modalities(
             pl.when(pl.col("modality") == CLEAN)
             .then(pl.col("perturbation"))
             .otherwise(pl.concat_str("modality", "perturbation", separator="/"))
-            .alias("corruption")
+            .alias("perturbation")
         )
         m = mmi_arrays(base.acc, both)
         labels = m.perturbed["all"][0]
@@ -396,7 +396,7 @@ def _vre(
     single = [p for p, f in families.items() if f in SINGLE_LEVEL_FAMILIES]
     table = metric_rows.filter(
         pl.col("modality").is_in([CLEAN, modality]), ~pl.col("perturbation").is_in(single)
-    ).rename({"perturbation": "corruption"})
+    )
     if not table.filter(pl.col("severity") > 0).height:
         return
     with warnings.catch_warnings():
@@ -404,11 +404,11 @@ def _vre(
         warnings.simplefilter("ignore")
         layout = cube_layout(table.with_columns(pl.Series("accuracy", acc[0, table["row"]])))
         cube = layout.fill(acc[:, table["row"].to_numpy()])
-        groups = family_groups(layout.corruptions, families)
+        groups = family_groups(layout.perturbations, families)
         arr = vre_arrays(cube, weights, groups)
     ms = pl.DataFrame({"model": layout.models, "modality": modality})
-    cs = pl.DataFrame({"modality": modality, "perturbation": layout.corruptions})
-    # Model-major, like the (model x corruption) arrays.
+    cs = pl.DataFrame({"modality": modality, "perturbation": layout.perturbations})
+    # Model-major, like the (model x perturbation) arrays.
     grid = ms.join(cs, on="modality", maintain_order="left_right")
     flat = (arr["vre_v"].shape[0], -1)
     b.add("vre_model", ms, arr["vre_v"])
@@ -455,13 +455,11 @@ def _rscore(
     its mean over the levels (the summary's per-ranker number) and the R_score of the
     mean deterioration, by the R_score kernel (:func:`vqarobust.metrics.rscore.rscore_arrays`)."""
     r = rscore_arrays(acc, rows, tolerance, maximum)
-    lab = r.labels.rename({"corruption": "perturbation"}).with_columns(
-        pl.lit(modality).alias("modality")
-    )
+    lab = r.labels.with_columns(pl.lit(modality).alias("modality"))
     b.add("rscore", lab, r.rscore)
     mean_labels, mean = group_means(r.rscore, with_rows(lab), ["model", "modality", "perturbation"])
     b.add("rscore_mean", mean_labels, mean)
-    overall = r.overall_labels.drop("levels").rename({"corruption": "perturbation"})
+    overall = r.overall_labels.drop("levels")
     b.add("rscore_overall", overall.with_columns(pl.lit(modality).alias("modality")), r.overall)
 
 

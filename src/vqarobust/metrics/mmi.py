@@ -27,17 +27,17 @@ from vqarobust.metrics.robustness import CLEAN, RobustnessWarning
 
 
 def families_frame(families: Mapping[str, str] | None) -> pl.DataFrame:
-    """A (corruption, family) table from a name -> class mapping, for joins."""
+    """A (perturbation, family) table from a name -> class mapping, for joins."""
     families = dict(families or {})
     return pl.DataFrame(
-        {"corruption": list(families), "family": list(families.values())},
-        schema={"corruption": pl.String, "family": pl.String},
+        {"perturbation": list(families), "family": list(families.values())},
+        schema={"perturbation": pl.String, "family": pl.String},
     )
 
 
 # The groups MMI is summarized over: each perturbation, each class, all perturbations
 # (each weighing the same), and all perturbed sets (each weighing the same).
-SCOPES = ("corruption", "family", "all", "all_sets")
+SCOPES = ("perturbation", "family", "all", "all_sets")
 
 
 def ratio_drop(clean: np.ndarray, perturbed: np.ndarray) -> np.ndarray:
@@ -70,21 +70,21 @@ def mmi_arrays(
     acc: np.ndarray, rows: pl.DataFrame, families: Mapping[str, str] | None = None
 ) -> MMIArrays:
     """The MMI kernel: ``acc`` (replicates, rows) holds accuracies of the rows of ``rows``
-    (model, corruption, severity, row -> column of ``acc``); a model's clean accuracy is
+    (model, perturbation, severity, row -> column of ``acc``); a model's clean accuracy is
     the mean of its severity-0 rows, and models without one are left out. A perturbation
     outside ``families`` is of class ``unknown``."""
     clean_labels, clean = group_means(acc, rows.filter(pl.col("severity") == 0), ["model"])
     own = rows.filter(
-        (pl.col("severity") > 0) & (pl.col("corruption") != CLEAN),
+        (pl.col("severity") > 0) & (pl.col("perturbation") != CLEAN),
         pl.col("model").is_in(clean_labels["model"].implode()),
     )
-    own = own.join(families_frame(families), on="corruption", how="left").with_columns(
+    own = own.join(families_frame(families), on="perturbation", how="left").with_columns(
         pl.col("family").fill_null("unknown")
     )
     perturbed = {}
     for scope in SCOPES:
-        group = pl.col(scope) if scope in ("corruption", "family") else pl.lit(scope)
-        per = None if scope == "all_sets" else "corruption"
+        group = pl.col(scope) if scope in ("perturbation", "family") else pl.lit(scope)
+        per = None if scope == "all_sets" else "perturbation"
         perturbed[scope] = group_means(
             acc, own.with_columns(group.alias("group")), ["model", "group"], per
         )
@@ -96,13 +96,13 @@ def mmi_table(
     families: Mapping[str, str] | None = None,
     on_missing: str = "error",
 ) -> pl.DataFrame:
-    """MMI per model x corruption, per model x corruption class and per model overall:
+    """MMI per model x perturbation, per model x perturbation class and per model overall:
     :func:`mmi_arrays` over the observed accuracies.
 
-    ``accuracy`` is the long table (model, corruption, severity, accuracy) with clean
-    rows (severity 0). Columns: model, scope (corruption | family | all | all_sets),
+    ``accuracy`` is the long table (model, perturbation, severity, accuracy) with clean
+    rows (severity 0). Columns: model, scope (perturbation | family | all | all_sets),
     group, clean, perturbed, mmi; ``perturbed`` of a family and of ``all`` is the mean of
-    the per-corruption means, of ``all_sets`` the mean over every perturbed set. Gaps (a
+    the per-perturbation means, of ``all_sets`` the mean over every perturbed set. Gaps (a
     model without clean rows, or lacking a subset another model has) are an error unless
     ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`).
     """

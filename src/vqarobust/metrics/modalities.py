@@ -4,8 +4,7 @@ The long accuracy table holds (model, modality, perturbation, severity, accuracy
 rows are modality ``clean``. The VRE suite (5 severities) runs per modality for ``image``
 and ``text``; basic-question noise has 7 levels and gets R_score and MMI. MMI is also
 compared across modalities (scope ``modality``: image, text, basic_question, and ``all``
-= image and text together). The metric functions themselves only know a
-``corruption`` column; here it carries the perturbation of one modality at a time.
+= image and text together). The metric kernels see one modality at a time.
 """
 
 from __future__ import annotations
@@ -25,14 +24,14 @@ SINGLE_LEVEL_FAMILIES = ("sentence",)
 
 
 def modality_accuracy(accuracy: pl.DataFrame, modalities: tuple[str, ...]) -> pl.DataFrame:
-    """Clean rows and the rows of ``modalities`` as (model, corruption, severity, accuracy)."""
+    """Clean rows and the rows of ``modalities`` as (model, perturbation, severity, accuracy)."""
     return accuracy.filter(pl.col("modality").is_in([CLEAN, *modalities])).select(
-        "model", pl.col("perturbation").alias("corruption"), "severity", "accuracy"
+        "model", "perturbation", "severity", "accuracy"
     )
 
 
-def _back(df: pl.DataFrame, modality: str) -> pl.DataFrame:
-    df = df.rename({"corruption": "perturbation"}) if "corruption" in df.columns else df
+def _with_modality(df: pl.DataFrame, modality: str) -> pl.DataFrame:
+    """``df`` with a ``modality`` column after ``model`` (first when it has none)."""
     first = ["model", "modality"] if "model" in df.columns else ["modality"]
     return df.with_columns(pl.lit(modality).alias("modality")).select(*first, pl.exclude(*first))
 
@@ -45,20 +44,20 @@ def modality_tables(
     rscore_maximum: float = DEFAULT_MAXIMUM,
     on_missing: str = "error",
 ) -> dict[str, pl.DataFrame]:
-    """``submetrics``, ``vre_model``, ``vre_corruption``, ``vre_family``, ``vre_sweep``,
+    """``submetrics``, ``vre_model``, ``vre_perturbation``, ``vre_family``, ``vre_sweep``,
     ``mmi``, ``rscore`` and ``rscore_overall``, each with a ``modality`` column
     (``perturbation`` where it names one).
 
     ``on_missing`` says what a gap is (:func:`vqarobust.metrics.coverage.check_coverage`):
     an error (default), or ``drop`` (with a warning naming what was left out)."""
     present = [m for m in accuracy["modality"].unique().to_list() if m != CLEAN]
-    fam = families_frame(families).rename({"corruption": "perturbation"})
+    fam = families_frame(families)
     parts: dict[str, list[pl.DataFrame]] = {
         k: []
         for k in (
             "submetrics",
             "vre_model",
-            "vre_corruption",
+            "vre_perturbation",
             "vre_family",
             "vre_sweep",
             "mmi",
@@ -69,28 +68,29 @@ def modality_tables(
     for modality in sorted(present):
         table = modality_accuracy(accuracy, (modality,))
         single = [p for p, f in (families or {}).items() if f in SINGLE_LEVEL_FAMILIES]
-        graded = table.filter(~pl.col("corruption").is_in(single))
+        graded = table.filter(~pl.col("perturbation").is_in(single))
         if modality in VRE_MODALITIES and graded.filter(pl.col("severity") > 0).height:
             t = robustness_tables(graded, weights, on_missing, families or {})
             parts["submetrics"].append(
-                _back(t.submetrics, modality).join(fam, on="perturbation", how="left")
+                _with_modality(t.submetrics, modality).join(fam, on="perturbation", how="left")
             )
-            parts["vre_model"].append(_back(t.vre_model, modality))
+            parts["vre_model"].append(_with_modality(t.vre_model, modality))
             if t.vre_family is not None:
-                parts["vre_family"].append(_back(t.vre_family, modality))
-            parts["vre_corruption"].append(
-                _back(t.vre_corruption, modality).join(fam, on="perturbation", how="left")
+                parts["vre_family"].append(_with_modality(t.vre_family, modality))
+            parts["vre_perturbation"].append(
+                _with_modality(t.vre_perturbation, modality).join(
+                    fam, on="perturbation", how="left"
+                )
             )
-            sweep = t.vre_sweep.with_columns(pl.col("scope").replace("corruption", "perturbation"))
             parts["vre_sweep"].append(
-                sweep.with_columns(pl.lit(modality).alias("modality")).select(
+                t.vre_sweep.with_columns(pl.lit(modality).alias("modality")).select(
                     "modality", pl.exclude("modality")
                 )
             )
-        parts["mmi"].append(_back(mmi_table(table, families, on_missing), modality))
+        parts["mmi"].append(_with_modality(mmi_table(table, families, on_missing), modality))
         rscore, overall = rscore_tables(table, rscore_tolerance, rscore_maximum, on_missing)
-        parts["rscore"].append(_back(rscore, modality))
-        parts["rscore_overall"].append(_back(overall, modality))
+        parts["rscore"].append(_with_modality(rscore, modality))
+        parts["rscore_overall"].append(_with_modality(overall, modality))
     # Across modalities: MMI of each modality as a whole, and of image and text together.
     whole = [
         df.filter(pl.col("scope") == "all").with_columns(
@@ -106,13 +106,13 @@ def modality_tables(
             pl.when(pl.col("modality") == CLEAN)
             .then(pl.col("perturbation"))
             .otherwise(pl.concat_str("modality", "perturbation", separator="/"))
-            .alias("corruption"),
+            .alias("perturbation"),
             "severity",
             "accuracy",
         )
         combined = mmi_table(sides, None, on_missing)
         whole.append(
-            _back(combined.filter(pl.col("scope") == "all"), "all").with_columns(
+            _with_modality(combined.filter(pl.col("scope") == "all"), "all").with_columns(
                 pl.lit("modality").alias("scope")
             )
         )

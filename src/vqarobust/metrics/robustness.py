@@ -1,8 +1,8 @@
 """The visual robustness suite (docs/metrics.md): relative drops, five sub-metrics, VRE.
 
-Input is a long accuracy table ``(model, corruption, severity, accuracy)``; severity 0
-is the clean accuracy, given once per model (corruption ``"clean"``) or once per
-(model, corruption). Everything is computed on a (model x corruption x severity) array.
+Input is a long accuracy table ``(model, perturbation, severity, accuracy)``; severity 0
+is the clean accuracy, given once per model (perturbation ``"clean"``) or once per
+(model, perturbation). Everything is computed on a (model x perturbation x severity) array.
 
 Degenerate inputs get defined results and a :class:`RobustnessWarning`:
 
@@ -10,7 +10,7 @@ Degenerate inputs get defined results and a :class:`RobustnessWarning`:
   A(v,0) = 0 in a relative drop) is 0 when its numerator is 0 too; otherwise it takes
   the largest finite value of that metric in the matrix (as bad as the worst observed),
   or 0 if there is none;
-* a metric constant over the matrix (max = min, e.g. one model and one corruption)
+* a metric constant over the matrix (max = min, e.g. one model and one perturbation)
   scales to 0 everywhere;
 * a missing severity is left out of the means, slope and range; First-Drop then uses
   the lowest severity present (a warning only when other models have that severity: one
@@ -70,70 +70,70 @@ def _warn(message: str) -> None:
 
 @dataclass(frozen=True)
 class AccuracyCube:
-    """Accuracy as an array ``acc[model, corruption, severity]`` (NaN where missing)."""
+    """Accuracy as an array ``acc[model, perturbation, severity]`` (NaN where missing)."""
 
     models: list[str]
-    corruptions: list[str]
+    perturbations: list[str]
     acc: np.ndarray
 
 
 @dataclass(frozen=True)
 class CubeLayout:
-    """Where each row of a long accuracy table lands in the (model x corruption x
-    severity) cube: row ``row[k]`` fills cell ``(model[k], corruption[k], severity[k])``.
-    A clean row given once per model fills severity 0 of every corruption of that model
+    """Where each row of a long accuracy table lands in the (model x perturbation x
+    severity) cube: row ``row[k]`` fills cell ``(model[k], perturbation[k], severity[k])``.
+    A clean row given once per model fills severity 0 of every perturbation of that model
     that has no severity-0 row of its own. The same layout serves the point estimate and
     every bootstrap replicate (:mod:`vqarobust.metrics.uncertainty`)."""
 
     models: list[str]
-    corruptions: list[str]
+    perturbations: list[str]
     row: np.ndarray
     model: np.ndarray
-    corruption: np.ndarray
+    perturbation: np.ndarray
     severity: np.ndarray
 
     def fill(self, values: np.ndarray) -> np.ndarray:
         """The cube of ``values`` (shape (..., n_rows): one entry per table row), with the
-        leading axes of ``values`` kept: (..., model, corruption, severity)."""
+        leading axes of ``values`` kept: (..., model, perturbation, severity)."""
         lead = values.shape[:-1]
-        acc = np.full((*lead, len(self.models), len(self.corruptions), 6), np.nan)
-        acc[..., self.model, self.corruption, self.severity] = values[..., self.row]
+        acc = np.full((*lead, len(self.models), len(self.perturbations), 6), np.nan)
+        acc[..., self.model, self.perturbation, self.severity] = values[..., self.row]
         return acc
 
 
 def cube_layout(table: pl.DataFrame) -> CubeLayout:
     """Validate a long accuracy table and say where each row goes in the cube."""
-    required = {"model", "corruption", "severity", "accuracy"}
+    required = {"model", "perturbation", "severity", "accuracy"}
     missing = required - set(table.columns)
     if missing:
         raise ValueError(f"accuracy table lacks columns {sorted(missing)}")
     df = table.select(
         pl.col("model").cast(pl.String),
-        pl.col("corruption").cast(pl.String),
+        pl.col("perturbation").cast(pl.String),
         pl.col("severity").cast(pl.Int64),
         pl.col("accuracy").cast(pl.Float64),
     ).with_row_index("row")
     bad = df.filter(~pl.col("severity").is_between(0, 5) | ~pl.col("accuracy").is_between(0, 1))
     if bad.height:
         raise ValueError(f"severity must be 0..5 and accuracy in [0, 1]; offending rows:\n{bad}")
-    bad = df.filter((pl.col("corruption") == CLEAN) & (pl.col("severity") != 0))
+    bad = df.filter((pl.col("perturbation") == CLEAN) & (pl.col("severity") != 0))
     if bad.height:
         m, s = bad.row(0, named=True)["model"], bad.row(0, named=True)["severity"]
         raise ValueError(f"clean rows must have severity 0; model {m!r} has {s}")
     models = sorted(df["model"].unique().to_list())
-    corruptions = sorted(c for c in df["corruption"].unique().to_list() if c != CLEAN)
-    if not corruptions:
+    perturbations = sorted(c for c in df["perturbation"].unique().to_list() if c != CLEAN)
+    if not perturbations:
         raise ValueError("accuracy table holds no corrupted rows (severity 1..5)")
     index = pl.DataFrame(
-        {"corruption": corruptions, "c": np.arange(len(corruptions))},
-        schema={"corruption": pl.String, "c": pl.Int64},
+        {"perturbation": perturbations, "c": np.arange(len(perturbations))},
+        schema={"perturbation": pl.String, "c": pl.Int64},
     )
-    own = df.filter(pl.col("corruption") != CLEAN).join(index, on="corruption")
-    # A model's clean row stands in for severity 0 of each corruption without its own.
+    own = df.filter(pl.col("perturbation") != CLEAN).join(index, on="perturbation")
+    # A model's clean row stands in for severity 0 of each perturbation without its own.
     clean = (
-        df.filter(pl.col("corruption") == CLEAN)
+        df.filter(pl.col("perturbation") == CLEAN)
         .unique("model", keep="first", maintain_order=True)
-        .drop("corruption")
+        .drop("perturbation")
         .join(index, how="cross")
         .join(own.filter(pl.col("severity") == 0), on=["model", "c"], how="anti")
     )
@@ -144,7 +144,7 @@ def cube_layout(table: pl.DataFrame) -> CubeLayout:
     cells = cells.with_columns(pl.col("model").replace_strict(mi, return_dtype=pl.Int64))
     layout = CubeLayout(
         models,
-        corruptions,
+        perturbations,
         cells["row"].to_numpy().astype(np.int64),
         cells["model"].to_numpy(),
         cells["c"].to_numpy(),
@@ -155,11 +155,11 @@ def cube_layout(table: pl.DataFrame) -> CubeLayout:
     if no_clean:
         raise ValueError(f"no clean accuracy (severity 0) for models {no_clean}")
     # A severity no model has was not asked for (a chosen severity list, a one-level
-    # corruption): nothing to say. One that some models have and others lack is a hole.
+    # perturbation): nothing to say. One that some models have and others lack is a hole.
     missing = np.isnan(acc[:, :, 1:])
     holes = np.argwhere(missing & ~missing.all(axis=0, keepdims=True))
     if len(holes):
-        where = [f"{models[v]}/{corruptions[c]}/{s + 1}" for v, c, s in holes[:10]]
+        where = [f"{models[v]}/{perturbations[c]}/{s + 1}" for v, c, s in holes[:10]]
         _warn(f"{len(holes)} missing severities left out of the metrics, e.g. {where}")
     return layout
 
@@ -168,7 +168,7 @@ def accuracy_cube(table: pl.DataFrame) -> AccuracyCube:
     """Pivot a long accuracy table into an :class:`AccuracyCube`; validates the table."""
     layout = cube_layout(table)
     acc = layout.fill(table["accuracy"].cast(pl.Float64).to_numpy())
-    return AccuracyCube(layout.models, layout.corruptions, acc)
+    return AccuracyCube(layout.models, layout.perturbations, acc)
 
 
 def _matrix_axes(a: np.ndarray) -> tuple[int, ...]:
@@ -204,7 +204,7 @@ def _slope(errors: np.ndarray) -> np.ndarray:
 
 
 def _raw(acc: np.ndarray) -> dict[str, np.ndarray]:
-    """The five sub-metrics of accuracy cubes (replicate, model, corruption, severity)."""
+    """The five sub-metrics of accuracy cubes (replicate, model, perturbation, severity)."""
     err = 1.0 - acc
     e0 = err[..., 0]
     corrupted = err[..., 1:]
@@ -224,7 +224,7 @@ def _raw(acc: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def raw_submetrics(cube: AccuracyCube) -> dict[str, np.ndarray]:
-    """The five sub-metrics, each a (model x corruption) array, before scaling."""
+    """The five sub-metrics, each a (model x perturbation) array, before scaling."""
     return {k: v[0] for k, v in _raw(cube.acc[None]).items()}
 
 
@@ -284,18 +284,18 @@ class RobustnessTables:
 
     submetrics: pl.DataFrame
     vre_model: pl.DataFrame
-    vre_corruption: pl.DataFrame
+    vre_perturbation: pl.DataFrame
     vre_sweep: pl.DataFrame
     vre_family: pl.DataFrame | None = None
 
 
 def family_groups(
-    corruptions: Sequence[str], families: Mapping[str, str] | None
+    perturbations: Sequence[str], families: Mapping[str, str] | None
 ) -> dict[str, list[int]]:
-    """The column of each corruption of ``corruptions`` per family (sorted; a corruption
+    """The column of each perturbation of ``perturbations`` per family (sorted; a perturbation
     ``families`` does not name is of family ``unknown``)."""
     groups: dict[str, list[int]] = {}
-    for i, c in enumerate(corruptions):
+    for i, c in enumerate(perturbations):
         groups.setdefault((families or {}).get(c, "unknown"), []).append(i)
     return dict(sorted(groups.items()))
 
@@ -305,21 +305,21 @@ def vre_arrays(
     weights: Mapping[str, float],
     groups: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The VRE suite of accuracy cubes ``acc[replicate, model, corruption, severity]``.
+    """The VRE suite of accuracy cubes ``acc[replicate, model, perturbation, severity]``.
 
     Every statistic is computed per replicate (axis 0), the min-max scaling included, so
     a bootstrap resample goes through exactly the steps of the point estimate (which is
     the one replicate of the observed data). Keys: ``clean`` (replicate, model), ``a_vc``,
     ``rel_vc`` and each raw and ``{name}_scaled`` sub-metric (replicate, model,
-    corruption), ``a_v``, ``rel_v``, ``m_v.{name}``, ``vre_v`` (replicate, model) and
+    perturbation), ``a_v``, ``rel_v``, ``m_v.{name}``, ``vre_v`` (replicate, model) and
     ``a_c``, ``rel_c`` (the mean over models of ``rel_vc``, as the paper's tables),
     ``rel_c_eq8`` (the paper's Eq. 8, a ratio of sums over models), ``m_c.{name}``,
-    ``vre_c`` (replicate, corruption). With ``groups`` (a family's corruption columns,
+    ``vre_c`` (replicate, perturbation). With ``groups`` (a family's perturbation columns,
     :func:`family_groups`), per family: ``a_f`` and ``rel_f``, the means over its
-    corruptions of ``a_vc`` and ``rel_vc``, and ``vre_f``, VRE with each scaled
-    sub-metric averaged over its corruptions only (replicate, model, family).
+    perturbations of ``a_vc`` and ``rel_vc``, and ``vre_f``, VRE with each scaled
+    sub-metric averaged over its perturbations only (replicate, model, family).
     """
-    a_clean = acc[:, :, 0, 0]  # per model; identical over corruptions when given once
+    a_clean = acc[:, :, 0, 0]  # per model; identical over perturbations when given once
     a_vc = np.nanmean(acc, axis=-1)
     a_v = a_vc.mean(axis=-1)
     a_c = a_vc.mean(axis=-2)
@@ -333,7 +333,7 @@ def vre_arrays(
         "rel_c_eq8": _safe_ratio(
             (acc[..., 0] - a_vc).sum(axis=-2),
             acc[..., 0].sum(axis=-2),
-            "relative drop of corruption",
+            "relative drop of perturbation",
         ),
     }
     # The paper's Tables 1-2 print the mean over models of each model's drop, not its
@@ -375,31 +375,33 @@ def robustness_tables(
 ) -> RobustnessTables:
     """Compute the whole VRE suite from a long accuracy table; with ``families`` also
     ``vre_family`` (model x family: ``accuracy``, ``relative_drop``, ``vre`` over its
-    corruptions, :func:`vre_arrays`).
+    perturbations, :func:`vre_arrays`).
 
     ``weights`` maps each sub-metric to its weight (default: uniform 0.2). A model
-    without clean rows, or lacking a (corruption, severity) another model has, is an
+    without clean rows, or lacking a (perturbation, severity) another model has, is an
     error unless ``on_missing="drop"`` (:func:`vqarobust.metrics.coverage.check_coverage`).
     """
     from vqarobust.metrics.coverage import check_coverage  # it imports this module
 
     w = check_weights(weights) if weights is not None else softmax_weights()
-    for column in ("model", "corruption", "severity"):
+    for column in ("model", "perturbation", "severity"):
         if column not in accuracy.columns:
             raise ValueError(f"accuracy table lacks columns ['{column}']")
     accuracy = check_coverage(accuracy, on_missing, "VRE")
     cube = accuracy_cube(accuracy)
     acc = cube.acc
-    groups = family_groups(cube.corruptions, families) if families is not None else None
+    groups = family_groups(cube.perturbations, families) if families is not None else None
     a = {k: v[0] for k, v in vre_arrays(acc[None], w, groups).items()}
     m_v = {m: a[f"m_v.{m}"] for m in METRIC_NAMES}
     m_c = {m: a[f"m_c.{m}"] for m in METRIC_NAMES}
 
-    v_idx, c_idx = np.meshgrid(range(len(cube.models)), range(len(cube.corruptions)), indexing="ij")
+    v_idx, c_idx = np.meshgrid(
+        range(len(cube.models)), range(len(cube.perturbations)), indexing="ij"
+    )
     sub = pl.DataFrame(
         {
             "model": np.array(cube.models, dtype=object)[v_idx.ravel()].tolist(),
-            "corruption": np.array(cube.corruptions, dtype=object)[c_idx.ravel()].tolist(),
+            "perturbation": np.array(cube.perturbations, dtype=object)[c_idx.ravel()].tolist(),
             "clean_accuracy": acc[..., 0].ravel(),
             "accuracy": a["a_vc"].ravel(),
             "relative_drop": a["rel_vc"].ravel(),
@@ -421,9 +423,9 @@ def robustness_tables(
             "vre": a["vre_v"],
         }
     )
-    vre_corruption = pl.DataFrame(
+    vre_perturbation = pl.DataFrame(
         {
-            "corruption": cube.corruptions,
+            "perturbation": cube.perturbations,
             "accuracy": a["a_c"],
             "relative_drop": a["rel_c"],
             "relative_drop_eq8": a["rel_c_eq8"],
@@ -435,13 +437,13 @@ def robustness_tables(
     for label, ws in weight_sweep().items():
         for scope, names, ms in (
             ("model", cube.models, m_v),
-            ("corruption", cube.corruptions, m_c),
+            ("perturbation", cube.perturbations, m_c),
         ):
             for name, value in zip(names, vre(ms, ws), strict=True):
                 sweep_rows.append((scope, name, label, float(value)))
     vre_sweep = pl.DataFrame(sweep_rows, schema=["scope", "name", "weighting", "vre"], orient="row")
     vre_family = _family_table(cube.models, groups, a) if groups is not None else None
-    return RobustnessTables(sub, vre_model, vre_corruption, vre_sweep, vre_family)
+    return RobustnessTables(sub, vre_model, vre_perturbation, vre_sweep, vre_family)
 
 
 def _family_table(

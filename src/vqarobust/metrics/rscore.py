@@ -52,10 +52,10 @@ def r_score(
 
 @dataclass(frozen=True)
 class RScoreArrays:
-    """R_score in every replicate (row 0: the data). ``labels`` (model, corruption,
-    severity; corruption ``all``: the mean noisy accuracy over the perturbations at that
+    """R_score in every replicate (row 0: the data). ``labels`` (model, perturbation,
+    severity; perturbation ``all``: the mean noisy accuracy over the perturbations at that
     severity) index the columns of ``acc_clean``, ``acc_noisy``, ``acc_di`` and
-    ``rscore``; ``overall_labels`` (model, corruption, levels) those of
+    ``rscore``; ``overall_labels`` (model, perturbation, levels) those of
     ``overall_clean``, ``overall_di`` (the mean deterioration over the levels) and
     ``overall`` (its R_score)."""
 
@@ -80,27 +80,27 @@ def rscore_arrays(
     acc: np.ndarray, rows: pl.DataFrame, tolerance: float, maximum: float
 ) -> RScoreArrays:
     """The R_score kernel: ``acc`` (replicates, rows) holds accuracies of the rows of
-    ``rows`` (model, corruption, severity, row -> column of ``acc``); a model's clean
+    ``rows`` (model, perturbation, severity, row -> column of ``acc``); a model's clean
     accuracy is the mean of its severity-0 rows, and models without one are left out."""
     clean_labels, clean = group_means(acc, rows.filter(pl.col("severity") == 0), ["model"])
     own = rows.filter(
-        (pl.col("severity") > 0) & (pl.col("corruption") != CLEAN),
+        (pl.col("severity") > 0) & (pl.col("perturbation") != CLEAN),
         pl.col("model").is_in(clean_labels["model"].implode()),
     )
-    per, per_v = group_means(acc, own, ["model", "corruption", "severity"])
+    per, per_v = group_means(acc, own, ["model", "perturbation", "severity"])
     every, every_v = group_means(acc, own, ["model", "severity"])
     labels = pl.concat(
-        [per, every.with_columns(pl.lit("all").alias("corruption")).select(per.columns)]
+        [per, every.with_columns(pl.lit("all").alias("perturbation")).select(per.columns)]
     )
     noisy = np.hstack([per_v, every_v])
     cl = columns_of(clean_labels, clean, labels["model"].to_list())
     di = np.abs(cl - noisy) * 100
     # One R_score per perturbation: of the mean deterioration over its levels.
-    levels = with_rows(labels).filter(pl.col("corruption") != "all")
-    overall_labels, overall_di = group_means(di, levels, ["model", "corruption"])
-    counts = levels.group_by("model", "corruption").agg(pl.len().cast(pl.Int64).alias("levels"))
+    levels = with_rows(labels).filter(pl.col("perturbation") != "all")
+    overall_labels, overall_di = group_means(di, levels, ["model", "perturbation"])
+    counts = levels.group_by("model", "perturbation").agg(pl.len().cast(pl.Int64).alias("levels"))
     overall_labels = overall_labels.join(
-        counts, on=["model", "corruption"], how="left", maintain_order="left"
+        counts, on=["model", "perturbation"], how="left", maintain_order="left"
     )
     overall_clean = columns_of(clean_labels, clean, overall_labels["model"].to_list())
     return RScoreArrays(
@@ -123,7 +123,7 @@ def rscore_tables(
     on_missing: str = "error",
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The R_score point tables: :func:`rscore_arrays` over the observed accuracies of
-    ``accuracy`` (model, corruption, severity, accuracy).
+    ``accuracy`` (model, perturbation, severity, accuracy).
 
     First table: R_score per model x perturbation x severity, and per model x severity
     over all perturbations (group ``all``: mean noisy accuracy at that severity). Second:
@@ -140,11 +140,11 @@ def rscore_tables(
         pl.Series("acc_di", r.acc_di[0]),
         pl.Series("rscore", r.rscore[0]),
         *bounds,
-    ).sort("model", "corruption", "severity")
+    ).sort("model", "perturbation", "severity")
     overall = r.overall_labels.with_columns(
         pl.Series("acc_clean", r.overall_clean[0], dtype=pl.Float64),
         pl.Series("acc_di", r.overall_di[0]),
         pl.Series("rscore", r.overall[0]),
         *bounds,
-    ).sort("model", "corruption")
+    ).sort("model", "perturbation")
     return per_level, overall

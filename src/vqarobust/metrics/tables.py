@@ -1,7 +1,7 @@
 """Metric tables for accuracy results from anywhere (CSV or Parquet long tables).
 
-The input holds ``model, corruption, severity, accuracy`` (severity 0 = clean; a clean
-row may appear once per model, or once per model and corruption). Problems are reported
+The input holds ``model, perturbation, severity, accuracy`` (severity 0 = clean; a clean
+row may appear once per model, or once per model and perturbation). Problems are reported
 with the offending rows rather than silently fixed.
 """
 
@@ -22,7 +22,7 @@ from vqarobust.metrics.robustness import CLEAN, RobustnessWarning, robustness_ta
 from vqarobust.spreadsheets import write_csv
 
 log = logging.getLogger(__name__)
-COLUMNS = ("model", "corruption", "severity", "accuracy")
+COLUMNS = ("model", "perturbation", "severity", "accuracy")
 
 
 class TableError(ValueError):
@@ -30,24 +30,22 @@ class TableError(ValueError):
 
 
 def read_accuracy_table(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """Read and validate a long accuracy table; clean rows get corruption ``clean``."""
+    """Read and validate a long accuracy table; clean rows get perturbation ``clean``."""
     df = read_table(path)
     if is_per_question(df):
         # The accuracy kernel of the workflow's tables and intervals, on validated rows.
         scored, _ = per_question_rows(df, str(path), cluster="question")
-        df = accuracy_by(scored, ["model", "perturbation", "severity"]).rename(
-            {"perturbation": "corruption"}
-        )
+        df = accuracy_by(scored, ["model", "perturbation", "severity"])
     return validate_accuracy_table(df, str(path))
 
 
 def _typed(df: pl.DataFrame, numbers: dict[str, pl.DataType], message: str) -> pl.DataFrame:
-    """``model`` and ``corruption`` as text, ``numbers`` cast strictly (a value that is not
+    """``model`` and ``perturbation`` as text, ``numbers`` cast strictly (a value that is not
     a number is a :class:`TableError` with ``message``, never a silent null)."""
     try:
         return df.with_columns(
             pl.col("model").cast(pl.String),
-            pl.col("corruption").cast(pl.String),
+            pl.col("perturbation").cast(pl.String),
             *(pl.col(c).cast(t, strict=True) for c, t in numbers.items()),
         )
     except pl.exceptions.PolarsError as exc:
@@ -71,14 +69,14 @@ def validate_accuracy_table(df: pl.DataFrame, source: str = "table") -> pl.DataF
     bad = df.filter(~pl.col("severity").is_between(0, 5))
     if bad.height:
         raise TableError(f"{source}: severity outside 0..5 in rows:\n{bad}")
-    # A clean row may name its corruption or "clean"; either way it is the clean score.
+    # A clean row may name its perturbation or "clean"; either way it is the clean score.
     clean = df.filter(pl.col("severity") == 0)
     per_model = clean.group_by("model").agg(pl.col("accuracy").n_unique().alias("values"))
     conflicting = per_model.filter(pl.col("values") > 1)["model"].to_list()
     if conflicting:
         rows = clean.filter(pl.col("model").is_in(conflicting)).sort("model")
         raise TableError(f"{source}: clean accuracies disagree for a model:\n{rows}")
-    keys = ["model", "corruption", "severity"]
+    keys = ["model", "perturbation", "severity"]
     dup = df.filter(pl.col("severity") > 0).filter(pl.len().over(keys) > 1)
     disagree = dup.filter(pl.col("accuracy").n_unique().over(keys) > 1)
     if disagree.height:
@@ -96,12 +94,12 @@ def validate_accuracy_table(df: pl.DataFrame, source: str = "table") -> pl.DataF
     clean_rows = (
         clean.group_by("model")
         .agg(pl.col("accuracy").first())
-        .with_columns(pl.lit(CLEAN).alias("corruption"), pl.lit(0, pl.Int64).alias("severity"))
+        .with_columns(pl.lit(CLEAN).alias("perturbation"), pl.lit(0, pl.Int64).alias("severity"))
     )
     return pl.concat([clean_rows.select(*COLUMNS), corrupted.select(*COLUMNS)]).sort(keys)
 
 
-QUESTION_COLUMNS = ("model", "corruption", "severity", "question_id", "score")
+QUESTION_COLUMNS = ("model", "perturbation", "severity", "question_id", "score")
 
 
 def is_per_question(df: pl.DataFrame) -> bool:
@@ -127,7 +125,7 @@ def per_question_rows(
     plus ``image_id`` for image clusters, optional ``question_type``/``answer_type``).
 
     Severity-0 rows are the clean subset (modality and perturbation ``clean``); a clean
-    row repeated per corruption must agree. Everything else is the image modality."""
+    row repeated per perturbation must agree. Everything else is the image modality."""
     need = [*QUESTION_COLUMNS, *(["image_id"] if cluster == "image" else [])]
     missing = [c for c in need if c not in df.columns]
     if missing:
@@ -152,7 +150,7 @@ def per_question_rows(
             f"{source}: clean scores of a question disagree:\n"
             f"{conflict.filter(pl.col('k') > 1).head(10)}"
         )
-    keys = ["model", "corruption", "severity", "question_id"]
+    keys = ["model", "perturbation", "severity", "question_id"]
     dup = df.filter(pl.col("severity") > 0).filter(pl.len().over(keys) > 1)
     if dup.height:
         raise TableError(f"{source}: duplicate per-question rows:\n{dup.head(10)}")
@@ -161,9 +159,7 @@ def per_question_rows(
             clean.unique(["model", "question_id"], keep="first").with_columns(
                 pl.lit("clean").alias("modality"), pl.lit(CLEAN).alias("perturbation")
             ),
-            df.filter(pl.col("severity") > 0).with_columns(
-                pl.lit("image").alias("modality"), pl.col("corruption").alias("perturbation")
-            ),
+            df.filter(pl.col("severity") > 0).with_columns(pl.lit("image").alias("modality")),
         ]
     ).select(
         "model",
@@ -194,7 +190,7 @@ def write_metric_tables(
     families: Mapping[str, str] | None = None,
     extra: Mapping[str, pl.DataFrame] | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """Compute and write accuracy, submetrics, vre_model, vre_corruption and mmi as CSV,
+    """Compute and write accuracy, submetrics, vre_model, vre_perturbation and mmi as CSV,
     and any ``extra`` tables (e.g. the uncertainty tables) beside them."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -208,7 +204,7 @@ def write_metric_tables(
         "accuracy": accuracy,
         "submetrics": t.submetrics,
         "vre_model": t.vre_model,
-        "vre_corruption": t.vre_corruption,
+        "vre_perturbation": t.vre_perturbation,
         "mmi": mmi,
         **dict(extra or {}),
     }

@@ -97,9 +97,9 @@ def heatmap(
     grouped by class (class names above, separators between classes). Cells in
     ``not_significant`` ((model, perturbation) pairs) are hatched and marked "ns"."""
     models = sorted(df["model"].unique().to_list())
-    cols = [p for p in class_order(families) if p in set(df["corruption"])]
+    cols = [p for p in class_order(families) if p in set(df["perturbation"])]
     grid = np.full((len(models), len(cols)), np.nan)
-    for m, c, v in df.select("model", "corruption", value).iter_rows():
+    for m, c, v in df.select("model", "perturbation", value).iter_rows():
         if c in cols:
             grid[models.index(m), cols.index(c)] = v
     fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(cols), 1.9 + 0.42 * len(models)))
@@ -155,17 +155,17 @@ def error_vs_severity(accuracy: pl.DataFrame, families: dict[str, str]) -> Figur
     perturbation in its class's shades; severity 0 is the clean error. Where ``accuracy``
     has ``low`` and ``high`` (the interval of each accuracy), a band shows the interval."""
     models = sorted(accuracy["model"].unique().to_list())
-    present = set(accuracy["corruption"]) - {"clean"}
+    present = set(accuracy["perturbation"]) - {"clean"}
     order = [p for p in class_order(families) if p in present]
     colours = perturbation_colours({p: families[p] for p in order})
     fig, axes = _model_panels(len(models))
     for ax, model in zip(axes.flat, models, strict=False):
         rows = accuracy.filter(pl.col("model") == model)
-        clean = rows.filter(pl.col("corruption") == "clean")["accuracy"]
+        clean = rows.filter(pl.col("perturbation") == "clean")["accuracy"]
         bands = "low" in rows.columns
-        clean_row = rows.filter(pl.col("corruption") == "clean")
+        clean_row = rows.filter(pl.col("perturbation") == "clean")
         for p in order:
-            r = rows.filter(pl.col("corruption") == p).sort("severity")
+            r = rows.filter(pl.col("perturbation") == p).sort("severity")
             if clean.len():
                 r = pl.concat([clean_row.select(r.columns), r])
             sev, err = r["severity"].to_list(), (1 - r["accuracy"]).to_numpy()
@@ -338,13 +338,13 @@ def type_accuracy(
     per model; the first column is the clean accuracy. ``top`` keeps the most frequent
     types (VQAv2 has 65 question types)."""
     models = sorted(table["model"].unique().to_list())
-    present = set(table["corruption"]) - {"clean"}
+    present = set(table["perturbation"]) - {"clean"}
     cols = ["clean", *[p for p in class_order(families) if p in present]]
     counts = table.filter(pl.col("severity") == 0).group_by(kind).agg(pl.col("n").max())
     counts = counts.sort(["n", kind], descending=[True, False])
     types = sorted(counts[kind].head(top).to_list() if top else counts[kind].to_list())
     table = table.filter(pl.col(kind).is_in(types))
-    means = table.group_by("model", kind, "corruption").agg(pl.col("accuracy").mean())
+    means = table.group_by("model", kind, "perturbation").agg(pl.col("accuracy").mean())
     height = 0.9 + 0.35 * (len(types) + 1) * len(models)
     fig, axes = plt.subplots(
         len(models), 1, figsize=(2.4 + 0.55 * len(cols), height), squeeze=False

@@ -27,7 +27,7 @@ TABLES = (
     "accuracy",
     "submetrics",
     "vre_model",
-    "vre_corruption",
+    "vre_perturbation",
     "vre_family",
     "mmi",
     "rscore",
@@ -62,4 +62,4 @@ TABLES = (
     "costs",
     "model_costs",
 )
-LATEX_TABLES = ("vre_model", "vre_corruption", "mmi_modalities")
+LATEX_TABLES = ("vre_model", "vre_perturbation", "mmi_modalities")

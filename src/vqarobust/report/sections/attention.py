@@ -57,7 +57,6 @@ def context(data: Data, run: Run) -> dict[str, Any] | None:
         shift.with_columns(pl.col("severity").cast(pl.String), cell.alias("js"))
         .pivot("severity", index=["model", "perturbation"], values="js")
         .sort("model", "perturbation")
-        .rename({"perturbation": "corruption"})
     )
     return {"n": int(shift["n_questions"].max()), "wide": wide}
 

@@ -28,7 +28,7 @@ Data = dict[str, Any]
 @dataclass(frozen=True)
 class Run:
     """What several sections read: the headline numbers, ``run_info``, and each image
-    corruption's class (ordered as the VRE-per-corruption table, strongest first)."""
+    corruption's class (ordered as the VRE-per-perturbation table, strongest first)."""
 
     summary: Summary
     info: dict[str, str]
@@ -39,7 +39,7 @@ class Run:
         """The shared facts of the results file behind ``con``."""
         info = dict(con.execute("SELECT key, value FROM run_info").fetchall())
         families = con.execute(
-            "SELECT perturbation, family FROM vre_corruption WHERE modality = 'image' "
+            "SELECT perturbation, family FROM vre_perturbation WHERE modality = 'image' "
             "ORDER BY vre DESC"
         ).fetchall()
         return cls(summary, info, dict(families))

@@ -15,7 +15,7 @@ from vqarobust.summary import table_names
 
 
 def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
-    """``quality`` (per corruption x severity, long), ``ssim_grid`` (corruption x severity
+    """``quality`` (per corruption x severity, long), ``ssim_grid`` (perturbation x severity
     of mean SSIM with its interval over the images), ``quality_accuracy`` (each subset's
     accuracy per model) and ``image_quality_correlation``; empty without quality scores."""
     del run
@@ -25,14 +25,14 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     if quality.is_empty():
         return {}
     grid = con.sql(
-        """PIVOT (SELECT perturbation AS corruption, severity,
+        """PIVOT (SELECT perturbation, severity,
                          CASE WHEN ssim_low IS NULL THEN printf('%.3f', ssim_mean)
                               ELSE printf('%.3f [%.3f, %.3f]', ssim_mean, ssim_low, ssim_high)
                          END AS ssim
                   FROM image_quality)
-           ON severity USING first(ssim) ORDER BY corruption"""
+           ON severity USING first(ssim) ORDER BY perturbation"""
     ).pl()
-    grid = grid.rename({c: f"SSIM {c}" for c in grid.columns if c != "corruption"})
+    grid = grid.rename({c: f"SSIM {c}" for c in grid.columns if c != "perturbation"})
     return {
         "quality": quality,
         "ssim_grid": grid,

@@ -35,7 +35,7 @@ def answer_flips(con: duckdb.DuckDBPyConnection, n: int = N_FLIPS) -> pl.DataFra
                   AND c.modality = 'clean'
                 WHERE p.severity > 0 AND p.answer <> c.answer
                   AND (p.modality, p.perturbation) IN (
-                      SELECT (modality, perturbation) FROM vre_corruption)
+                      SELECT (modality, perturbation) FROM vre_perturbation)
                 GROUP BY ALL)
             SELECT model, modality, clean_answer, perturbed_answer, n FROM (
                 SELECT *, row_number() OVER (PARTITION BY model, modality

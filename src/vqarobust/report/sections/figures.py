@@ -24,19 +24,19 @@ MIN_TYPE_QUESTIONS = 20
 
 def _type_grid(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
     """The ``top`` most frequent question types x image corruptions, mean accuracy over
-    the models, as (model = question type, corruption, accuracy) for the heatmap."""
+    the models, as (model = question type, perturbation, accuracy) for the heatmap."""
     if "question_type_perturbation" not in table_names(con):  # written before it existed
         return pl.DataFrame(
-            schema={"model": pl.String, "corruption": pl.String, "accuracy": pl.Float64}
+            schema={"model": pl.String, "perturbation": pl.String, "accuracy": pl.Float64}
         )
     return con.sql(
-        f"""SELECT q.question_type AS model, q.perturbation AS corruption, q.accuracy
+        f"""SELECT q.question_type AS model, q.perturbation, q.accuracy
             FROM question_type_perturbation q
             JOIN (SELECT question_type FROM questions GROUP BY ALL
                   ORDER BY count(*) DESC, question_type LIMIT {int(top)}) t USING (question_type)
             WHERE q.model = '{ALL_MODELS}' AND q.modality = 'image'
               AND q.perturbation IN (
-                  SELECT perturbation FROM vre_corruption WHERE modality = 'image')"""
+                  SELECT perturbation FROM vre_perturbation WHERE modality = 'image')"""
     ).pl()
 
 
@@ -47,9 +47,9 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
     image = "modality IN ('clean', 'image')"
     return {
         "accuracy": con.sql(
-            """SELECT a.*, i.low, i.high FROM corruption_accuracy a
+            """SELECT a.*, i.low, i.high FROM image_accuracy a
                LEFT JOIN intervals i ON i.metric = 'accuracy' AND i.model = a.model
-                 AND i.perturbation = a.corruption AND i.severity = a.severity
+                 AND i.perturbation = a.perturbation AND i.severity = a.severity
                  AND i.modality IN ('clean', 'image')
                ORDER BY ALL"""
         ).pl(),
@@ -60,18 +60,18 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
             ).fetchall()
         ),
         "sub": con.sql(
-            "SELECT model, perturbation AS corruption, * EXCLUDE (model, modality, perturbation) "
-            "FROM submetrics WHERE modality = 'image' ORDER BY model, corruption"
+            "SELECT * EXCLUDE (modality) "
+            "FROM submetrics WHERE modality = 'image' ORDER BY model, perturbation"
         ).pl(),
-        "sweep": con.sql("SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'")
-        .pl()
-        .with_columns(pl.col("scope").replace("perturbation", "corruption")),
+        "sweep": con.sql(
+            "SELECT * EXCLUDE (modality) FROM vre_sweep WHERE modality = 'image'"
+        ).pl(),
         "atype_long": con.sql(
-            "SELECT model, perturbation AS corruption, severity, answer_type, n, accuracy "
+            "SELECT model, perturbation, severity, answer_type, n, accuracy "
             f"FROM answer_type_accuracy WHERE {image}"
         ).pl(),
         "qtype_long": con.sql(
-            "SELECT model, perturbation AS corruption, severity, question_type, n, accuracy "
+            "SELECT model, perturbation, severity, question_type, n, accuracy "
             f"FROM question_type_accuracy WHERE {image}"
         ).pl(),
         "type_grid": _type_grid(con, TOP_QUESTION_TYPES),
@@ -124,7 +124,7 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
 
 
 def weakest_types_sentence(weakest: pl.DataFrame | None, min_questions: int) -> str | None:
-    """The weakest question type per image corruption: ``weakest`` holds (corruption,
+    """The weakest question type per image corruption: ``weakest`` holds (perturbation,
     question_type, accuracy), the type of lowest mean accuracy over the models in table
     ``question_type_perturbation`` among types with ``min_questions`` questions or more."""
     if weakest is None or not weakest.height:
@@ -148,18 +148,18 @@ def weakest_types(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     if "question_type_perturbation" not in table_names(con):
         return None
     return con.sql(
-        f"""SELECT corruption, question_type, accuracy FROM (
-                SELECT q.perturbation AS corruption, q.question_type, q.accuracy,
+        f"""SELECT perturbation, question_type, accuracy FROM (
+                SELECT q.perturbation, q.question_type, q.accuracy,
                        row_number() OVER (PARTITION BY q.perturbation
                                           ORDER BY q.accuracy, q.question_type) AS k
                 FROM question_type_perturbation q
                 WHERE q.model = '{ALL_MODELS}' AND q.modality = 'image'
                   AND q.perturbation IN (
-                      SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                      SELECT perturbation FROM vre_perturbation WHERE modality = 'image')
                   AND q.question_type IN (
                       SELECT question_type FROM questions GROUP BY ALL
                       HAVING count(*) >= {MIN_TYPE_QUESTIONS}))
-            WHERE k = 1 ORDER BY corruption"""
+            WHERE k = 1 ORDER BY perturbation"""
     ).pl()
 
 

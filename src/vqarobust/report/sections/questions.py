@@ -220,11 +220,10 @@ def figures(data: Data, run: Run) -> dict[str, matplotlib.figure.Figure]:
         p: text_perturbations.level(p) if p in registered else "other"
         for p in text["perturbation"].unique()
     }
-    rows = text.rename({"perturbation": "corruption"})
     has_text = text.filter(pl.col("severity") > 0).height > 0
     levels = data["rscore_basic_questions"]
     return {
-        "text_error_vs_severity": fig.error_vs_severity(rows, text_families)
+        "text_error_vs_severity": fig.error_vs_severity(text, text_families)
         if has_text
         else fig.placeholder("No text perturbations in this run."),
         "mmi_modalities": fig.mmi_modalities(data["mmi_long"])

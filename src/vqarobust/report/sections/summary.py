@@ -62,7 +62,7 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
                    SELECT model, avg(accuracy) AS corrupted FROM (
                        SELECT model, perturbation, avg(accuracy) AS accuracy FROM accuracy
                        WHERE severity > 0 AND modality = 'image' AND perturbation IN (
-                           SELECT perturbation FROM vre_corruption WHERE modality = 'image')
+                           SELECT perturbation FROM vre_perturbation WHERE modality = 'image')
                        GROUP BY model, perturbation)
                    GROUP BY model) c USING (model)
                WHERE v.modality = 'image')
@@ -81,15 +81,15 @@ def summary(con: duckdb.DuckDBPyConnection) -> Data:
            ORDER BY m.vre, m.model"""
     ).pl()
     corruptions = con.sql(
-        f"""SELECT c.perturbation AS corruption, c.vre, r.low AS vre_low, r.high AS vre_high,
+        f"""SELECT c.perturbation, c.vre, r.low AS vre_low, r.high AS vre_high,
                   c.relative_drop AS aggregated_drop
-           FROM vre_corruption c
+           FROM vre_perturbation c
            {
             bounds(
                 "r", "vre_perturbation", "r.modality = 'image' AND r.perturbation = c.perturbation"
             )
         }
-           WHERE c.modality = 'image' ORDER BY c.vre DESC, corruption"""
+           WHERE c.modality = 'image' ORDER BY c.vre DESC, c.perturbation"""
     ).pl()
     n_images, n_questions = con.execute(
         "SELECT count(DISTINCT image_id), count(*) FROM questions"
@@ -128,9 +128,9 @@ def unscaled_submetrics(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             FROM s LEFT JOIN intervals i
               ON i.metric = s.col AND i.modality = 'image' AND i.perturbation = s.perturbation"""
     ).pl()
-    per_corruption = wide(long).rename({"model": "corruption"})
+    per_perturbation = wide(long).rename({"model": "perturbation"})
     order = [c for name in METRIC_NAMES for c in (name, f"{name}_low", f"{name}_high")]
-    return per_corruption.select("corruption", *order)
+    return per_perturbation.select("perturbation", *order)
 
 
 def tables(data: Data) -> dict[str, pl.DataFrame]:
@@ -192,10 +192,10 @@ def reading(s: Summary) -> str:
         text.append(caveat)
     strong, weak = s.corruptions.row(0, named=True), s.corruptions.row(-1, named=True)
     text.append(
-        f"The strongest corruption is {strong['corruption']} (VRE "
+        f"The strongest corruption is {strong['perturbation']} (VRE "
         f"{with_interval(strong['vre'], strong['vre_low'], strong['vre_high'])}; severity-"
         f"aggregated drop A_rel {strong['aggregated_drop']:.1%} over the models, severities "
-        f"0-5 as in the paper); the weakest is {weak['corruption']} (VRE "
+        f"0-5 as in the paper); the weakest is {weak['perturbation']} (VRE "
         f"{with_interval(weak['vre'], weak['vre_low'], weak['vre_high'])})."
     )
     return " ".join(text)
@@ -225,8 +225,8 @@ def context(data: Data, run: Run) -> dict[str, Any]:
         "models": models,
         "interval_note": interval_note(summary),
         "level": summary.level,
-        "strongest": ", ".join(summary.corruptions.head(k)["corruption"]),
-        "weakest": ", ".join(summary.corruptions.tail(k).reverse()["corruption"]),
+        "strongest": ", ".join(summary.corruptions.head(k)["perturbation"]),
+        "weakest": ", ".join(summary.corruptions.tail(k).reverse()["perturbation"]),
         "reliance": {
             "little": ", ".join(
                 f"{m} ({r:.0%} of its clean accuracy without the image)"

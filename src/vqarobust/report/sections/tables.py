@@ -106,9 +106,9 @@ def read(con: duckdb.DuckDBPyConnection, run: Run) -> Data:
         "vre_model": con.sql(
             "SELECT * EXCLUDE (modality) FROM vre_model WHERE modality = 'image' ORDER BY vre"
         ).pl(),
-        "vre_corruption": con.sql(
-            "SELECT perturbation AS corruption, * EXCLUDE (modality, perturbation) "
-            "FROM vre_corruption WHERE modality = 'image' ORDER BY vre DESC"
+        "vre_perturbation": con.sql(
+            "SELECT * EXCLUDE (modality) "
+            "FROM vre_perturbation WHERE modality = 'image' ORDER BY vre DESC"
         ).pl(),
         "vre_family": _vre_family(con),
         "mmi": con.sql(
@@ -128,7 +128,7 @@ def tables(data: Data) -> dict[str, pl.DataFrame]:
     """The VRE, MMI and R_score tables and accuracy per question and answer type."""
     return {
         "vre_model": data["vre_model"],
-        "vre_corruption": data["vre_corruption"],
+        "vre_perturbation": data["vre_perturbation"],
         "vre_family": data["vre_family"],
         "mmi": data["mmi"],
         "rscore": data["rscore"],
