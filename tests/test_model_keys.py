@@ -14,7 +14,14 @@ from tests.conftest import REPO
 from vqarobust import reruns
 from vqarobust.config import ConfigError, load_schema, validate_config
 from vqarobust.models import FAMILIES, entry_keys, feature_families, generative_families, load_model
-from vqarobust.models.keys import CHECKPOINT, ENTRY, UNDECLARED, FamilyKeys, no_rerun_keys
+from vqarobust.models.keys import (
+    CHECKPOINT,
+    ENTRY,
+    GENERATIVE,
+    UNDECLARED,
+    FamilyKeys,
+    no_rerun_keys,
+)
 from vqarobust.params import NoRerun, answer_spec, runtime_options
 
 TINY = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
@@ -150,15 +157,18 @@ def test_an_undeclared_plugin_family_reads_a_checkpoints_keys(plugin_families):
 
 
 def test_a_plugin_family_declares_keys_of_its_own(plugin_families):
+    """docs/extending.md's declaration."""
     keys = (
         ENTRY
         | CHECKPOINT
+        | GENERATIVE
         | FamilyKeys(
             answers={"temperature"}, runtime={"workers": NoRerun("threads only", "its test")}
         )
     )
-    plugin_families.register("warm-plugin", keys=keys)(_factory)
-    given = {"family": "warm-plugin", "path_or_id": "x", "temperature": 0.5, "workers": 3}
+    plugin_families.register("my-family", keys=keys)(_factory)
+    assert "my-family" in generative_families()
+    given = {"family": "my-family", "path_or_id": "x", "temperature": 0.5, "workers": 3}
     # Keys no built-in family reads are the declaring family's: the schema lets them by.
     entry = validate_config(_config(given))["models"]["m"]
     assert answer_spec(entry)["temperature"] == 0.5 and "workers" not in answer_spec(entry)
