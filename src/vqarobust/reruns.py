@@ -48,7 +48,9 @@ _TRAIN_SCENES = ("dataset.scene_seed", "dataset.train_split")
 _EVAL_SCENES = ("dataset.scene_seed", "dataset.split")
 _ANSWERS = ("models",)  # less the runtime keys (RUNTIME) and train (through train_model)
 
-# The rules other than analyze, in the order of the data flow.
+# The rules other than analyze, in the order of the data flow. Each rule's ``after`` is
+# what its jobs read in Snakemake's job graphs of the study configs of tests/test_reruns.py,
+# no more and no less (test_the_declared_rule_order_is_the_job_graphs).
 RULES: dict[str, Stage] = {
     "prepare_dataset": Stage(_DATASET),
     "train_detector": Stage(
