@@ -141,7 +141,7 @@ def _factory(**kwargs: Any) -> dict[str, Any]:
 
 def test_an_undeclared_plugin_family_reads_a_checkpoints_keys(plugin_families):
     plugin_families.register("plain-plugin")(_factory)
-    assert entry_keys("plain-plugin") == UNDECLARED
+    assert entry_keys("plain-plugin") == ENTRY | UNDECLARED
     config = validate_config(_config({"family": "plain-plugin", "path_or_id": "x"}))
     entry = config["models"]["m"]
     assert answer_spec(entry) == {
@@ -158,14 +158,8 @@ def test_an_undeclared_plugin_family_reads_a_checkpoints_keys(plugin_families):
 
 def test_a_plugin_family_declares_keys_of_its_own(plugin_families):
     """docs/extending.md's declaration."""
-    keys = (
-        ENTRY
-        | CHECKPOINT
-        | GENERATIVE
-        | FamilyKeys(
-            answers={"temperature"}, runtime={"workers": NoRerun("threads only", "its test")}
-        )
-    )
+    own = FamilyKeys(answers={"temperature"}, runtime={"workers": NoRerun("threads", "a test")})
+    keys = CHECKPOINT | GENERATIVE | own
     plugin_families.register("my-family", keys=keys)(_factory)
     assert "my-family" in generative_families()
     given = {"family": "my-family", "path_or_id": "x", "temperature": 0.5, "workers": 3}
@@ -187,3 +181,19 @@ def test_a_plugin_family_declares_keys_of_its_own(plugin_families):
     }
     with pytest.raises(ConfigError, match=r"unknown key 'temprature'; did you mean 'temperature'"):
         validate_config(_config({**given, "temprature": 1}))
+
+
+def test_a_family_that_reads_no_batch_size_gets_none(plugin_families):
+    """Every entry's keys come with any declaration; the loading defaults only where the
+    family reads them."""
+    plugin_families.register("bare-plugin", keys=FamilyKeys(answers={"path_or_id"}))(_factory)
+    assert entry_keys("bare-plugin").known == {"path_or_id"} | ENTRY.known
+    entry = validate_config(_config({"family": "bare-plugin", "path_or_id": "x"}))["models"]["m"]
+    assert entry == {
+        "family": "bare-plugin",
+        "path_or_id": "x",
+        "device": "cuda",
+        "mem_mb": 4000,
+        "runtime": 60,
+    }
+    assert runtime_options(entry) == {}

@@ -400,7 +400,10 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
         resolved = resolve_spec(entry)
     except (KeyError, ModelUnavailableError) as exc:
         raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
-    resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
+    # Defaults go only where the family reads the key (a plugin family's may not).
+    known = entry_keys(resolved.get("family")).known
+    if "batch_size" in known:
+        resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
     served = resolved.get("family") == "openai-chat"
     # Trained reference models are small CPU models; checkpoints expect a GPU; a served
     # model's GPU is the server's, so its job needs none.
@@ -410,7 +413,6 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     resolved.setdefault("runtime", 60)
     if served:
         _check_served(name, resolved)
-    known = entry_keys(resolved.get("family")).known
     for key, value in (("dtype", "auto"), ("allow_download", False), ("trust_remote_code", False)):
         if key in known:
             resolved.setdefault(key, value)

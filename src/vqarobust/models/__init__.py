@@ -40,8 +40,8 @@ SMALL_BATCH_SIZE = 8
 FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
 
 # The keys an in-process checkpoint family reads (each family's ``keys`` tag adds its
-# own; vqarobust.models.keys says what each group can change).
-_HF = ENTRY | CHECKPOINT | SAFETENSORS
+# own to every entry's; vqarobust.models.keys says what each group can change).
+_HF = CHECKPOINT | SAFETENSORS
 
 
 # attention: whether the adapter exposes attention over the image (image_attention);
@@ -109,7 +109,7 @@ _PNP = FamilyKeys(
     "pnp-vqa",
     batch_size=SMALL_BATCH_SIZE,
     module="vqarobust.models.pnp_vqa",
-    keys=ENTRY | _PNP | SAFETENSORS | SHARED_FEATURES,
+    keys=_PNP | SAFETENSORS | SHARED_FEATURES,
 )
 def _pnp_vqa(**kwargs: Any) -> VQAModel:
     """PNP-VQA: BLIP ITM GradCAM -> BLIP question-guided captions -> UnifiedQA-v2 (FiD)."""
@@ -140,7 +140,7 @@ def _lxmert(**kwargs: Any) -> VQAModel:
 
 
 @FAMILIES.register(
-    "openai-chat", module="vqarobust.models.served", keys=ENTRY | SERVED | GENERATIVE | PROMPT
+    "openai-chat", module="vqarobust.models.served", keys=SERVED | GENERATIVE | PROMPT
 )
 def _openai_chat(**kwargs: Any) -> VQAModel:
     """A model served behind the OpenAI chat-completions protocol (vLLM, TGI, SGLang, ...)."""
@@ -150,12 +150,13 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
 
 
 def entry_keys(family: str | None) -> FamilyKeys:
-    """The keys an entry of ``family`` may hold: its ``keys`` tag, or for a family
+    """The keys an entry of ``family`` may hold: every entry's
+    (:data:`vqarobust.models.keys.ENTRY`) and its ``keys`` tag, or for a family
     registered without one (a plugin's) :data:`vqarobust.models.keys.UNDECLARED`. A name
     the registry does not know (a test's own loader) gets every family's keys."""
     if family in FAMILIES:
-        return FAMILIES.entry(family).tags.get("keys", UNDECLARED)
-    out = UNDECLARED
+        return ENTRY | FAMILIES.entry(family).tags.get("keys", UNDECLARED)
+    out = ENTRY | UNDECLARED
     for name in FAMILIES:
         out = out | entry_keys(name)
     return out

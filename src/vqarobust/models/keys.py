@@ -89,8 +89,8 @@ DOWNLOAD = NoRerun(
     "tests/test_reruns.py::test_runtime_keys_reach_no_params",
 )
 
-# Every entry: which family and where from; the device its job runs on; the scheduler's
-# requests.
+# Every entry's, whatever its family declares: which family and where from; the device
+# its job runs on; the scheduler's requests.
 ENTRY = FamilyKeys(
     reads={"family", "from_repository", "device"},
     hints={
@@ -170,7 +170,7 @@ SERVED = FamilyKeys(
 
 # A family registered without a ``keys`` tag (a plugin's): a checkpoint's keys, the ones
 # docs/extending.md says its factory receives.
-UNDECLARED = ENTRY | CHECKPOINT
+UNDECLARED = CHECKPOINT
 
 
 def no_rerun_keys(declarations: Iterable[FamilyKeys]) -> dict[str, NoRerun]:
