@@ -4,7 +4,8 @@ The schema (``vqarobust/schemas/config.schema.yaml``, package data, so that a
 non-editable install validates too; ``workflow/schemas/`` links to it) rejects unknown
 keys; names that live in registries (corruptions, model families, architectures,
 dataset adapters) are checked here against the registries themselves, so there is no
-second hand-kept list to drift.
+second hand-kept list to drift. A model entry's keys are its family's
+(:mod:`vqarobust.models.keys`), checked here too.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Model repository: adapter families behind a registry, and ``load_model``.
 
 Families are registered as factories that import their adapter lazily, so listing
-names (config validation at workflow start) does not import torch or transformers.
+names (config validation at workflow start) does not import torch or transformers. Each
+declares the keys its entries may hold in its ``keys`` tag (:mod:`vqarobust.models.keys`).
 """
 
 from __future__ import annotations
