@@ -81,10 +81,16 @@ def test_the_matrix_reads_the_runtime_model_keys_from_the_declarations():
     assert reruns.readers("models.*.base_url") == ["run_model", "image_attention"]
 
 
-def test_a_key_declared_both_ways_is_refused():
+def test_a_key_declared_both_ways_is_refused(plugin_families):
     why = NoRerun("no", "none")
-    with pytest.raises(ValueError, match=r"runtime-only by one family, not another: \['speed'\]"):
-        no_rerun_keys([FamilyKeys(answers={"speed"}), FamilyKeys(runtime={"speed": why})])
+    two = {"a": FamilyKeys(answers={"speed"}), "b": FamilyKeys(runtime={"speed": why})}
+    message = r"runtime-only by one family only: speed \(runtime-only in b, not in a\)"
+    with pytest.raises(ValueError, match=message):
+        no_rerun_keys(two)
+    # A plugin family that makes a built-in answer key runtime-only stops validation.
+    plugin_families.register("fast-plugin", keys=FamilyKeys(runtime={"dtype": why}))(_factory)
+    with pytest.raises(ConfigError, match=r"config error at plugins: .* dtype \(runtime-only in"):
+        validate_config(_config({"family": "blip", "path_or_id": "x"}))
 
 
 def _config(entry: dict[str, Any]) -> dict[str, Any]:

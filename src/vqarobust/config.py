@@ -286,11 +286,18 @@ def _load_plugins(modules: Sequence[str]) -> None:
     """The installed plugins and the config's ``plugins`` modules, imported before the
     names they register are checked (:mod:`vqarobust.plugins`)."""
     from vqarobust import plugins
+    from vqarobust.models import model_no_rerun_keys
 
     try:
         plugins.load(modules)
     except plugins.PluginError as exc:
         raise ConfigError(str(exc)) from None
+    try:
+        # A key is runtime-only for every family that reads it or for none: the
+        # invalidation matrix has one row per key.
+        model_no_rerun_keys()
+    except ValueError as exc:
+        raise ConfigError(f"config error at plugins: {exc}") from None
 
 
 def _check_schema(config: MutableMapping[str, Any], schema: dict[str, Any]) -> set[str]:
@@ -511,9 +518,9 @@ def _check_entry_keys(name: str, entry: Mapping[str, Any], family: str | None) -
 
     known = entry_keys(family).known
     for key in [k for k in entry if k not in known]:
-        readers = [f for f in FAMILIES if key in entry_keys(f).known]
         if family is None:
             raise ConfigError(f"config error at models.{name}: {_unknown('key', key, known)}")
+        readers = [f for f in FAMILIES if key in entry_keys(f).known]
         origin = FAMILIES.entry(family).origin
         whose = "" if origin.split(".")[0] == "vqarobust" else f" (of {plugins.describe(origin)})"
         reads = f"family {family}{whose} reads {', '.join(sorted(known))}"

@@ -166,7 +166,7 @@ def entry_keys(family: str | None) -> FamilyKeys:
 def model_no_rerun_keys() -> dict[str, NoRerun]:
     """Every registered family's keys that change no answer, each with why (the model
     part of the invalidation matrix's ``RUNTIME``)."""
-    return no_rerun_keys(entry_keys(name) for name in FAMILIES)
+    return no_rerun_keys({name: entry_keys(name) for name in FAMILIES})
 
 
 def generative_families() -> list[str]:

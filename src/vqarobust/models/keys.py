@@ -173,16 +173,19 @@ SERVED = FamilyKeys(
 UNDECLARED = CHECKPOINT
 
 
-def no_rerun_keys(declarations: Iterable[FamilyKeys]) -> dict[str, NoRerun]:
-    """The keys that change no answer over several families' declarations. A key is
-    one or the other for every family that reads it: the invalidation matrix has one
-    row per key."""
+def no_rerun_keys(declarations: Mapping[str, FamilyKeys]) -> dict[str, NoRerun]:
+    """The keys that change no answer over families' declarations (by family name). A
+    key is one or the other for every family that reads it: the invalidation matrix has
+    one row per key."""
     out: dict[str, NoRerun] = {}
-    answers: set[str] = set()
-    for keys in declarations:
+    answers: dict[str, str] = {}
+    runtime: dict[str, str] = {}
+    for family, keys in declarations.items():
         out.update(keys.no_rerun)
-        answers |= keys.known - set(keys.no_rerun)
-    both = sorted(answers & set(out))
+        runtime.update(dict.fromkeys(keys.no_rerun, family))
+        answers.update(dict.fromkeys(keys.known - set(keys.no_rerun), family))
+    both = sorted(set(answers) & set(runtime))
     if both:
-        raise ValueError(f"model keys declared runtime-only by one family, not another: {both}")
+        pairs = ", ".join(f"{k} (runtime-only in {runtime[k]}, not in {answers[k]})" for k in both)
+        raise ValueError(f"model keys declared runtime-only by one family only: {pairs}")
     return out
