@@ -578,6 +578,20 @@ def test_the_job_graphs_follow_the_declared_stages(graphs):
             assert ups <= set(stages[job.stage].after), (name, job.stage, ups)
 
 
+def test_the_declared_rule_order_is_the_job_graphs(graphs):
+    """reruns.RULES's ``after`` (the stages each rule reads) is a copy of the rule graph
+    that the plan's inputs and the rules' outputs make: over the study configs, the
+    stages each rule's jobs read are exactly the declared ones, so the copy cannot drift
+    from the workflow either way."""
+    read: dict[str, set[str]] = {name: set() for name in matrix.RULES}
+    for _, graph in graphs.values():
+        for job in graph.values():
+            if job.stage in read:
+                read[job.stage] |= {graph[k].stage for k in job.after}
+    declared = {name: set(stage.after) for name, stage in matrix.RULES.items()}
+    assert read == declared
+
+
 def test_each_key_reruns_exactly_its_declared_dependents(graphs):
     wrong = []
     for key, (scenario, edit) in CHANGES.items():

@@ -169,7 +169,7 @@ def test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing():
 
     for bad, message in (
         ({"base_url": "node:8000"}, "base_url"),
-        ({"path_or_id": "x"}, "in-process models"),
+        ({"path_or_id": "x"}, "models.served.path_or_id: applies to family .* not openai-chat"),
         ({"device": "cuda"}, "asks for no GPU"),
     ):
         config["models"] = {

@@ -4,7 +4,8 @@ The schema (``vqarobust/schemas/config.schema.yaml``, package data, so that a
 non-editable install validates too; ``workflow/schemas/`` links to it) rejects unknown
 keys; names that live in registries (corruptions, model families, architectures,
 dataset adapters) are checked here against the registries themselves, so there is no
-second hand-kept list to drift.
+second hand-kept list to drift. A model entry's keys are its family's
+(:mod:`vqarobust.models.keys`), checked here too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import jsonschema
 import yaml
 
 from vqarobust.config_keys import STYLIZE
-from vqarobust.models import FEATURE_FAMILIES, GENERATIVE_FAMILIES, default_batch_size
+from vqarobust.models import default_batch_size, entry_keys, feature_families
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
@@ -298,11 +299,18 @@ def _load_plugins(modules: Sequence[str]) -> None:
     """The installed plugins and the config's ``plugins`` modules, imported before the
     names they register are checked (:mod:`vqarobust.plugins`)."""
     from vqarobust import plugins
+    from vqarobust.models import model_no_rerun_keys
 
     try:
         plugins.load(modules)
     except plugins.PluginError as exc:
         raise ConfigError(str(exc)) from None
+    try:
+        # A key is runtime-only for every family that reads it or for none: the
+        # invalidation matrix has one row per key.
+        model_no_rerun_keys()
+    except ValueError as exc:
+        raise ConfigError(f"config error at plugins: {exc}") from None
 
 
 def _check_schema(config: MutableMapping[str, Any], schema: dict[str, Any]) -> set[str]:
@@ -413,7 +421,10 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
         resolved = resolve_spec(entry)
     except (KeyError, ModelUnavailableError) as exc:
         raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
-    resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
+    # Defaults go only where the family reads the key (a plugin family's may not).
+    known = entry_keys(resolved.get("family")).known
+    if "batch_size" in known:
+        resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
     served = resolved.get("family") == "openai-chat"
     # Trained reference models are small CPU models; checkpoints expect a GPU; a served
     # model's GPU is the server's, so its job needs none.
@@ -423,10 +434,9 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     resolved.setdefault("runtime", 60)
     if served:
         _check_served(name, resolved)
-    else:
-        resolved.setdefault("dtype", "auto")
-        resolved.setdefault("allow_download", False)
-        resolved.setdefault("trust_remote_code", False)
+    for key, value in (("dtype", "auto"), ("allow_download", False), ("trust_remote_code", False)):
+        if key in known:
+            resolved.setdefault(key, value)
     return resolved
 
 
@@ -436,6 +446,7 @@ def _check_model(name: str, entry: dict[str, Any], config: Mapping[str, Any]) ->
     from vqarobust.models import FAMILIES
 
     if "family" not in entry:
+        _check_entry_keys(name, entry, None)
         raise ConfigError(f"config error at models.{name}: give family or from_repository")
     if entry["family"] not in FAMILIES:
         unknown = _unknown("family", entry["family"], FAMILIES.list())
@@ -507,33 +518,46 @@ def architecture_keys(architecture: str) -> set[str]:
     return {f.name for f in dataclasses.fields(options_of(architecture))}
 
 
-# Keys only a served model (family openai-chat) reads, and keys it cannot use.
-SERVED_KEYS = (
-    *("base_url", "model", "api_key_env", "max_concurrency", "adaptive_concurrency"),
-    *("timeout_s", "max_retries", "seed", "retry_filtered", "request_budget", "served_revision"),
-)
 # PNP-VQA's three checkpoints replace path_or_id.
 PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")
-# Keys that only some families read: a key given to another family would be ignored.
-FAMILY_ONLY_KEYS = {
-    **{k: ("openai-chat",) for k in SERVED_KEYS},
-    "chain_prompt": GENERATIVE_FAMILIES,
-    "features": FEATURE_FAMILIES,
-    "answers": FEATURE_FAMILIES,
-    "seed": ("openai-chat", "pnp-vqa"),
-    **{k: ("pnp-vqa",) for k in (*PNP_CHECKPOINTS, "pnp")},
-}
+
+
+def _check_entry_keys(name: str, entry: Mapping[str, Any], family: str | None) -> None:
+    """Only keys ``family`` declares (:mod:`vqarobust.models.keys`; with no family, any
+    family's): a key its family would ignore is refused, naming the families that read
+    it, or the close one it may be a typo of, and the keys the family reads."""
+    from vqarobust import plugins
+    from vqarobust.models import FAMILIES
+
+    known = entry_keys(family).known
+    for key in [k for k in entry if k not in known]:
+        if family is None:
+            raise ConfigError(f"config error at models.{name}: {_unknown('key', key, known)}")
+        readers = [f for f in FAMILIES if key in entry_keys(f).known]
+        origin = FAMILIES.entry(family).origin
+        whose = "" if origin.split(".")[0] == "vqarobust" else f" (of {plugins.describe(origin)})"
+        reads = f"family {family}{whose} reads {', '.join(sorted(known))}"
+        if readers:
+            raise ConfigError(
+                f"config error at models.{name}.{key}: applies to family "
+                f"{' or '.join(readers)} only, not {family}; {reads}"
+            )
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"config error at models.{name}: unknown key {key!r}{hint} {reads}")
 
 
 def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
     """No key that the entry's family would ignore; PNP-VQA names its three checkpoints."""
     family = entry["family"]
-    for key, families in FAMILY_ONLY_KEYS.items():
-        if key in entry and family not in families:
-            raise ConfigError(
-                f"config error at models.{name}.{key}: applies to family "
-                f"{' or '.join(families)} only, not {family}"
-            )
+    if family == "pnp-vqa":
+        for key in ("path_or_id", "revision"):
+            if key in entry:
+                raise ConfigError(
+                    f"config error at models.{name}.{key}: family pnp-vqa reads "
+                    f"{', '.join(PNP_CHECKPOINTS)} instead"
+                )
+    _check_entry_keys(name, entry, family)
     if "chain_prompt" in entry:
         from vqarobust.text.ranking import check_chain_prompt
 
@@ -545,37 +569,14 @@ def _check_family_keys(name: str, entry: dict[str, Any]) -> None:
         missing = [k for k in PNP_CHECKPOINTS if k not in entry]
         if missing:
             raise ConfigError(f"config error at models.{name}: family pnp-vqa needs {missing}")
-        for key in ("path_or_id", "revision"):
-            if key in entry:
-                raise ConfigError(
-                    f"config error at models.{name}.{key}: family pnp-vqa reads "
-                    f"{', '.join(PNP_CHECKPOINTS)} instead"
-                )
-
-
-IN_PROCESS_KEYS = (
-    "path_or_id",
-    "revision",
-    "dtype",
-    "allow_download",
-    "trust_remote_code",
-    "use_safetensors",
-    "share_image_features",
-    "train",
-)
 
 
 def _check_served(name: str, entry: dict[str, Any]) -> None:
-    """A served model names its server and model and nothing of in-process loading."""
+    """A served model names its server and model, and its job runs on the CPU (the keys
+    of in-process loading are not its family's: :func:`_check_entry_keys`)."""
     missing = [k for k in ("base_url", "model") if k not in entry]
     if missing:
         raise ConfigError(f"config error at models.{name}: family openai-chat needs {missing}")
-    foreign = [k for k in IN_PROCESS_KEYS if k in entry]
-    if foreign:
-        raise ConfigError(
-            f"config error at models.{name}: {foreign} apply to in-process models, not to "
-            "family openai-chat"
-        )
     if entry["device"] != "cpu":
         raise ConfigError(
             f"config error at models.{name}.device: a served model runs on its server; its "
@@ -682,7 +683,7 @@ def _check_pixels(config: dict[str, Any]) -> None:
     from vqarobust.features.gqa import RELEASED_FILES
 
     models, dataset = config["models"], config["dataset"]
-    pixel_models = [m for m, e in models.items() if e["family"] not in FEATURE_FAMILIES]
+    pixel_models = [m for m, e in models.items() if e["family"] not in feature_families()]
     perturbed = [k for k in ("corruptions", "controls") if config[k]]
     if dataset["adapter"] == "gqa" and not dataset.get("images"):
         if pixel_models:
@@ -722,7 +723,7 @@ def _check_pixels(config: dict[str, Any]) -> None:
 
 def _check_feature_model(name: str, entry: dict[str, Any], config: dict[str, Any]) -> None:
     """A feature model names a configured source; only feature models train as lxmert."""
-    reads_features = entry["family"] in FEATURE_FAMILIES
+    reads_features = entry["family"] in feature_families()
     train = entry.get("train")
     if train is not None and (train["architecture"] == "lxmert") != reads_features:
         raise ConfigError(

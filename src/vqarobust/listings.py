@@ -69,7 +69,7 @@ def ranker_rows() -> list[Row]:
 def family_rows() -> list[Row]:
     """Each model family: whether it generates its answers, exposes attention, its
     default batch size, where it comes from."""
-    from vqarobust.models import FAMILIES, GENERATIVE_FAMILIES, default_batch_size
+    from vqarobust.models import FAMILIES, default_batch_size, generative_families
 
     def attention(tag: object) -> str:
         return "yes" if tag is True else str(tag or "")  # "vilt": a ViLT classifier only
@@ -77,7 +77,7 @@ def family_rows() -> list[Row]:
     return [
         {
             "name": name,
-            "generative": "yes" if name in GENERATIVE_FAMILIES else "",
+            "generative": "yes" if name in generative_families() else "",
             "attention": attention(e.tags.get("attention")),
             "batch_size": str(default_batch_size(name)),
             "from": plugins.describe(e.origin),

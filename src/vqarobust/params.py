@@ -10,36 +10,16 @@ scheduler limits) reach the script from the config instead (:func:`runtime_optio
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-# Model-entry keys that never change an answer. batch_size does not either: a batch of
-# questions of very different lengths answers like one request at a time in every
-# family (tests/test_batch_invariance.py; docs/paper.md notes the bf16 caveat).
-# For a served model, how hard it is pushed changes no answer either (where it is served
-# does: answer_spec keeps the base_url's host as ``endpoint``).
-SERVED_RUNTIME_KEYS = frozenset(
-    {
-        "base_url",
-        "api_key_env",
-        "max_concurrency",
-        "adaptive_concurrency",
-        "timeout_s",
-        "max_retries",
-        "request_budget",
-    }
-)
-RUNTIME_KEYS = frozenset(
-    {
-        "batch_size",
-        "gpu_memory_gb",
-        "mem_mb",
-        "runtime",
-        "gpu_model",
-        "allow_download",
-        "share_image_features",
-        *SERVED_RUNTIME_KEYS,
-    }
-)
+
+@dataclass(frozen=True)
+class NoRerun:
+    """A setting that changes no output: why, and the test that shows it."""
+
+    reason: str
+    test: str
 
 
 def canonical(value: Any) -> Any:
@@ -52,19 +32,26 @@ def canonical(value: Any) -> Any:
 
 
 def answer_spec(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a model entry that can change its answers, canonical. (How replies
-    are cut to short answers is code: the family's code digest covers it.)"""
-    spec = {k: v for k, v in entry.items() if k not in RUNTIME_KEYS and k != "train"}
-    if "base_url" in entry:
-        # Another server may serve another model under the same name: where it is
-        # served keys the answers, credentials and all else of the URL do not.
-        from vqarobust.models.endpoint import endpoint_host
+    """The part of a model entry that can change its answers, canonical: every key but
+    those its family declares runtime-only (:mod:`vqarobust.models.keys`) and ``train``
+    (the trained checkpoint stands for it). (How replies are cut to short answers is
+    code: the family's code digest covers it.)"""
+    from vqarobust.models import entry_keys
+    from vqarobust.models.keys import Keyed
 
-        spec["endpoint"] = endpoint_host(entry["base_url"])
+    keys = entry_keys(entry.get("family"))
+    skip = {*keys.runtime, *keys.hints, "train"}
+    spec = {k: v for k, v in entry.items() if k not in skip}
+    for key, how in keys.runtime.items():
+        if isinstance(how, Keyed) and key in entry:
+            spec[how.into] = how.by(entry[key])
     return canonical(spec)
 
 
 def runtime_options(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The adapter options of a model entry that do not change answers."""
-    adapter_keys = {"batch_size", "allow_download", "share_image_features", *SERVED_RUNTIME_KEYS}
-    return {k: v for k, v in entry.items() if k in adapter_keys}
+    """The adapter options of a model entry that do not change answers (its family's
+    ``runtime`` keys)."""
+    from vqarobust.models import entry_keys
+
+    runtime = entry_keys(entry.get("family")).runtime
+    return {k: v for k, v in entry.items() if k in runtime}

@@ -23,6 +23,9 @@ from typing import Any
 from vqarobust.analyses.base import OPTION_KEYS, RunOptions
 from vqarobust.analyses.registry import ANALYSES
 from vqarobust.config_keys import STYLIZE
+from vqarobust.models import model_no_rerun_keys
+from vqarobust.models.keys import BATCH, DOWNLOAD
+from vqarobust.params import NoRerun
 
 
 @dataclass(frozen=True)
@@ -31,14 +34,6 @@ class Stage:
 
     reads: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NoRerun:
-    """A key that changes no output: why, and the test that shows it."""
-
-    reason: str
-    test: str
 
 
 _DATASET = ("dataset", "seed")
@@ -53,7 +48,9 @@ _TRAIN_SCENES = ("dataset.scene_seed", "dataset.train_split")
 _EVAL_SCENES = ("dataset.scene_seed", "dataset.split")
 _ANSWERS = ("models",)  # less the runtime keys (RUNTIME) and train (through train_model)
 
-# The rules other than analyze, in the order of the data flow.
+# The rules other than analyze, in the order of the data flow. Each rule's ``after`` is
+# what its jobs read in Snakemake's job graphs of the study configs of tests/test_reruns.py,
+# no more and no less (test_the_declared_rule_order_is_the_job_graphs).
 RULES: dict[str, Stage] = {
     "prepare_dataset": Stage(_DATASET),
     "train_detector": Stage(
@@ -251,20 +248,7 @@ INPUT_SOURCES: dict[str, tuple[str, ...]] = {
 
 # Keys that rerun nothing. Scheduler hints only reach a job's resources; runtime keys
 # travel in vqarobust.runtime.Runtime, which Snakemake leaves out of its params check.
-_SCHEDULER = "a scheduler hint (the job's resources), never read by the job's code"
-_BATCH = NoRerun(
-    "answers are the same in any batch (padding is masked; the batch halves on OOM)",
-    "tests/test_inference.py::test_classifier_answers_do_not_depend_on_batch_or_threads",
-)
-_SERVED = NoRerun(
-    "how the server is reached and how hard it is pushed; the answers come from the "
-    "served model, where it is served and its seed",
-    "tests/test_served.py::test_a_served_model_asks_for_no_gpu_and_its_key_reruns_nothing",
-)
-_DOWNLOAD = NoRerun(
-    "whether missing files may be fetched; the files' identity is what is compared",
-    "tests/test_reruns.py::test_runtime_keys_reach_no_params",
-)
+# A model entry's are its family's to declare (vqarobust.models.keys).
 RUNTIME: dict[str, NoRerun] = {
     "study": NoRerun(
         "the study's label: it only refuses a merge into the default config",
@@ -274,7 +258,7 @@ RUNTIME: dict[str, NoRerun] = {
         "how images are cut into Parquet shards; the images and their order are the same",
         "tests/test_materialize_images.py::test_corrupted_subset_does_not_depend_on_shard_layout",
     ),
-    "threads.infer": _BATCH,
+    "threads.infer": BATCH,
     "plugins": NoRerun(
         "loading a module reruns no job (one that registers an analysis adds that analysis's "
         "job, and the DuckDB file and report that gather every analysis); a job that runs a "
@@ -282,29 +266,13 @@ RUNTIME: dict[str, NoRerun] = {
         "(docs/extending.md)",
         "tests/test_reruns.py::test_each_key_reruns_exactly_its_declared_dependents",
     ),
-    "models.*.batch_size": _BATCH,
-    "models.*.share_image_features": NoRerun(
-        "each image is encoded once for all its questions instead of once per question, to "
-        "the same answers (PNP-VQA's test; every chat architecture's: "
-        "tests/test_vlm_architectures.py::test_shared_image_features_answer_as_the_plain_path); "
-        "in bfloat16 on a GPU the encoder sees other batches, which moves its features by "
-        "rounding only, as a batch size does",
-        "tests/test_pnp_vqa.py::test_pipeline_answers_a_batch_seeded_per_item",
-    ),
-    "models.*.allow_download": _DOWNLOAD,
-    "text.sentence.*.allow_download": _DOWNLOAD,
+    "text.sentence.*.allow_download": DOWNLOAD,
     "text.sentence.*.batch_size": NoRerun(
         "rewrites are the same in any batch (padding is masked)",
         "tests/test_sentence.py::test_sentence_rewrites_do_not_depend_on_the_batch",
     ),
-    "basic_questions.allow_download": _DOWNLOAD,
-    "models.*.gpu_memory_gb": NoRerun(
-        "a GPU job's resource request (docs/models.md)",
-        "tests/test_reruns.py::test_runtime_keys_reach_no_params",
-    ),
-    "models.*.mem_mb": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
-    "models.*.runtime": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
-    "models.*.gpu_model": NoRerun(_SCHEDULER, "tests/cluster/test_slurm.py"),
+    "basic_questions.allow_download": DOWNLOAD,
+    **{f"models.*.{key}": why for key, why in model_no_rerun_keys().items()},
     "resources.throughput": NoRerun(
         "the run_model jobs' runtime requests (a scheduler hint), never read by the job's code",
         "tests/test_gpu_hours.py::test_runtime_requests_come_from_the_table",
@@ -312,16 +280,6 @@ RUNTIME: dict[str, NoRerun] = {
     "resources.runtime_margin": NoRerun(
         "the run_model jobs' runtime requests (a scheduler hint), never read by the job's code",
         "tests/test_gpu_hours.py::test_runtime_requests_come_from_the_table",
-    ),
-    "models.*.api_key_env": _SERVED,
-    "models.*.max_concurrency": _SERVED,
-    "models.*.adaptive_concurrency": _SERVED,
-    "models.*.timeout_s": _SERVED,
-    "models.*.max_retries": _SERVED,
-    "models.*.request_budget": NoRerun(
-        "how many requests a job may send: a job past it stops, a finished one answered "
-        "every request",
-        "tests/test_served.py::test_a_request_budget_stops_the_job_and_a_rerun_goes_on",
     ),
 }
 

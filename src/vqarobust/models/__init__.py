@@ -1,7 +1,8 @@
 """Model repository: adapter families behind a registry, and ``load_model``.
 
 Families are registered as factories that import their adapter lazily, so listing
-names (config validation at workflow start) does not import torch or transformers.
+names (config validation at workflow start) does not import torch or transformers. Each
+declares the keys its entries may hold in its ``keys`` tag (:mod:`vqarobust.models.keys`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vqarobust.models.keys import (
+    CHECKPOINT,
+    ENTRY,
+    GENERATIVE,
+    PROMPT,
+    REGION_FEATURES,
+    SAFETENSORS,
+    SERVED,
+    SHARED_FEATURES,
+    TRAINED,
+    UNDECLARED,
+    FamilyKeys,
+    no_rerun_keys,
+)
 from vqarobust.registry import Registry
 
 if TYPE_CHECKING:
     from vqarobust.models.base import VQAModel
+    from vqarobust.params import NoRerun
 
 # Questions per forward pass unless the model entry says otherwise (config.yaml's
 # batch_size); the chat and PNP-VQA pipelines hold far more per question (long prompts,
@@ -24,10 +40,19 @@ SMALL_BATCH_SIZE = 8
 
 FAMILIES: Registry[Callable[..., VQAModel]] = Registry("model family")
 
+# The keys an in-process checkpoint family reads (each family's ``keys`` tag adds its
+# own to every entry's; vqarobust.models.keys says what each group can change).
+_HF = CHECKPOINT | SAFETENSORS
+
 
 # attention: whether the adapter exposes attention over the image (image_attention);
 # "vilt": only a ViLT classifier does (the CNN+BoW has none).
-@FAMILIES.register("vqa-classifier", attention="vilt", module="vqarobust.models.classifier")
+@FAMILIES.register(
+    "vqa-classifier",
+    attention="vilt",
+    module="vqarobust.models.classifier",
+    keys=_HF | TRAINED | SHARED_FEATURES,
+)
 def _vqa_classifier(**kwargs: Any) -> VQAModel:
     """Answer classifiers: ViLT, the reference CNN+BoW, any AutoModelForVQA checkpoint."""
     from vqarobust.models.classifier import ClassifierVQA
@@ -35,7 +60,9 @@ def _vqa_classifier(**kwargs: Any) -> VQAModel:
     return ClassifierVQA(**kwargs)
 
 
-@FAMILIES.register("blip", attention=True, module="vqarobust.models.blip")
+@FAMILIES.register(
+    "blip", attention=True, module="vqarobust.models.blip", keys=_HF | GENERATIVE | SHARED_FEATURES
+)
 def _blip(**kwargs: Any) -> VQAModel:
     """BLIP VQA (BlipForQuestionAnswering): generative answers, vision features shared."""
     from vqarobust.models.blip import BlipVQA
@@ -43,7 +70,12 @@ def _blip(**kwargs: Any) -> VQAModel:
     return BlipVQA(**kwargs)
 
 
-@FAMILIES.register("llava", attention=True, module="vqarobust.models.chat")
+@FAMILIES.register(
+    "llava",
+    attention=True,
+    module="vqarobust.models.chat",
+    keys=_HF | GENERATIVE | PROMPT | SHARED_FEATURES,
+)
 def _llava(**kwargs: Any) -> VQAModel:
     """LLaVA (LlavaForConditionalGeneration) with the processor's chat template."""
     from vqarobust.models.chat import LlavaVQA
@@ -52,7 +84,10 @@ def _llava(**kwargs: Any) -> VQAModel:
 
 
 @FAMILIES.register(
-    "image-text-to-text", batch_size=SMALL_BATCH_SIZE, module="vqarobust.models.chat"
+    "image-text-to-text",
+    batch_size=SMALL_BATCH_SIZE,
+    module="vqarobust.models.chat",
+    keys=_HF | GENERATIVE | PROMPT | SHARED_FEATURES,
 )
 def _image_text_to_text(**kwargs: Any) -> VQAModel:
     """Any AutoModelForImageTextToText chat checkpoint (Qwen2-VL, SmolVLM, Idefics3, ...)."""
@@ -61,7 +96,22 @@ def _image_text_to_text(**kwargs: Any) -> VQAModel:
     return ChatVQA(**kwargs)
 
 
-@FAMILIES.register("pnp-vqa", batch_size=SMALL_BATCH_SIZE, module="vqarobust.models.pnp_vqa")
+# PNP-VQA's three checkpoints replace path_or_id and revision; ``pnp`` holds the method's
+# settings (its answer lengths among them: no max_new_tokens), ``seed`` its patch and
+# caption sampling. It generates its answers: VQABQ words its chain.
+_PNP = FamilyKeys(
+    answers={"itm_model", "caption_model", "qa_model", "pnp", "seed", "dtype", "trust_remote_code"},
+    runtime=CHECKPOINT.runtime,
+    reads=GENERATIVE.reads,
+)
+
+
+@FAMILIES.register(
+    "pnp-vqa",
+    batch_size=SMALL_BATCH_SIZE,
+    module="vqarobust.models.pnp_vqa",
+    keys=_PNP | SAFETENSORS | SHARED_FEATURES,
+)
 def _pnp_vqa(**kwargs: Any) -> VQAModel:
     """PNP-VQA: BLIP ITM GradCAM -> BLIP question-guided captions -> UnifiedQA-v2 (FiD)."""
     from vqarobust.models.pnp_vqa import PnpVQA
@@ -69,7 +119,7 @@ def _pnp_vqa(**kwargs: Any) -> VQAModel:
     return PnpVQA(**kwargs)
 
 
-@FAMILIES.register("vle", module="vqarobust.models.vle")
+@FAMILIES.register("vle", module="vqarobust.models.vle", keys=_HF | SHARED_FEATURES)
 def _vle(**kwargs: Any) -> VQAModel:
     """VLE (CLIP + DeBERTa-v3 + co-attention fusion), e.g. hfl/vle-base-for-vqa."""
     from vqarobust.models.vle import VLEVQA
@@ -77,7 +127,12 @@ def _vle(**kwargs: Any) -> VQAModel:
     return VLEVQA(**kwargs)
 
 
-@FAMILIES.register("lxmert", module="vqarobust.models.lxmert")
+# answers: the answer vocabulary of a checkpoint whose config names none.
+@FAMILIES.register(
+    "lxmert",
+    module="vqarobust.models.lxmert",
+    keys=_HF | TRAINED | REGION_FEATURES | FamilyKeys(answers={"answers"}),
+)
 def _lxmert(**kwargs: Any) -> VQAModel:
     """LXMERT (LxmertForQuestionAnswering) over region features of a feature source."""
     from vqarobust.models.lxmert import LxmertVQA
@@ -85,7 +140,9 @@ def _lxmert(**kwargs: Any) -> VQAModel:
     return LxmertVQA(**kwargs)
 
 
-@FAMILIES.register("openai-chat", module="vqarobust.models.served")
+@FAMILIES.register(
+    "openai-chat", module="vqarobust.models.served", keys=SERVED | GENERATIVE | PROMPT
+)
 def _openai_chat(**kwargs: Any) -> VQAModel:
     """A model served behind the OpenAI chat-completions protocol (vLLM, TGI, SGLang, ...)."""
     from vqarobust.models.served import OpenAIChatVQA
@@ -93,19 +150,35 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
     return OpenAIChatVQA(**kwargs)
 
 
-# Keys of an entry that describe the model for the workflow, the scheduler or the reader,
-# not the adapter.
-# A served model's endpoint (its base_url's host) and served_revision only key its
-# fingerprint.
-_NON_ADAPTER_KEYS = {
-    *("family", "train", "gpu_memory_gb", "needs", "from_repository", "device", "mem_mb"),
-    *("runtime", "gpu_model", "chain_prompt", "features", "endpoint", "served_revision"),
-}
-# Families that generate their answer from a text input (VQABQ asks them a chain of
-# questions); the others classify over a fixed answer vocabulary.
-GENERATIVE_FAMILIES = ("blip", "llava", "image-text-to-text", "pnp-vqa", "openai-chat")
-# Families that read region features (an entry's `features` source), not pixels.
-FEATURE_FAMILIES = ("lxmert",)
+def entry_keys(family: str | None) -> FamilyKeys:
+    """The keys an entry of ``family`` may hold: every entry's
+    (:data:`vqarobust.models.keys.ENTRY`) and its ``keys`` tag, or for a family
+    registered without one (a plugin's) :data:`vqarobust.models.keys.UNDECLARED`. A name
+    the registry does not know (a test's own loader) gets every family's keys."""
+    if family in FAMILIES:
+        return ENTRY | FAMILIES.entry(family).tags.get("keys", UNDECLARED)
+    out = ENTRY | UNDECLARED
+    for name in FAMILIES:
+        out = out | entry_keys(name)
+    return out
+
+
+def model_no_rerun_keys() -> dict[str, NoRerun]:
+    """Every registered family's keys that change no answer, each with why (the model
+    part of the invalidation matrix's ``RUNTIME``)."""
+    return no_rerun_keys({name: entry_keys(name) for name in FAMILIES})
+
+
+def generative_families() -> list[str]:
+    """Families that generate their answer from a text input (their keys are
+    :data:`~vqarobust.models.keys.GENERATIVE`'s: VQABQ asks them a chain of questions);
+    the others classify over a fixed answer vocabulary."""
+    return [f for f in FAMILIES if "chain_prompt" in entry_keys(f).reads]
+
+
+def feature_families() -> list[str]:
+    """Families that read region features (an entry's ``features`` source), not pixels."""
+    return [f for f in FAMILIES if "features" in entry_keys(f).reads]
 
 
 def load_model(
@@ -123,7 +196,10 @@ def load_model(
     name = name or (spec if isinstance(spec, str) else "model")
     if "family" not in entry:
         raise KeyError(f"model {name!r}: entry has no 'family'; known: {FAMILIES.list()}")
-    kwargs = {k: v for k, v in entry.items() if k not in _NON_ADAPTER_KEYS}
+    # What the workflow or the scheduler reads, or the params derive, is not the adapter's.
+    keys = entry_keys(entry["family"])
+    skip = keys.known - keys.adapter | keys.derived
+    kwargs = {k: v for k, v in entry.items() if k not in skip}
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 
@@ -183,12 +259,15 @@ def exposes_attention(entry: Mapping[str, Any]) -> bool:
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "FAMILIES",
-    "FEATURE_FAMILIES",
-    "GENERATIVE_FAMILIES",
+    "FamilyKeys",
     "ModelRef",
     "SMALL_BATCH_SIZE",
     "default_batch_size",
+    "entry_keys",
     "exposes_attention",
     "family_code_digest",
+    "feature_families",
+    "generative_families",
     "load_model",
+    "model_no_rerun_keys",
 ]

@@ -20,7 +20,7 @@ from typing import Any
 from vqarobust import perturbations, text
 from vqarobust.config import ConfigError, lpips_missing, missing_weights
 from vqarobust.corruptions import family, max_severity
-from vqarobust.models import FEATURE_FAMILIES, family_code_digest
+from vqarobust.models import family_code_digest, feature_families
 from vqarobust.plan.code import default_scripts_dir, job_digest, perturbation_digest
 from vqarobust.runtime import Runtime, shard_bytes
 
@@ -111,10 +111,11 @@ class StudyPlan:
         # SwapMix context perturbations (scenes datasets): severity = the swap's index.
         self.context_perturbations: list[str] = list(config["context"]["perturbations"])
         # Region-feature models (LXMERT) read a feature source instead of pixels.
+        readers = feature_families()
         self.feature_models: dict[str, str] = {
             m: config["models"][m]["features"]
             for m in self.model_names
-            if config["models"][m]["family"] in FEATURE_FAMILIES
+            if config["models"][m]["family"] in readers
         }
         self.feature_sources = sorted(set(self.feature_models.values()))
         self.pixel_models = [m for m in self.model_names if m not in self.feature_models]

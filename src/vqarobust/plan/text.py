@@ -12,7 +12,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from vqarobust import text
-from vqarobust.models import GENERATIVE_FAMILIES
+from vqarobust.models import generative_families
 from vqarobust.params import canonical
 from vqarobust.runtime import Runtime
 
@@ -163,6 +163,6 @@ class TextStage:
     def chain_prompt(self, wildcards: Any) -> str:
         """A generative or chat model's chain_prompt, else the direct concatenation."""
         entry = self.config["models"][wildcards.model]
-        if entry["family"] not in GENERATIVE_FAMILIES:
+        if entry["family"] not in generative_families():
             return text.ranking.CONCAT_PROMPT
         return entry.get("chain_prompt", text.ranking.DEFAULT_CHAIN_PROMPT)
