@@ -1,0 +1,363 @@
+"""The dataset card (``README.md``) of an exported run (:mod:`vqarobust.hf_export`).
+
+Its YAML front matter is the Hub's: ``configs`` (each configuration's Parquet files),
+``dataset_info`` (features and row counts per configuration), the licence of the source
+dataset. Its body lists the configurations, each perturbation with what it does, its
+parameters at each severity and where it comes from, the seeds, the digest of the code
+that made each subset (the ``code`` param of the job that wrote it, as
+docs/architecture.md's rerun rule computes it), how to load, evaluate and push the
+dataset, and how to cite the papers.
+
+:func:`card_facts` gathers what the card says from the study plan as plain data (a
+Snakemake param: a change to any of it reruns the export).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import textwrap
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from vqarobust import perturbations, plugins
+from vqarobust.hf_export import FEATURES, SPLIT, TASKS_FOLDER, config_name
+
+if TYPE_CHECKING:
+    from vqarobust.hf_export import Exported
+    from vqarobust.plan import StudyPlan
+
+# The Hub's licence id and the line the card gives, per dataset adapter.
+LICENSES: dict[str, tuple[str, str]] = {
+    "easy-vqa": ("mit", "easy-VQA (the `easy-vqa` package by Victor Zhou): MIT licence"),
+    "vqav2": (
+        "other",
+        "VQA v2 questions and answers: CC BY 4.0 (the VQA Consortium); images: MS COCO, "
+        "each under the Flickr terms of use of its photo",
+    ),
+    "gqa": (
+        "other",
+        "GQA questions and Visual Genome images: under the GQA and Visual Genome terms of use",
+    ),
+    "scenes": ("mit", "synthetic scenes rendered by vqarobust's `scenes` adapter: MIT licence"),
+    "jsonl": ("unknown", "the source's own licence (not known to vqarobust: give --license)"),
+    "hf": ("unknown", "the source dataset's own licence (not known to vqarobust: give --license)"),
+}
+# The producing rule of each subset kind (its job's code param is the subset's digest).
+_RULES: dict[str, tuple[str, ...]] = {
+    "clean": ("prepare_dataset",),
+    "corruption": ("corrupt_images",),
+    "control": ("corrupt_images",),
+    "text": ("perturb_questions",),
+    "sentence": ("rewrite_questions",),
+    "ranker": ("rank_basic_questions", "noise_questions"),
+    "context": ("swap_context",),
+}
+# How to cite vqarobust and the four papers whose studies it reproduces (CITATION.cff;
+# tests/test_hf_export.py holds the titles equal to it).
+CITATION = """\
+@software{vqarobust,
+  title = {vqarobust: a Snakemake workflow for the robustness of visual question answering},
+  author = {{The vqarobust authors}},
+  version = {0.1.0},
+  license = {MIT}
+}
+@article{ishmam2024visual,
+  title = {Visual Robustness Benchmark for Visual Question Answering (VQA)},
+  author = {Ishmam, Md Farhan and Tashdeed, Ishmam and Saadat, Talukder Asir and
+            Ashmafee, Md Hamjajul and Kamal, Abu Raihan Mostofa and Hossain, Md. Azam},
+  journal = {arXiv preprint arXiv:2407.03386},
+  year = {2024}
+}
+@article{huang2023improving,
+  title = {Improving Visual Question Answering Models through Robustness Analysis and
+           In-Context Learning with a Chain of Basic Questions},
+  author = {Huang, Jia-Hong and Alfadly, Modar and Ghanem, Bernard and Worring, Marcel},
+  journal = {arXiv preprint arXiv:2304.03147},
+  year = {2023}
+}
+@article{qiu2024benchmarking,
+  title = {Benchmarking Robustness of Multimodal Image-Text Models under Distribution Shift},
+  author = {Qiu, Jielin and Zhu, Yi and Shi, Xingjian and Wenzel, Florian and Tang, Zhiqiang
+            and Zhao, Ding and Li, Bo and Li, Mu},
+  journal = {Journal of Data-centric Machine Learning Research},
+  note = {arXiv:2212.08044},
+  year = {2024}
+}
+@inproceedings{gupta2022swapmix,
+  title = {SwapMix: Diagnosing and Regularizing the Over-Reliance on Visual Context in
+           Visual Question Answering},
+  author = {Gupta, Vipul and Li, Zhuowan and Kortylewski, Adam and Zhang, Chenyu and
+            Li, Yingwei and Yuille, Alan},
+  booktitle = {IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
+  note = {arXiv:2204.02285},
+  year = {2022}
+}
+"""
+
+
+def severity_table(func: Callable[..., Any]) -> tuple[list[str], list[str]] | None:
+    """The parameter names and each severity's values of a perturbation whose body picks
+    them as ``a, b = (row1, row2, ...)[severity - 1]`` (the engine's convention, the
+    first such statement); None for one that does not."""
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return None
+    tree = ast.parse(source).body[0]
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript)):
+            continue
+        table, index = node.value.value, ast.unparse(node.value.slice)
+        if not isinstance(table, ast.Tuple) or index.replace(" ", "") != "severity-1":
+            continue
+        target = node.targets[0]
+        names = [ast.unparse(t) for t in getattr(target, "elts", [target])]
+        return names, [ast.unparse(row) for row in table.elts]
+    return None
+
+
+def _summary(func: Any) -> str:
+    """The first sentence of a docstring, on one line."""
+    doc = " ".join((inspect.getdoc(func) or "").split())
+    return doc.split(". ")[0].rstrip(".") + "." if doc else ""
+
+
+def _digests(plan: StudyPlan, kind: str, name: str) -> dict[str, str]:
+    """The code param of each job that made the subset (or why it cannot be given)."""
+    from vqarobust.plan import PlanError
+
+    first = (plan.subset(name).severities or (1,))[0]
+    wildcards = SimpleNamespace(
+        dataset=plan.dataset,
+        split="eval",
+        corruption=name,
+        severity=str(first),
+        perturbation=name,
+        sentence=name,
+        ranker=name,
+    )
+    out = {}
+    for rule in _RULES.get(kind, ()):
+        try:
+            out[rule] = plan.code(rule)(wildcards)
+        except PlanError as exc:  # an installed package without the workflow's scripts
+            out[rule] = f"unknown ({exc})"
+    return out
+
+
+def _params(plan: StudyPlan, kind: str, name: str) -> dict[str, Any]:
+    """The settings that made the subset: its job's params that can change it."""
+    wc = SimpleNamespace(dataset=plan.dataset, corruption=name, perturbation=name, ranker=name)
+    wc.sentence = name
+    if kind in ("corruption", "control"):
+        return {
+            "encoding": plan.corrupt.image_encoding(wc),
+            "options": plan.corrupt.corruption_options(wc),
+            "stylize": plan.corrupt.stylize_params(wc),
+        }
+    if kind == "text":
+        return {"rates": plan.text.text_rates(wc), "fidelity": plan.text.text_params(wc)}
+    if kind == "sentence":
+        return {"rewrite": plan.text.sentence_params(wc)}
+    if kind == "ranker":
+        return {"ranking": plan.text.ranking_params(wc), "levels": list(plan.bq_levels)}
+    if kind == "context":
+        return {"swaps": plan.context.context_params(wc)}
+    return {}
+
+
+def perturbation_facts(plan: StudyPlan, name: str) -> dict[str, Any]:
+    """What the card says of one subset: what it does, its family, where it comes from,
+    its severity table, the settings and the code digests of the jobs that made it."""
+    subset = plan.subset(name)
+    facts: dict[str, Any] = {
+        "kind": subset.kind,
+        "modality": subset.modality,
+        "family": subset.family,
+        "params": json.loads(json.dumps(_params(plan, subset.kind, name), default=str)),
+        "code": _digests(plan, subset.kind, name),
+    }
+    if name in perturbations.names():
+        entry = perturbations.entry(name)
+        facts["description"] = _summary(entry.obj)
+        facts["source"] = f"{plugins.describe(entry.origin)} ({entry.origin})"
+        table = severity_table(entry.obj)
+        if table is not None:
+            facts["severity_table"] = {"names": table[0], "rows": table[1]}
+    elif subset.kind == "clean":
+        facts["description"] = "The prepared evaluation split, unperturbed."
+        facts["source"] = "the dataset adapter"
+    else:
+        facts["description"] = "A sentence-level rewrite named in the config (docs/text.md)."
+        facts["source"] = "the config's text.sentence entry"
+    return facts
+
+
+def card_facts(plan: StudyPlan) -> dict[str, Any]:
+    """Everything the card says that comes from the plan, as plain data."""
+    from vqarobust.provenance import package_version
+
+    adapter = plan.config["dataset"]["adapter"]
+    names = [n for n, s in plan.catalogue.items() if s.kind != "chain"]
+    encoding = {k: plan.config["storage"][k] for k in ("image_format", "jpeg_quality")}
+    return {
+        "dataset": plan.dataset,
+        "adapter": adapter,
+        "license": list(LICENSES.get(adapter, ("unknown", "the source's own licence"))),
+        "seed": plan.config["seed"],
+        "encoding": encoding,
+        "version": package_version("vqarobust"),
+        "questions": plan.questions,
+        "dataset_info": f"resources/datasets/{plan.dataset}/eval/dataset.json",
+        "perturbations": {n: perturbation_facts(plan, n) for n in names},
+    }
+
+
+def front_matter(done: Exported, facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The card's YAML header: licence, configs with their files, dataset_info."""
+    features = [_yaml_feature(name, f) for name, f in FEATURES.items()]
+    configs, infos = [], []
+    for config, n in done.rows.items():
+        entry: dict[str, Any] = {
+            "config_name": config,
+            "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}],
+        }
+        if config == config_name("clean", 0):
+            entry["default"] = True
+        configs.append(entry)
+        infos.append(
+            {
+                "config_name": config,
+                "features": [dict(f) for f in features],
+                "splits": [{"name": SPLIT, "num_bytes": done.nbytes[config], "num_examples": n}],
+                "dataset_size": done.nbytes[config],
+            }
+        )
+    return {
+        "license": facts["license"][0],
+        "pretty_name": f"vqarobust perturbed subsets of {facts['dataset']}",
+        "task_categories": ["visual-question-answering"],
+        "language": ["en"],
+        "tags": ["robustness", "vqa", "corruptions", "vqarobust"],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+def _yaml_feature(name: str, feature: Mapping[str, Any]) -> dict[str, Any]:
+    """One feature as the card's YAML spells it (``datasets``' ``_to_yaml_list``)."""
+    if feature["_type"] == "Image":
+        return {"name": name, "dtype": "image"}
+    if feature["_type"] == "Sequence":
+        return {"name": name, "sequence": feature["feature"]["dtype"]}
+    return {"name": name, "dtype": feature["dtype"]}
+
+
+def _perturbation_section(name: str, p: Mapping[str, Any], configs: list[str]) -> list[str]:
+    lines = [f"### `{name}`", "", p.get("description", "")]
+    lines += [
+        "",
+        f"- modality: `{p['modality']}`; family: `{p['family']}`; kind: `{p['kind']}`",
+        f"- from: {p['source']}",
+        f"- configurations: {', '.join(f'`{c}`' for c in configs)}",
+    ]
+    if p.get("params"):
+        lines.append(f"- settings: `{json.dumps(p['params'], sort_keys=True)}`")
+    for rule, digest in p["code"].items():
+        lines.append(f"- code of `{rule}`: `{digest}`")
+    table = p.get("severity_table")
+    if table:
+        lines += ["", f"| severity | {', '.join(table['names'])} |", "|---|---|"]
+        lines += [f"| {i} | `{row}` |" for i, row in enumerate(table["rows"], 1)]
+    return [*lines, ""]
+
+
+def dataset_card(done: Exported, facts: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+    """The card: front matter and body (module docstring)."""
+    header = yaml.safe_dump(front_matter(done, facts), sort_keys=False, allow_unicode=True)
+    by_name: dict[str, list[str]] = {}
+    for config, subset in done.subsets.items():
+        by_name.setdefault(subset.perturbation, []).append(config)
+    rows = [
+        f"| `{c}` | `{s.modality}` | `{s.perturbation}` | {s.severity} | {done.rows[c]:,} |"
+        for c, s in done.subsets.items()
+    ]
+    sources = {k: v for k, v in info.items() if k not in ("skipped_images",)}
+    body = [
+        f"# vqarobust perturbed subsets of `{facts['dataset']}`",
+        "",
+        "Every subset of a vqarobust run, one configuration per perturbation and severity "
+        "(`<perturbation>-<severity>`; `clean-0` is the clean subset), each with one split "
+        f"`{SPLIT}`. A row is one question as the models of the run were asked it: the "
+        "perturbed question of a text or basic-question set, the swapped image of a context "
+        "swap. Images are the bytes the run stored (PNG or JPEG), not re-encoded.",
+        "",
+        f"Source dataset: `{facts['adapter']}`. Licence: {facts['license'][1]}.",
+        "",
+        "```python",
+        "import datasets",
+        f'ds = datasets.load_dataset("<this repository or folder>", "{next(iter(done.rows))}")',
+        "```",
+        "",
+        "Columns: `question_id`, `image_id` (the swapped image's id in a context "
+        "configuration), `image`, `question` (as asked), `answers` (the ten human answers as "
+        "the dataset has them), `question_type`, `answer_type`, `perturbation`, `modality` "
+        "(`clean`, `image`, `text`, `basic_question`, `context`), `severity` (the level; a "
+        "context configuration's severity is the index of the question's swap of that kind).",
+        "",
+        "## Configurations",
+        "",
+        "| configuration | modality | perturbation | severity | rows |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+    if done.left_out:
+        body += ["Left out:", ""]
+        body += [f"- `{name}`: {why}" for name, why in done.left_out.items()]
+        body.append("")
+    body += ["## Perturbations", ""]
+    for name, configs in by_name.items():
+        body += _perturbation_section(name, facts["perturbations"][name], configs)
+    body += [
+        "## Seeds and provenance",
+        "",
+        f"- the run's seed: {facts['seed']}; each item's random stream derives from it and "
+        "the item's identity (a corrupted image's from the image id, corruption and "
+        "severity; a context swap's from the question id), so a subset does not depend on "
+        "job order or sharding (vqarobust's `seeding` module)",
+        f"- corrupted images stored as `{json.dumps(facts['encoding'], sort_keys=True)}`",
+        f"- vqarobust {facts['version']}; each perturbation's `code` above is the SHA-256 of "
+        "the package code its job ran (its script's imports and the perturbation's own "
+        "function, syntax trees without docstrings), the job's rerun key",
+        f"- the prepared split: `{json.dumps(sources, sort_keys=True)}`",
+        "",
+        "## lmms-eval",
+        "",
+        f"`{TASKS_FOLDER}/` holds one lmms-eval task per configuration "
+        "(`vqarobust_<perturbation>_<severity>`), grouped as `vqarobust`:",
+        "",
+        "```bash",
+        f"lmms-eval --model <model> --include_path {TASKS_FOLDER} --tasks vqarobust "
+        "--log_samples --output_path logs/",
+        "```",
+        "",
+        "## Pushing to the Hub",
+        "",
+        "```bash",
+        "hf upload <user>/<name> . --repo-type dataset",
+        "```",
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        CITATION.rstrip(),
+        "```",
+        "",
+    ]
+    return f"---\n{header}---\n\n" + "\n".join(body)
