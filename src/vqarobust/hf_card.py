@@ -158,7 +158,7 @@ def _params(plan: StudyPlan, kind: str, name: str) -> dict[str, Any]:
         return {
             "encoding": plan.corrupt.image_encoding(wc),
             "options": plan.corrupt.corruption_options(wc),
-            "stylize": plan.corrupt.stylize_params(wc),
+            "style": plan.corrupt.stylize_params(wc),
         }
     if kind == "text":
         return {"rates": plan.text.text_rates(wc), "fidelity": plan.text.text_params(wc)}
@@ -287,7 +287,6 @@ def dataset_card(done: Exported, facts: Mapping[str, Any], info: Mapping[str, An
         f"| `{c}` | `{s.modality}` | `{s.perturbation}` | {s.severity} | {done.rows[c]:,} |"
         for c, s in done.subsets.items()
     ]
-    sources = {k: v for k, v in info.items() if k not in ("skipped_images",)}
     body = [
         f"# vqarobust perturbed subsets of `{facts['dataset']}`",
         "",
@@ -324,7 +323,14 @@ def dataset_card(done: Exported, facts: Mapping[str, Any], info: Mapping[str, An
     body += ["## Perturbations", ""]
     for name, configs in by_name.items():
         body += _perturbation_section(name, facts["perturbations"][name], configs)
-    body += [
+    body += _closing(facts, info)
+    return f"---\n{header}---\n\n" + "\n".join(body)
+
+
+def _closing(facts: Mapping[str, Any], info: Mapping[str, Any]) -> list[str]:
+    """The card's last sections: seeds and provenance, lmms-eval, pushing, citation."""
+    sources = {k: v for k, v in info.items() if k not in ("skipped_images",)}
+    return [
         "## Seeds and provenance",
         "",
         f"- the run's seed: {facts['seed']}; each item's random stream derives from it and "
@@ -360,4 +366,3 @@ def dataset_card(done: Exported, facts: Mapping[str, Any], info: Mapping[str, An
         "```",
         "",
     ]
-    return f"---\n{header}---\n\n" + "\n".join(body)

@@ -310,13 +310,15 @@ def export_run(
     from vqarobust.hf_card import card_facts
     from vqarobust.plan import StudyPlan
 
-    folder = Path(results)
-    root = folder.resolve().parents[1]
+    folder = Path(results).resolve()
+    if folder.parent.name != "results":
+        raise ValueError(f"{results} is no run's results/<dataset> folder")
+    root = folder.parents[1]
     config = load_config(configfile or root / "config" / "config.yaml")
-    if folder.resolve().parent.name != "results" or folder.name != config["dataset"]["name"]:
+    if folder.name != config["dataset"]["name"]:
         raise ValueError(
-            f"{folder} is not the results folder of the config's dataset: expected "
-            f"results/{config['dataset']['name']} in the run's working folder"
+            f"{results} is not the results folder of the config's dataset "
+            f"{config['dataset']['name']!r}"
         )
     plan = StudyPlan.build(config)
     facts = card_facts(plan)
