@@ -22,6 +22,7 @@ import yaml
 
 from tests.conftest import REPO
 from vqarobust import hf_card, hf_export, lmms_task_utils, lmms_tasks, store
+from vqarobust.plan import export as export_stage
 
 datasets = pytest.importorskip("datasets")
 hub = pytest.importorskip("huggingface_hub")
@@ -177,8 +178,8 @@ def test_severity_tables_are_read_from_the_function():
     def plain(image, severity, rng):
         return image
 
-    assert hf_card.severity_table(shift) == (["a", "b"], ["(1, 2.5)", "(3, 4)", "(5, 6)"])
-    assert hf_card.severity_table(plain) is None
+    assert export_stage.severity_table(shift) == (["a", "b"], ["(1, 2.5)", "(3, 4)", "(5, 6)"])
+    assert export_stage.severity_table(plain) is None
 
 
 @pytest.mark.workflow

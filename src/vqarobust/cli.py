@@ -370,7 +370,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _hf_export(args: argparse.Namespace) -> int:
     from vqarobust.config import ConfigError
-    from vqarobust.hf_export import export_run
+    from vqarobust.plan.export import export_run
 
     try:
         done = export_run(args.results, args.out, args.configfile, args.license, args.hub_repo)

@@ -8,55 +8,24 @@ that made each subset (the ``code`` param of the job that wrote it, as
 docs/architecture.md's rerun rule computes it), how to load, evaluate and push the
 dataset, and how to cite the papers.
 
-:func:`card_facts` gathers what the card says from the study plan as plain data (a
-Snakemake param: a change to any of it reruns the export).
+What the card says of the run comes from the study plan as plain data
+(:func:`vqarobust.plan.export.card_facts`, a Snakemake param: a change to any of it
+reruns the export).
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import json
-import textwrap
-from collections.abc import Callable, Mapping
-from types import SimpleNamespace
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from vqarobust import perturbations, plugins
 from vqarobust.hf_export import FEATURES, SPLIT, TASKS_FOLDER, config_name
 
 if TYPE_CHECKING:
     from vqarobust.hf_export import Exported
-    from vqarobust.plan import StudyPlan
 
-# The Hub's licence id and the line the card gives, per dataset adapter.
-LICENSES: dict[str, tuple[str, str]] = {
-    "easy-vqa": ("mit", "easy-VQA (the `easy-vqa` package by Victor Zhou): MIT licence"),
-    "vqav2": (
-        "other",
-        "VQA v2 questions and answers: CC BY 4.0 (the VQA Consortium); images: MS COCO, "
-        "each under the Flickr terms of use of its photo",
-    ),
-    "gqa": (
-        "other",
-        "GQA questions and Visual Genome images: under the GQA and Visual Genome terms of use",
-    ),
-    "scenes": ("mit", "synthetic scenes rendered by vqarobust's `scenes` adapter: MIT licence"),
-    "jsonl": ("unknown", "the source's own licence (not known to vqarobust: give --license)"),
-    "hf": ("unknown", "the source dataset's own licence (not known to vqarobust: give --license)"),
-}
-# The producing rule of each subset kind (its job's code param is the subset's digest).
-_RULES: dict[str, tuple[str, ...]] = {
-    "clean": ("prepare_dataset",),
-    "corruption": ("corrupt_images",),
-    "control": ("corrupt_images",),
-    "text": ("perturb_questions",),
-    "sentence": ("rewrite_questions",),
-    "ranker": ("rank_basic_questions", "noise_questions"),
-    "context": ("swap_context",),
-}
 # How to cite vqarobust and the four papers whose studies it reproduces (CITATION.cff;
 # tests/test_hf_export.py holds the titles equal to it).
 CITATION = """\
@@ -98,124 +67,6 @@ CITATION = """\
   year = {2022}
 }
 """
-
-
-def severity_table(func: Callable[..., Any]) -> tuple[list[str], list[str]] | None:
-    """The parameter names and each severity's values of a perturbation whose body picks
-    them as ``a, b = (row1, row2, ...)[severity - 1]`` (the engine's convention, the
-    first such statement); None for one that does not."""
-    try:
-        source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError):
-        return None
-    tree = ast.parse(source).body[0]
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript)):
-            continue
-        table, index = node.value.value, ast.unparse(node.value.slice)
-        if not isinstance(table, ast.Tuple) or index.replace(" ", "") != "severity-1":
-            continue
-        target = node.targets[0]
-        names = [ast.unparse(t) for t in getattr(target, "elts", [target])]
-        return names, [ast.unparse(row) for row in table.elts]
-    return None
-
-
-def _summary(func: Any) -> str:
-    """The first sentence of a docstring, on one line."""
-    doc = " ".join((inspect.getdoc(func) or "").split())
-    return doc.split(". ")[0].rstrip(".") + "." if doc else ""
-
-
-def _digests(plan: StudyPlan, kind: str, name: str) -> dict[str, str]:
-    """The code param of each job that made the subset (or why it cannot be given)."""
-    from vqarobust.plan import PlanError
-
-    first = (plan.subset(name).severities or (1,))[0]
-    wildcards = SimpleNamespace(
-        dataset=plan.dataset,
-        split="eval",
-        corruption=name,
-        severity=str(first),
-        perturbation=name,
-        sentence=name,
-        ranker=name,
-    )
-    out = {}
-    for rule in _RULES.get(kind, ()):
-        try:
-            out[rule] = plan.code(rule)(wildcards)
-        except PlanError as exc:  # an installed package without the workflow's scripts
-            out[rule] = f"unknown ({exc})"
-    return out
-
-
-def _params(plan: StudyPlan, kind: str, name: str) -> dict[str, Any]:
-    """The settings that made the subset: its job's params that can change it."""
-    wc = SimpleNamespace(dataset=plan.dataset, corruption=name, perturbation=name, ranker=name)
-    wc.sentence = name
-    if kind in ("corruption", "control"):
-        return {
-            "encoding": plan.corrupt.image_encoding(wc),
-            "options": plan.corrupt.corruption_options(wc),
-            "style": plan.corrupt.stylize_params(wc),
-        }
-    if kind == "text":
-        return {"rates": plan.text.text_rates(wc), "fidelity": plan.text.text_params(wc)}
-    if kind == "sentence":
-        return {"rewrite": plan.text.sentence_params(wc)}
-    if kind == "ranker":
-        return {"ranking": plan.text.ranking_params(wc), "levels": list(plan.bq_levels)}
-    if kind == "context":
-        return {"swaps": plan.context.context_params(wc)}
-    return {}
-
-
-def perturbation_facts(plan: StudyPlan, name: str) -> dict[str, Any]:
-    """What the card says of one subset: what it does, its family, where it comes from,
-    its severity table, the settings and the code digests of the jobs that made it."""
-    subset = plan.subset(name)
-    facts: dict[str, Any] = {
-        "kind": subset.kind,
-        "modality": subset.modality,
-        "family": subset.family,
-        "params": json.loads(json.dumps(_params(plan, subset.kind, name), default=str)),
-        "code": _digests(plan, subset.kind, name),
-    }
-    if name in perturbations.names():
-        entry = perturbations.entry(name)
-        facts["description"] = _summary(entry.obj)
-        facts["source"] = f"{plugins.describe(entry.origin)} ({entry.origin})"
-        table = severity_table(entry.obj)
-        if table is not None:
-            facts["severity_table"] = {"names": table[0], "rows": table[1]}
-    elif subset.kind == "clean":
-        facts["description"] = "The prepared evaluation split, unperturbed."
-        facts["source"] = "the dataset adapter"
-    else:
-        facts["description"] = "A sentence-level rewrite named in the config (docs/text.md)."
-        facts["source"] = "the config's text.sentence entry"
-    return facts
-
-
-def card_facts(plan: StudyPlan) -> dict[str, Any]:
-    """Everything the card says that comes from the plan, as plain data."""
-    from vqarobust.provenance import package_version
-
-    adapter = plan.config["dataset"]["adapter"]
-    names = [n for n, s in plan.catalogue.items() if s.kind != "chain"]
-    encoding = {k: plan.config["storage"][k] for k in ("image_format", "jpeg_quality")}
-    return {
-        "dataset": plan.dataset,
-        "adapter": adapter,
-        "license": list(LICENSES.get(adapter, ("unknown", "the source's own licence"))),
-        "seed": plan.config["seed"],
-        "encoding": encoding,
-        "version": package_version("vqarobust"),
-        "questions": plan.questions,
-        "dataset_info": f"resources/datasets/{plan.dataset}/eval/dataset.json",
-        "perturbations": {n: perturbation_facts(plan, n) for n in names},
-    }
 
 
 def front_matter(done: Exported, facts: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,8 +11,8 @@ configurations and their features in its YAML front matter; ``lmms_eval_tasks/``
 (:mod:`vqarobust.lmms_tasks`) holds one lmms-eval task per configuration.
 
 The subsets are the study plan's (:class:`vqarobust.plan.StudyPlan`), found where its
-jobs write them: :func:`plan_entries` describes them as plain data (a Snakemake param),
-:func:`export_dataset` reads the files and writes the folder.
+jobs write them: :func:`vqarobust.plan.export.plan_entries` describes them as plain data
+(a Snakemake param), :func:`export_dataset` reads the files and writes the folder.
 """
 
 from __future__ import annotations
@@ -22,16 +22,13 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vqarobust import store
 from vqarobust.inference import Subset, context_severities, subset_questions
-
-if TYPE_CHECKING:
-    from vqarobust.plan import StudyPlan
 
 SPLIT = "test"
 TASKS_FOLDER = "lmms_eval_tasks"
@@ -114,41 +111,10 @@ class ExportSubset:
         )
 
 
-def plan_entries(plan: StudyPlan) -> dict[str, Any]:
-    """The plan's subsets as plain data: ``subsets`` (name, kind, modality, severities,
-    image folders and question sets per severity; a context subset's severities are its
-    question set's swap indices, read when exporting) and ``left_out`` (name -> why)."""
-    subsets: list[dict[str, Any]] = []
-    left_out: dict[str, str] = {}
-    if not plan.image_subsets():
-        return {"subsets": [], "left_out": {"*": "the dataset is read without images"}}
-    clean = plan.image_folder("clean", 0)
-    for name, subset in plan.catalogue.items():
-        entry = {"name": name, "kind": subset.kind, "modality": subset.modality}
-        if subset.kind == "chain":
-            left_out[name] = "its question sets are each model's own chain prompts"
-        elif subset.kind == "context":
-            if not plan.pixel_models:
-                left_out[name] = "no model reads pixels, so no swapped image is made"
-                continue
-            folder = f"results/{plan.dataset}/context"
-            entry |= {"images": f"{folder}/images", "question_set": f"{folder}/{name}.parquet"}
-            subsets.append(entry)
-        elif subset.kind == "clean":
-            subsets.append(entry | {"levels": [[0, clean, None]]})
-        elif subset.kind in ("corruption", "control"):
-            levels = [[s, plan.image_folder(name, s), None] for s in subset.severities or ()]
-            subsets.append(entry | {"levels": levels})
-        else:  # text, sentence, ranker: perturbed questions about the clean images
-            sets = plan.question_sets(name)
-            levels = [[s, clean, q] for s, q in zip(subset.severities or (), sets, strict=True)]
-            subsets.append(entry | {"levels": levels})
-    return {"subsets": subsets, "left_out": left_out}
-
-
 def expand(entries: Sequence[Mapping[str, Any]], root: Path) -> list[ExportSubset]:
-    """One :class:`ExportSubset` per configuration of ``entries`` (:func:`plan_entries`),
-    a context subset's from the swap indices its question set holds."""
+    """One :class:`ExportSubset` per configuration of ``entries``
+    (:func:`vqarobust.plan.export.plan_entries`), a context subset's from the swap indices
+    its question set holds."""
     out = []
     for e in entries:
         modality = "clean" if e["kind"] == "clean" else e["modality"]
@@ -264,8 +230,9 @@ def export_dataset(
 ) -> Exported:
     """Write the dataset repository ``out`` (all or nothing; an existing ``out`` must be
     an empty folder) from the run in the working folder ``root``: a configuration per
-    subset and severity of ``entries`` (:func:`plan_entries`), the card from ``facts``
-    (:func:`vqarobust.hf_card.card_facts`), and the lmms-eval tasks, whose
+    subset and severity of ``entries`` (:func:`vqarobust.plan.export.plan_entries`), the
+    card from ``facts`` (:func:`vqarobust.plan.export.card_facts`), and the lmms-eval
+    tasks, whose
     ``dataset_path`` is ``dataset_path`` (a Hub id) or ``out``'s absolute path."""
     from vqarobust import hf_card, lmms_tasks
 
@@ -294,46 +261,3 @@ def export_dataset(
         configs = [(s.config, s.perturbation, s.severity, s.modality) for s in subsets]
         lmms_tasks.write_tasks(tmp / TASKS_FOLDER, configs, where)
     return done
-
-
-def export_run(
-    results: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    configfile: str | os.PathLike[str] | None = None,
-    license_id: str | None = None,
-    dataset_path: str | None = None,
-) -> Exported:
-    """:func:`export_dataset` of a finished run's ``results/<dataset>`` folder, its
-    subsets those of the run's config (``configfile``, by default the run's
-    ``config/config.yaml``); ``license_id`` replaces the source's licence (a Hub id)."""
-    from vqarobust.config import load_config
-    from vqarobust.hf_card import card_facts
-    from vqarobust.plan import StudyPlan
-
-    folder = Path(results).resolve()
-    if folder.parent.name != "results":
-        raise ValueError(f"{results} is no run's results/<dataset> folder")
-    root = folder.parents[1]
-    config = load_config(configfile or root / "config" / "config.yaml")
-    if folder.name != config["dataset"]["name"]:
-        raise ValueError(
-            f"{results} is not the results folder of the config's dataset "
-            f"{config['dataset']['name']!r}"
-        )
-    plan = StudyPlan.build(config)
-    facts = card_facts(plan)
-    if license_id is not None:
-        facts["license"] = [license_id, f"`{license_id}` (given when exporting)"]
-    entries = plan_entries(plan)
-    missing = [
-        path
-        for s in entries["subsets"]
-        for path in [s.get("question_set"), *(p for _, i, q in s.get("levels", []) for p in (i, q))]
-        if path is not None and not (root / path).exists()
-    ]
-    if missing:
-        raise FileNotFoundError(
-            f"the run in {root} has not made {missing[0]} (and {len(missing) - 1} more "
-            "inputs): run the workflow first (`snakemake`)"
-        )
-    return export_dataset(entries, facts, root, out, dataset_path)
