@@ -155,7 +155,7 @@ def test_the_card_is_the_hubs_and_says_what_made_each_subset(exported):
     for corruption in config["corruptions"]:
         target = f"results/easy-vqa/images/{corruption}/1"
         record = json.loads((metadata / base64.b64encode(target.encode()).decode()).read_text())
-        recorded = ast.literal_eval(ast.literal_eval(record["params"])[0])
+        recorded = ast.literal_eval(record["params"][0])
         assert f"- code of `corrupt_images`: `{recorded}`" in text
     assert "| 3 | `0.18` |" in text  # gaussian_noise's sd at severity 3
     assert f"the run's seed: {config['seed']}" in text
