@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -353,3 +354,36 @@ def test_task_names_keep_word_characters_only():
     assert lmms_tasks.task_name("gaussian_noise", 3) == "vqarobust_gaussian_noise_3"
     assert lmms_tasks.task_name("my-blur.v2", 1) == "vqarobust_my_blur_v2_1"
     assert hf_export.config_name("my-blur.v2", 1) == "my-blur.v2-1"
+
+
+def test_every_study_exports_what_its_pixel_models_read():
+    from tests.test_plan import STUDIES, _config
+    from vqarobust.plan import StudyPlan
+
+    seen_context = False
+    for name in STUDIES:
+        plan = StudyPlan.build(_config(name))
+        entries = export_stage.plan_entries(plan)
+        made = plan.made_paths() | {plan.questions}
+        inputs = plan.export.export_input(None)
+        assert set(inputs["subsets"]) <= made, name
+        facts = export_stage.card_facts(plan)  # every study's card can be written
+        assert set(facts["perturbations"]) >= {e["name"] for e in entries["subsets"]}, name
+        model = plan.pixel_models[0] if plan.pixel_models else None
+        for entry in entries["subsets"] if model else []:  # feature models read no pixels
+            wc = SimpleNamespace(dataset=plan.dataset, model=model, subset=entry["name"])
+            read = plan.infer.infer_input(wc)
+            if entry["kind"] == "context":
+                seen_context = True
+                assert [entry["images"]] == read["images"]
+                assert [entry["question_set"]] == read["question_sets"]
+                continue
+            levels = entry["levels"]
+            assert [s for s, _, _ in levels] == list(plan.subset(entry["name"]).severities)
+            assert list(dict.fromkeys(i for _, i, _ in levels)) == read["images"]
+            sets = [q for _, _, q in levels if q is not None]
+            assert sets == read.get("question_sets", []), (name, entry["name"])
+        left = entries["left_out"]
+        if plan.context_perturbations and not plan.pixel_models:
+            assert set(left) == set(plan.context_perturbations), name
+    assert seen_context  # the scenes study swaps pixels
