@@ -387,3 +387,61 @@ def test_every_study_exports_what_its_pixel_models_read():
         if plan.context_perturbations and not plan.pixel_models:
             assert set(left) == set(plan.context_perturbations), name
     assert seen_context  # the scenes study swaps pixels
+
+
+@pytest.mark.workflow
+def test_lmms_eval_runs_the_tasks_and_logs_each_samples_identity(exported, tmp_path):
+    """lmms-eval itself (where it is installed: not a dependency of the suite) loads the
+    tasks, asks a constant model every question and writes its sample logs, which name
+    each question, subset and severity."""
+    pytest.importorskip("lmms_eval")
+    from lmms_eval.api.model import lmms
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
+    from lmms_eval.tasks import TaskManager
+
+    class Constant(lmms):
+        def generate_until(self, requests):
+            return ["Rectangle." for _ in requests]
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def generate_until_multi_round(self, requests):
+            raise NotImplementedError
+
+    _, config, out = exported
+    # The 0.7.2 wheel lacks its own tasks' *_yaml templates: index only these tasks.
+    manager = TaskManager(include_path=str(out / hf_export.TASKS_FOLDER), include_defaults=False)
+    results = simple_evaluate(
+        model=Constant(), tasks=["vqarobust"], log_samples=True, task_manager=manager
+    )
+    samples = results.pop("samples")
+    tracker = EvaluationTracker(output_path=str(tmp_path))
+    tracker.general_config_tracker.model_name_sanitized = "constant"
+    # As lmms-eval's command line saves them (__main__.cli_evaluate).
+    tracker.save_results_aggregated(results=results, samples=samples, datetime_str="now")
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    logs = sorted((tmp_path / "constant").glob("*_samples_vqarobust_*.jsonl"))
+    assert len(logs) == len(_configs(config))
+    questions = pq.read_table(out / "data" / "keyboard-3").to_pylist()
+    log = next(p for p in logs if p.name.endswith("_samples_vqarobust_keyboard_3.jsonl"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [s["vqarobust_sample"]["question_id"] for s in lines] == [
+        q["question_id"] for q in questions
+    ]
+    for line, row in zip(lines, questions, strict=True):
+        assert line["vqarobust_sample"] == {
+            "question_id": row["question_id"],
+            "image_id": row["image_id"],
+            "perturbation": "keyboard",
+            "modality": "text",
+            "severity": 3,
+            "answer": "Rectangle.",
+        }
+        assert ast.literal_eval(line["target"]) == row["answers"]
+        assert line["input"] == row["question"] + lmms_task_utils.POST_PROMPT
+        assert line["exact_match"] == (1.0 if row["answers"][0] == "rectangle" else 0.0)
+    mean = sum(s["exact_match"] for s in lines) / len(lines)
+    assert results["results"]["vqarobust_keyboard_3"]["exact_match,none"] == pytest.approx(mean)
