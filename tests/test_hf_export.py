@@ -36,8 +36,12 @@ class _TaskLoader(yaml.SafeLoader):
 _TaskLoader.add_constructor("!function", lambda loader, node: ("function", node.value))
 
 
+def _read_yaml_text(text: str) -> dict:
+    return yaml.load(text, Loader=_TaskLoader)  # noqa: S506 (a SafeLoader)
+
+
 def _read_task(path: Path) -> dict:
-    return yaml.load(path.read_text(), Loader=_TaskLoader)  # noqa: S506 (a SafeLoader)
+    return _read_yaml_text(path.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +104,8 @@ def test_each_configuration_loads_with_the_questions_as_asked(exported, tmp_path
     asked = pq.read_table(workdir / "results/easy-vqa/questions/keyboard/3.parquet").to_pylist()
     assert keyboard == {r["question_id"]: r["perturbed"] for r in asked}
     assert sum(r["original"] != r["perturbed"] for r in asked) > 0
-    snow = _load(out, "brightness-3", tmp_path)
-    assert snow["question"] == [by_id[q]["question"] for q in snow["question_id"]]
+    bright = _load(out, "brightness-3", tmp_path)
+    assert bright["question"] == [by_id[q]["question"] for q in bright["question_id"]]
     assert set(_load(out, "clean-0", tmp_path)["modality"]) == {"clean"}
     assert set(_load(out, "bq_lasso-2", tmp_path)["modality"]) == {"basic_question"}
 
@@ -354,6 +358,12 @@ def test_task_names_keep_word_characters_only():
     assert lmms_tasks.task_name("gaussian_noise", 3) == "vqarobust_gaussian_noise_3"
     assert lmms_tasks.task_name("my-blur.v2", 1) == "vqarobust_my_blur_v2_1"
     assert hf_export.config_name("my-blur.v2", 1) == "my-blur.v2-1"
+    files = lmms_tasks.task_files([("my-blur-1", "my-blur", 1, "image")], "user/name")
+    assert _read_yaml_text(files[lmms_tasks.TEMPLATE])["dataset_path"] == "user/name"
+    assert _read_yaml_text(files["vqarobust_my_blur_1.yaml"])["dataset_name"] == "my-blur-1"
+    twins = [("my-blur-1", "my-blur", 1, "image"), ("my_blur-1", "my_blur", 1, "image")]
+    with pytest.raises(ValueError, match="both make task 'vqarobust_my_blur_1'"):
+        lmms_tasks.task_files(twins, "user/name")
 
 
 def test_every_study_exports_what_its_pixel_models_read():

@@ -74,6 +74,9 @@ def task_files(configs: Sequence[tuple[str, str, int, str]], dataset_path: str) 
     top: list[str] = []
     for config, perturbation, severity, modality in configs:
         task = task_name(perturbation, severity)
+        if f"{task}.yaml" in files:
+            # Two names that differ only in non-word characters: lmms-eval would see one.
+            raise ValueError(f"configurations {config!r} and another both make task {task!r}")
         files[f"{task}.yaml"] = (
             f"task: {task}\ninclude: {TEMPLATE}\ndataset_name: {json.dumps(config)}\n"
         )
