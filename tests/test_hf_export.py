@@ -263,6 +263,19 @@ def test_the_command_refuses_a_used_folder_and_a_folder_that_is_no_run(exported,
         said.append(proc.stderr)
     assert f"{out} exists and is not an empty folder" in said[0]
     assert "results is no run's results/<dataset> folder" in said[1]
+    # A run that lacks one subset's file: named, and nothing is written.
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy, symlinks=True)
+    (copy / "results/easy-vqa/questions/keyboard/3.parquet").unlink()
+    proc = subprocess.run(
+        [sys.executable, "-m", "vqarobust.cli", "hf-export", "results/easy-vqa", "--out", "hf"],
+        capture_output=True,
+        text=True,
+        cwd=copy,
+    )
+    assert proc.returncode == 2
+    assert "has not made results/easy-vqa/questions/keyboard/3.parquet" in proc.stderr
+    assert not (copy / "hf").exists()
 
 
 def test_context_configurations_ask_each_question_about_its_swapped_image(tmp_path):
