@@ -20,6 +20,7 @@ include: "rules/features.smk"
 include: "rules/infer.smk"
 include: "rules/analyze.smk"
 include: "rules/report.smk"
+include: "rules/export.smk"
 
 
 # Aggregation and the report take seconds: never worth a cluster job. `localrule: True`

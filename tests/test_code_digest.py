@@ -113,6 +113,7 @@ JOBS = {
     "embed_pool": {"source": "eval"},
     "rank_basic_questions": {"ranker": "bq_lasso"},
     "export_basic_questions": {"ranker": "bq_lasso"},
+    "export_huggingface": {},
     "noise_questions": {"ranker": "bq_lasso"},
     "chain_questions": {"model": "vilt-tiny"},
     "swap_context": {},

@@ -714,12 +714,14 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
         "provenance",
         "diff",
         "export",
+        "hf-export",
         "plan-size",
         "export",
     ]
     assert (tmp_path / "grid.png").exists() and (tmp_path / "g.png").exists()
     assert any((tmp_path / "snow3").iterdir()) and (tmp_path / "metrics" / "vre_model.csv").exists()
     assert (tmp_path / "s.jsonl").stat().st_size and (tmp_path / "samples.jsonl").stat().st_size
+    assert (tmp_path / "hf" / "data" / "clean-0").is_dir()
 
 
 def _dry_run_with_package(workdir: Path, package: Path) -> str:

@@ -440,6 +440,19 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hf_export(args: argparse.Namespace) -> int:
+    from vqarobust.config import ConfigError
+    from vqarobust.plan.export import export_run
+
+    try:
+        done = export_run(args.results, args.out, args.configfile, args.license, args.hub_repo)
+    except (ConfigError, FileExistsError, FileNotFoundError, KeyError, ValueError) as exc:
+        print(f"vqarobust hf-export: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    print(f"{len(done.rows)} configurations, {sum(done.rows.values()):,} rows -> {args.out}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from vqarobust.report import render_report
 
@@ -506,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_image_commands(sub)
     _add_run_commands(sub)
     _add_checkpoint_commands(sub)
+    _add_hf_export(sub)
     # Every command loads the installed plugins, and the modules --plugin names (those a
     # study lists under plugins:), before it looks a name up (docs/extending.md).
     commands = list(sub.choices.values())
@@ -756,6 +770,26 @@ def _add_run_commands(sub: Any) -> None:
         '"report.html.j2" and replace its blocks (docs/report.md)',
     )
     p.set_defaults(func=_report)
+
+
+def _add_hf_export(sub: Any) -> None:
+    """The command ``hf-export`` (docs/interop.md)."""
+    p = sub.add_parser(
+        "hf-export",
+        help="a finished run's subsets as a Hugging Face dataset folder with lmms-eval tasks",
+    )
+    p.add_argument("results", help="the run's results folder, e.g. results/easy-vqa")
+    p.add_argument("--out", required=True, help="dataset folder to write (new or empty)")
+    p.add_argument(
+        "--configfile",
+        help="the run's config (default: config/config.yaml of the folder holding results/)",
+    )
+    p.add_argument("--license", help="the source's licence as a Hub id (default: the adapter's)")
+    p.add_argument(
+        "--hub-repo",
+        help="the tasks' dataset_path: a Hub dataset id to push to (default: --out's path)",
+    )
+    p.set_defaults(func=_hf_export)
 
 
 def _add_checkpoint_commands(sub: Any) -> None:

@@ -209,6 +209,7 @@ class StudyPlan:
         from vqarobust.plan.context import ContextStage
         from vqarobust.plan.corrupt import CorruptStage
         from vqarobust.plan.datasets import DatasetsStage
+        from vqarobust.plan.export import ExportStage
         from vqarobust.plan.features import FeaturesStage
         from vqarobust.plan.infer import InferStage
         from vqarobust.plan.models import ModelsStage
@@ -222,6 +223,7 @@ class StudyPlan:
         self.features = FeaturesStage(self)
         self.infer = InferStage(self)
         self.analyze = AnalyzeStage(self)
+        self.export = ExportStage(self)
 
     # The subset catalogue ----------------------------------------------------------
 
