@@ -195,3 +195,25 @@ FROM_PREDICTIONS = (
     "model_cards",
     "costs",
 )
+
+
+# The shipped study configs that validate on any machine (gqa.yaml names data files;
+# models.yaml is a catalogue of entries, not a study).
+STUDIES = [
+    "config",
+    "basic-questions",
+    "geometric",
+    "modern",
+    "multimodal",
+    "paper",
+    "reference-models",
+    "scenes",
+    "scenes-features",
+]
+
+
+def study_config(name: str) -> dict:
+    """A shipped study config, validated as the workflow validates it."""
+    from vqarobust.config import validate_config
+
+    return validate_config(yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text()))

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.test_plugins import EXAMPLE, colour_bag_checkpoint
+from tests.plugin_example import EXAMPLE, colour_bag_checkpoint
 from vqarobust.plan.models import cores_per_gpu, gpu_job_threads
 
 CORRUPTIONS = ["gaussian_noise", "brightness", "contrast", "pixelate", "jpeg_compression"]

@@ -380,12 +380,12 @@ def test_task_names_keep_word_characters_only():
 
 
 def test_every_study_exports_what_its_pixel_models_read():
-    from tests.test_plan import STUDIES, _config
+    from tests.plans import STUDIES, study_config
     from vqarobust.plan import StudyPlan
 
     seen_context = False
     for name in STUDIES:
-        plan = StudyPlan.build(_config(name))
+        plan = StudyPlan.build(study_config(name))
         entries = export_stage.plan_entries(plan)
         made = plan.made_paths() | {plan.questions}
         inputs = plan.export.export_input(None)

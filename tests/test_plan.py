@@ -11,35 +11,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from tests.conftest import REPO
+from tests.plans import STUDIES, study_config
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.plan import KINDS, PlanError, StudyPlan
-
-# The study configs that validate on any machine (gqa.yaml names data files; models.yaml
-# is a catalogue of entries, not a study).
-STUDIES = [
-    "config",
-    "basic-questions",
-    "geometric",
-    "modern",
-    "multimodal",
-    "paper",
-    "reference-models",
-    "scenes",
-    "scenes-features",
-]
-
-
-def _config(name: str) -> dict:
-    config = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
-    return validate_config(config)
 
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, StudyPlan]:
-    return {name: StudyPlan.build(_config(name)) for name in STUDIES}
+    return {name: StudyPlan.build(study_config(name)) for name in STUDIES}
 
 
 def test_the_default_catalogue_by_hand(plans):
@@ -99,7 +80,7 @@ def test_inputs_follow_the_subset_kind(plans):
 
 
 def test_a_plan_that_reads_what_no_job_makes_fails_naming_the_key(plans, monkeypatch):
-    config = _config("config")
+    config = study_config("config")
     model = next(iter(config["models"]))
     # An image folder of a subset that no corruption job makes.
     from vqarobust.plan.infer import InferStage
@@ -113,7 +94,7 @@ def test_a_plan_that_reads_what_no_job_makes_fails_naming_the_key(plans, monkeyp
 
 def test_a_checkpoint_folder_of_ones_own_is_no_unmade_input(tmp_path, monkeypatch):
     """A local checkpoint the entry names is the user's, even under resources/."""
-    config = _config("config")
+    config = study_config("config")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "resources" / "weights" / "vilt").mkdir(parents=True)
     config["models"]["vilt-tiny"]["path_or_id"] = "resources/weights/vilt"
@@ -123,7 +104,7 @@ def test_a_checkpoint_folder_of_ones_own_is_no_unmade_input(tmp_path, monkeypatc
 
 
 def test_the_plan_refuses_a_study_with_nothing_to_perturb():
-    config = _config("config")
+    config = study_config("config")
     config["corruptions"], config["text"]["perturbations"] = [], []
     with pytest.raises(PlanError, match="config error at missing_weights"):
         StudyPlan.build(config)

@@ -18,8 +18,8 @@ import yaml
 
 from tests.conftest import REPO
 from tests.plans import planned_jobs
+from tests.plugin_example import EXAMPLE, colour_bag_checkpoint
 
-EXAMPLE = REPO / "examples" / "plugin"
 TINT = '''"""A study's own corruption, not installed: a colour tint (one severity)."""
 
 import numpy as np
@@ -87,40 +87,6 @@ def _install_example(target: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (target / "vqarobust_example" / "corruptions.py").is_file()
-
-
-def colour_bag_checkpoint(folder: Path, load_delay_s: float = 0) -> None:
-    """The example family's checkpoint: random-init weights, easy-VQA's answers; loading
-    it waits ``load_delay_s`` seconds."""
-    import torch
-    from safetensors.torch import save_file
-
-    answers = [
-        "circle",
-        "rectangle",
-        "triangle",
-        "red",
-        "green",
-        "blue",
-        "black",
-        "gray",
-        "teal",
-        "brown",
-        "yellow",
-        "yes",
-        "no",
-    ]
-    folder.mkdir(parents=True)
-    config = {"answers": answers, "buckets": 16}
-    if load_delay_s:
-        config["load_delay_s"] = load_delay_s
-    (folder / "config.json").write_text(json.dumps(config))
-    torch.manual_seed(0)
-    layer = torch.nn.Linear(3 + 16, len(answers))
-    save_file(
-        {k: v.contiguous() for k, v in layer.state_dict().items()},
-        str(folder / "model.safetensors"),
-    )
 
 
 def _config() -> dict:
