@@ -402,14 +402,18 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"config error at models.{name}.from_repository: {exc}") from None
     resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
     served = resolved.get("family") == "openai-chat"
+    imported = resolved.get("family") == "imported"
     # Trained reference models are small CPU models; checkpoints expect a GPU; a served
-    # model's GPU is the server's, so its job needs none.
-    resolved.setdefault("device", "cpu" if "train" in resolved or served else "cuda")
+    # model's GPU is the server's, so its job needs none; an import reads files.
+    on_cpu = "train" in resolved or served or imported
+    resolved.setdefault("device", "cpu" if on_cpu else "cuda")
     # Scheduler requests of one inference job (a cluster profile reads them).
     resolved.setdefault("mem_mb", 4000)
     resolved.setdefault("runtime", 60)
     if served:
         _check_served(name, resolved)
+    elif imported:
+        _check_imported(name, resolved)
     else:
         resolved.setdefault("dtype", "auto")
         resolved.setdefault("allow_download", False)
@@ -436,7 +440,7 @@ def _check_model(name: str, entry: dict[str, Any], config: Mapping[str, Any]) ->
             f"checkpoint ({' or '.join(AUTO_FAMILIES)}), not family {entry['family']}; give GB"
         )
     train = entry.get("train")
-    needs_weights = entry["family"] not in ("openai-chat", "pnp-vqa")
+    needs_weights = entry["family"] not in ("openai-chat", "pnp-vqa", "imported")
     if train is None and "path_or_id" not in entry and needs_weights:
         raise ConfigError(f"config error at models.{name}: give path_or_id or train")
     if train is not None:
@@ -499,6 +503,8 @@ SERVED_KEYS = (
     *("base_url", "model", "api_key_env", "max_concurrency", "adaptive_concurrency"),
     *("timeout_s", "max_retries", "seed", "retry_filtered", "request_budget", "served_revision"),
 )
+# Keys only an imported model (its answers read from a harness's logs) reads.
+IMPORTED_KEYS = ("logs", "format", "exported")
 # PNP-VQA's three checkpoints replace path_or_id.
 PNP_CHECKPOINTS = ("itm_model", "caption_model", "qa_model")
 # Keys that only some families read: a key given to another family would be ignored.
@@ -508,6 +514,7 @@ FAMILY_ONLY_KEYS = {
     "features": FEATURE_FAMILIES,
     "answers": FEATURE_FAMILIES,
     "seed": ("openai-chat", "pnp-vqa"),
+    **{k: ("imported",) for k in IMPORTED_KEYS},
     **{k: ("pnp-vqa",) for k in (*PNP_CHECKPOINTS, "pnp")},
 }
 
@@ -574,6 +581,35 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
         check_endpoint(name, entry["base_url"], entry.get("api_key_env"))
     except EndpointError as exc:
         raise ConfigError(f"config error at {exc}") from None
+
+
+def _check_imported(name: str, entry: dict[str, Any]) -> None:
+    """An imported model names its logs, which hold files of its format, and nothing of
+    loading a model."""
+    from vqarobust.harness_import import exported_files, log_files
+
+    if "logs" not in entry:
+        raise ConfigError(f"config error at models.{name}: family imported needs logs")
+    foreign = [k for k in IN_PROCESS_KEYS if k in entry]
+    if foreign:
+        raise ConfigError(
+            f"config error at models.{name}: {foreign} apply to models run here, not to "
+            "family imported"
+        )
+    if entry["device"] != "cpu":
+        raise ConfigError(
+            f"config error at models.{name}.device: an import reads files; its job asks "
+            "for no GPU (device: cpu)"
+        )
+    try:
+        log_files(entry["logs"], entry.get("format", "lmms-eval"))
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"config error at models.{name}.logs: {exc}") from None
+    if "exported" in entry:
+        try:
+            exported_files(entry["exported"])
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config error at models.{name}.exported: {exc}") from None
 
 
 def _check_context(config: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ subsets, or one), loading the weights once."""
 
 import torch
 
+from vqarobust.harness_import import import_job
 from vqarobust.inference import job_subsets, run_model_job
 from vqarobust.jobs import start_job
 from vqarobust.models import ModelRef
@@ -17,11 +18,17 @@ outputs = [
     for (name, subset), path in zip(snakemake.params.subsets.items(), snakemake.output, strict=True)
 ]
 spec = dict(snakemake.params.spec)
-trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
-if trained:
-    # A checkpoint folder: the one the workflow trained (a module's prefix moves it) or the
-    # entry's own local folder (an input, so that weights replaced in place rerun the job).
-    spec["path_or_id"] = trained
-# Batch size and the like: the runtime channel, since they never change answers.
-model = ModelRef(snakemake.wildcards.model, spec, options=dict(snakemake.params.runtime.values))
-run_model_job(model, snakemake.input.questions, outputs)
+if spec["family"] == "imported":
+    # Answers another harness logged: read from its logs, not computed (docs/interop.md).
+    import_job(snakemake.wildcards.model, spec, snakemake.input.questions, outputs)
+else:
+    trained = snakemake.input.get("model")  # a list with names: no `in` on the names
+    if trained:
+        # A checkpoint folder: the one the workflow trained (a module's prefix moves it) or
+        # the entry's own local folder (an input, so that weights replaced in place rerun
+        # the job).
+        spec["path_or_id"] = trained
+    # Batch size and the like: the runtime channel, since they never change answers.
+    options = dict(snakemake.params.runtime.values)
+    model = ModelRef(snakemake.wildcards.model, spec, options=options)
+    run_model_job(model, snakemake.input.questions, outputs)

@@ -93,6 +93,16 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
     return OpenAIChatVQA(**kwargs)
 
 
+@FAMILIES.register("imported", module="vqarobust.harness_import")
+def _imported(**kwargs: Any) -> VQAModel:
+    """Answers another harness logged (lmms-eval, VLMEvalKit): its run_model job imports
+    them (vqarobust.harness_import.import_job); there is no model to load."""
+    raise TypeError(
+        f"model {kwargs.get('name')!r} of family imported has no adapter: its answers are "
+        "imported from its logs (docs/interop.md)"
+    )
+
+
 # Keys of an entry that describe the model for the workflow, the scheduler or the reader,
 # not the adapter.
 # A served model's endpoint (its base_url's host) and served_revision only key its
