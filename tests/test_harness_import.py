@@ -524,3 +524,79 @@ def test_lmms_eval_leave_one_out_needs_distinct_answer_dicts():
     # Leaving out a "red" leaves 0 reds; leaving out a "blue" leaves 2: 8 x 2/3 / 10.
     assert lmms_eval_vqav2("red", without_ids) == pytest.approx(8 * (2 / 3) / 10)
     assert lmms_eval_vqav2("red", _lmms_answers(answers)) == pytest.approx(0.6)
+
+
+# -- the imported family in a study -------------------------------------------------------
+
+
+def _tiny_config(**entry) -> dict:
+    from tests.conftest import REPO
+
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["models"]["mine"] = {"family": "imported", **entry}
+    return config
+
+
+def test_an_imported_model_is_a_study_model_whose_logs_are_job_inputs(tmp_path):
+    """Its run_model job (a model's every subset, as for any model) takes each log file
+    and the export's card and data files as inputs, asks for no GPU, and its answers'
+    params hold the entry; it gets no attention job."""
+    from types import SimpleNamespace
+
+    from vqarobust.config import validate_config
+    from vqarobust.plan import StudyPlan
+
+    logs = tmp_path / "logs" / "org__model"
+    logs.mkdir(parents=True)
+    for date in ("20260101_000000", "20260102_000000"):
+        (logs / f"{date}_samples_vqarobust_clean_0.jsonl").write_text("{}\n")
+    (logs / "20260101_000000_samples_vqarobust_brightness_1.jsonl").write_text("{}\n")
+    exported = tmp_path / "exported"
+    (exported / "data" / "clean-0").mkdir(parents=True)
+    (exported / "README.md").write_text("---\nconfigs: []\n---\n")
+    (exported / "data" / "clean-0" / "test.parquet").write_text("1")
+    config = validate_config(_tiny_config(logs=str(tmp_path / "logs"), exported=str(exported)))
+    assert config["models"]["mine"]["device"] == "cpu"
+    plan = StudyPlan.build(config)
+    wildcards = SimpleNamespace(dataset=plan.dataset, model="mine")
+    inputs = plan.infer.job_input(wildcards)
+    assert inputs["logs"] == [
+        str(logs / "20260101_000000_samples_vqarobust_brightness_1.jsonl"),
+        str(logs / "20260102_000000_samples_vqarobust_clean_0.jsonl"),
+        str(exported / "README.md"),
+        str(exported / "data" / "clean-0" / "test.parquet"),
+    ]
+    assert "logs" not in plan.infer.job_input(
+        SimpleNamespace(dataset=plan.dataset, model="cnn-bow")
+    )
+    assert plan.models.model_gpus(wildcards) == 0
+    assert plan.models.model_spec(wildcards)["logs"] == str(tmp_path / "logs")
+    assert "mine" not in plan.infer.attention_models
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({}, "models.mine: family imported needs logs"),
+        ({"logs": "absent"}, "models.mine.logs: lmms-eval logs: no folder"),
+        ({"logs": "LOGS", "format": "vlmevalkit"}, "models.mine.logs: VLMEvalKit predictions"),
+        ({"logs": "LOGS", "format": "csv"}, "models.mine.format"),
+        ({"logs": "LOGS", "path_or_id": "x"}, "apply to models run here"),
+        ({"logs": "LOGS", "device": "cuda"}, "models.mine.device"),
+        ({"logs": "LOGS", "exported": "absent"}, "models.mine.exported"),
+    ],
+)
+def test_a_wrong_imported_entry_fails_validation_naming_its_key(tmp_path, entry, message):
+    from vqarobust.config import ConfigError, validate_config
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "20260101_000000_samples_vqarobust_clean_0.jsonl").write_text("{}\n")
+    entry = {k: str(logs) if v == "LOGS" else v for k, v in entry.items()}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_config(_tiny_config(**entry))
+    # logs is the imported family's key alone.
+    with pytest.raises(ConfigError, match=r"models.cnn-bow.logs: applies to family imported"):
+        config = _tiny_config(logs=str(logs))
+        config["models"]["cnn-bow"]["logs"] = str(logs)
+        validate_config(config)
