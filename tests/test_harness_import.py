@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -25,6 +26,7 @@ from vqarobust.harness_import import (
     import_answers,
     import_job,
     lmms_eval_files,
+    logs_sha256,
     read_lmms_eval,
     read_vlmevalkit,
     task_name,
@@ -380,6 +382,10 @@ def _answer_or_blank(table: pa.Table) -> pa.Array:
     return pa.array([a if a is not None else r for a, r in zip(answers, raws, strict=True)])
 
 
+def _log_paths(folder: Path) -> list[Path]:
+    return sorted(lmms_eval_files(folder).values())
+
+
 def _accuracy(files, questions_path) -> pl.DataFrame:
     """Accuracy per (model, corruption, severity) over answered rows, by the package's
     scoring, in the long form the VRE suite reads."""
@@ -438,6 +444,13 @@ def test_the_analyses_of_imported_answers_equal_the_workflows(study, tmp_path, e
         build_database(db, DatabaseInputs(easy_vqa_eval["questions"], paths), **settings)
         built[label] = db
     _assert_same_tables(built["workflow"], built["imported"])
+    import duckdb
+
+    # What the import cannot know: the costs are unknown, the card names the logs.
+    with duckdb.connect(str(built["imported"]), read_only=True) as con:
+        assert con.sql("SELECT DISTINCT known FROM costs").fetchall() == [(False,)]
+        card = con.sql("SELECT family, checkpoint, parameters FROM model_cards").fetchall()
+    assert card == [("imported", f"{logs} (sha256 {logs_sha256(_log_paths(logs))[:12]})", None)]
 
 
 # Tables that describe the prediction files' records, not the answers.
@@ -600,3 +613,101 @@ def test_a_wrong_imported_entry_fails_validation_naming_its_key(tmp_path, entry,
         config = _tiny_config(logs=str(logs))
         config["models"]["cnn-bow"]["logs"] = str(logs)
         validate_config(config)
+
+
+def _logs_from_predictions(predictions: Path, out: Path) -> int:
+    """lmms-eval sample logs of every subset of a model's predictions files, each record
+    naming its question (``submission``), documents in the files' order; the number of
+    tasks."""
+    out.mkdir(parents=True)
+    tasks = 0
+    for path in sorted(predictions.glob("*.parquet")):
+        frame = pl.read_parquet(path)
+        for (perturbation, severity), part in frame.group_by(
+            "perturbation", "severity", maintain_order=True
+        ):
+            lines = [
+                json.dumps(
+                    {
+                        "doc_id": doc_id,
+                        "target": "",
+                        "filtered_resps": row["answer"] or "",
+                        "exact_match": 0.0,
+                        "submission": {"question_id": row["question_id"]},
+                    }
+                )
+                for doc_id, row in enumerate(part.iter_rows(named=True))
+            ]
+            name = f"{DATE}_samples_{task_name(perturbation, severity)}.jsonl"
+            (out / name).write_text("\n".join(lines) + "\n")
+            tasks += 1
+    return tasks
+
+
+@pytest.mark.workflow
+def test_a_study_with_an_imported_model_runs_through_the_workflow(workflow_run, tmp_path):
+    """The tiny run with a model of family imported whose logs hold vilt-tiny's answers:
+    one run_model job imports them (no attention job), the analyses rerun, and the
+    imported model's accuracy per subset, sub-metrics and VRE are vilt-tiny's. A
+    rewritten log reruns the import."""
+    import duckdb
+
+    from tests.plans import plan, snakemake, write_config
+
+    source, config = workflow_run
+    workdir = tmp_path / "wf"
+    shutil.copytree(source, workdir, symlinks=True)
+    predictions = workdir / "results" / "easy-vqa" / "predictions" / "vilt-tiny"
+    logs = tmp_path / "lmms-logs" / "vilt-tiny"
+    assert _logs_from_predictions(predictions, logs) >= 10
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["models"]["vilt-import"] = {"family": "imported", "logs": str(logs.parent)}
+    write_config(workdir, changed)
+    jobs = plan(workdir)
+    assert jobs["run_model"] == 1 and "image_attention" not in jobs and "train_model" not in jobs
+    snakemake(workdir)
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        for table, columns in (
+            ("accuracy", "modality, perturbation, severity, n, accuracy"),
+            ("submetrics", "* EXCLUDE (model)"),
+            ("vre_model", "* EXCLUDE (model)"),
+        ):
+            rows = {
+                m: con.sql(
+                    f"SELECT {columns} FROM {table} WHERE model = '{m}' ORDER BY ALL"
+                ).fetchall()
+                for m in ("vilt-tiny", "vilt-import")
+            }
+            assert rows["vilt-tiny"] and rows["vilt-tiny"] == rows["vilt-import"], table
+    # Another answer in one log: the import reruns, then what reads it.
+    clean = logs / f"{DATE}_samples_vqarobust_clean_0.jsonl"
+    lines = clean.read_text().splitlines()
+    clean.write_text(
+        "\n".join([json.dumps({**json.loads(lines[0]), "filtered_resps": "x"}), *lines[1:]]) + "\n"
+    )
+    assert plan(workdir)["run_model"] == 1
+
+
+def test_lmms_eval_is_the_both_normalization_but_for_repeated_commas():
+    """Over random predictions and ten human answers drawn from strings that exercise
+    every normalization step (numbers, articles, case, punctuation, contractions,
+    periods, digit groups), lmms-eval's score equals ``vqa_accuracy_both`` everywhere
+    and the official score often differs; with "1,,000" among them, only lmms-eval
+    joins its digits."""
+    import random
+
+    words = ["two", "2", "Two", "the dog", "dog", "Dog.", "1,000", "1000", "yes", "Yes!"]
+    words += ["no", "isnt", "isn't", "a red-car", "red car", "3.5", "3.5.", "left/right"]
+    words += ["left right", "none", "0"]
+    rng = random.Random(0)
+    official_differs = 0
+    for _ in range(2000):
+        prediction, answers = rng.choice(words), [rng.choice(words) for _ in range(10)]
+        lmms = lmms_eval_vqav2(prediction, _lmms_answers(answers))
+        assert lmms == pytest.approx(vqa_accuracy_both(prediction, answers)), (prediction, answers)
+        official_differs += lmms != pytest.approx(vqa_accuracy(prediction, answers))
+    assert official_differs > 100
+    answers = ["1,,000"] * 3 + ["dog"] * 7
+    assert lmms_eval_vqav2("1000", _lmms_answers(answers)) == pytest.approx(0.9)
+    assert vqa_accuracy_both("1000", answers) == 0.0
