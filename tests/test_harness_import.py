@@ -408,6 +408,8 @@ def test_the_analyses_of_imported_answers_equal_the_workflows(study, tmp_path, e
 
     questions, predictions, files, exported, order = study
     logs = _write_lmms_eval_logs(tmp_path / "logs", questions, predictions, order)
+    (logs / f"{DATE}_samples_vqav2_val.jsonl").write_text('{"doc_id": 0}\n')
+    n = len(questions)
     spec = {"family": "imported", "logs": str(logs), "format": "lmms-eval"}
     spec["exported"] = str(exported)
     outputs, imported = [], []
@@ -423,10 +425,10 @@ def test_the_analyses_of_imported_answers_equal_the_workflows(study, tmp_path, e
         assert pq.read_table(mine).equals(pq.read_table(theirs).cast(store.PREDICTION_SCHEMA))
     record = json.loads(pq.read_schema(imported[0]).metadata[store.INPUTS_KEY])
     assert record["inputs"]["checkpoint"]["logs"]["path"] == str(logs)
-    # The clean file's job read every log; the other subsets' records are counted apart.
-    others = {task_name(p, s): len(questions) for _, p, s in SUBSETS[1:]}
-    assert record["import"]["other_tasks"] == others
-    assert record["import"]["imported"] == len(questions)
+    # Each output read its own tasks' logs; another benchmark's was read by none.
+    assert record["import"]["other_tasks"] == {}
+    assert record["import"]["unread_tasks"] == ["vqav2_val"]
+    assert (record["import"]["records"], record["import"]["imported"]) == (n, n)
 
     ours = _accuracy(files, easy_vqa_eval["questions"])
     theirs = _accuracy(imported, easy_vqa_eval["questions"])

@@ -33,7 +33,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,10 +149,15 @@ def logged_question_id(sample: Mapping[str, Any], where: str = "sample") -> int 
     return None
 
 
-def read_lmms_eval(folder: str | os.PathLike[str]) -> list[Record]:
-    """Every record of the sample logs under ``folder`` (:func:`lmms_eval_files`)."""
+def read_lmms_eval(
+    folder: str | os.PathLike[str], tasks: Collection[str] | None = None
+) -> list[Record]:
+    """Every record of the sample logs under ``folder`` (:func:`lmms_eval_files`), or of
+    those of ``tasks`` only (a file holds one task: the others are not read)."""
     records = []
     for task, path in lmms_eval_files(folder).items():
+        if tasks is not None and task not in tasks:
+            continue
         with path.open(encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
@@ -411,10 +416,9 @@ def _question_id(record: Record, target: Target) -> int | None:
     where = f"{record.source} (doc_id {record.doc_id})"
     from_row = None
     if target.rows is not None and record.doc_id is not None:
-        if 0 <= record.doc_id < len(target.rows):
-            from_row = int(target.rows[record.doc_id])
-        elif record.question_id is None:
-            return None
+        if not 0 <= record.doc_id < len(target.rows):
+            return None  # a row the export does not have: counted as unknown
+        from_row = int(target.rows[record.doc_id])
     if record.question_id is not None:
         if from_row is not None and from_row != record.question_id:
             raise ValueError(
@@ -520,57 +524,91 @@ def import_job(
     ``logs`` in ``format``; ``exported``, the exported dataset, maps ``doc_id``s), fill
     each output's subsets (:class:`vqarobust.inference.Subset`) and write its file with
     a record of what was read. A record of a question not asked, or a question without a
-    record, fails the job (counted in the message); records of other tasks are logged.
-    Returns each output's number of predictions."""
-    from vqarobust.environment import machine
-    from vqarobust.inference import subset_questions
-    from vqarobust.models import family_code_digest
-
+    record, fails the job (counted in the message); records of other tasks are counted
+    in the record, and lmms-eval logs of tasks no subset of the job has are logged and
+    not read. Returns each output's number of predictions."""
     started = time.time()
     fmt = spec.get("format", "lmms-eval")
     files = log_files(spec["logs"], fmt)
-    records = read_records(spec["logs"], fmt)
     questions = store.read_questions(questions_path).sort_by(
         [("image_id", "ascending"), ("question_id", "ascending")]
     )
-    exported = spec.get("exported")
+    jobs = [(_targets(questions, subsets, spec.get("exported")), path) for subsets, path in outputs]
+    # lmms-eval keeps a task per file: each output reads its own tasks' files only.
+    # VLMEvalKit's files need not say their subsets in their names: read once.
+    every = None if fmt == "lmms-eval" else read_records(spec["logs"], fmt)
+    unread: list[str] = []
+    if every is None:
+        wanted = {t.task for targets, _ in jobs for t in targets}
+        unread = sorted(set(lmms_eval_files(spec["logs"])) - wanted)
+        if unread:
+            log.warning("logs of tasks no subset of this job has, not read: %s", unread)
+    head = {"format": fmt, "files": [str(f) for f in files], "unread_tasks": unread}
     digest = logs_sha256(files)
     written = []
-    for subsets, path in outputs:
-        targets = []
-        for subset in subsets:
-            ids = subset_questions(questions, subset).column("question_id").to_pylist()
-            rows = None
-            if exported is not None:
-                rows = exported_question_ids(
-                    exported, config_name(subset.perturbation, subset.severity)
-                )
-            targets.append(Target(subset.modality, subset.perturbation, subset.severity, ids, rows))
+    for targets, path in jobs:
+        tasks = {t.task for t in targets}
+        records = every if every is not None else read_lmms_eval(spec["logs"], tasks)
         tables, counts = import_answers(records, targets, model)
         problems = counts.problems()
         if problems:
             raise ValueError(f"model {model!r}: importing {spec['logs']}: " + "; ".join(problems))
-        record = {
-            "inputs": {
-                "model": model,
-                "spec": dict(spec),
-                "checkpoint": {"logs": {"path": str(spec["logs"]), "sha256": digest}},
-                "code": family_code_digest("imported"),
-                "questions": file_sha256(questions_path),
-                "subsets": [t.task for t in targets],
-            },
-            "started": started,
-            "finished": time.time(),
-            "parameters": None,
-            "machine": machine(),
-            "costs": None,  # the harness's token counts are not imported
-            "load_s": None,
-            "served_as": [],
-            "import": {"format": fmt, "files": [str(f) for f in files], **counts.as_dict()},
-        }
+        record = _record(model, spec, digest, questions_path, targets, started)
+        record["import"] = {**head, **counts.as_dict()}
         table = pa.concat_tables(tables).replace_schema_metadata(
             {store.INPUTS_KEY: json.dumps(record, sort_keys=True, default=str).encode("utf-8")}
         )
         store.write_table(table, path)
         written.append(table.num_rows)
     return written
+
+
+def _targets(questions: pa.Table, subsets: Sequence[Any], exported: str | None) -> list[Target]:
+    """The :class:`Target` of each of an output's subsets: the questions the workflow
+    asks on it (:func:`vqarobust.inference.subset_questions`) and, with the exported
+    dataset, its configuration's row order."""
+    from vqarobust.inference import subset_questions
+
+    targets = []
+    for subset in subsets:
+        ids = subset_questions(questions, subset).column("question_id").to_pylist()
+        rows = None
+        if exported is not None:
+            rows = exported_question_ids(
+                exported, config_name(subset.perturbation, subset.severity)
+            )
+        targets.append(Target(subset.modality, subset.perturbation, subset.severity, ids, rows))
+    return targets
+
+
+def _record(
+    model: str,
+    spec: Mapping[str, Any],
+    digest: str,
+    questions_path: str | os.PathLike[str],
+    targets: Sequence[Target],
+    started: float,
+) -> dict[str, Any]:
+    """An output's metadata record, in the shape the inference loop writes (provenance,
+    model cards and costs read it): the logs stand for the checkpoint, and nothing was
+    loaded or metered."""
+    from vqarobust.environment import machine
+    from vqarobust.models import family_code_digest
+
+    return {
+        "inputs": {
+            "model": model,
+            "spec": dict(spec),
+            "checkpoint": {"logs": {"path": str(spec["logs"]), "sha256": digest}},
+            "code": family_code_digest("imported"),
+            "questions": file_sha256(questions_path),
+            "subsets": [t.task for t in targets],
+        },
+        "started": started,
+        "finished": time.time(),
+        "parameters": None,
+        "machine": machine(),
+        "costs": None,  # the harness's token counts are not imported
+        "load_s": None,
+        "served_as": [],
+    }
