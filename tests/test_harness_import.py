@@ -186,6 +186,8 @@ def _write_lmms_eval_logs(
         rows = {r["question_id"]: r for r in table.to_pylist()}
         lines = []
         for doc_id, qid in enumerate(order[config_name(perturbation, severity)]):
+            if qid not in rows:
+                continue  # a question this test leaves out of the harness's run
             row, q = rows[qid], by_id[qid]
             # The harness scored its filtered text: the answer, or the blank reply.
             text = row["answer"] if row["answer"] is not None else row["raw_answer"]
@@ -324,6 +326,49 @@ def test_unmapped_records_and_missing_answers_are_counted(study, tmp_path):
     assert counts.imported == 5 * n - 2 - 1
     assert tables[0].num_rows == n - 2 and first not in tables[1].column("question_id").to_pylist()
     assert len(counts.problems()) == 2
+
+
+def _write_lmms_eval_results(logs: Path) -> None:
+    """The run's ``<date>_results.json`` as lmms-eval aggregates it: per task, the mean
+    of the samples' ``exact_match`` under key ``exact_match,none`` (and its stderr)."""
+    results = {}
+    for path in sorted(logs.glob(f"{DATE}_samples_*.jsonl")):
+        task = path.name.removeprefix(f"{DATE}_samples_").removesuffix(".jsonl")
+        scores = [json.loads(line)["exact_match"] for line in path.read_text().splitlines()]
+        results[task] = {
+            "alias": task,
+            "exact_match,none": sum(scores) / len(scores),
+            "exact_match_stderr,none": "N/A",
+        }
+    (logs / f"{DATE}_results.json").write_text(json.dumps({"results": results}, indent=2))
+
+
+def test_imported_accuracy_equals_lmms_evals_aggregate_under_the_same_metric(study, tmp_path):
+    """Scored with ``vqa_accuracy_both`` (lmms-eval's VQAv2 normalization), the
+    workflow's accuracy of each imported subset is lmms-eval's own aggregate over the
+    same answers (its ``exact_match`` mean), once the blank replies lmms-eval scores 0
+    are left out as the workflow leaves them. easy-VQA's human answers are lower-case
+    words without number words or articles, which no normalization changes: there the
+    official metric gives the same numbers (the cases where it does not are by hand,
+    below)."""
+    from vqarobust.harness_import import lmms_eval_results
+
+    questions, predictions, _, exported, order = study
+    answered = {
+        s: t.filter(pa.compute.equal(t.column("status"), ANSWERED)) for s, t in predictions.items()
+    }
+    logs = _write_lmms_eval_logs(tmp_path / "logs", questions, answered, order, True)
+    _write_lmms_eval_results(logs)
+    theirs = lmms_eval_results(logs.parent)
+    tables, _ = import_answers(read_lmms_eval(logs), _targets(questions), MODEL)
+    frame = pl.from_arrow(pa.concat_tables(tables))
+    for metric in ("vqa_accuracy_both", "vqa_accuracy"):
+        scored = score_predictions(frame, pl.DataFrame(questions), metric)
+        means = scored.group_by("perturbation", "severity").agg(pl.col("score").mean())
+        assert means.height == len(SUBSETS)
+        for perturbation, severity, accuracy in means.iter_rows():
+            lmms = theirs[task_name(perturbation, severity)]["exact_match,none"]
+            assert accuracy == pytest.approx(lmms, abs=1e-12), (metric, perturbation)
 
 
 def _write_vlmevalkit(path: Path, rows: list[dict]) -> None:

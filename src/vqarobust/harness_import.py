@@ -179,6 +179,17 @@ def read_lmms_eval(
     return records
 
 
+def lmms_eval_results(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """lmms-eval's own aggregates from the newest ``<date>_results.json`` under
+    ``folder``: per task, its ``results`` entry (``"exact_match,none"`` is the mean of
+    the samples' ``exact_match`` under filter ``none``, with ``..._stderr,none``), to
+    compare with the workflow's accuracy of the imported answers (docs/interop.md)."""
+    found = sorted(Path(folder).rglob("*_results.json"), key=lambda p: p.name)
+    if not found:
+        raise FileNotFoundError(f"lmms-eval logs: no <date>_results.json under {folder}")
+    return dict(json.loads(found[-1].read_text(encoding="utf-8"))["results"])
+
+
 # -- VLMEvalKit -----------------------------------------------------------------------
 
 

@@ -1,12 +1,13 @@
 """Snakemake adapter: run one model on every severity of the job's subsets (all of its
 subsets, or one), loading the weights once."""
 
+import importlib
+
 import torch
 
-from vqarobust.harness_import import import_job
 from vqarobust.inference import job_subsets, run_model_job
 from vqarobust.jobs import start_job
-from vqarobust.models import ModelRef
+from vqarobust.models import FAMILIES, ModelRef
 
 # A model whose entry allows downloads may reach the Hub; every other job runs offline.
 start_job(snakemake.log[0], allow_download=snakemake.params.runtime.get("allow_download", False))
@@ -18,9 +19,14 @@ outputs = [
     for (name, subset), path in zip(snakemake.params.subsets.items(), snakemake.output, strict=True)
 ]
 spec = dict(snakemake.params.spec)
-if spec["family"] == "imported":
-    # Answers another harness logged: read from its logs, not computed (docs/interop.md).
-    import_job(snakemake.wildcards.model, spec, snakemake.input.questions, outputs)
+family = FAMILIES.entry(spec["family"])
+if "job" in family.tags:
+    # A family with no model to load (imported: answers read from another harness's logs,
+    # docs/interop.md) runs its own job function, imported by name: its code then reruns
+    # only its models' jobs (the family's code digest), not every model's inference.
+    module = importlib.import_module(family.tags.get("module", family.origin))
+    job = getattr(module, family.tags["job"])
+    job(snakemake.wildcards.model, spec, snakemake.input.questions, outputs)
 else:
     trained = snakemake.input.get("model")  # a list with names: no `in` on the names
     if trained:

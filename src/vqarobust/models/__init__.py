@@ -93,7 +93,8 @@ def _openai_chat(**kwargs: Any) -> VQAModel:
     return OpenAIChatVQA(**kwargs)
 
 
-@FAMILIES.register("imported", module="vqarobust.harness_import")
+# job: the function of ``module`` a run_model job calls instead of loading a model.
+@FAMILIES.register("imported", module="vqarobust.harness_import", job="import_job")
 def _imported(**kwargs: Any) -> VQAModel:
     """Answers another harness logged (lmms-eval, VLMEvalKit): its run_model job imports
     them (vqarobust.harness_import.import_job); there is no model to load."""
