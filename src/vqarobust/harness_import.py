@@ -452,8 +452,31 @@ def import_answers(
     """One predictions table (``store.PREDICTION_SCHEMA``) per target, in its questions'
     order, and the counts. An empty or missing answer is ``empty`` (never scored), its raw
     reply kept; ``truncated`` is False (the harness's prompt is not known here)."""
-    by_task = _task_lookup(targets)
+    found, other, unknown = _match(records, targets)
     counts = ImportCounts(records=len(records))
+    tables = []
+    for target in targets:
+        answers = found[target.task]
+        ids = [q for q in target.question_ids if q in answers]
+        if len(ids) < len(target.question_ids):
+            counts.missing[target.task] = len(target.question_ids) - len(ids)
+        table = _predictions(target, [answers[q] for q in ids], ids, model)
+        counts.imported += table.num_rows
+        counts.empty += table.column("answer").null_count
+        tables.append(table)
+    counts.other_tasks = dict(sorted(other.items()))
+    counts.unknown_questions = dict(sorted(unknown.items()))
+    _log_counts(counts)
+    return tables, counts
+
+
+def _match(
+    records: Sequence[Record], targets: Sequence[Target]
+) -> tuple[dict[str, dict[int, Record]], Counter[str], Counter[str]]:
+    """Each target's records by question id; the records of other tasks and of
+    questions their subset does not ask, counted by task. Two records of one question
+    raise."""
+    by_task = _task_lookup(targets)
     found: dict[str, dict[int, Record]] = {t.task: {} for t in targets}
     asked_ids = {t.task: frozenset(t.question_ids) for t in targets}
     other: Counter[str] = Counter()
@@ -464,49 +487,43 @@ def import_answers(
             other[record.task] += 1
             continue
         qid = _question_id(record, target)
-        asked = found[target.task]
         if qid is None or qid not in asked_ids[target.task]:
             unknown[target.task] += 1
             continue
-        if qid in asked:
+        seen = found[target.task]
+        if qid in seen:
             raise ValueError(
                 f"{record.source}: question {qid} of {target.task} answered twice "
-                f"(also in {asked[qid].source})"
+                f"(also in {seen[qid].source})"
             )
-        asked[qid] = record
-    tables = []
-    for target in targets:
-        answers = found[target.task]
-        ids = [q for q in target.question_ids if q in answers]
-        if len(ids) < len(target.question_ids):
-            counts.missing[target.task] = len(target.question_ids) - len(ids)
-        responses = Responses.sized(len(ids))
-        for i, qid in enumerate(ids):
-            responses.set(i, answers[qid].answer or "", answers[qid].raw)
-        n = len(ids)
-        counts.imported += n
-        counts.empty += sum(a is None for a in responses.answers)
-        tables.append(
-            pa.table(
-                {
-                    "question_id": pa.array(ids, pa.int64()),
-                    "answer": pa.array(responses.answers, pa.string()),
-                    "raw_answer": pa.array(responses.raw, pa.string()),
-                    "model": pa.array([model] * n, pa.string()),
-                    "modality": pa.array([target.modality] * n, pa.string()),
-                    "perturbation": pa.array([target.perturbation] * n, pa.string()),
-                    "severity": pa.array([target.severity] * n, store.SEVERITY),
-                    "truncated": pa.array([False] * n, pa.bool_()),
-                    "status": pa.array(responses.status, pa.string()),
-                    "finish_reason": pa.array([None] * n, pa.string()),
-                },
-                schema=store.PREDICTION_SCHEMA,
-            )
-        )
-    counts.other_tasks = dict(sorted(other.items()))
-    counts.unknown_questions = dict(sorted(unknown.items()))
-    _log_counts(counts)
-    return tables, counts
+        seen[qid] = record
+    return found, other, unknown
+
+
+def _predictions(
+    target: Target, records: Sequence[Record], ids: Sequence[int], model: str
+) -> pa.Table:
+    """The predictions of one subset from its records, statuses set as the inference
+    loop sets them (:class:`vqarobust.models.replies.Responses`)."""
+    responses = Responses.sized(len(ids))
+    for i, record in enumerate(records):
+        responses.set(i, record.answer or "", record.raw)
+    n = len(ids)
+    return pa.table(
+        {
+            "question_id": pa.array(ids, pa.int64()),
+            "answer": pa.array(responses.answers, pa.string()),
+            "raw_answer": pa.array(responses.raw, pa.string()),
+            "model": pa.array([model] * n, pa.string()),
+            "modality": pa.array([target.modality] * n, pa.string()),
+            "perturbation": pa.array([target.perturbation] * n, pa.string()),
+            "severity": pa.array([target.severity] * n, store.SEVERITY),
+            "truncated": pa.array([False] * n, pa.bool_()),
+            "status": pa.array(responses.status, pa.string()),
+            "finish_reason": pa.array([None] * n, pa.string()),
+        },
+        schema=store.PREDICTION_SCHEMA,
+    )
 
 
 def _log_counts(counts: ImportCounts) -> None:
