@@ -758,3 +758,13 @@ def test_lmms_eval_is_the_both_normalization_but_for_repeated_commas():
     answers = ["1,,000"] * 3 + ["dog"] * 7
     assert lmms_eval_vqav2("1000", _lmms_answers(answers)) == pytest.approx(0.9)
     assert vqa_accuracy_both("1000", answers) == 0.0
+
+
+def test_logs_of_two_models_are_refused(tmp_path):
+    """lmms-eval writes a folder per model under --output_path: ``logs`` names one."""
+    for model in ("org__a", "org__b"):
+        (tmp_path / model).mkdir()
+        (tmp_path / model / f"{DATE}_samples_vqarobust_clean_0.jsonl").write_text("{}\n")
+    with pytest.raises(ValueError, match="lmms-eval logs of several models"):
+        lmms_eval_files(tmp_path)
+    assert list(lmms_eval_files(tmp_path / "org__a")) == ["vqarobust_clean_0"]

@@ -21,8 +21,8 @@ Two formats are read:
 Tasks name subsets as the exported dataset's lmms-eval tasks do, ``vqarobust_<perturbation>_
 <severity>`` (:func:`task_name`); the dataset's configurations are
 ``<perturbation>-<severity>`` (:func:`config_name`). A record of a task outside the
-subsets imported, or of a question not asked on its subset, is counted and logged (and
-an error for a workflow job); a question without a record is counted as missing.
+subsets imported is counted and logged; so are a record of a question its subset does
+not ask and a question without a record, which fail a workflow job (:func:`import_job`).
 """
 
 from __future__ import annotations
@@ -102,6 +102,10 @@ def lmms_eval_files(folder: str | os.PathLike[str]) -> dict[str, Path]:
             f"lmms-eval logs: no <date>_samples_<task>.jsonl under {root} "
             "(run lmms-eval with --log_samples --output_path)"
         )
+    # lmms-eval writes one folder per model under --output_path: two are two models.
+    folders = sorted({str(path.parent) for runs in by_task.values() for _, path in runs})
+    if len(folders) > 1:
+        raise ValueError(f"lmms-eval logs of several models under {root}: {folders}; name one")
     out = {}
     for task, runs in sorted(by_task.items()):
         runs.sort()
