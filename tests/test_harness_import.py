@@ -44,6 +44,8 @@ from vqarobust.metrics.vqa_accuracy import (
 )
 from vqarobust.models.replies import ANSWERED, EMPTY, Responses
 
+# The workflow test's own Snakemake run, beside the shared tiny run, and the unit tests.
+COST_SECONDS = 150
 MODEL = "m"
 # (modality, perturbation, severity), and the predictions file each lands in.
 SUBSETS = [
@@ -695,8 +697,8 @@ def _logs_from_predictions(predictions: Path, out: Path) -> int:
 def test_a_study_with_an_imported_model_runs_through_the_workflow(workflow_run, tmp_path):
     """The tiny run with a model of family imported whose logs hold vilt-tiny's answers:
     one run_model job imports them (no attention job), the analyses rerun, and the
-    imported model's accuracy per subset, sub-metrics and VRE are vilt-tiny's. A
-    rewritten log reruns the import."""
+    imported model's accuracy per subset, sub-metrics, VRE and bootstrap intervals are
+    vilt-tiny's; the report shows it. A rewritten log reruns the import."""
     import duckdb
 
     from tests.plans import plan, snakemake, write_config
@@ -719,6 +721,9 @@ def test_a_study_with_an_imported_model_runs_through_the_workflow(workflow_run, 
             ("accuracy", "modality, perturbation, severity, n, accuracy"),
             ("submetrics", "* EXCLUDE (model)"),
             ("vre_model", "* EXCLUDE (model)"),
+            # One resample of the questions for every model: the same answers, the same
+            # intervals.
+            ("intervals", "* EXCLUDE (model)"),
         ):
             rows = {
                 m: con.sql(
@@ -727,6 +732,10 @@ def test_a_study_with_an_imported_model_runs_through_the_workflow(workflow_run, 
                 for m in ("vilt-tiny", "vilt-import")
             }
             assert rows["vilt-tiny"] and rows["vilt-tiny"] == rows["vilt-import"], table
+        n = "SELECT count(*) FROM intervals WHERE model = 'vilt-import' AND metric = 'vre_model'"
+        assert con.sql(n).fetchone()[0] == 1
+    report = workdir / "results" / "easy-vqa" / "report" / "index.html"
+    assert "vilt-import" in report.read_text()
     # Another answer in one log: the import reruns, then what reads it.
     clean = logs / f"{DATE}_samples_vqarobust_clean_0.jsonl"
     lines = clean.read_text().splitlines()
