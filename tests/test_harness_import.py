@@ -1,8 +1,9 @@
-"""Answers another harness logged, imported as predictions (vqarobust.harness_import): the
-logs are written here in lmms-eval's and VLMEvalKit's own formats from predictions made
-as the workflow makes them, and the import must give those predictions back, so every
-table of the analyses equals the workflow's own. Then the scoring differences between
-lmms-eval's VQAv2 metric and the official one (docs/interop.md)."""
+"""Answers another harness logged, imported as predictions (vqarobust.harness_logs reads
+them, vqarobust.harness_import maps and writes them): the logs are written here in
+lmms-eval's and VLMEvalKit's own formats from predictions made as the workflow makes
+them, and the import must give those predictions back, so every table of the analyses
+equals the workflow's own. Then the scoring differences between lmms-eval's VQAv2 metric
+and the official one (docs/interop.md)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,10 @@ import pytest
 import yaml
 
 from vqarobust import store
-from vqarobust.harness_import import (
-    Target,
+from vqarobust.harness_import import Target, import_answers, import_job
+from vqarobust.harness_logs import (
     config_name,
     exported_question_ids,
-    import_answers,
-    import_job,
     lmms_eval_files,
     logs_sha256,
     read_lmms_eval,
@@ -353,7 +352,7 @@ def test_imported_accuracy_equals_lmms_evals_aggregate_under_the_same_metric(stu
     words without number words or articles, which no normalization changes: there the
     official metric gives the same numbers (the cases where it does not are by hand,
     below)."""
-    from vqarobust.harness_import import lmms_eval_results
+    from vqarobust.harness_logs import lmms_eval_results
 
     questions, predictions, _, exported, order = study
     answered = {
@@ -733,7 +732,7 @@ def test_a_study_with_an_imported_model_runs_through_the_workflow(workflow_run, 
             }
             assert rows["vilt-tiny"] and rows["vilt-tiny"] == rows["vilt-import"], table
         n = "SELECT count(*) FROM intervals WHERE model = 'vilt-import' AND metric = 'vre_model'"
-        assert con.sql(n).fetchone()[0] == 1
+        assert con.sql(n).fetchall() == [(1,)]
     report = workdir / "results" / "easy-vqa" / "report" / "index.html"
     assert "vilt-import" in report.read_text()
     # Another answer in one log: the import reruns, then what reads it.

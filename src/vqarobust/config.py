@@ -586,7 +586,7 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
 def _check_imported(name: str, entry: dict[str, Any]) -> None:
     """An imported model names its logs, which hold files of its format, and nothing of
     loading a model."""
-    from vqarobust.harness_import import exported_files, log_files
+    from vqarobust.harness_logs import exported_files, log_files
 
     if "logs" not in entry:
         raise ConfigError(f"config error at models.{name}: family imported needs logs")

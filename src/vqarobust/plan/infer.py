@@ -117,7 +117,7 @@ class InferStage:
         entry = self.config["models"][model]
         if entry["family"] != "imported":
             return {}
-        from vqarobust.harness_import import exported_files, log_files
+        from vqarobust.harness_logs import exported_files, log_files
 
         files = log_files(entry["logs"], entry.get("format", "lmms-eval"))
         if "exported" in entry:
