@@ -18,7 +18,7 @@ from tests.doc_blocks import CHECKED, MARKS, blocks, checked, commands, merge, r
 
 # What these tests check, so that a block that loses its mark (or a new, unmarked one) is
 # noticed: the count is the docs' own, asserted below.
-N_BLOCKS = 40
+N_BLOCKS = 41
 
 
 def _needs_a_run(text: str) -> bool:

@@ -152,6 +152,7 @@ VQAV2 = {
         "chat": {"family": "image-text-to-text", "path_or_id": "org/chat"},
         "pnp": {"from_repository": "pnp-vqa-large", "pnp": {"num_captions": 10}},
         "served": {"family": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "model": "llava"},
+        "imported": {"family": "imported", "logs": "data/lmms"},
     },
 }
 HF = {
@@ -197,6 +198,11 @@ FILES = (
     "data/alex.pth",
     "data/alexnet2.pth",
     "data/alex2.pth",
+    "data/lmms/20260101_000000_samples_vqarobust_clean_0.jsonl",
+    "data/lmms/m_vqarobust_clean_0.tsv",
+    "data/lmms2/20260102_000000_samples_vqarobust_clean_0.jsonl",
+    "data/export/README.md",
+    "data/export/data/clean-0/test.parquet",
 )
 
 Edit = Callable[[dict], None]
@@ -431,6 +437,9 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "models.*.retry_filtered": ("vqav2", put("models.served.retry_filtered", True)),
     "models.*.request_budget": ("vqav2", put("models.served.request_budget", 100)),
     "models.*.served_revision": ("vqav2", put("models.served.served_revision", "2026-01")),
+    "models.*.logs": ("vqav2", put("models.imported.logs", "data/lmms2")),
+    "models.*.format": ("vqav2", put("models.imported.format", "vlmevalkit")),
+    "models.*.exported": ("vqav2", put("models.imported.exported", "data/export")),
     "models.*.itm_model": ("vqav2", put("models.pnp.itm_model", "org/itm")),
     "models.*.caption_model": ("vqav2", put("models.pnp.caption_model", "org/cap")),
     "models.*.qa_model": ("vqav2", put("models.pnp.qa_model", "org/qa")),

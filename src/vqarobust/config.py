@@ -426,14 +426,18 @@ def _resolve_model(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     if "batch_size" in known:
         resolved.setdefault("batch_size", default_batch_size(resolved.get("family")))
     served = resolved.get("family") == "openai-chat"
+    imported = resolved.get("family") == "imported"
     # Trained reference models are small CPU models; checkpoints expect a GPU; a served
-    # model's GPU is the server's, so its job needs none.
-    resolved.setdefault("device", "cpu" if "train" in resolved or served else "cuda")
+    # model's GPU is the server's, so its job needs none; an import reads files.
+    on_cpu = "train" in resolved or served or imported
+    resolved.setdefault("device", "cpu" if on_cpu else "cuda")
     # Scheduler requests of one inference job (a cluster profile reads them).
     resolved.setdefault("mem_mb", 4000)
     resolved.setdefault("runtime", 60)
     if served:
         _check_served(name, resolved)
+    elif imported:
+        _check_imported(name, resolved)
     for key, value in (("dtype", "auto"), ("allow_download", False), ("trust_remote_code", False)):
         if key in known:
             resolved.setdefault(key, value)
@@ -460,7 +464,7 @@ def _check_model(name: str, entry: dict[str, Any], config: Mapping[str, Any]) ->
             f"checkpoint ({' or '.join(AUTO_FAMILIES)}), not family {entry['family']}; give GB"
         )
     train = entry.get("train")
-    needs_weights = entry["family"] not in ("openai-chat", "pnp-vqa")
+    needs_weights = entry["family"] not in ("openai-chat", "pnp-vqa", "imported")
     if train is None and "path_or_id" not in entry and needs_weights:
         raise ConfigError(f"config error at models.{name}: give path_or_id or train")
     if train is not None:
@@ -588,6 +592,29 @@ def _check_served(name: str, entry: dict[str, Any]) -> None:
         check_endpoint(name, entry["base_url"], entry.get("api_key_env"))
     except EndpointError as exc:
         raise ConfigError(f"config error at {exc}") from None
+
+
+def _check_imported(name: str, entry: dict[str, Any]) -> None:
+    """An imported model names its logs, which hold files of its format (the keys of
+    loading a model are not its family's: :func:`_check_entry_keys`)."""
+    from vqarobust.harness_logs import exported_files, log_files
+
+    if "logs" not in entry:
+        raise ConfigError(f"config error at models.{name}: family imported needs logs")
+    if entry["device"] != "cpu":
+        raise ConfigError(
+            f"config error at models.{name}.device: an import reads files; its job asks "
+            "for no GPU (device: cpu)"
+        )
+    try:
+        log_files(entry["logs"], entry.get("format", "lmms-eval"))
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"config error at models.{name}.logs: {exc}") from None
+    if "exported" in entry:
+        try:
+            exported_files(entry["exported"])
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config error at models.{name}.exported: {exc}") from None
 
 
 def _check_context(config: dict[str, Any]) -> None:

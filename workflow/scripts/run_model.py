@@ -1,11 +1,13 @@
 """Snakemake adapter: run one model on every severity of the job's subsets (all of its
 subsets, or one), loading the weights once."""
 
+import importlib
+
 import torch
 
 from vqarobust.inference import job_subsets, run_model_job
 from vqarobust.jobs import start_job
-from vqarobust.models import ModelRef
+from vqarobust.models import FAMILIES, ModelRef
 
 # A model whose entry allows downloads may reach the Hub; every other job runs offline.
 start_job(snakemake.log[0], allow_download=snakemake.params.runtime.get("allow_download", False))
@@ -17,11 +19,22 @@ outputs = [
     for (name, subset), path in zip(snakemake.params.subsets.items(), snakemake.output, strict=True)
 ]
 spec = dict(snakemake.params.spec)
-trained = snakemake.input.get("model")  # input is a list with names: no `in` on the names
-if trained:
-    # A checkpoint folder: the one the workflow trained (a module's prefix moves it) or the
-    # entry's own local folder (an input, so that weights replaced in place rerun the job).
-    spec["path_or_id"] = trained
-# Batch size and the like: the runtime channel, since they never change answers.
-model = ModelRef(snakemake.wildcards.model, spec, options=dict(snakemake.params.runtime.values))
-run_model_job(model, snakemake.input.questions, outputs)
+family = FAMILIES.entry(spec["family"])
+if "job" in family.tags:
+    # A family with no model to load (imported: answers read from another harness's logs,
+    # docs/interop.md) runs its own job function, imported by name: its code then reruns
+    # only its models' jobs (the family's code digest), not every model's inference.
+    module = importlib.import_module(family.tags.get("module", family.origin))
+    job = getattr(module, family.tags["job"])
+    job(snakemake.wildcards.model, spec, snakemake.input.questions, outputs)
+else:
+    trained = snakemake.input.get("model")  # a list with names: no `in` on the names
+    if trained:
+        # A checkpoint folder: the one the workflow trained (a module's prefix moves it) or
+        # the entry's own local folder (an input, so that weights replaced in place rerun
+        # the job).
+        spec["path_or_id"] = trained
+    # Batch size and the like: the runtime channel, since they never change answers.
+    options = dict(snakemake.params.runtime.values)
+    model = ModelRef(snakemake.wildcards.model, spec, options=options)
+    run_model_job(model, snakemake.input.questions, outputs)

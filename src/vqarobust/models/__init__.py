@@ -181,6 +181,22 @@ def feature_families() -> list[str]:
     return [f for f in FAMILIES if "features" in entry_keys(f).reads]
 
 
+# job: the function of ``module`` a run_model job calls instead of loading a model.
+@FAMILIES.register(
+    "imported",
+    module="vqarobust.harness_import",
+    job="import_job",
+    keys=FamilyKeys(reads={"logs", "format", "exported"}),
+)
+def _imported(**kwargs: Any) -> VQAModel:
+    """Answers another harness logged (lmms-eval, VLMEvalKit): its run_model job imports
+    them (vqarobust.harness_import.import_job); there is no model to load."""
+    raise TypeError(
+        f"model {kwargs.get('name')!r} of family imported has no adapter: its answers are "
+        "imported from its logs (docs/interop.md)"
+    )
+
+
 def load_model(
     spec: str | dict[str, Any], name: str | None = None, device: str = "cpu"
 ) -> VQAModel:

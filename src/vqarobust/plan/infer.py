@@ -62,7 +62,8 @@ class InferStage:
         for subset in self.job_subsets(wildcards):
             one = SimpleNamespace(dataset=self.plan.dataset, model=wildcards.model, subset=subset)
             for key, value in self.infer_input(one).items():
-                out[key if key in ("questions", "model") else f"{key}__{subset}"] = value
+                shared = key in ("questions", "model", "logs")
+                out[key if shared else f"{key}__{subset}"] = value
         return out
 
     def job_params(self, wildcards: Any) -> dict[str, dict[str, Any]]:
@@ -106,7 +107,22 @@ class InferStage:
                 plan.image_folder(wildcards.subset, s) for s in self.subset_severities(wildcards)
             ]
         inputs.update(plan.models.model_input(wildcards.model))
+        inputs.update(self.imported_input(wildcards.model))
         return inputs
+
+    def imported_input(self, model: str) -> dict[str, Any]:
+        """An imported model's logs (and the exported dataset's card and data files, whose
+        row order maps lmms-eval's doc_id), each file an input: a changed, added or
+        removed log reruns its jobs (docs/interop.md)."""
+        entry = self.config["models"][model]
+        if entry["family"] != "imported":
+            return {}
+        from vqarobust.harness_logs import exported_files, log_files
+
+        files = log_files(entry["logs"], entry.get("format", "lmms-eval"))
+        if "exported" in entry:
+            files += exported_files(entry["exported"])
+        return {"logs": [self.plan.user_path(str(f)) for f in files]}
 
     def feature_infer_input(self, wildcards: Any, source: str) -> dict[str, Any]:
         """A feature model's inputs: the features of the subset's images (the eval split's
