@@ -433,15 +433,15 @@ def _log_paths(folder: Path) -> list[Path]:
 
 
 def _accuracy(files, questions_path) -> pl.DataFrame:
-    """Accuracy per (model, corruption, severity) over answered rows, by the package's
+    """Accuracy per (model, perturbation, severity) over answered rows, by the package's
     scoring, in the long form the VRE suite reads."""
     preds = pl.concat([pl.read_parquet(f) for f in files]).filter(pl.col("status") == ANSWERED)
     questions = pl.read_parquet(questions_path)
     scored = score_predictions(preds, questions, "vqa_accuracy")
     return (
-        scored.group_by("model", pl.col("perturbation").alias("corruption"), "severity")
+        scored.group_by("model", "perturbation", "severity")
         .agg(pl.col("score").mean().alias("accuracy"))
-        .sort("model", "corruption", "severity")
+        .sort("model", "perturbation", "severity")
     )
 
 
@@ -481,7 +481,7 @@ def test_the_analyses_of_imported_answers_equal_the_workflows(study, tmp_path, e
     assert ours.equals(theirs)
     vre_ours = robustness_tables(ours, families=FAMILIES)
     vre_theirs = robustness_tables(theirs, families=FAMILIES)
-    for name in ("submetrics", "vre_model", "vre_corruption", "vre_sweep", "vre_family"):
+    for name in ("submetrics", "vre_model", "vre_perturbation", "vre_sweep", "vre_family"):
         assert getattr(vre_ours, name).equals(getattr(vre_theirs, name)), name
     assert vre_ours.vre_model.height == 1
 
@@ -642,7 +642,7 @@ def test_an_imported_model_is_a_study_model_whose_logs_are_job_inputs(tmp_path):
         ({"logs": "absent"}, "models.mine.logs: lmms-eval logs: no folder"),
         ({"logs": "LOGS", "format": "vlmevalkit"}, "models.mine.logs: VLMEvalKit predictions"),
         ({"logs": "LOGS", "format": "csv"}, "models.mine.format"),
-        ({"logs": "LOGS", "path_or_id": "x"}, "apply to models run here"),
+        ({"logs": "LOGS", "path_or_id": "x"}, "not imported; family imported reads"),
         ({"logs": "LOGS", "device": "cuda"}, "models.mine.device"),
         ({"logs": "LOGS", "exported": "absent"}, "models.mine.exported"),
     ],
