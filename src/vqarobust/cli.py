@@ -518,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     _add_config_and_metrics(sub)
     _add_image_commands(sub)
     _add_run_commands(sub)
+    _add_cost_estimate(sub)
+    _add_gpu_hours(sub)
     _add_checkpoint_commands(sub)
     _add_hf_export(sub)
     # Every command loads the installed plugins, and the modules --plugin names (those a
@@ -642,16 +644,21 @@ def _add_image_commands(sub: Any) -> None:
     p.set_defaults(func=_images_export)
 
 
+def _add_check(p: argparse.ArgumentParser, what: str) -> None:
+    """``--check FILE``: compare FILE with this ``what`` (a docs block the command wrote)."""
+    p.add_argument(
+        "--check",
+        metavar="FILE",
+        help=f"compare FILE with this {what}; exit 1 with a diff when a line differs",
+    )
+
+
 def _add_run_commands(sub: Any) -> None:
     """The commands that read a run's DuckDB file."""
     p = sub.add_parser("summary", help="headline numbers of a run, from its DuckDB file")
     p.add_argument("database")
     p.add_argument("--markdown", action="store_true", help="the README's Markdown block")
-    p.add_argument(
-        "--check",
-        metavar="FILE",
-        help="compare FILE with this run's Markdown block; exit 1 with a diff when a line differs",
-    )
+    _add_check(p, "run's Markdown block")
     p.set_defaults(func=_summary)
     p = sub.add_parser(
         "plan-size",
@@ -666,12 +673,43 @@ def _add_run_commands(sub: Any) -> None:
         ("--level", 0.95, "level of the intervals"),
     ):
         p.add_argument(flag, type=float, default=default, help=f"{what} (default {default})")
-    p.add_argument(
-        "--check",
-        metavar="FILE",
-        help="compare FILE with this plan; exit 1 with a diff when a line differs",
-    )
+    _add_check(p, "plan")
     p.set_defaults(func=_plan_size)
+    p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
+    p.add_argument("database")
+    p.set_defaults(func=_provenance)
+    p = sub.add_parser(
+        "diff", help="which inputs and tables differ between two runs (exit 1 when any does)"
+    )
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(func=_diff)
+    p = sub.add_parser(
+        "export", help="per-sample records (model x subset x question) of a results DuckDB file"
+    )
+    p.add_argument("database")
+    p.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet")
+    p.add_argument("--out", required=True, help="file to write")
+    p.add_argument("--model", action="append", help="only this model (repeatable)")
+    p.add_argument(
+        "--perturbation",
+        action="append",
+        help="only this perturbation; clean: the clean subset (repeatable)",
+    )
+    p.set_defaults(func=_export)
+    p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
+    p.add_argument("database")
+    p.add_argument("--out", required=True, help="path of index.html to write")
+    p.add_argument(
+        "--template",
+        help="a Jinja2 page of one's own; it may extend "
+        '"report.html.j2" and replace its blocks (docs/report.md)',
+    )
+    p.set_defaults(func=_report)
+
+
+def _add_cost_estimate(sub: Any) -> None:
+    """The command ``cost-estimate``: a study's cost scaled from a pilot run."""
     p = sub.add_parser(
         "cost-estimate",
         help="what a study will cost (GPU-hours, CPU-hours, "
@@ -698,6 +736,10 @@ def _add_run_commands(sub: Any) -> None:
         "model TARGET from pilot model PILOT (repeatable; default: the same name)",
     )
     p.set_defaults(func=_cost_estimate)
+
+
+def _add_gpu_hours(sub: Any) -> None:
+    """The command ``gpu-hours`` (docs/paper.md, "GPU-hours before the run")."""
     p = sub.add_parser(
         "gpu-hours",
         help="GPU-hours per model and wall time on N GPUs of a study config, from a "
@@ -733,43 +775,8 @@ def _add_run_commands(sub: Any) -> None:
         action="store_true",
         help="price each model at its fastest measured setting, not the one nearest its entry",
     )
-    p.add_argument(
-        "--check",
-        metavar="FILE",
-        help="compare FILE with this estimate; exit 1 with a diff when a line differs",
-    )
+    _add_check(p, "estimate")
     p.set_defaults(func=_gpu_hours)
-    p = sub.add_parser("provenance", help="code, versions, config, data and weights of a run")
-    p.add_argument("database")
-    p.set_defaults(func=_provenance)
-    p = sub.add_parser(
-        "diff", help="which inputs and tables differ between two runs (exit 1 when any does)"
-    )
-    p.add_argument("a")
-    p.add_argument("b")
-    p.set_defaults(func=_diff)
-    p = sub.add_parser(
-        "export", help="per-sample records (model x subset x question) of a results DuckDB file"
-    )
-    p.add_argument("database")
-    p.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet")
-    p.add_argument("--out", required=True, help="file to write")
-    p.add_argument("--model", action="append", help="only this model (repeatable)")
-    p.add_argument(
-        "--perturbation",
-        action="append",
-        help="only this perturbation; clean: the clean subset (repeatable)",
-    )
-    p.set_defaults(func=_export)
-    p = sub.add_parser("report", help="render the HTML report from a results DuckDB file")
-    p.add_argument("database")
-    p.add_argument("--out", required=True, help="path of index.html to write")
-    p.add_argument(
-        "--template",
-        help="a Jinja2 page of one's own; it may extend "
-        '"report.html.j2" and replace its blocks (docs/report.md)',
-    )
-    p.set_defaults(func=_report)
 
 
 def _add_hf_export(sub: Any) -> None:
