@@ -5,7 +5,7 @@ import sys
 
 from snakemake.io import local
 
-from vqarobust import plugins
+from vqarobust import plugins, storage_paths
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.plan import StudyPlan
 from vqarobust.plan.models import cores_per_gpu
@@ -40,6 +40,16 @@ os.environ[plugins.ENV] = ",".join(config["plugins"])
 if workflow.nodes is None:
     PLAN.models.cores_per_gpu = cores_per_gpu(
         workflow.resource_settings.cores, workflow.global_resources.get("gpu").value
+    )
+# On object storage (docs/cloud.md) jobs load local copies of their inputs; what they
+# record names the workflow's own paths (vqarobust.storage_paths). Every job's Snakemake
+# parses this file with the same storage settings, also on a cloud executor.
+_storage = workflow.storage_settings
+if _storage.default_storage_provider and _storage.default_storage_prefix:
+    os.environ[storage_paths.ENV] = storage_paths.local_copies(
+        _storage.local_storage_prefix,
+        _storage.default_storage_provider,
+        _storage.default_storage_prefix,
     )
 # Said in dry runs too: what a run would leave out is worth knowing before it starts.
 if workflow.is_main_process:

@@ -36,6 +36,7 @@ from vqarobust.resume import (
     subset_fingerprint,
     subset_key,
 )
+from vqarobust.storage_paths import workflow_path
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +311,7 @@ def _prepare_job(
     commit is the one that ran."""
     allow_download = bool({**ref.spec, **(ref.options or {})}.get("allow_download", False))
     resolved = resolve_checkpoints(ref.spec, ref.name, allow_download)
+    resolved = replace(resolved, identity=workflow_identity(resolved.identity))
     code = family_code_digest(ref.spec.get("family"))
     precision = resolved_precision(ref.spec, device)
     loader = _Loader(replace(ref, spec=resolved.entry), device, precision, [])
@@ -321,6 +323,16 @@ def _prepare_job(
         ref.name, ref.spec, resolved.identity, code, questions, device, chunk_size
     )
     return loader, job
+
+
+def workflow_identity(identity: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Checkpoint identities with each local folder named by its workflow path: a job on
+    object storage loads a local copy (:mod:`vqarobust.storage_paths`), and its tables
+    name the checkpoint as a local run's do."""
+    return {
+        key: {**value, "path": workflow_path(value["path"])} if "path" in value else value
+        for key, value in identity.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -546,7 +558,7 @@ def input_fingerprint(
     :func:`~vqarobust.resume.job_fingerprint` with each subset's
     :func:`~vqarobust.resume.subset_fingerprint` under ``subsets``."""
     digest = Digests()
-    identity = resolve_checkpoints(spec, model_name).identity
+    identity = workflow_identity(resolve_checkpoints(spec, model_name).identity)
     code = family_code_digest(spec.get("family"))
     job = job_fingerprint(
         model_name, spec, identity, code, digest(questions_path), device, chunk_size

@@ -1,0 +1,135 @@
+"""Each cloud profile (profiles/kubernetes, profiles/aws-batch, profiles/googlebatch)
+dry-run on the tiny config with its executor plugin installed, its storage prefix set on
+the command line to a bucket of a local moto S3 server: the plan's resources per job are
+what the rules and the profile ask for. Nothing is submitted (docs/cloud.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.s3_server import s3_server, storage_args
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.workflow
+
+for module in ("boto3", "snakemake_storage_plugin_s3", "moto.server"):
+    pytest.importorskip(module, reason=f"{module} is not installed (pip install -e '.[dev]')")
+
+BUCKET = "vqarobust-dry"
+PLUGINS = {
+    "kubernetes": "snakemake_executor_plugin_kubernetes",
+    "aws-batch": "snakemake_executor_plugin_aws_batch",
+    "googlebatch": "snakemake_executor_plugin_googlebatch",
+}
+# Why a plugin may be absent where the lock is installed.
+ABSENT = {
+    "googlebatch": "its google-api-core needs protobuf<7, which the lock's protobuf 7.36.2 "
+    "excludes, so it is not in the lock (docs/cloud.md, 'Google Batch')",
+}
+
+
+@pytest.fixture(scope="module")
+def s3_url(tmp_path_factory):
+    with s3_server(tmp_path_factory.mktemp("moto") / "server.log", BUCKET) as url:
+        yield url
+
+
+def jobs(out: str) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """(rule, wildcards, resources) of every job a dry run prints."""
+    found = []
+    for block in re.split(r"\n(?=\[.*\]\n|(?:local)?rule \w+:\n)", out):
+        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
+        if not rule:
+            continue
+        fields = {}
+        for key in ("wildcards", "resources"):
+            line = re.search(rf"^\s+{key}: (.*)$", block, re.M)
+            pairs = (p.split("=", 1) for p in line.group(1).split(", ")) if line else ()
+            fields[key] = {k: v for k, v in pairs}
+        found.append((rule.group(1), fields["wildcards"], fields["resources"]))
+    return found
+
+
+def dry_run(profile: str, workdir: Path, url: str) -> list[tuple[str, dict, dict]]:
+    """The tiny config, with ViLT asking for a GPU (device auto), 6000 MB and 45 minutes,
+    dry-run through ``profile`` onto a bucket of the server at ``url``."""
+    if importlib.util.find_spec(PLUGINS[profile]) is None:
+        pytest.skip(
+            f"{PLUGINS[profile]} is not installed: {ABSENT.get(profile, 'pip install -e .[dev]')}"
+        )
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["models"]["vilt-tiny"].update(device="auto", mem_mb=6000, runtime=45)
+    (workdir / "config").mkdir(parents=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "--profile",
+        str(REPO / "profiles" / profile),
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        *storage_args(url, f"s3://{BUCKET}/{profile}"),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-5000:]
+    planned = jobs(out)
+    assert planned, out[-3000:]
+    return planned
+
+
+def by_rule(planned, rule: str, **wildcards: str) -> list[dict[str, str]]:
+    return [
+        res
+        for name, wc, res in planned
+        if name == rule and all(wc.get(k) == v for k, v in wildcards.items())
+    ]
+
+
+def test_kubernetes_jobs_ask_for_the_gpus_memory_and_disk_of_their_rules(s3_url, tmp_path):
+    planned = dry_run("kubernetes", tmp_path, s3_url)
+    vilt = by_rule(planned, "run_model", model="vilt-tiny")
+    # One job per (model, subset): clean, blank, two corruptions, two text perturbations,
+    # two basic-question rankers.
+    assert len(vilt) == 8
+    for res in vilt:
+        assert (res["gpu"], res["gpu_manufacturer"], res["mem_mb"], res["runtime"]) == (
+            "1",
+            "nvidia",
+            "6000",
+            "45",
+        )
+    for res in by_rule(planned, "run_model", model="cnn-bow"):
+        assert res["gpu"] == "0"
+    (attention,) = by_rule(planned, "image_attention")
+    assert (attention["gpu"], attention["mem_mb"]) == ("1", "6000")
+    for res in by_rule(planned, "train_model"):
+        assert (res["mem_mb"], res["runtime"]) == ("8000", "120")
+    assert {res["disk_mb"] for _, _, res in planned if "disk_mb" in res} == {"20000"}
+
+
+def test_aws_batch_gpu_jobs_get_a_gpu_through_the_plugins_own_resource(s3_url, tmp_path):
+    planned = dry_run("aws-batch", tmp_path, s3_url)
+    for res in by_rule(planned, "run_model", model="vilt-tiny"):
+        assert (res["_gpus"], res["gpu"], res["mem_mb"]) == ("1", "1", "6000")
+    (attention,) = by_rule(planned, "image_attention")
+    assert attention["_gpus"] == "1"
+    for res in by_rule(planned, "train_model"):
+        assert "_gpus" not in res and res["mem_mb"] == "8000"
+
+
+def test_google_batch_gpu_jobs_ask_for_an_a100(s3_url, tmp_path):
+    planned = dry_run("googlebatch", tmp_path, s3_url)
+    for res in by_rule(planned, "run_model", model="vilt-tiny"):
+        assert (res["nvidia_gpu"], res["googlebatch_memory"]) == ("nvidia-tesla-a100", "48000")
