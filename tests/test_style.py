@@ -68,3 +68,14 @@ def test_the_formatter_owns_the_layout():
     for folder in ("src", "tests", "workflow", "benchmarks", "examples"):
         assert skip_markers(REPO / folder) == 0, folder
     assert len(long_functions([REPO / "src", REPO / "workflow"], 60)) <= 30
+
+
+def test_the_commit_msg_hook_refuses_a_subject_over_72_characters(tmp_path):
+    hook = REPO / ".githooks" / "commit-msg"
+    for subject, ok in (("x" * 72, True), ("x" * 73, False), ("é" * 72, True)):
+        message = tmp_path / "COMMIT_EDITMSG"
+        message.write_text(
+            f"{subject}\n\nA body line that is longer than seventy-two characters is fine.\n"
+        )
+        proc = subprocess.run([str(hook), str(message)], capture_output=True, text=True)
+        assert (proc.returncode == 0) == ok, (subject, proc.stderr)
