@@ -5,17 +5,22 @@ so it gets a venv of its own. That venv sees the project's venv through a ``.pth
 torch, transformers and datasets are the project's, and only the pinned rest is
 downloaded. It is built once per requirements file and Python, under
 ``$VQAROBUST_CACHE`` (default ``~/.cache/vqarobust``), into a temporary folder renamed
-into place, so an interrupted build is never reused.
+into place, so an interrupted build is never reused; a file lock lets one process build
+it while others wait. :func:`build_in_background` starts that build in a thread when a
+session collects the test, so the download overlaps the tests that run before it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,9 +45,29 @@ def lmms_eval_python(requirements: Path = REQUIREMENTS) -> Path:
     """The Python of a venv where ``python -m lmms_eval`` runs, built if missing."""
     target = cache_root() / f"lmms-eval-{venv_key(requirements)}"
     python = target / "bin" / "python"
-    if python.exists():
-        return python
     target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not python.exists():
+            _build(target, requirements)
+    return python
+
+
+def build_in_background(requirements: Path = REQUIREMENTS) -> threading.Thread:
+    """Build the venv in a daemon thread; the test's own call waits on the lock."""
+
+    def build() -> None:
+        # The test's own call builds again and raises what went wrong.
+        with contextlib.suppress(OSError, subprocess.CalledProcessError):
+            lmms_eval_python(requirements)
+
+    thread = threading.Thread(target=build, name="lmms-eval-venv", daemon=True)
+    thread.start()
+    return thread
+
+
+def _build(target: Path, requirements: Path) -> None:
+    """Make the venv at ``target``: the project's site-packages beneath, the pins on top."""
     # Built under a unique name and renamed once pip has finished; ``python -m`` still
     # works after the rename (bin/python is a link to the base Python, and the venv is
     # found from it), the scripts in bin/ would not and are never used.
@@ -63,4 +88,3 @@ def lmms_eval_python(requirements: Path = REQUIREMENTS) -> Path:
         staged.rename(target)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
-    return python

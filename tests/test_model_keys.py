@@ -49,6 +49,7 @@ OWN = {
     "vle": HUB | {"share_image_features"},
     "lxmert": HUB | {"answers", "features", "train"},
     "openai-chat": SERVED,
+    "imported": {"logs", "format", "exported"},
 }
 
 

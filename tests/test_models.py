@@ -195,6 +195,7 @@ def test_registries_list_their_names():
     assert FAMILIES.list() == [
         "blip",
         "image-text-to-text",
+        "imported",
         "llava",
         "lxmert",
         "openai-chat",

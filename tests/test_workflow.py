@@ -678,6 +678,7 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
     for sub in ("results", "resources"):
         (tmp_path / sub).symlink_to(workdir / sub)
     (tmp_path / "config").symlink_to(REPO / "config")
+    (tmp_path / "docs").symlink_to(REPO / "docs")
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     Image.new("RGB", (64, 48), (200, 40, 40)).save(tmp_path / "IMG.png")
     for name in ("A.duckdb", "B.duckdb"):
