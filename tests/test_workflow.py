@@ -717,6 +717,7 @@ def test_the_docs_commands_run_on_a_finished_run(workflow_run, tmp_path):
         "export",
         "hf-export",
         "plan-size",
+        "gpu-hours",
         "export",
     ]
     assert (tmp_path / "grid.png").exists() and (tmp_path / "g.png").exists()
