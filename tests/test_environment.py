@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,34 @@ def test_the_lock_pins_every_requirement_within_pyprojects_ranges() -> None:
         elif not req.specifier.contains(lock[name], prereleases=True):
             outside.append(f"{req.name}: locked {lock[name]}, pyproject asks {req.specifier}")
     assert outside == []
+
+
+def _install_closure(root: str) -> set[str]:
+    """The packages ``pip install root`` installs on this platform, walked through the
+    installed metadata with each requirement's markers evaluated for its extras."""
+    seen: set[str] = set()
+    todo = [Requirement(root)]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        for extra in req.extras or {""}:
+            key = f"{name}[{extra}]"
+            if key in seen:
+                continue
+            seen.add(key)
+            for text in metadata.distribution(name).requires or []:
+                dep = Requirement(text)
+                if dep.marker is None or dep.marker.evaluate({"extra": extra}):
+                    todo.append(dep)
+    return {key.split("[")[0] for key in seen}
+
+
+def test_the_lock_pins_only_what_the_install_needs() -> None:
+    """``pip freeze`` writes the lock, so a package left over from an older resolve stays
+    pinned; a fresh install then lacks it and every summary warns (tzdata was such a
+    pin once python-dateutil 4 left the lock)."""
+    needed = _install_closure("vqarobust[dev]")
+    assert sorted(set(read_lock(ROOT / LOCK_FILE)) - needed) == []
 
 
 def test_read_lock_normalises_names_and_names_a_bad_line(tmp_path: Path) -> None:
