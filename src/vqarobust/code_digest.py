@@ -225,14 +225,31 @@ def module_files(module: str) -> list[Path]:
     return sorted({path for path in seen.values() if path is not None})
 
 
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+# code_digest's answers, each with the stat of every file it read: a plan asks for the
+# same digests at every job, and an answer stays valid while none of its files changed.
+_DIGESTS: dict[tuple[str, ...], tuple[str, dict[Path, tuple[int, int] | None]]] = {}
+
+
 def code_digest(*modules: str) -> str:
     """SHA-256 over the package files ``modules`` run (:func:`module_files`), each by
     its path inside the package and its code (:class:`Source`): an edit to the code of
     any of them changes it; a docstring, a comment or a registered entry does not."""
     package = modules[0].split(".")[0]
     root = _package_dir(package)
+    cached = _DIGESTS.get((str(root), *modules))
+    if cached is not None and all(_stat_key(p) == k for p, k in cached[1].items()):
+        return cached[0]
     files = sorted({path for module in modules for path in module_files(module)})
     assert root is not None  # module_files found it
+    read = set(files)
     h = hashlib.sha256()
     for path in files:
         source = _file(path, package)
@@ -240,12 +257,15 @@ def code_digest(*modules: str) -> str:
         h.update(source.code + b"\0")
         # A registered entry that this file imports by name is code it runs.
         for module, name in sorted(source.imported):
-            found = module_path(module)
+            found = _source(module, root)
             if found is not None:
+                read.add(found)
                 entries = _file(found, package)
                 for used in _entry_closure(entries, name):
                     h.update(f"{module}.{used}".encode() + b"\0" + entries.entries[used])
-    return h.hexdigest()
+    digest = h.hexdigest()
+    _DIGESTS[(str(root), *modules)] = digest, {path: _stat_key(path) for path in read}
+    return digest
 
 
 def entry_digest(module: str, name: str) -> str:
