@@ -25,6 +25,9 @@ import yaml
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.slow]
+# Mostly waiting on SLURM's polling: started first beside the S3 run, which builds the
+# session's tiny run that this test reads only at its end (tests/conftest.py).
+COST_SECONDS = 450
 
 SCRIPT = REPO / "tests" / "cluster" / "local_slurm.sh"
 EXAMPLE = REPO / "examples" / "plugin"
