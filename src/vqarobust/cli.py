@@ -319,45 +319,49 @@ def _cost_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _price_gpus(args: argparse.Namespace, plan: Any, pilot_path: str | None) -> tuple:
+    """gpu-hours' pricing of ``plan``: from ``pilot_path`` when given, else from
+    ``args.throughput`` or the config's resources.throughput; (priced, questions, source
+    lines, the options that say so)."""
+    from vqarobust import gpu_hours
+    from vqarobust.cost_estimate import questions_from, read_pilot
+    from vqarobust.throughput import read_table
+
+    mapping = {k: v for k, _, v in (p.partition("=") for p in args.model or [])}
+    if any(not k or not v for k, v in mapping.items()):
+        raise ValueError(f"--model takes TARGET=MEASURED pairs, got {args.model}")
+    unknown = sorted(set(mapping) - set(plan.model_names))
+    if unknown:
+        raise ValueError(f"--model names {unknown}, not models of {args.configfile}")
+    if pilot_path:
+        pilot = read_pilot(pilot_path)
+        questions = questions_from(plan, args.questions, pilot.questions_per_image, "the pilot's")
+        priced = gpu_hours.from_pilot(plan, pilot, questions[0], mapping)
+        return priced, questions, gpu_hours.pilot_lines(pilot), ["--pilot", str(pilot_path)]
+    path = args.throughput or plan.config["resources"]["throughput"]
+    if not path:
+        raise ValueError(
+            f"give --throughput TABLE or --pilot PILOT ({args.configfile} names no "
+            "resources.throughput)"
+        )
+    table = read_table(path)
+    questions = questions_from(plan, args.questions, table.questions_per_image, "the table's")
+    priced = gpu_hours.from_table(plan, table, questions[0], mapping, args.fastest)
+    given = ["--throughput", str(path)] if args.throughput else []
+    given += ["--fastest"] if args.fastest else []
+    return priced, questions, gpu_hours.table_lines(table, args.fastest), given
+
+
 def _gpu_hours(args: argparse.Namespace) -> int:
     from vqarobust import gpu_hours
     from vqarobust.config import ConfigError, load_config
-    from vqarobust.cost_estimate import questions_from, read_pilot
     from vqarobust.plan import PlanError, StudyPlan
-    from vqarobust.throughput import read_table
 
     try:
-        mapping = {k: v for k, _, v in (p.partition("=") for p in args.model or [])}
-        if any(not k or not v for k, v in mapping.items()):
-            raise ValueError(f"--model takes TARGET=MEASURED pairs, got {args.model}")
         if args.gpus < 1:
             raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
         plan = StudyPlan.build(load_config(args.configfile))
-        unknown = sorted(set(mapping) - set(plan.model_names))
-        if unknown:
-            raise ValueError(f"--model names {unknown}, not models of {args.configfile}")
-        if args.pilot:
-            pilot = read_pilot(args.pilot)
-            questions = questions_from(
-                plan, args.questions, pilot.questions_per_image, "the pilot's"
-            )
-            priced = gpu_hours.from_pilot(plan, pilot, questions[0], mapping)
-            lines, given = gpu_hours.pilot_lines(pilot), ["--pilot", str(args.pilot)]
-        else:
-            path = args.throughput or plan.config["resources"]["throughput"]
-            if not path:
-                raise ValueError(
-                    f"give --throughput TABLE or --pilot PILOT ({args.configfile} names no "
-                    "resources.throughput)"
-                )
-            table = read_table(path)
-            questions = questions_from(
-                plan, args.questions, table.questions_per_image, "the table's"
-            )
-            priced = gpu_hours.from_table(plan, table, questions[0], mapping, args.fastest)
-            lines = gpu_hours.table_lines(table, args.fastest)
-            given = ["--throughput", str(path)] if args.throughput else []
-            given += ["--fastest"] if args.fastest else []
+        priced, questions, lines, given = _price_gpus(args, plan, args.pilot)
     except (ConfigError, PlanError, ValueError) as exc:
         print(f"vqarobust gpu-hours: {exc}", file=sys.stderr)
         return 2
@@ -367,6 +371,57 @@ def _gpu_hours(args: argparse.Namespace) -> int:
         ["vqarobust gpu-hours --configfile", str(args.configfile), *given, "--gpus", str(args.gpus)]
     )
     made = gpu_hours.to_markdown(plan, priced, args.gpus, questions, lines, command, "--model")
+    if args.check:
+        return _check_block(made, args.check)
+    print(made, end="")
+    return 0
+
+
+def _cloud_plan(args: argparse.Namespace) -> int:
+    import yaml
+
+    from vqarobust import cloud_plan, gpu_hours
+    from vqarobust.config import ConfigError, validate_config
+    from vqarobust.cost_estimate import read_pilot
+    from vqarobust.plan import PlanError, StudyPlan
+
+    try:
+        if args.gpus < 1:
+            raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
+        profile = cloud_plan.read_profiles(args.profile)
+        config = yaml.safe_load(Path(args.configfile).read_text()) or {}
+        config.update(cloud_plan.config_overrides(profile))
+        plan = StudyPlan.build(validate_config(config))
+        pilot = read_pilot(args.pilot)
+        workdir = cloud_plan.pilot_workdir(args.pilot)
+        stored = cloud_plan.pilot_outputs(workdir)
+        priced, questions, lines, given = _price_gpus(
+            args, plan, None if args.throughput else args.pilot
+        )
+        images, asked = cloud_plan.scales(plan, pilot, questions[0])
+        jobs = cloud_plan.dry_run(args.snakefile, args.configfile, profile, args.directory)
+    except (ConfigError, PlanError, ValueError, OSError) as exc:
+        print(f"vqarobust cloud-plan: {exc}", file=sys.stderr)
+        return 2
+    rows = cloud_plan.rule_rows(jobs, stored, images[1] / images[0], asked[1] / asked[0])
+    given = given if args.throughput else []  # the pilot is named once, below
+    given += [f"--questions {args.questions}"] if args.questions is not None else []
+    given += [f"--model {m}" for m in args.model or []]
+    command = " ".join(
+        [
+            "vqarobust cloud-plan",
+            *(f"--profile {p}" for p in args.profile),
+            f"--configfile {args.configfile} --pilot {args.pilot}",
+            *given,
+            f"--gpus {args.gpus}",
+        ]
+    )
+    block = gpu_hours.to_markdown(plan, priced, args.gpus, questions, lines, "", "--model")
+    block = block.split("\n", 2)[2]  # the table and its words, without the comment line
+    groups = cloud_plan.group_jobs(jobs)
+    made = cloud_plan.to_markdown(
+        rows, args.profile, profile, images, asked, block, command, groups
+    )
     if args.check:
         return _check_block(made, args.check)
     print(made, end="")
@@ -520,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_run_commands(sub)
     _add_cost_estimate(sub)
     _add_gpu_hours(sub)
+    _add_cloud_plan(sub)
     _add_checkpoint_commands(sub)
     _add_hf_export(sub)
     # Every command loads the installed plugins, and the modules --plugin names (those a
@@ -777,6 +833,46 @@ def _add_gpu_hours(sub: Any) -> None:
     )
     _add_check(p, "estimate")
     p.set_defaults(func=_gpu_hours)
+
+
+def _add_cloud_plan(sub: Any) -> None:
+    """The command ``cloud-plan`` (docs/cloud.md, "Before a cloud run")."""
+    p = sub.add_parser(
+        "cloud-plan",
+        help="jobs, submissions, GPU-hours and storage bytes of a study config on a "
+        "cluster or cloud profile, from a finished pilot run",
+    )
+    p.add_argument(
+        "--profile",
+        action="append",
+        required=True,
+        help="a Snakemake profile folder, e.g. profiles/kubernetes (repeatable: merged as "
+        "Snakemake merges them)",
+    )
+    p.add_argument("--configfile", required=True, help="the target study's config")
+    p.add_argument(
+        "--pilot",
+        required=True,
+        help="a finished pilot run's results folder or DuckDB file, run from its own "
+        "working directory (its .snakemake/metadata names each output's rule)",
+    )
+    p.add_argument(
+        "--throughput",
+        metavar="TABLE",
+        help="price GPU time from this throughput table instead of the pilot",
+    )
+    p.add_argument("--gpus", type=int, default=1, help="GPUs the jobs share (default 1)")
+    p.add_argument("--questions", type=int, help="as gpu-hours' --questions")
+    p.add_argument("--model", action="append", metavar="TARGET=MEASURED", help="as gpu-hours'")
+    p.add_argument("--fastest", action="store_true", help="as gpu-hours' --fastest")
+    p.add_argument("--snakefile", default="Snakefile", help="the workflow (default Snakefile)")
+    p.add_argument(
+        "--directory",
+        default=".",
+        help="where the target's dry run resolves its inputs (default: here)",
+    )
+    _add_check(p, "plan")
+    p.set_defaults(func=_cloud_plan)
 
 
 def _add_hf_export(sub: Any) -> None:
