@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from tests.harness_samples import DATE
 from vqarobust import store
 from vqarobust.harness_import import Target, import_answers, import_job
 from vqarobust.harness_logs import (
@@ -43,8 +43,6 @@ from vqarobust.metrics.vqa_accuracy import (
 )
 from vqarobust.models.replies import ANSWERED, EMPTY, Responses
 
-# The workflow test's own Snakemake run, beside the shared tiny run, and the unit tests.
-COST_SECONDS = 150
 MODEL = "m"
 # (modality, perturbation, severity), and the predictions file each lands in.
 SUBSETS = [
@@ -55,7 +53,6 @@ SUBSETS = [
     ("image", "brightness", 3),
 ]
 FAMILIES = {"gaussian_noise": "noise", "brightness": "weather"}
-DATE = "20261206_151500"  # lmms-eval's %Y%m%d_%H%M%S
 
 
 def _questions(easy_vqa_eval) -> list[dict]:
@@ -661,87 +658,6 @@ def test_a_wrong_imported_entry_fails_validation_naming_its_key(tmp_path, entry,
         config = _tiny_config(logs=str(logs))
         config["models"]["cnn-bow"]["logs"] = str(logs)
         validate_config(config)
-
-
-def _logs_from_predictions(predictions: Path, out: Path) -> int:
-    """lmms-eval sample logs of every subset of a model's predictions files, each record
-    naming its question (``submission``), documents in the files' order; the number of
-    tasks."""
-    out.mkdir(parents=True)
-    tasks = 0
-    for path in sorted(predictions.glob("*.parquet")):
-        frame = pl.read_parquet(path)
-        for (perturbation, severity), part in frame.group_by(
-            "perturbation", "severity", maintain_order=True
-        ):
-            lines = [
-                json.dumps(
-                    {
-                        "doc_id": doc_id,
-                        "target": "",
-                        "filtered_resps": row["answer"] or "",
-                        "exact_match": 0.0,
-                        "submission": {"question_id": row["question_id"]},
-                    }
-                )
-                for doc_id, row in enumerate(part.iter_rows(named=True))
-            ]
-            name = f"{DATE}_samples_{task_name(perturbation, severity)}.jsonl"
-            (out / name).write_text("\n".join(lines) + "\n")
-            tasks += 1
-    return tasks
-
-
-@pytest.mark.workflow
-def test_a_study_with_an_imported_model_runs_through_the_workflow(workflow_run, tmp_path):
-    """The tiny run with a model of family imported whose logs hold vilt-tiny's answers:
-    one run_model job imports them (no attention job), the analyses rerun, and the
-    imported model's accuracy per subset, sub-metrics, VRE and bootstrap intervals are
-    vilt-tiny's; the report shows it. A rewritten log reruns the import."""
-    import duckdb
-
-    from tests.plans import plan, snakemake, write_config
-
-    source, config = workflow_run
-    workdir = tmp_path / "wf"
-    shutil.copytree(source, workdir, symlinks=True)
-    predictions = workdir / "results" / "easy-vqa" / "predictions" / "vilt-tiny"
-    logs = tmp_path / "lmms-logs" / "vilt-tiny"
-    assert _logs_from_predictions(predictions, logs) >= 10
-    changed = yaml.safe_load(yaml.safe_dump(config))
-    changed["models"]["vilt-import"] = {"family": "imported", "logs": str(logs.parent)}
-    write_config(workdir, changed)
-    jobs = plan(workdir)
-    assert jobs["run_model"] == 1 and "image_attention" not in jobs and "train_model" not in jobs
-    snakemake(workdir)
-    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
-    with duckdb.connect(str(db), read_only=True) as con:
-        for table, columns in (
-            ("accuracy", "modality, perturbation, severity, n, accuracy"),
-            ("submetrics", "* EXCLUDE (model)"),
-            ("vre_model", "* EXCLUDE (model)"),
-            # One resample of the questions for every model: the same answers, the same
-            # intervals.
-            ("intervals", "* EXCLUDE (model)"),
-        ):
-            rows = {
-                m: con.sql(
-                    f"SELECT {columns} FROM {table} WHERE model = '{m}' ORDER BY ALL"
-                ).fetchall()
-                for m in ("vilt-tiny", "vilt-import")
-            }
-            assert rows["vilt-tiny"] and rows["vilt-tiny"] == rows["vilt-import"], table
-        n = "SELECT count(*) FROM intervals WHERE model = 'vilt-import' AND metric = 'vre_model'"
-        assert con.sql(n).fetchall()[0][0] > 0  # one per modality
-    report = workdir / "results" / "easy-vqa" / "report" / "index.html"
-    assert "vilt-import" in report.read_text()
-    # Another answer in one log: the import reruns, then what reads it.
-    clean = logs / f"{DATE}_samples_vqarobust_clean_0.jsonl"
-    lines = clean.read_text().splitlines()
-    clean.write_text(
-        "\n".join([json.dumps({**json.loads(lines[0]), "filtered_resps": "x"}), *lines[1:]]) + "\n"
-    )
-    assert plan(workdir)["run_model"] == 1
 
 
 def test_lmms_eval_is_the_both_normalization_but_for_repeated_commas():

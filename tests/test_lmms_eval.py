@@ -23,8 +23,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from tests.harness_samples import DATE, logs_from_predictions
 from tests.harness_venv import lmms_eval_python
-from tests.plans import snakemake, write_config
+from tests.plans import plan, snakemake, write_config
 from tests.tiny_vlms import tiny_qwen2_vl
 from vqarobust.harness_logs import lmms_eval_results, task_name
 
@@ -35,7 +36,9 @@ COST_SECONDS = 300
 
 @pytest.fixture(scope="module")
 def round_trip(workflow_run, tmp_path_factory) -> dict[str, Path]:
-    """The tiny run exported, answered by lmms-eval, and imported into a copy of the run."""
+    """The tiny run exported, answered by lmms-eval, and imported into a copy of the run,
+    in the same workflow run as a second imported model whose logs hold vilt-tiny's own
+    answers (tests/harness_samples.py)."""
     source, config = workflow_run
     root = tmp_path_factory.mktemp("lmms")
     workdir = root / "wf"
@@ -54,18 +57,29 @@ def round_trip(workflow_run, tmp_path_factory) -> dict[str, Path]:
     offline = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     proc = subprocess.run(lmms, env=offline, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    vilt_logs = root / "vilt-logs" / "vilt-tiny"
+    predictions = workdir / "results" / "easy-vqa" / "predictions" / "vilt-tiny"
+    assert logs_from_predictions(predictions, vilt_logs) >= 10
     changed = yaml.safe_load(yaml.safe_dump(config))
     changed["models"]["qwen-lmms"] = {
         "family": "imported",
         "logs": str(logs),
         "exported": str(exported),
     }
+    changed["models"]["vilt-import"] = {"family": "imported", "logs": str(vilt_logs.parent)}
     # A blank reply of the tiny model is counted apart (status empty), not a failure.
     scoring = {"metric": "vqa_accuracy_both", "on_failed_answers": "skip"}
     changed["scoring"] = {**changed.get("scoring", {}), **scoring}
     write_config(workdir, changed)
+    planned = plan(workdir)
     snakemake(workdir)
-    return {"workdir": workdir, "exported": exported, "logs": logs}
+    return {
+        "workdir": workdir,
+        "exported": exported,
+        "logs": logs,
+        "vilt_logs": vilt_logs,
+        "planned": planned,
+    }
 
 
 def _samples(logs: Path) -> dict[str, list[dict]]:
@@ -133,3 +147,42 @@ def test_the_report_holds_the_imported_models_vre_with_intervals(round_trip):
         ).fetchall()
     assert rows and all(low <= high for _, low, high in rows)
     assert "qwen-lmms" in (results / "report" / "index.html").read_text()
+
+
+def test_an_imported_model_holding_vilts_answers_is_vilt_in_every_table(round_trip):
+    """The model of family imported whose logs hold vilt-tiny's answers: one run_model
+    job per imported model (no attention or training job), and its accuracy per subset,
+    sub-metrics, VRE and bootstrap intervals are vilt-tiny's; the report shows it. A
+    rewritten log reruns its import alone."""
+    planned = round_trip["planned"]
+    assert planned["run_model"] == 2, planned  # qwen-lmms and vilt-import
+    assert "image_attention" not in planned and "train_model" not in planned
+    workdir = round_trip["workdir"]
+    db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        for table, columns in (
+            ("accuracy", "modality, perturbation, severity, n, accuracy"),
+            ("submetrics", "* EXCLUDE (model)"),
+            ("vre_model", "* EXCLUDE (model)"),
+            # One resample of the questions for every model: the same answers, the same
+            # intervals.
+            ("intervals", "* EXCLUDE (model)"),
+        ):
+            rows = {
+                m: con.sql(
+                    f"SELECT {columns} FROM {table} WHERE model = '{m}' ORDER BY ALL"
+                ).fetchall()
+                for m in ("vilt-tiny", "vilt-import")
+            }
+            assert rows["vilt-tiny"] and rows["vilt-tiny"] == rows["vilt-import"], table
+        n = "SELECT count(*) FROM intervals WHERE model = 'vilt-import' AND metric = 'vre_model'"
+        assert con.sql(n).fetchall()[0][0] > 0  # one per modality
+    report = workdir / "results" / "easy-vqa" / "report" / "index.html"
+    assert "vilt-import" in report.read_text()
+    # Another answer in one log: the import reruns, and nothing else of the models.
+    clean = round_trip["vilt_logs"] / f"{DATE}_samples_vqarobust_clean_0.jsonl"
+    lines = clean.read_text().splitlines()
+    clean.write_text(
+        "\n".join([json.dumps({**json.loads(lines[0]), "filtered_resps": "x"}), *lines[1:]]) + "\n"
+    )
+    assert plan(workdir)["run_model"] == 1
