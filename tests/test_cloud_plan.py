@@ -146,22 +146,25 @@ def _table(out: str) -> dict[str, list[str]]:
 
 @pytest.mark.workflow
 def test_on_the_tiny_run_the_plan_is_its_own_jobs_and_bytes(workflow_run, tmp_path):
-    """Pilot and target the tiny config: the jobs are its dry run's, the bytes exactly the
-    pilot's outputs; twice the images double what grows with them; the SLURM profile
-    groups the corruption and question jobs."""
+    """Pilot and target the tiny config: the bytes are exactly the pilot's outputs, the
+    analyses run locally and the SLURM profile groups the corruption jobs; with twice the
+    images, what grows with them doubles."""
     source, config = workflow_run
     target = tmp_path / "tiny.yaml"
     target.write_text(yaml.safe_dump(config))
     pilot = str(source / "results" / "easy-vqa")
     common = ["--configfile", str(target), "--pilot", pilot, "--directory", str(tmp_path)]
     common += ["--snakefile", str(REPO / "Snakefile")]
-    proc = _cloud_plan("--profile", str(REPO / "profiles" / "default"), *common, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    table = _table(proc.stdout)
+    slurm = _cloud_plan("--profile", str(REPO / "profiles" / "slurm"), *common, cwd=tmp_path)
+    assert slurm.returncode == 0, slurm.stderr
+    table = _table(slurm.stdout)
     recorded = cp.pilot_outputs(source)
-    assert f"Storage: {sum(b for _, b in recorded.values()):,} bytes" in proc.stdout
-    assert table["run_model"][:3] == ["2", "local", "2"]  # inference_jobs: model
-    assert table["analyze"][1] == "locally" and table["analyze"][2] == "0"
+    assert f"Storage: {sum(b for _, b in recorded.values()):,} bytes" in slurm.stdout
+    assert table["analyze"][1:3] == ["locally", "0"]
+    # Five corruption jobs, ten to a group job (group-components); the question jobs'
+    # group job is counted at its first job's rule.
+    assert table["corrupt_images"][:3] == ["5", "slurm", "1"]
+    assert "corrupt: 1 holding 5 jobs" in slurm.stdout
 
     doubled = yaml.safe_load(yaml.safe_dump(config))
     doubled["dataset"]["n_images"] = 2 * config["dataset"]["n_images"]
@@ -174,14 +177,6 @@ def test_on_the_tiny_run_the_plan_is_its_own_jobs_and_bytes(workflow_run, tmp_pa
     # inference_jobs=subset: one run_model job per (model, subset), each its own pod.
     assert int(grown["run_model"][0]) == int(grown["run_model"][2]) == recorded["run_model"][0]
     assert "config inference_jobs=subset" in kube.stdout
-
-    slurm = _cloud_plan("--profile", str(REPO / "profiles" / "slurm"), *common, cwd=tmp_path)
-    assert slurm.returncode == 0, slurm.stderr
-    grouped = _table(slurm.stdout)
-    # Five corruption jobs, ten to a group job (group-components); the question jobs'
-    # group job is counted at its first job's rule.
-    assert grouped["corrupt_images"][:3] == ["5", "slurm", "1"]
-    assert "corrupt: 1 holding 5 jobs" in slurm.stdout
 
 
 def test_bad_inputs_fail_with_the_reason(workflow_run, tmp_path):
