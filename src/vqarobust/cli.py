@@ -377,6 +377,22 @@ def _gpu_hours(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cloud_plan_command(args: argparse.Namespace, given: list[str]) -> str:
+    """The command line that makes this plan, for the block's first line (the pilot is
+    named once)."""
+    given = [*given, *([f"--questions {args.questions}"] if args.questions is not None else [])]
+    given += [f"--model {m}" for m in args.model or []]
+    return " ".join(
+        [
+            "vqarobust cloud-plan",
+            *(f"--profile {p}" for p in args.profile),
+            f"--configfile {args.configfile} --pilot {args.pilot}",
+            *given,
+            f"--gpus {args.gpus}",
+        ]
+    )
+
+
 def _cloud_plan(args: argparse.Namespace) -> int:
     import yaml
 
@@ -404,18 +420,7 @@ def _cloud_plan(args: argparse.Namespace) -> int:
         print(f"vqarobust cloud-plan: {exc}", file=sys.stderr)
         return 2
     rows = cloud_plan.rule_rows(jobs, stored, images[1] / images[0], asked[1] / asked[0])
-    given = given if args.throughput else []  # the pilot is named once, below
-    given += [f"--questions {args.questions}"] if args.questions is not None else []
-    given += [f"--model {m}" for m in args.model or []]
-    command = " ".join(
-        [
-            "vqarobust cloud-plan",
-            *(f"--profile {p}" for p in args.profile),
-            f"--configfile {args.configfile} --pilot {args.pilot}",
-            *given,
-            f"--gpus {args.gpus}",
-        ]
-    )
+    command = _cloud_plan_command(args, given if args.throughput else [])
     block = gpu_hours.to_markdown(plan, priced, args.gpus, questions, lines, "", "--model")
     block = block.split("\n", 2)[2]  # the table and its words, without the comment line
     groups = cloud_plan.group_jobs(jobs)

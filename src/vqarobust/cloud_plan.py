@@ -327,6 +327,27 @@ def human_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
+def _rule_table(rows: Sequence[RuleRow], executor: str) -> list[str]:
+    """The table of rules, with its totals."""
+    lines = [
+        "| rule | jobs | runs | submissions | GPU jobs | outputs | bytes (grows with) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        where = "locally" if r.local else executor
+        lines.append(
+            f"| {r.rule} | {r.jobs:,} | {where} | {r.submissions:,} | {r.gpu_jobs:,} | "
+            f"{r.outputs:,} | {human_bytes(r.bytes)} ({r.grows_with}) |"
+        )
+    known = sum(r.bytes for r in rows if r.bytes is not None)
+    lines.append(
+        f"| total | {sum(r.jobs for r in rows):,} | | {sum(r.submissions for r in rows):,} "
+        f"| {sum(r.gpu_jobs for r in rows):,} | {sum(r.outputs for r in rows):,} | "
+        f"{human_bytes(known)} |"
+    )
+    return lines
+
+
 def to_markdown(
     rows: Sequence[RuleRow],
     profile_names: Sequence[str],
@@ -347,22 +368,10 @@ def to_markdown(
         + (f", config {overrides}" if overrides else "")
         + ".",
         "",
-        "| rule | jobs | runs | submissions | GPU jobs | outputs | bytes (grows with) |",
-        "|---|---|---|---|---|---|---|",
+        *_rule_table(rows, executor),
     ]
-    for r in rows:
-        where = "locally" if r.local else executor
-        lines.append(
-            f"| {r.rule} | {r.jobs:,} | {where} | {r.submissions:,} | {r.gpu_jobs:,} | "
-            f"{r.outputs:,} | {human_bytes(r.bytes)} ({r.grows_with}) |"
-        )
     known = [r.bytes for r in rows if r.bytes is not None]
     unknown = [r.rule for r in rows if r.bytes is None]
-    lines.append(
-        f"| total | {sum(r.jobs for r in rows):,} | | {sum(r.submissions for r in rows):,} "
-        f"| {sum(r.gpu_jobs for r in rows):,} | {sum(r.outputs for r in rows):,} | "
-        f"{human_bytes(sum(known))} |"
-    )
     lines += [
         "",
         f"Storage: {sum(known):,} bytes of outputs in the bucket after the run"
