@@ -1,5 +1,5 @@
 """Shared fixtures (tiny prepared easy-VQA splits and checkpoints, the tiny workflow run
-shared by the workers, a hand-written results database, a simulated study), the helpers
+shared by both workers, a hand-written results database, a simulated study), the helpers
 that install Debian packages and run the workflow, and the order in which the workers
 take the test files. Helpers without a fixture live in their own modules of tests/."""
 
@@ -164,8 +164,8 @@ def simulated_run() -> tuple:
 @pytest.fixture(scope="session")
 def workflow_run(tmp_path_factory, wordnet) -> tuple[Path, dict]:
     """The tiny config (tests/data/tiny_config.yaml) run once for the whole test session,
-    in a folder every pytest-xdist worker sees: the first to ask builds it under a file
-    lock, the others wait and reuse it (tests/test_workflow.py reads and copies it; the
+    in a folder both pytest-xdist workers see: the first to ask builds it under a file
+    lock, the other waits and reuses it (tests/test_workflow.py reads and copies it; the
     SLURM test compares its cluster run with it). Tests run changes on a copy; the plan
     tests of tests/test_workflow.py swap its config file for a dry run and put it back."""
     import fcntl
@@ -203,7 +203,7 @@ def wordnet() -> Path:
     return folder
 
 
-# The test workers (pytest -n 3) may install Debian packages at the same time: apt holds
+# The test workers (pytest -n 2) may install Debian packages at the same time: apt holds
 # one lock and fails at once on a held one, so every apt-get of the tests waits on this.
 APT_LOCK = "/tmp/vqarobust-apt.lock"
 

@@ -25,9 +25,8 @@ from vqarobust.plan.models import cores_per_gpu, gpu_job_threads
 
 CORRUPTIONS = ["gaussian_noise", "brightness", "contrast", "pixelate", "jpeg_compression"]
 # Seconds each job holds its lease beyond its own work: longer than the spread of the
-# four jobs' starts (each imports torch) on this 2-core machine, the other test workers
-# busy beside it.
-LOAD_DELAY_S = 6
+# four jobs' starts (each imports torch) on this 2-core machine.
+LOAD_DELAY_S = 3
 LINE = re.compile(
     r"^(\S+ \S+) INFO vqarobust\.devices: (?:leased pretend GPU (\d+) of 4|released GPU (\d+))"
 )

@@ -19,9 +19,6 @@ from vqarobust.context.swapmix import class_neighbours, scene_swaps
 from vqarobust.datasets import scenes
 from vqarobust.metrics.context import context_by_group, context_tables
 
-# The context study's run (two minutes) needs no shared tiny run: it starts beside the
-# S3 and SLURM tests, while the tiny run those read is being built (tests/conftest.py).
-COST_SECONDS = 320
 # Shapes in an order unrelated to the package's, so that the evaluator below does not
 # reuse its lists.
 NEIGHBOURS = {s: [t for t in sorted(scenes.SHAPES, reverse=True) if t != s] for s in scenes.SHAPES}
