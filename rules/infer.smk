@@ -4,6 +4,7 @@
 # finished chunks are reused by content. GPUs, memory and time come from the model entry;
 # threads from threads.infer, a GPU job's capped at its share of a local run's cores
 # (vqarobust.plan.models.gpu_job_threads), so that --resources gpu=N runs N at once.
+# _gpus repeats gpu for AWS Batch's plugin, which reads only that name (docs/cloud.md).
 if PLAN.infer.per_model:
 
     rule run_model:
@@ -19,6 +20,7 @@ if PLAN.infer.per_model:
         resources:
             **PLAN.models.served_resources(),
             gpu=PLAN.models.model_gpus,
+            _gpus=PLAN.models.model_gpus,
             gpu_model=PLAN.models.model_gpu_model,
             gpu_memory_gb=PLAN.models.model_gpu_memory,
             mem_mb=PLAN.models.model_mem_mb,
@@ -46,6 +48,7 @@ else:
         resources:
             **PLAN.models.served_resources(),
             gpu=PLAN.models.model_gpus,
+            _gpus=PLAN.models.model_gpus,
             gpu_model=PLAN.models.model_gpu_model,
             gpu_memory_gb=PLAN.models.model_gpu_memory,
             mem_mb=PLAN.models.model_mem_mb,
@@ -73,6 +76,7 @@ rule image_attention:
     threads: PLAN.models.model_threads
     resources:
         gpu=PLAN.models.model_gpus,
+        _gpus=PLAN.models.model_gpus,
         gpu_model=PLAN.models.model_gpu_model,
         gpu_memory_gb=PLAN.models.model_gpu_memory,
         mem_mb=PLAN.models.model_mem_mb,

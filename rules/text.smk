@@ -38,6 +38,7 @@ rule rewrite_questions:
     threads: 1
     resources:
         gpu=PLAN.text.sentence_gpus,
+        _gpus=PLAN.text.sentence_gpus,
     params:
         code=PLAN.code("rewrite_questions"),
         settings=PLAN.text.sentence_params,

@@ -120,9 +120,13 @@ def test_kubernetes_jobs_ask_for_the_gpus_memory_and_disk_of_their_rules(s3_url,
 
 
 def test_aws_batch_gpu_jobs_get_a_gpu_through_the_plugins_own_resource(s3_url, tmp_path):
+    """The plugin reads only _gpus: the rules set it from each model's entry, so the GPU
+    model's jobs ask for one and the CPU model's for none."""
     planned = dry_run("aws-batch", tmp_path, s3_url)
     for res in by_rule(planned, "run_model", model="vilt-tiny"):
         assert (res["_gpus"], res["gpu"], res["mem_mb"]) == ("1", "1", "6000")
+    cnn = by_rule(planned, "run_model", model="cnn-bow")
+    assert cnn and {(res["_gpus"], res["gpu"]) for res in cnn} == {("0", "0")}
     (attention,) = by_rule(planned, "image_attention")
     assert attention["_gpus"] == "1"
     for res in by_rule(planned, "train_model"):
