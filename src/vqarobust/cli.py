@@ -818,6 +818,13 @@ def _add_gpu_hours(sub: Any) -> None:
         "--pilot",
         help="a finished pilot run on your GPU: its results DuckDB file or results folder",
     )
+    _add_pricing(p)
+    _add_check(p, "estimate")
+    p.set_defaults(func=_gpu_hours)
+
+
+def _add_pricing(p: argparse.ArgumentParser) -> None:
+    """The options of gpu-hours' pricing (:func:`_price_gpus`), shared with cloud-plan."""
     p.add_argument("--gpus", type=int, default=1, help="GPUs the jobs share (default 1)")
     p.add_argument(
         "--questions",
@@ -836,8 +843,6 @@ def _add_gpu_hours(sub: Any) -> None:
         action="store_true",
         help="price each model at its fastest measured setting, not the one nearest its entry",
     )
-    _add_check(p, "estimate")
-    p.set_defaults(func=_gpu_hours)
 
 
 def _add_cloud_plan(sub: Any) -> None:
@@ -866,10 +871,7 @@ def _add_cloud_plan(sub: Any) -> None:
         metavar="TABLE",
         help="price GPU time from this throughput table instead of the pilot",
     )
-    p.add_argument("--gpus", type=int, default=1, help="GPUs the jobs share (default 1)")
-    p.add_argument("--questions", type=int, help="as gpu-hours' --questions")
-    p.add_argument("--model", action="append", metavar="TARGET=MEASURED", help="as gpu-hours'")
-    p.add_argument("--fastest", action="store_true", help="as gpu-hours' --fastest")
+    _add_pricing(p)
     p.add_argument("--snakefile", default="Snakefile", help="the workflow (default Snakefile)")
     p.add_argument(
         "--directory",
