@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,6 +58,29 @@ def test_registry_order_and_activity():
     # Tables are each written by one analysis.
     tables = [t for a in analyses.ANALYSES.values() for t in a.tables]
     assert len(tables) == len(set(tables))
+
+
+def test_an_analysis_imports_only_its_own_module():
+    # An analysis job asks for one analysis: the others' modules (and their libraries)
+    # stay unimported; a module whose analysis has another name is refused.
+    code = (
+        "import sys\n"
+        "from vqarobust.analyses.registry import get, check_order\n"
+        "get('samples')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('vqarobust.analyses.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = ast.literal_eval(out.strip())
+    assert "vqarobust.analyses.samples" in loaded
+    assert not {f"vqarobust.analyses.{n}" for n in analyses.BUILT_IN if n != "samples"} & set(
+        loaded
+    )
+    analyses.check_order()
+    wrong = analyses.AnalysisTable({"scoring": "vqarobust.analyses.samples"})
+    with pytest.raises(RuntimeError, match="defines 'samples'"):
+        wrong["scoring"]
 
 
 def test_affected_follows_requires():

@@ -4,48 +4,63 @@ adds one with :func:`register`, docs/extending.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+from collections.abc import Iterable, Iterator, Mapping
 
-from vqarobust.analyses import (  # noqa: I001
-    accuracy,
-    attention,
-    colour_bias,
-    context,
-    context_at_k,
-    context_findings,
-    costs,
-    image_quality,
-    mispredictions,
-    model_cards,
-    robustness,
-    samples,
-    scoring,
-    uncertainty,
-    vqabq,
-)
 from vqarobust.analyses.base import Analysis, RunOptions
 from vqarobust.registry import RegistryClash, describe_origin
 
-ANALYSES: dict[str, Analysis] = {
-    a.name: a
-    for a in (
-        scoring.ANALYSIS,
-        accuracy.ANALYSIS,
-        robustness.ANALYSIS,
-        uncertainty.ANALYSIS,
-        image_quality.ANALYSIS,
-        samples.ANALYSIS,
-        mispredictions.ANALYSIS,
-        colour_bias.ANALYSIS,
-        attention.ANALYSIS,
-        vqabq.ANALYSIS,
-        context.ANALYSIS,
-        context_at_k.ANALYSIS,
-        context_findings.ANALYSIS,
-        model_cards.ANALYSIS,
-        costs.ANALYSIS,
-    )
-}
+# The built-in analyses, each named as its module, in an order where each comes after
+# those it requires (a test holds the order).
+BUILT_IN = (
+    "scoring",
+    "accuracy",
+    "robustness",
+    "uncertainty",
+    "image_quality",
+    "samples",
+    "mispredictions",
+    "colour_bias",
+    "attention",
+    "vqabq",
+    "context",
+    "context_at_k",
+    "context_findings",
+    "model_cards",
+    "costs",
+)
+
+
+class AnalysisTable(Mapping[str, Analysis]):
+    """Analyses by name, in registry order, each module imported when its analysis is
+    first asked for: an analysis job then imports its own analysis and what that reads,
+    not every analysis's libraries (about half a second of each job's start)."""
+
+    def __init__(self, modules: Mapping[str, str]) -> None:
+        self._modules = dict(modules)
+        self._loaded: dict[str, Analysis] = {}
+
+    def __getitem__(self, name: str) -> Analysis:
+        if name not in self._loaded:
+            analysis = importlib.import_module(self._modules[name]).ANALYSIS
+            if analysis.name != name:
+                raise RuntimeError(f"module {self._modules[name]} defines {analysis.name!r}")
+            self._loaded[name] = analysis
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def add(self, analysis: Analysis) -> None:
+        """Append an analysis already imported (a plugin's)."""
+        self._modules[analysis.name] = analysis.module
+        self._loaded[analysis.name] = analysis
+
+
+ANALYSES = AnalysisTable({name: f"vqarobust.analyses.{name}" for name in BUILT_IN})
 
 
 def register(analysis: Analysis) -> Analysis:
@@ -72,7 +87,7 @@ def register(analysis: Analysis) -> Analysis:
             f"analysis {analysis.name!r} requires {missing}, which no analysis "
             f"registered before it is; known: {sorted(ANALYSES)}"
         )
-    ANALYSES[analysis.name] = analysis
+    ANALYSES.add(analysis)
     return analysis
 
 
@@ -102,7 +117,8 @@ def affected(
     return [a.name for a in active(options) if a.name in hit]
 
 
-def _check_order() -> None:
+def check_order() -> None:
+    """Fail where an analysis comes before one it requires (imports every analysis)."""
     seen: set[str] = set()
     for a in ANALYSES.values():
         missing = set(a.requires) - seen
@@ -111,6 +127,14 @@ def _check_order() -> None:
         seen.add(a.name)
 
 
-_check_order()
-
-__all__ = ["ANALYSES", "Analysis", "RunOptions", "active", "affected", "get", "register"]
+__all__ = [
+    "ANALYSES",
+    "Analysis",
+    "AnalysisTable",
+    "RunOptions",
+    "active",
+    "affected",
+    "check_order",
+    "get",
+    "register",
+]
