@@ -1,4 +1,5 @@
-"""A venv with lmms-eval (envs/lmms-eval.txt) for the tests that run the harness itself.
+"""A venv with lmms-eval (envs/lmms-eval.txt) for the tests that run the harness itself,
+and folders of pinned packages that one test puts ahead of the venv (envs/googlebatch.txt).
 
 lmms-eval pins packages the project's own lock does not (filelock below 4, packaging 26),
 so it gets a venv of its own. That venv sees the project's venv through a ``.pth`` file:
@@ -51,6 +52,27 @@ def lmms_eval_python(requirements: Path = REQUIREMENTS) -> Path:
         if not python.exists():
             _build(target, requirements)
     return python
+
+
+def package_dir(requirements: Path) -> Path:
+    """A folder of the pinned packages of ``requirements`` alone (``pip install --no-deps
+    --target``), for ``PYTHONPATH`` ahead of the project's venv, built if missing: the
+    way to shadow one pin of the lock for one process (envs/googlebatch.txt)."""
+    target = cache_root() / f"{requirements.stem}-{venv_key(requirements)}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists():
+            staged = target.parent / f"{target.name}.partial-{os.getpid()}"
+            shutil.rmtree(staged, ignore_errors=True)
+            try:
+                pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps"]
+                pip += ["--target", str(staged), "-r", str(requirements)]
+                subprocess.run(pip, check=True)
+                staged.rename(target)
+            finally:
+                shutil.rmtree(staged, ignore_errors=True)
+    return target
 
 
 def build_in_background(requirements: Path = REQUIREMENTS) -> threading.Thread:
