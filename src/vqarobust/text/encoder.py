@@ -83,23 +83,28 @@ def load(path: str | None = None, device: str = "cpu", allow_download: bool = Fa
     ``sentence-transformers/paraphrase-mpnet-base-v2``); default: the shipped MiniLM.
     Nothing is downloaded unless ``allow_download``: an id that is not cached is an error
     naming it."""
-    from sentence_transformers import SentenceTransformer
-
     path = path or default_model_path()
     looks_local = _looks_local(path)
     if looks_local and not os.path.isdir(path):
         raise FileNotFoundError(f"sentence encoder folder {path} does not exist")
+    not_here = FileNotFoundError(
+        f"sentence encoder {path!r} is neither a folder nor in the local Hugging Face "
+        "cache (HF_HOME); nothing is downloaded: save it with "
+        "SentenceTransformer(...).save(FOLDER) where the Hub is reachable and give the "
+        "folder (or allow the download: basic_questions.allow_download)"
+    )
+    # Asked of the cache before sentence-transformers is imported (about 6 s): a missing
+    # encoder fails at once.
+    if not looks_local and not allow_download and missing(path) is not None:
+        raise not_here
+    from sentence_transformers import SentenceTransformer
+
     try:
         return SentenceTransformer(path, device=device, local_files_only=not allow_download)
     except OSError as exc:
         if looks_local:
             raise
-        raise FileNotFoundError(
-            f"sentence encoder {path!r} is neither a folder nor in the local Hugging Face "
-            "cache (HF_HOME); nothing is downloaded: save it with "
-            "SentenceTransformer(...).save(FOLDER) where the Hub is reachable and give the "
-            "folder (or allow the download: basic_questions.allow_download)"
-        ) from exc
+        raise not_here from exc
 
 
 def encode(
