@@ -4,8 +4,10 @@ import os
 import sys
 
 from snakemake.io import local
+from snakemake.settings.types import SharedFSUsage
 
 from vqarobust import plugins, storage_paths
+from vqarobust.cloud_files import node_user_path
 from vqarobust.config import ConfigError, validate_config
 from vqarobust.plan import StudyPlan
 from vqarobust.plan.models import cores_per_gpu
@@ -30,7 +32,17 @@ try:
     # directory, never under a module's prefix (docs/workflow.md, "Using vqarobust as a
     # module").
     scripts = os.path.join(str(workflow.current_basedir), "..", "workflow", "scripts")
-    PLAN = StudyPlan.build(config, user_path=local, scripts_dir=os.path.normpath(scripts))
+    # Jobs that share no filesystem with this machine (a cloud executor) find only the
+    # deployed sources: a file the config names must be one (vqarobust.cloud_files).
+    # Checked where the run starts (a job's own Snakemake has the sources, not git), when
+    # the DAG is built: Snakemake settles the executor's filesystem after reading this.
+    user_path = local
+    if workflow.is_main_process and config["storage"]["named_files"] == "sources":
+        user_path = node_user_path(
+            local,
+            lambda: SharedFSUsage.INPUT_OUTPUT in workflow.storage_settings.shared_fs_usage,
+        )
+    PLAN = StudyPlan.build(config, user_path=user_path, scripts_dir=os.path.normpath(scripts))
 except ConfigError as exc:
     sys.exit(str(exc))
 os.environ[plugins.ENV] = ",".join(config["plugins"])

@@ -266,6 +266,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "storage.image_format": ("tiny", put("storage.image_format", "jpeg")),
     "storage.jpeg_quality": ("tiny", put("storage.jpeg_quality", 90)),
     "storage.shard_mb": ("tiny", put("storage.shard_mb", 8)),
+    "storage.named_files": ("tiny", put("storage.named_files", "on_nodes")),
     "corruptions": ("tiny", put("corruptions", ["gaussian_noise", "brightness", "contrast"])),
     "controls": ("vqav2", put("controls", ["blank"])),
     "stylize.weights": ("vqav2", put("stylize.weights", "data/adain2")),

@@ -258,6 +258,11 @@ RUNTIME: dict[str, NoRerun] = {
         "how images are cut into Parquet shards; the images and their order are the same",
         "tests/test_materialize_images.py::test_corrupted_subset_does_not_depend_on_shard_layout",
     ),
+    "storage.named_files": NoRerun(
+        "only whether the workflow checks, before any job, that the files the config names "
+        "reach a cloud executor's jobs; no job reads it",
+        "tests/cluster/test_cloud_profiles.py::test_files_the_config_names_must_reach_the_jobs",
+    ),
     "threads.infer": BATCH,
     "plugins": NoRerun(
         "loading a module reruns no job (one that registers an analysis adds that analysis's "

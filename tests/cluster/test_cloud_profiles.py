@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,9 +61,12 @@ def jobs(out: str) -> list[tuple[str, dict[str, str], dict[str, str]]]:
     return found
 
 
-def dry_run(profile: str, workdir: Path, url: str) -> list[tuple[str, dict, dict]]:
-    """The tiny config, with ViLT asking for a GPU (device auto), 6000 MB and 45 minutes,
-    dry-run through ``profile`` onto a bucket of the server at ``url``."""
+def run_dry(
+    profile: str, workdir: Path, url: str, edit: Callable[[dict], None] | None = None
+) -> subprocess.CompletedProcess:
+    """The tiny config, with ViLT asking for a GPU (device auto), 6000 MB and 45 minutes
+    and then ``edit``-ed, dry-run through ``profile`` onto a bucket of the server at
+    ``url``: the finished process."""
     env = dict(os.environ)
     if profile in APART:
         from tests.harness_venv import package_dir
@@ -73,6 +77,8 @@ def dry_run(profile: str, workdir: Path, url: str) -> list[tuple[str, dict, dict
         pytest.skip(f"{PLUGINS[profile]} is not installed (pip install -e '.[dev]')")
     config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
     config["models"]["vilt-tiny"].update(device="auto", mem_mb=6000, runtime=45)
+    if edit is not None:
+        edit(config)
     (workdir / "config").mkdir(parents=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [
@@ -89,7 +95,12 @@ def dry_run(profile: str, workdir: Path, url: str) -> list[tuple[str, dict, dict
         *storage_args(url, f"s3://{BUCKET}/{profile}"),
         *ARGS.get(profile, []),
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+
+
+def dry_run(profile: str, workdir: Path, url: str) -> list[tuple[str, dict, dict]]:
+    """The jobs :func:`run_dry` plans, which must succeed."""
+    proc = run_dry(profile, workdir, url)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]
     planned = jobs(out)
@@ -161,3 +172,30 @@ def test_google_batch_gpu_jobs_ask_for_an_a100(s3_url, tmp_path):
     corrupt = by_rule(planned, "corrupt_images")
     assert corrupt and all("nvidia_gpu" not in res for res in corrupt)
     assert {res["googlebatch_memory"] for res in corrupt} == {"4000"}
+
+
+def test_files_the_config_names_must_reach_the_jobs(s3_url, tmp_path):
+    """A checkpoint folder outside the working directory would not reach a Kubernetes job
+    (its jobs get only the deployed sources): refused before any job, saying why and what
+    to do; with storage.named_files: on_nodes the same config plans."""
+    folder = tmp_path / "weights" / "cnn"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+
+    def local_checkpoint(config: dict) -> None:
+        config["models"]["cnn-bow"] = {"family": "vqa-classifier", "path_or_id": str(folder)}
+
+    proc = run_dry("kubernetes", tmp_path / "refused", s3_url, local_checkpoint)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"the config names {folder}, which no job of this executor would find" in out
+    assert "it lies outside the working directory" in out and "named_files: on_nodes" in out
+    assert "Job stats" not in out  # nothing planned, nothing ran
+
+    def on_nodes(config: dict) -> None:
+        local_checkpoint(config)
+        config["storage"] = {"named_files": "on_nodes"}
+
+    proc = run_dry("kubernetes", tmp_path / "on-nodes", s3_url, on_nodes)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    assert by_rule(jobs(proc.stdout + proc.stderr), "run_model", model="cnn-bow")
