@@ -22,6 +22,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,23 +43,9 @@ def venv_key(requirements: Path = REQUIREMENTS) -> str:
     return h.hexdigest()[:16]
 
 
-def lmms_eval_python(requirements: Path = REQUIREMENTS) -> Path:
-    """The Python of a venv where ``python -m lmms_eval`` runs, built if missing."""
-    target = cache_root() / f"lmms-eval-{venv_key(requirements)}"
-    python = target / "bin" / "python"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not python.exists():
-            _build(target, requirements)
-    return python
-
-
-def package_dir(requirements: Path) -> Path:
-    """A folder of the pinned packages of ``requirements`` alone (``pip install --no-deps
-    --target``), for ``PYTHONPATH`` ahead of the project's venv, built if missing: the
-    way to shadow one pin of the lock for one process (envs/googlebatch.txt)."""
-    target = cache_root() / f"{requirements.stem}-{venv_key(requirements)}"
+def _built_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target``, made by ``build`` into a staged folder renamed into place when missing,
+    under a file lock (other processes wait; an interrupted build is never reused)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -66,13 +53,29 @@ def package_dir(requirements: Path) -> Path:
             staged = target.parent / f"{target.name}.partial-{os.getpid()}"
             shutil.rmtree(staged, ignore_errors=True)
             try:
-                pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps"]
-                pip += ["--target", str(staged), "-r", str(requirements)]
-                subprocess.run(pip, check=True)
+                build(staged)
                 staged.rename(target)
             finally:
                 shutil.rmtree(staged, ignore_errors=True)
     return target
+
+
+def lmms_eval_python(requirements: Path = REQUIREMENTS) -> Path:
+    """The Python of a venv where ``python -m lmms_eval`` runs, built if missing."""
+    target = cache_root() / f"lmms-eval-{venv_key(requirements)}"
+    return _built_once(target, lambda staged: _build(staged, requirements)) / "bin" / "python"
+
+
+def package_dir(requirements: Path) -> Path:
+    """A folder of the pinned packages of ``requirements`` alone (``pip install --no-deps
+    --target``), for ``PYTHONPATH`` ahead of the project's venv, built if missing: the
+    way to shadow one pin of the lock for one process (envs/googlebatch.txt)."""
+
+    def build(staged: Path) -> None:
+        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps"]
+        subprocess.run([*pip, "--target", str(staged), "-r", str(requirements)], check=True)
+
+    return _built_once(cache_root() / f"{requirements.stem}-{venv_key(requirements)}", build)
 
 
 def build_in_background(requirements: Path = REQUIREMENTS) -> threading.Thread:
@@ -88,25 +91,19 @@ def build_in_background(requirements: Path = REQUIREMENTS) -> threading.Thread:
     return thread
 
 
-def _build(target: Path, requirements: Path) -> None:
-    """Make the venv at ``target``: the project's site-packages beneath, the pins on top."""
-    # Built under a unique name and renamed once pip has finished; ``python -m`` still
-    # works after the rename (bin/python is a link to the base Python, and the venv is
-    # found from it), the scripts in bin/ would not and are never used.
-    staged = target.parent / f"{target.name}.partial-{os.getpid()}"
-    shutil.rmtree(staged, ignore_errors=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(staged)], check=True)
-        py = staged / "bin" / "python"
-        site = subprocess.run(
-            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        (Path(site) / "_vqarobust_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-        pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "-r", str(requirements)]
-        subprocess.run(pip, check=True)
-        staged.rename(target)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)
+def _build(staged: Path, requirements: Path) -> None:
+    """Make the venv at ``staged``: the project's site-packages beneath, the pins on top.
+    ``python -m`` still works after the rename into place (bin/python is a link to the base
+    Python, and the venv is found from it); the scripts in bin/ would not and are never
+    used."""
+    subprocess.run([sys.executable, "-m", "venv", str(staged)], check=True)
+    py = staged / "bin" / "python"
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "_vqarobust_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "-r", str(requirements)]
+    subprocess.run(pip, check=True)

@@ -10,6 +10,7 @@ unless ``storage.named_files: on_nodes`` says the nodes hold it at the same path
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Callable, Collection
@@ -78,14 +79,12 @@ def node_user_path(
     machine's files (``shares_files()``, asked at each call: Snakemake settles the
     executor's filesystem only after the workflow is read) or where it travels with the
     sources; else a ConfigError that says why no job would find it and what to do."""
-    tracked: list[frozenset[str]] = []  # git is asked once, at the first file checked
+    tracked = functools.cache(lambda: tracked_files(workdir))  # git once, when first needed
 
     def user_path(path: str) -> Any:
         if shares_files():
             return local(path)
-        if not tracked:
-            tracked.append(tracked_files(workdir))
-        why = not_deployed(str(path), tracked[0], workdir)
+        why = not_deployed(str(path), tracked(), workdir)
         if why is not None:
             raise ConfigError(
                 f"config error: the config names {path}, which no job of this executor would "
