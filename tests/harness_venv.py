@@ -4,8 +4,8 @@ and folders of pinned packages that one test puts ahead of the venv (envs/google
 lmms-eval pins packages the project's own lock does not (filelock below 4, packaging 26),
 so it gets a venv of its own. That venv sees the project's venv through a ``.pth`` file:
 torch, transformers and datasets are the project's, and only the pinned rest is
-downloaded. It is built once per requirements file and Python, under
-``$VQAROBUST_CACHE`` (default ``~/.cache/vqarobust``), into a temporary folder renamed
+downloaded. It is built once per requirements file and Python, under the package's
+cache folder (:func:`vqarobust.user_cache.cache_root`), into a temporary folder renamed
 into place, so an interrupted build is never reused; a file lock lets one process build
 it while others wait. :func:`build_in_background` starts that build in a thread when a
 session collects the test, so the download overlaps the tests that run before it.
@@ -25,13 +25,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from vqarobust.user_cache import cache_root
+
 REPO = Path(__file__).resolve().parents[1]
 REQUIREMENTS = REPO / "envs" / "lmms-eval.txt"
-
-
-def cache_root() -> Path:
-    """Where built harness venvs are kept between sessions."""
-    return Path(os.environ.get("VQAROBUST_CACHE", Path.home() / ".cache" / "vqarobust"))
 
 
 def venv_key(requirements: Path = REQUIREMENTS) -> str:

@@ -99,6 +99,49 @@ def test_an_entry_edit_changes_that_entry_alone(rerunpkg):
     assert cd.entry_digest("rerunpkg.a", "fog2") != fog
 
 
+def test_a_parse_is_kept_on_disk_by_content_and_a_bad_entry_is_parsed_again(
+    rerunpkg, tmp_path, monkeypatch
+):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("VQAROBUST_CACHE", str(cache))
+    cd._read.cache_clear()
+    monkeypatch.setattr(cd, "_DIGESTS", {})
+    cold = (cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow"))
+    kept = sorted((cache / "code-digest").iterdir())
+    # __init__.py, a.py and b.py, each as module_files and as code_digest read it.
+    assert [p.suffix for p in kept] == [".z"] * 6
+    source = (rerunpkg / "a.py").read_bytes()
+    assert cd._parse_cached(source, False, "rerunpkg", "rerunpkg") == cd._parse(
+        source, False, "rerunpkg", "rerunpkg"
+    )
+    # A second process reads the kept parses: the same digests, nothing parsed.
+    cd._read.cache_clear()
+    monkeypatch.setattr(cd, "_DIGESTS", {})
+    parse = cd._parse
+    monkeypatch.setattr(cd, "_parse", lambda *a: pytest.fail(f"parsed again: {a[1:]}"))
+    assert (cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow")) == cold
+    monkeypatch.setattr(cd, "_parse", parse)
+    # An entry cut short is parsed again and written whole; an edit is a new entry.
+    for path in kept:
+        path.write_bytes(path.read_bytes()[:10])
+    cd._read.cache_clear()
+    monkeypatch.setattr(cd, "_DIGESTS", {})
+    assert (cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow")) == cold
+    assert sorted((cache / "code-digest").iterdir()) == kept
+    _edit(rerunpkg / "a.py", "return 2 * x", "return 3 * x")
+    assert cd.code_digest("rerunpkg.a") != cold[0]
+    assert len(list((cache / "code-digest").iterdir())) == 8
+    # A cache that cannot be written costs time only.
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("VQAROBUST_CACHE", str(blocked))
+    cd._read.cache_clear()
+    monkeypatch.setattr(cd, "_DIGESTS", {})
+    assert cd.code_digest("rerunpkg.a") != cold[0]
+    assert blocked.read_text() == ""
+    cd._read.cache_clear()
+
+
 # The code half of the invalidation matrix, on the real package ---------------------------
 
 # One job of every rule with a script, with the wildcards that pick its entries.

@@ -130,6 +130,24 @@ def test_machine_records_the_kernel_level_and_threads_the_process_runs_with() ->
     assert here["cores"] >= 1
 
 
+def test_the_assembling_job_records_its_host_without_importing_torch() -> None:
+    # load_duckdb runs no kernel: importing torch only to record its threads cost the
+    # job 1.7 s, four times the rest of its work on the tiny run.
+    code = (
+        "import json, sys; from vqarobust.provenance import collect; "
+        "info = collect(config=None, prediction_paths=[], dataset_files={}, "
+        "dataset_info={}, seed=0); "
+        "print(json.dumps([info['provenance.machine'], 'torch' in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    recorded, imported = json.loads(done.stdout.splitlines()[-1])
+    assert imported is False
+    here = machine()
+    assert json.loads(recorded) == {k: here[k] for k in ("cpu", "cores", "variables")}
+
+
 def test_the_readmes_torch_recipes_match_the_lock_and_pyproject() -> None:
     """The lock and pyproject pin one torch and torchvision pair, the README names it, and
     PyTorch's CPU builds of the pair (``2.14.1+cpu``, the README's CPU-only recipe) meet

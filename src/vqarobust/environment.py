@@ -34,21 +34,33 @@ def cpu_model() -> str:
     return found.group(1).strip() if found else (platform.processor() or platform.machine())
 
 
+def host() -> dict[str, Any]:
+    """The CPU model, the cores the process may use and the thread variables set: what
+    :func:`machine` records without importing torch, for a job that runs no kernel (the
+    one assembling the tables would otherwise spend 1.7 s importing torch to record it)."""
+    return {
+        "cpu": cpu_model(),
+        "cores": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
+    }
+
+
 def machine() -> dict[str, Any]:
     """What the float sums of a CPU job depend on: the CPU model, the kernel level torch
     dispatches to (``ATEN_CPU_CAPABILITY`` can force it lower), torch's intra- and
     inter-op thread counts, the thread variables set, and the cores the process may use."""
     import torch
 
+    found = host()
     return {
-        "cpu": cpu_model(),
+        "cpu": found["cpu"],
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
-        "cores": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),
-        "variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
+        "cores": found["cores"],
+        "variables": found["variables"],
     }
 
 

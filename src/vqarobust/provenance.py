@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from vqarobust import store
 from vqarobust.costs import MEASURED_TABLES
 from vqarobust.digests import file_sha256, listing_sha256, text_sha256
-from vqarobust.environment import lock_record, machine
+from vqarobust.environment import host, lock_record
 from vqarobust.models.checkpoints import reference_record
 from vqarobust.params import canonical
 from vqarobust.sql import identifier
@@ -188,9 +188,10 @@ def collect(
     info["package"] = package_identity()
     info["python"] = platform.python_version()
     # The versions against the checkout's lock, and the machine that assembled the tables
-    # (each model's inference machines are under its model key).
+    # (each model's inference machines, with torch's kernel level and threads, are under
+    # its model key).
     info["lock"] = lock_record(workflow_dir)
-    info["machine"] = machine()
+    info["machine"] = host()
     for package in PACKAGES[1:]:
         info[f"version.{package}"] = package_version(package)
     # The plugins the process loaded (docs/extending.md), given by the caller: importing

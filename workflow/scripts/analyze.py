@@ -16,4 +16,5 @@ run_analysis(
     files,
     required,
     snakemake.output[0],
+    code=snakemake.params.code,
 )

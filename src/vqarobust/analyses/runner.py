@@ -43,13 +43,17 @@ def run_analysis(
     files: Mapping[str, Sequence[str]],
     required: Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str],
+    code: str | None = None,
 ) -> None:
-    """Run ``analysis`` and write its folder ``out`` (tables and manifest)."""
+    """Run ``analysis`` and write its folder ``out`` (tables and manifest). ``code`` is
+    the digest of the analysis's code that the manifest records; a workflow job passes
+    the one its plan computed (its ``code`` param), since walking the import graph again
+    would cost each job more than most analyses take; without it, it is computed."""
     result = analysis.run(Inputs(files, table_reader(required)), settings)
     manifest = {
         "analysis": analysis.name,
         "settings": settings_params(settings),
-        "code": module_digest(analysis.module),
+        "code": module_digest(analysis.module) if code is None else code,
     }
     write_result(out, result, manifest)
 
