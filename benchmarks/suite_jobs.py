@@ -6,8 +6,9 @@ pytest session's base folder, summed by rule.
 
 BASETEMP defaults to pytest's newest session folder (``/tmp/pytest-of-<user>/
 pytest-current``); pytest keeps the last three. A folder reached twice through a link
-counts once. Snakemake samples a job's processes, so a job of well under a second may
-read 0 s.
+counts once, and so does a copied one; a link out of BASETEMP (into a checkout) is not
+followed. Snakemake samples a job's processes, so a job of well under a second may read
+0 s.
 """
 
 from __future__ import annotations
@@ -15,25 +16,29 @@ from __future__ import annotations
 import argparse
 import csv
 import getpass
-import os
 import tempfile
 from pathlib import Path
 
 
 def job_rows(base: Path) -> list[tuple[str, float]]:
-    """(rule, CPU seconds) of every job benchmark file under ``base``, each file once."""
-    seen: set[str] = set()
-    rows = []
+    """(rule, CPU seconds) of every job benchmark file under ``base``, each job once: a
+    file reached twice through a link, or copied with its run (tests copy the session's
+    tiny run to change it), counts once, by its content (its times and memory to the
+    hundredth: two jobs do not write the same file)."""
+    seen: set[bytes] = set()
+    rows, root = [], base.resolve()
     for path in sorted(base.rglob("benchmarks/out/*/*")):
         files = [path] if path.is_file() else sorted(path.rglob("*.tsv"))
         rule = path.name.removesuffix(".tsv")
         for tsv in files:
-            real = os.path.realpath(tsv)
-            if real in seen or tsv.suffix != ".tsv":
+            # A test's folder may link into the checkout, whose own run is no test's.
+            if tsv.suffix != ".tsv" or not tsv.resolve().is_relative_to(root):
                 continue
-            seen.add(real)
-            with tsv.open() as fh:
-                records = list(csv.DictReader(fh, delimiter="\t"))
+            data = tsv.read_bytes()
+            if data in seen:
+                continue
+            seen.add(data)
+            records = list(csv.DictReader(data.decode().splitlines(), delimiter="\t"))
             if records:
                 rows.append((rule, float(records[-1].get("cpu_time") or 0.0)))
     return rows
