@@ -139,6 +139,18 @@ def test_a_parse_is_kept_on_disk_by_content_and_a_bad_entry_is_parsed_again(
     monkeypatch.setattr(cd, "_DIGESTS", {})
     assert cd.code_digest("rerunpkg.a") != cold[0]
     assert blocked.read_text() == ""
+    edited = cd.code_digest("rerunpkg.a")
+    # Nor does a process with no home folder and no variable naming a cache.
+    for name in ("VQAROBUST_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")  # as Path.home says it
+
+    monkeypatch.setattr(Path, "home", no_home)
+    cd._read.cache_clear()
+    monkeypatch.setattr(cd, "_DIGESTS", {})
+    assert cd.code_digest("rerunpkg.a") == edited
     cd._read.cache_clear()
 
 

@@ -180,7 +180,12 @@ def _parse_cached(data: bytes, is_init: bool, package: str, here: str) -> Source
     code parses the same ~350 files, about 1.5 s of CPU each time. The cache is keyed by
     content (:func:`_cache_file`), so an entry is never stale; an unreadable one is
     parsed again, and one that cannot be written is only logged."""
-    path = _cache_file(data, is_init, package, here)
+    try:
+        path = _cache_file(data, is_init, package, here)
+    except RuntimeError as error:
+        # No home folder and no variable naming a cache (a container's nameless user).
+        log.debug("code digest cache: none (%s)", error)
+        return _parse(data, is_init, package, here)
     try:
         record = json.loads(zlib.decompress(path.read_bytes()))
         return Source(
