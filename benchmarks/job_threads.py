@@ -3,7 +3,8 @@ reference model answers a few subsets of a finished default study (the clean ima
 severities of ``gaussian_noise`` and of the ``keyboard`` question set) in a fresh
 process per (threads, batch size), as a ``run_model`` job does, its imports and its
 weight load included (after one warm-up job), and the answers are checked equal across
-thread counts and batch sizes.
+thread counts and batch sizes. Only torch's intra-op threads are set: the thread
+variables (``OMP_NUM_THREADS`` and the like) are the caller's.
 
     .venv/bin/python benchmarks/job_threads.py CHECKOUT [--model vilt-tiny]
         [--threads 1 2] [--batch-sizes 64 256 1024] [--severities 1 2]
@@ -66,11 +67,10 @@ def run_job(
             "out": out,
         }
         done = subprocess.run(
-            [sys.executable, "-c", JOB, json.dumps(args)],
-            capture_output=True,
-            text=True,
-            check=True,
+            [sys.executable, "-c", JOB, json.dumps(args)], capture_output=True, text=True
         )
+    if done.returncode:
+        raise SystemExit(f"the job failed ({threads} threads):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.splitlines()[-1])
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 def job_rows(base: Path) -> list[tuple[str, float]]:
     """(rule, CPU seconds) of every job benchmark file under ``base``, each job once: a
     file reached twice through a link, or copied with its run (tests copy the session's
-    tiny run to change it), counts once, by its content (its times and memory to the
-    hundredth: two jobs do not write the same file)."""
-    seen: set[bytes] = set()
+    tiny run to change it), counts once: by its place in its run's ``benchmarks/out``
+    (the job) and its content (its times and memory)."""
+    seen: set[tuple[str, bytes]] = set()
     rows, root = [], base.resolve()
     for path in sorted(base.rglob("benchmarks/out/*/*")):
         files = [path] if path.is_file() else sorted(path.rglob("*.tsv"))
@@ -35,9 +35,11 @@ def job_rows(base: Path) -> list[tuple[str, float]]:
             if tsv.suffix != ".tsv" or not tsv.resolve().is_relative_to(root):
                 continue
             data = tsv.read_bytes()
-            if data in seen:
+            parts = tsv.parts
+            job = ("/".join(parts[len(parts) - parts[::-1].index("out") :]), data)
+            if job in seen:
                 continue
-            seen.add(data)
+            seen.add(job)
             records = list(csv.DictReader(data.decode().splitlines(), delimiter="\t"))
             if records:
                 rows.append((rule, float(records[-1].get("cpu_time") or 0.0)))

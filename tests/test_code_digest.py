@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -104,43 +105,54 @@ def test_a_parse_is_kept_on_disk_by_content_and_a_bad_entry_is_parsed_again(
 ):
     cache = tmp_path / "cache"
     monkeypatch.setenv("VQAROBUST_CACHE", str(cache))
-    cd._read.cache_clear()
-    monkeypatch.setattr(cd, "_DIGESTS", {})
-    cold = (cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow"))
+
+    def digests() -> tuple[str, str]:
+        # As a new process would: nothing of this one's reads or answers kept.
+        cd._read.cache_clear()
+        monkeypatch.setattr(cd, "_DIGESTS", {})
+        return cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow")
+
+    parse = cd._parse
+
+    def parses_nothing() -> None:
+        monkeypatch.setattr(cd, "_parse", lambda *a: pytest.fail(f"parsed again: {a[1:]}"))
+
+    cold = digests()
     kept = sorted((cache / "code-digest").iterdir())
     # __init__.py, a.py and b.py, each as module_files and as code_digest read it.
     assert [p.suffix for p in kept] == [".z"] * 6
     source = (rerunpkg / "a.py").read_bytes()
-    assert cd._parse_cached(source, False, "rerunpkg", "rerunpkg") == cd._parse(
+    assert cd._parse_cached(source, False, "rerunpkg", "rerunpkg") == parse(
         source, False, "rerunpkg", "rerunpkg"
     )
-    # A second process reads the kept parses: the same digests, nothing parsed.
-    cd._read.cache_clear()
-    monkeypatch.setattr(cd, "_DIGESTS", {})
-    parse = cd._parse
-    monkeypatch.setattr(cd, "_parse", lambda *a: pytest.fail(f"parsed again: {a[1:]}"))
-    assert (cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow")) == cold
+    # Another process reads the kept parses: the same digests, nothing parsed.
+    parses_nothing()
+    assert digests() == cold
     monkeypatch.setattr(cd, "_parse", parse)
-    # An entry cut short is parsed again and written whole; an edit is a new entry.
-    for path in kept:
-        path.write_bytes(path.read_bytes()[:10])
-    cd._read.cache_clear()
-    monkeypatch.setattr(cd, "_DIGESTS", {})
-    assert (cd.code_digest("rerunpkg.a"), cd.entry_digest("rerunpkg.a", "snow")) == cold
+    # Entries cut short, or of the right syntax and the wrong kinds, are parsed again
+    # and written whole, and then read.
+    for i, path in enumerate(kept):
+        foreign = json.dumps({"imports": "abc", "code": 1, "entries": [], "imported": []})
+        path.write_bytes(path.read_bytes()[:10] if i % 2 else zlib.compress(foreign.encode()))
+    assert digests() == cold
     assert sorted((cache / "code-digest").iterdir()) == kept
+    for path in kept:
+        cd._source_of(json.loads(zlib.decompress(path.read_bytes())))  # whole again
+    parses_nothing()
+    assert digests() == cold
+    monkeypatch.setattr(cd, "_parse", parse)
+    # An edit is a new entry.
     _edit(rerunpkg / "a.py", "return 2 * x", "return 3 * x")
-    assert cd.code_digest("rerunpkg.a") != cold[0]
+    edited = digests()
+    assert edited[0] != cold[0]
     assert len(list((cache / "code-digest").iterdir())) == 8
-    # A cache that cannot be written costs time only.
+    # A cache that cannot be written, or a process with no home folder and no variable
+    # naming a cache, costs time only.
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("VQAROBUST_CACHE", str(blocked))
-    cd._read.cache_clear()
-    monkeypatch.setattr(cd, "_DIGESTS", {})
-    assert cd.code_digest("rerunpkg.a") != cold[0]
+    assert digests() == edited
     assert blocked.read_text() == ""
-    edited = cd.code_digest("rerunpkg.a")
-    # Nor does a process with no home folder and no variable naming a cache.
     for name in ("VQAROBUST_CACHE", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
 
@@ -148,9 +160,8 @@ def test_a_parse_is_kept_on_disk_by_content_and_a_bad_entry_is_parsed_again(
         raise RuntimeError("Could not determine home directory.")  # as Path.home says it
 
     monkeypatch.setattr(Path, "home", no_home)
-    cd._read.cache_clear()
-    monkeypatch.setattr(cd, "_DIGESTS", {})
-    assert cd.code_digest("rerunpkg.a") == edited
+    assert digests() == edited
+    assert not list(tmp_path.rglob("*.tmp"))
     cd._read.cache_clear()
 
 

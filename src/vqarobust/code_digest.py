@@ -22,12 +22,13 @@ import importlib.util
 import json
 import logging
 import os
+import secrets
 import sys
-import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vqarobust.user_cache import cache_root
 
@@ -175,50 +176,80 @@ def _cache_file(data: bytes, is_init: bool, package: str, here: str) -> Path:
     return cache_root() / "code-digest" / f"{h.hexdigest()}.json.z"
 
 
-def _parse_cached(data: bytes, is_init: bool, package: str, here: str) -> Source:
-    """:func:`_parse`, kept on disk: every Snakemake start and every job that digests
-    code parses the same ~350 files, about 1.5 s of CPU each time. The cache is keyed by
-    content (:func:`_cache_file`), so an entry is never stale; an unreadable one is
-    parsed again, and one that cannot be written is only logged."""
-    try:
-        path = _cache_file(data, is_init, package, here)
-    except RuntimeError as error:
-        # No home folder and no variable naming a cache (a container's nameless user).
-        log.debug("code digest cache: none (%s)", error)
-        return _parse(data, is_init, package, here)
-    try:
-        record = json.loads(zlib.decompress(path.read_bytes()))
-        return Source(
-            frozenset(record["imports"]),
-            record["code"].encode(),
-            {k: v.encode() for k, v in record["entries"].items()},
-            {k: frozenset(v) for k, v in record["entry_names"].items()},
-            frozenset((m, n) for m, n in record["imported"]),
-        )
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError, KeyError, TypeError, zlib.error) as error:
-        log.debug("code digest cache: %s unreadable (%s), parsing again", path, error)
-    source = _parse(data, is_init, package, here)
-    record = {
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"not a list of strings: {value!r:.80}")
+    return value
+
+
+def _source_of(record: Any) -> Source:
+    """The :class:`Source` a cache entry holds, its every field checked: an entry that
+    is not exactly what :func:`_record_of` writes is refused (ValueError)."""
+    if not isinstance(record, dict) or set(record) != set(Source.__dataclass_fields__):
+        raise ValueError("not a kept parse")
+    entries, names = record["entries"], record["entry_names"]
+    if not isinstance(record["code"], str) or not isinstance(entries, dict):
+        raise ValueError("not a kept parse")
+    if not isinstance(names, dict) or not all(isinstance(v, str) for v in entries.values()):
+        raise ValueError("not a kept parse")
+    imported = [_strings(pair) for pair in record["imported"]]
+    if any(len(pair) != 2 for pair in imported):
+        raise ValueError("not a kept parse")
+    return Source(
+        frozenset(_strings(record["imports"])),
+        record["code"].encode(),
+        {k: v.encode() for k, v in entries.items()},
+        {k: frozenset(_strings(v)) for k, v in names.items()},
+        frozenset((m, n) for m, n in imported),
+    )
+
+
+def _record_of(source: Source) -> dict[str, Any]:
+    return {
         "imports": sorted(source.imports),
         "code": source.code.decode(),
         "entries": {k: v.decode() for k, v in source.entries.items()},
         "entry_names": {k: sorted(v) for k, v in source.entry_names.items()},
         "imported": sorted(source.imported),
     }
+
+
+def _parse_cached(data: bytes, is_init: bool, package: str, here: str) -> Source:
+    """:func:`_parse`, kept on disk: every Snakemake start and every job that digests
+    code parses the same ~350 files, about 1.5 s of CPU each time. The cache is keyed by
+    content (:func:`_cache_file`), so an entry is never stale; an entry that cannot be
+    read back whole is parsed again, and a cache that cannot be found or written costs
+    only the parse."""
+    try:
+        path = _cache_file(data, is_init, package, here)
+    except (RuntimeError, OSError) as error:
+        # No home folder and no variable naming a cache (a container's nameless user).
+        log.debug("code digest cache: none (%s)", error)
+        return _parse(data, is_init, package, here)
+    try:
+        return _source_of(json.loads(zlib.decompress(path.read_bytes())))
+    except FileNotFoundError:
+        pass
+    except Exception as error:  # a cut, foreign or unreadable entry: parse again
+        log.debug("code digest cache: %s unreadable (%s), parsing again", path, error)
+    source = _parse(data, is_init, package, here)
     written = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Written whole under another name, then renamed: a reader never sees half of it.
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as fh:
-            written = fh.name
-            fh.write(zlib.compress(json.dumps(record).encode(), 1))
+        # Created as any file (the umask's mode), so that a cache folder shared by a
+        # group serves its members, where a temporary file's 0600 would not.
+        written = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(zlib.compress(json.dumps(_record_of(source)).encode(), 1))
         os.replace(written, path)
+        written = None
     except OSError as error:
-        if written is not None:
-            Path(written).unlink(missing_ok=True)
         log.debug("code digest cache: cannot write %s (%s)", path, error)
+    finally:
+        if written is not None:  # not renamed: an error, or the process interrupted
+            Path(written).unlink(missing_ok=True)
     return source
 
 
