@@ -35,8 +35,7 @@ def job_rows(base: Path) -> list[tuple[str, float]]:
             if tsv.suffix != ".tsv" or not tsv.resolve().is_relative_to(root):
                 continue
             data = tsv.read_bytes()
-            parts = tsv.parts
-            job = ("/".join(parts[len(parts) - parts[::-1].index("out") :]), data)
+            job = (tsv.relative_to(path.parents[1]).as_posix(), data)  # under out/
             if job in seen:
                 continue
             seen.add(job)
