@@ -205,6 +205,28 @@ def test_keyboard_typos_are_neighbouring_keys_of_nlpaug():
     for a, b in pairs:
         assert b in theirs[a], (a, b)
         assert a.isupper() == b.isupper() or not a.isalpha()
+    # The table itself, read without importing nlpaug, is what nlpaug's model makes of it.
+    ours = Keyboard(special_char=False, numeric=True, upper_case=False, model_path=path).model
+    assert characters.keyboard_neighbours() == ours
+
+
+def test_the_character_tables_are_read_without_importing_torch():
+    """A job of keyboard or OCR typos needs nlpaug's two JSON tables, not its package,
+    which imports torch and pandas: a fresh process makes both perturbations without them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vqarobust import text\n"
+        "q = 'What color is the small circle near the 0 and 1?'\n"
+        "for name in ('keyboard', 'ocr'):\n"
+        "    assert text.perturb_item(q, name, 5, 0, 7) != q, name\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'nlpaug') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["[]"]
 
 
 def test_ocr_confusions_are_nlpaugs():

@@ -3,14 +3,17 @@
 Each touched word gets one character edit, or a share of its characters; severity sets
 how many words are touched (:class:`vqarobust.text.tokens.Rates`). Keyboard neighbours and
 OCR confusions are nlpaug's tables (the library the multimodal-robustness study used),
-read from the installed package; the sampling is ours, with an explicit generator per
-item (nlpaug draws from Python's global ``random``, which cannot be seeded per question
-without touching process state).
+read from the installed package as nlpaug's models read them (tests/test_text.py holds
+them equal); the sampling is ours, with an explicit generator per item (nlpaug draws from
+Python's global ``random``, which cannot be seeded per question without touching process
+state).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import string
 from collections.abc import Callable
 from functools import cache
@@ -24,29 +27,44 @@ from vqarobust.text.registry import TEXT_PERTURBATIONS
 LETTERS = string.ascii_lowercase
 
 
+def _nlpaug_table(name: str) -> dict[str, list[str]]:
+    """nlpaug's ``res/char/<name>/en.json``, found without importing nlpaug: its package
+    imports torch and pandas (2.7 s of a job's CPU) to read two plain JSON files."""
+    spec = importlib.util.find_spec("nlpaug")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("nlpaug is not installed: pip install -e . installs it")
+    folder = Path(spec.submodule_search_locations[0])
+    return json.loads((folder / "res" / "char" / name / "en.json").read_text(encoding="utf-8"))
+
+
 @cache
 def keyboard_neighbours() -> dict[str, list[str]]:
     """Lower-case key -> neighbouring keys (letters and digits) on an English QWERTY
-    keyboard, from nlpaug's ``res/char/keyboard/en.json`` as nlpaug's Keyboard model
-    reads it without special characters or upper case."""
-    import nlpaug
-    from nlpaug.model.char import Keyboard
-
-    path = Path(nlpaug.__file__).parent / "res" / "char" / "keyboard" / "en.json"
-    model = Keyboard(special_char=False, numeric=True, upper_case=False, model_path=str(path))
-    return {k: list(v) for k, v in model.model.items()}
+    keyboard: what nlpaug's ``Keyboard(special_char=False, numeric=True,
+    upper_case=False)`` makes of ``res/char/keyboard/en.json`` (keys and neighbours of
+    lower-case letters and digits only, sorted, without the key itself)."""
+    plain = re.compile("^[a-z0-9]*$")
+    out = {}
+    for key, neighbours in _nlpaug_table("keyboard").items():
+        if plain.match(key):
+            kept = sorted({n for n in neighbours if plain.match(n) and n != key})
+            if kept:
+                out[key] = kept
+    return out
 
 
 @cache
 def ocr_confusions() -> dict[str, list[str]]:
-    """Character -> characters OCR confuses it with (nlpaug's ``res/char/ocr/en.json``,
-    with nlpaug's reverse mapping: 0 -> o and o -> 0)."""
-    import nlpaug
-    from nlpaug.model.char import Ocr
-
-    path = Path(nlpaug.__file__).parent / "res" / "char" / "ocr" / "en.json"
-    model = Ocr(json.loads(path.read_text(encoding="utf-8")))
-    return {k: list(v) for k, v in model.model.items()}
+    """Character -> characters OCR confuses it with: nlpaug's ``Ocr`` model of
+    ``res/char/ocr/en.json``, which adds the reverse of every pair (0 -> o and o -> 0)."""
+    table = _nlpaug_table("ocr")
+    out = {k: list(v) for k, v in table.items()}
+    for k, confused in table.items():
+        for c in confused:
+            out.setdefault(c, [])
+            if k not in out[c]:
+                out[c].append(k)
+    return out
 
 
 def _edit_words(
