@@ -29,7 +29,7 @@ LETTERS = string.ascii_lowercase
 
 def _nlpaug_table(name: str) -> dict[str, list[str]]:
     """nlpaug's ``res/char/<name>/en.json``, found without importing nlpaug: its package
-    imports torch and pandas (2.7 s of a job's CPU) to read two plain JSON files."""
+    imports torch and pandas (about 3.3 s of CPU here) to read two plain JSON files."""
     spec = importlib.util.find_spec("nlpaug")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("nlpaug is not installed: pip install -e . installs it")
