@@ -1,5 +1,8 @@
 """Snakemake adapter: run one registered analysis and write its tables as Parquet."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.analyses.registry import get
 from vqarobust.analyses.runner import run_analysis
 from vqarobust.jobs import start_job

@@ -1,5 +1,8 @@
 """Snakemake adapter: VQABQ's question sets (first 1, 2, 3 basic questions) for one model."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import chain_question_set
 

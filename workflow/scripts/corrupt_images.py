@@ -1,5 +1,8 @@
 """Snakemake adapter: materialize one (corruption, severity) subset as image shards."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust import store
 from vqarobust.jobs import start_job
 from vqarobust.materialize.images import corrupt_subset

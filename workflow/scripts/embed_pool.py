@@ -1,5 +1,8 @@
 """Snakemake adapter: one basic-question pool source, deduplicated and encoded."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from functools import partial
 
 import torch

@@ -1,5 +1,8 @@
 """Snakemake adapter: encode every distinct main question (the eval split) once."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from functools import partial
 
 import torch

@@ -1,6 +1,9 @@
 """Snakemake adapter: every subset of the run as a Hugging Face dataset folder with
 lmms-eval tasks (docs/interop.md)."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.hf_export import export_dataset
 from vqarobust.jobs import start_job
 

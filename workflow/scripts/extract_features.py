@@ -1,5 +1,8 @@
 """Snakemake adapter: the feature table of one split or one corrupted image folder."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.features.extract import FeatureInputs, extract_features
 from vqarobust.jobs import start_job
 

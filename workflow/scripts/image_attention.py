@@ -1,5 +1,8 @@
 """Snakemake adapter: one model's attention maps on the clean and every corrupted image."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 import torch
 
 from vqarobust.attention import attention_maps

@@ -1,5 +1,8 @@
 """Snakemake adapter: assemble the analyses' tables into the DuckDB results file."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from pathlib import Path
 
 from vqarobust.analyses.assemble import assemble_database

@@ -1,5 +1,8 @@
 """Snakemake adapter: write one ranker's basic-question noise levels."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import basic_question_sets
 

@@ -1,5 +1,8 @@
 """Snakemake adapter: the object boxes of the eval images (datasets.object_boxes)."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.datasets.object_boxes import write_boxes
 from vqarobust.jobs import start_job
 

@@ -1,5 +1,8 @@
 """Snakemake adapter: write one text perturbation's question set per severity."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import Fidelity, perturb_question_set
 from vqarobust.text import Rates

@@ -1,5 +1,8 @@
 """Snakemake adapter: write a dataset split's questions, image shards, manifest and info."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.datasets import PreparedOutputs, prepare_dataset
 from vqarobust.jobs import start_job
 

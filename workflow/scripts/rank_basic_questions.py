@@ -1,5 +1,8 @@
 """Snakemake adapter: rank the basic questions of every distinct question for one ranker."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import rank_basic_questions
 from vqarobust.text.ranking import RankSettings

@@ -1,5 +1,8 @@
 """Snakemake adapter: render the HTML report from the DuckDB results file."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.report.html import render_report
 

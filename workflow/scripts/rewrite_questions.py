@@ -1,5 +1,8 @@
 """Snakemake adapter: rewrite the questions with one sentence-level perturbation's models."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 import torch
 
 from vqarobust.jobs import start_job

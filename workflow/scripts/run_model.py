@@ -1,6 +1,9 @@
 """Snakemake adapter: run one model on every severity of the job's subsets (all of its
 subsets, or one), loading the weights once."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 import importlib
 
 import torch

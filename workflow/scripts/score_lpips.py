@@ -1,5 +1,8 @@
 """Snakemake adapter: LPIPS of one corrupted subset's images against the clean ones."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.materialize.images import score_lpips
 

@@ -1,5 +1,8 @@
 """Snakemake adapter: the feature-level SwapMix swaps of one feature source."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.materialize.context import SwapOutputs
 from vqarobust.materialize.feature_context import FeatureSwapSettings, swap_features

@@ -1,5 +1,8 @@
 """Snakemake adapter: train the detector-like object encoder of a scenes feature source."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.features.detector import DetectorRecipe, train_detector
 from vqarobust.jobs import start_job
 

@@ -1,5 +1,8 @@
 """Snakemake adapter: train a reference model and save it in Hugging Face format."""
 
+import gc
+
+gc.disable()  # for the imports, which make no garbage: start_job freezes them
 from vqarobust.jobs import start_job
 from vqarobust.models.recipe import Recipe
 
