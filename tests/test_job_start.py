@@ -13,21 +13,22 @@ from tests.conftest import REPO
 SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
 
 
-def _statements(script) -> list[str]:
-    """The script's statements after its docstring, each as source."""
-    body = ast.parse(script.read_text()).body
-    return [ast.unparse(node) for node in body[1:]]
-
-
 def test_every_script_imports_with_the_collector_off_and_starts_its_job():
     assert len(SCRIPTS) > 20
     wrong = []
     for script in SCRIPTS:
-        statements = _statements(script)
+        body = ast.parse(script.read_text()).body[1:]
+        statements = [ast.unparse(node) for node in body]
         if statements[:2] != ["import gc", "gc.disable()"]:
             wrong.append(f"{script.name}: begins {statements[:2]}")
-        if not any(s.startswith("start_job(") for s in statements):
+        starts = [i for i, s in enumerate(statements) if s.startswith("start_job(")]
+        if not starts:
             wrong.append(f"{script.name}: never calls start_job")
+            continue
+        # Nothing but imports with the collector off: work there would keep its garbage.
+        between = body[2 : starts[0]]
+        if not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in between):
+            wrong.append(f"{script.name}: runs more than imports before start_job")
     assert not wrong, "\n".join(wrong)
 
 
@@ -36,12 +37,9 @@ import gc, json, sys
 gc.disable()
 import polars
 from vqarobust.jobs import start_job
-garbage = []
-garbage.append(garbage)  # a cycle made before the job starts
-del garbage
-before = (gc.isenabled(), gc.get_freeze_count())
+tracked = len(gc.get_objects())
 start_job(sys.argv[1])
-print(json.dumps({"before": before, "after": [gc.isenabled(), gc.get_freeze_count()]}))
+print(json.dumps({"tracked": tracked, "after": [gc.isenabled(), gc.get_freeze_count()]}))
 """
 
 
@@ -53,7 +51,8 @@ def test_start_job_freezes_the_imports_and_turns_the_collector_back_on(tmp_path)
         check=True,
     )
     seen = json.loads(proc.stdout.splitlines()[-1])
-    assert seen["before"] == [False, 0]
     enabled, frozen = seen["after"]
-    # Everything the imports made, polars' modules among them, is frozen: thousands.
-    assert enabled is True and frozen > 10_000
+    # What the imports made (polars' modules among them) is frozen, less a few
+    # temporaries freed meanwhile, and the collector is on again for the job's own work.
+    assert enabled is True and seen["tracked"] > 10_000
+    assert seen["tracked"] - 100 <= frozen <= seen["tracked"]

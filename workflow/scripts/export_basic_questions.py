@@ -2,7 +2,7 @@
 
 import gc
 
-gc.disable()  # for the imports, which make no garbage: start_job freezes them
+gc.disable()  # for the imports, whose objects start_job freezes
 from vqarobust.jobs import start_job
 from vqarobust.materialize.questions import export_basic_questions
 

@@ -3,7 +3,7 @@ lmms-eval tasks (docs/interop.md)."""
 
 import gc
 
-gc.disable()  # for the imports, which make no garbage: start_job freezes them
+gc.disable()  # for the imports, whose objects start_job freezes
 from vqarobust.hf_export import export_dataset
 from vqarobust.jobs import start_job
 

@@ -3,7 +3,7 @@ subsets, or one), loading the weights once."""
 
 import gc
 
-gc.disable()  # for the imports, which make no garbage: start_job freezes them
+gc.disable()  # for the imports, whose objects start_job freezes
 import importlib
 
 import torch
