@@ -7,6 +7,7 @@ import ast
 import json
 import subprocess
 import sys
+from typing import Any
 
 from tests.conftest import REPO
 
@@ -32,6 +33,14 @@ def test_every_script_imports_with_the_collector_off_and_starts_its_job():
     assert not wrong, "\n".join(wrong)
 
 
+def _probe(code: str, *args: str) -> Any:
+    """What a fresh process running ``code`` printed last, as JSON."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
 PROBE = """
 import gc, json, sys
 gc.disable()
@@ -44,15 +53,56 @@ print(json.dumps({"tracked": tracked, "after": [gc.isenabled(), gc.get_freeze_co
 
 
 def test_start_job_freezes_the_imports_and_turns_the_collector_back_on(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "job.log")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    seen = json.loads(proc.stdout.splitlines()[-1])
+    seen = _probe(PROBE, str(tmp_path / "job.log"))
     enabled, frozen = seen["after"]
     # What the imports made (polars' modules among them) is frozen, less a few
-    # temporaries freed meanwhile, and the collector is on again for the job's own work.
+    # temporaries freed meanwhile, with what start_job made itself (the log's handlers,
+    # the plugins), and the collector is on again for the job's own work.
     assert enabled is True and seen["tracked"] > 10_000
-    assert seen["tracked"] - 100 <= frozen <= seen["tracked"]
+    assert seen["tracked"] - 100 <= frozen <= seen["tracked"] + 2_000
+
+
+JOB_START = "gc.disable()\nfrom vqarobust.collector import freeze_imports\nfreeze_imports()"
+LAZY = """
+import gc, json
+{start}
+from vqarobust.collector import imports_paused
+before = gc.get_freeze_count()
+with imports_paused():
+    import polars
+print(json.dumps({{"added": gc.get_freeze_count() - before, "enabled": gc.isenabled()}}))
+"""
+
+
+def test_a_lazy_import_in_a_job_is_paused_and_frozen():
+    from_job = _probe(LAZY.format(start=JOB_START))
+    assert from_job["enabled"] is True and from_job["added"] > 10_000  # polars' objects
+    # Elsewhere (no import of the process was frozen) nothing is frozen.
+    elsewhere = _probe(LAZY.format(start="import vqarobust.collector"))
+    assert elsewhere == {"added": 0, "enabled": True}
+
+
+# The places that load heavy code lazily in a job: a model family's adapter module (here
+# the classifier's, with transformers' model code, before the missing checkpoint fails)
+# and the sentence encoder's sentence-transformers.
+LOADS = """
+import gc, json, sys
+gc.disable()
+import vqarobust.models, vqarobust.text.encoder
+from vqarobust.collector import freeze_imports
+freeze_imports()
+before = gc.get_freeze_count()
+try:
+    vqarobust.models.load_model({"family": "vqa-classifier", "path_or_id": sys.argv[1]})
+except OSError:
+    pass
+model = gc.get_freeze_count()
+assert "sentence_transformers" not in sys.modules
+vqarobust.text.encoder.load()
+print(json.dumps([model - before, gc.get_freeze_count() - model, gc.isenabled()]))
+"""
+
+
+def test_a_model_family_and_the_encoder_import_with_the_collector_paused(tmp_path):
+    family, encoder, enabled = _probe(LOADS, str(tmp_path / "no-such-checkpoint"))
+    assert enabled is True and family > 100_000 and encoder > 10_000

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys
 
 from vqarobust import plugins
+from vqarobust.collector import freeze_imports
 from vqarobust.logs import setup_logging
 
 log = logging.getLogger(__name__)
@@ -43,13 +43,12 @@ def start_job(log_path: str | os.PathLike[str], allow_download: bool = False) ->
     Each script imports with the garbage collector off (its first lines, after
     Snakemake's preamble): the imports make about 300,000 objects that live as long as
     the job and little garbage (some 7,000 objects in cycles, kept), and each full
-    collection walks all the objects made so far. What they made is frozen here (never
-    walked again, at exit included) and the collector turned back on for the job's own
-    work, which includes what the package imports lazily (sentence-transformers,
-    transformers). About 0.1-1.0 s of CPU per job (docs/performance.md, "Collections in
-    job processes")."""
-    gc.freeze()
-    gc.enable()
+    collection walks all the objects made so far. What they and the plugins made is
+    frozen here (never walked again, at exit included) and the collector turned back on
+    for the job's own work (:func:`vqarobust.collector.freeze_imports`); what the package
+    imports lazily later (a model family's transformers, sentence-transformers) is
+    paused and frozen where it loads (:func:`vqarobust.collector.imports_paused`).
+    docs/performance.md, "Collections in job processes", has the CPU it saves."""
     setup_logging(log_path)
     if allow_download:
         log.info("downloads allowed: this job may reach the Hugging Face Hub")
@@ -57,3 +56,4 @@ def start_job(log_path: str | os.PathLike[str], allow_download: bool = False) ->
         go_offline()
         log.info("offline: no setting of this job allows downloads (HF_HUB_OFFLINE=1)")
     plugins.load()
+    freeze_imports()

@@ -3,6 +3,7 @@
 import gc
 
 gc.disable()  # for the imports, whose objects start_job freezes
+from vqarobust.collector import imports_paused
 from vqarobust.jobs import start_job
 from vqarobust.models.recipe import Recipe
 
@@ -12,7 +13,8 @@ settings.pop("word_vectors", None)  # named in params for reruns; the file is an
 recipe = Recipe.from_params(settings)
 if hasattr(snakemake.input, "features"):
     # A region-feature model (LXMERT) trains on the split's feature table.
-    from vqarobust.models.feature_training import train_feature_model
+    with imports_paused():
+        from vqarobust.models.feature_training import train_feature_model
 
     train_feature_model(
         snakemake.input.questions,
@@ -23,7 +25,8 @@ if hasattr(snakemake.input, "features"):
         word_vectors_path=snakemake.input.get("word_vectors"),
     )
 else:
-    from vqarobust.models.training import train_reference_model
+    with imports_paused():
+        from vqarobust.models.training import train_reference_model
 
     train_reference_model(
         snakemake.input.questions,

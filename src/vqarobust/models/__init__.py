@@ -7,10 +7,12 @@ declares the keys its entries may hold in its ``keys`` tag (:mod:`vqarobust.mode
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vqarobust.collector import imports_paused
 from vqarobust.models.keys import (
     CHECKPOINT,
     ENTRY,
@@ -216,6 +218,11 @@ def load_model(
     keys = entry_keys(entry["family"])
     skip = keys.known - keys.adapter | keys.derived
     kwargs = {k: v for k, v in entry.items() if k not in skip}
+    # The adapter's module (transformers' model code for most) imported apart, so that a
+    # job process imports it with the collector paused (vqarobust.collector).
+    family = FAMILIES.entry(entry["family"])
+    with imports_paused():
+        importlib.import_module(family.tags.get("module", family.origin))
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 

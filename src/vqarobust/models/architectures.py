@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vqarobust.collector import imports_paused
 from vqarobust.registry import Registry
 
 ARCHITECTURES: Registry[Callable[..., Any]] = Registry("architecture")
@@ -69,7 +70,9 @@ def build_architecture(architecture: str, options: Mapping[str, Any], **data: An
     unknown = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
     if unknown:
         raise TypeError(f"architecture {architecture!r} takes no options {unknown}")
-    return ARCHITECTURES.get(architecture)(options=cls(**options), **data)
+    # The builders import transformers' model code: paused in a job (vqarobust.collector).
+    with imports_paused():
+        return ARCHITECTURES.get(architecture)(options=cls(**options), **data)
 
 
 def _labels(labels: list[str]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from vqarobust.collector import imports_paused
+
 DEFAULT_BATCH_SIZE = 256
 ENCODER_NAME = "all-MiniLM-L6-v2"  # the shipped encoder, as docs and tables name it
 
@@ -97,7 +99,8 @@ def load(path: str | None = None, device: str = "cpu", allow_download: bool = Fa
     # encoder fails at once.
     if not looks_local and not allow_download and missing(path) is not None:
         raise not_here
-    from sentence_transformers import SentenceTransformer
+    with imports_paused():
+        from sentence_transformers import SentenceTransformer
 
     try:
         return SentenceTransformer(path, device=device, local_files_only=not allow_download)
