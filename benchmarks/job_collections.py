@@ -1,9 +1,11 @@
-"""What the garbage collector costs a job process, with and without the pause every
-workflow script makes (``gc.disable()`` before its imports, ``gc.freeze()`` and
-``gc.enable()`` in :func:`vqarobust.jobs.start_job`; docs/performance.md, "Collections in
-job processes").
+"""What the garbage collector costs a job process, with and without the pauses the
+workflow makes: every script's imports (``gc.disable()`` before them, then
+:func:`vqarobust.collector.freeze_imports` in :func:`vqarobust.jobs.start_job`), and the
+package's lazy imports of heavy code (:func:`vqarobust.collector.imports_paused` where a
+model family's adapter, a trained architecture or the sentence encoder loads;
+docs/performance.md, "Collections in job processes").
 
-Each case runs in fresh interpreters, as a job does, alternating between the two ways;
+Each case runs in fresh interpreters, as a job does, alternating between the ways;
 a case's CPU is the process's user + system time, exit included, and "before shutdown"
 is what the process had spent when its last line ran (the rest is the interpreter's
 shutdown). Snakemake's own preamble (unpickling the job) and the rest of start_job are
@@ -21,27 +23,26 @@ import statistics
 import subprocess
 import sys
 
-# Jobs as their scripts run them: the imports before start_job (paused or not),
-# then the work, which imports what the package loads lazily with the collector on
-# either way (the encoder's sentence-transformers, a model family's transformers).
+# Jobs as their scripts run them: the imports before start_job, then what the package
+# imports lazily when the job loads its encoder or model (in the package, inside
+# imports_paused), then the work (none: the package's own calls would pause their
+# imports in every way that freezes the script's).
 CASES = {
-    "embed_pool: its imports, then two sentences encoded": (
+    "embed_pool: imports, then sentence-transformers (the encoder's)": (
         "import torch\n"
         "from vqarobust.materialize.questions import build_pool\n"
         "from vqarobust.text.encoder import encode",
-        "encode(['what colour is the shape?', 'is there a circle?'])",
+        "import sentence_transformers",
+        "",
     ),
-    # Not what a job does today: sentence-transformers imported before start_job, as a
-    # pause around the package's lazy imports would have it.
-    "embed_pool with sentence-transformers imported up front": (
-        "import torch, sentence_transformers\n"
-        "from vqarobust.materialize.questions import build_pool\n"
-        "from vqarobust.text.encoder import encode",
-        "encode(['what colour is the shape?', 'is there a circle?'])",
+    "run_model: imports, then the vqa-classifier family's adapter": (
+        "import torch, vqarobust.inference, vqarobust.models",
+        "import vqarobust.models.classifier",
+        "",
     ),
-    "run_model: its imports": ("import torch, vqarobust.inference, vqarobust.models", ""),
     "analyze: its imports": (
         "import polars, duckdb, vqarobust.analyses.registry, vqarobust.analyses.runner",
+        "",
         "",
     ),
 }
@@ -50,13 +51,28 @@ LAST = "import json, resource\nr = resource.getrusage(resource.RUSAGE_SELF)\n"
 LAST += "print(json.dumps(r.ru_utime + r.ru_stime))\n"
 
 
-def program(imports: str, work: str, paused: bool) -> str:
-    """A job-like process: the imports (with the collector off, then frozen, when
-    ``paused``), the work, and its CPU so far printed last."""
-    if paused:
-        body = f"import gc\ngc.disable()\n{imports}\ngc.freeze()\ngc.enable()\n"
-    else:
-        body = f"{imports}\n"
+# The ways a job can run, as the table names them: no pause; the script's imports paused
+# (219cfee); those and the package's lazy imports paused (a93ee95).
+WAYS = {
+    "as Python runs it": (False, False),
+    "its imports paused": (True, False),
+    "lazy imports paused too": (True, True),
+}
+
+
+def program(imports: str, lazy: str, work: str, way: tuple[bool, bool]) -> str:
+    """A job-like process: the imports (with the collector off, then frozen, when the
+    way pauses them), the lazy imports (inside ``imports_paused`` when the way pauses
+    them), the work, and its CPU so far printed last."""
+    scripts, lazies = way
+    if not scripts:
+        return f"{imports}\n{lazy}\n{work}\n{LAST}"
+    body = "import gc\ngc.disable()\n" + imports + "\n"
+    body += "from vqarobust.collector import freeze_imports, imports_paused\nfreeze_imports()\n"
+    if lazy and lazies:
+        body += f"with imports_paused():\n    {lazy}\n"
+    elif lazy:
+        body += f"{lazy}\n"
     return body + work + "\n" + LAST
 
 
@@ -75,17 +91,16 @@ def main() -> int:
     args = parser.parse_args()
     print("| process | collector | CPU s | before shutdown | shutdown |")
     print("|---|---|---|---|---|")
-    for name, (imports, work) in CASES.items():
-        runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    for name, (imports, lazy, work) in CASES.items():
+        runs: dict[str, list[tuple[float, float]]] = {w: [] for w in WAYS}
         for _ in range(args.repeats):
-            for paused in (False, True):
-                runs[paused].append(measure(program(imports, work, paused)))
-        for paused in (False, True):
-            total = statistics.median(t for t, _ in runs[paused])
-            before = statistics.median(b for _, b in runs[paused])
-            shutdown = statistics.median(t - b for t, b in runs[paused])
-            way = "paused for the imports" if paused else "as Python runs it"
-            print(f"| {name} | {way} | {total:.2f} | {before:.2f} | {shutdown:.2f} |")
+            for w, way in WAYS.items():
+                runs[w].append(measure(program(imports, lazy, work, way)))
+        for w in WAYS if lazy else list(WAYS)[:2]:
+            total = statistics.median(t for t, _ in runs[w])
+            before = statistics.median(b for _, b in runs[w])
+            shutdown = statistics.median(t - b for t, b in runs[w])
+            print(f"| {name} | {w} | {total:.2f} | {before:.2f} | {shutdown:.2f} |")
     return 0
 
 

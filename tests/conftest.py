@@ -5,6 +5,7 @@ take the test files. Helpers without a fixture live in their own modules of test
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
@@ -32,6 +33,16 @@ def file_seconds(items: list[pytest.Item]) -> int:
     modules = [getattr(i, "module", None) for i in items]
     declared = max((getattr(m, "COST_SECONDS", 0) for m in modules if m), default=0)
     return max(marked, declared)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The package's bytecode written once, before the workers start (in the process that
+    starts them, or the only one): where ``PYTHONDONTWRITEBYTECODE`` is set, as on this
+    project's machines, no process writes it, and each of the suite's 600-odd Python
+    processes (workers, Snakemake runs, their jobs) would compile the package's modules
+    from source again (docs/testing.md, "Where the suite's time goes")."""
+    if not hasattr(session.config, "workerinput"):
+        compileall.compile_dir(REPO / "src" / "vqarobust", quiet=2)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
