@@ -69,17 +69,21 @@ import gc, json
 from vqarobust.collector import imports_paused
 before = gc.get_freeze_count()
 with imports_paused():
+    inside = gc.isenabled()
     import polars
-print(json.dumps({{"added": gc.get_freeze_count() - before, "enabled": gc.isenabled()}}))
+added = gc.get_freeze_count() - before
+print(json.dumps({{"added": added, "inside": inside, "enabled": gc.isenabled()}}))
 """
 
 
 def test_a_lazy_import_in_a_job_is_paused_and_frozen():
     from_job = _probe(LAZY.format(start=JOB_START))
-    assert from_job["enabled"] is True and from_job["added"] > 10_000  # polars' objects
-    # Elsewhere (no import of the process was frozen) nothing is frozen.
+    # Off for the import, polars' objects frozen after it, on again.
+    assert from_job["inside"] is False and from_job["enabled"] is True
+    assert from_job["added"] > 10_000
+    # Elsewhere (no import of the process was frozen) nothing changes.
     elsewhere = _probe(LAZY.format(start="import vqarobust.collector"))
-    assert elsewhere == {"added": 0, "enabled": True}
+    assert elsewhere == {"added": 0, "inside": True, "enabled": True}
 
 
 # The places that load heavy code lazily in a job: a model family's adapter module (here

@@ -163,6 +163,16 @@ def test_an_undeclared_plugin_family_reads_a_checkpoints_keys(plugin_families):
         validate_config(_config({"family": "plain-plugin", "path_or_id": "x", "prompt": "q"}))
 
 
+def test_a_plugin_factory_from_a_file_loaded_by_path_loads(plugin_families):
+    """load_model imports a family's declared adapter module first (vqarobust.collector);
+    a factory without one, whose module cannot be imported by name, is called as it is."""
+    namespace: dict[str, Any] = {"__name__": "loaded_by_path"}
+    exec("def factory(**kwargs):\n    return kwargs", namespace)
+    plugin_families.register("path-plugin")(namespace["factory"])
+    loaded = load_model({"family": "path-plugin", "path_or_id": "x"}, name="m")
+    assert loaded == {"name": "m", "device": "cpu", "path_or_id": "x"}
+
+
 def test_a_plugin_family_declares_keys_of_its_own(plugin_families):
     """docs/extending.md's declaration."""
     own = FamilyKeys(answers={"temperature"}, runtime={"workers": NoRerun("threads", "a test")})

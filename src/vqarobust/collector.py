@@ -30,7 +30,8 @@ def imports_paused() -> Iterator[None]:
     job process: one whose imports :func:`freeze_imports` froze. Anywhere else (the CLI,
     a notebook, a test) the block runs as it is: a freeze there would also keep whatever
     that process holds at the time from ever being collected, and such a process imports
-    once for many uses anyway."""
+    once for many uses anyway. A job accepts that cost for what it made before the block:
+    it ends soon, and what it made so far is mostly what it still uses."""
     if gc.get_freeze_count() == 0 or not gc.isenabled():
         yield
         return

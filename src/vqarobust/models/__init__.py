@@ -219,10 +219,13 @@ def load_model(
     skip = keys.known - keys.adapter | keys.derived
     kwargs = {k: v for k, v in entry.items() if k not in skip}
     # The adapter's module (transformers' model code for most) imported apart, so that a
-    # job process imports it with the collector paused (vqarobust.collector).
-    family = FAMILIES.entry(entry["family"])
-    with imports_paused():
-        importlib.import_module(family.tags.get("module", family.origin))
+    # job process imports it with the collector paused (vqarobust.collector). Only a
+    # declared one: a plugin factory's own module has run already, and may not be
+    # importable by name (a file loaded by path).
+    module = FAMILIES.entry(entry["family"]).tags.get("module")
+    if module:
+        with imports_paused():
+            importlib.import_module(module)
     return FAMILIES.create(entry["family"], name=name, device=device, **kwargs)
 
 

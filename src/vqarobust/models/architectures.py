@@ -70,7 +70,8 @@ def build_architecture(architecture: str, options: Mapping[str, Any], **data: An
     unknown = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
     if unknown:
         raise TypeError(f"architecture {architecture!r} takes no options {unknown}")
-    # The builders import transformers' model code: paused in a job (vqarobust.collector).
+    # The builders import transformers' model code, then build a small model: paused in a
+    # job (vqarobust.collector), the model's objects frozen with the imports'.
     with imports_paused():
         return ARCHITECTURES.get(architecture)(options=cls(**options), **data)
 
