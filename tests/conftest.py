@@ -240,9 +240,10 @@ def chromium() -> str:
     return path
 
 
-def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:
-    """Write ``config`` as the workdir's config/config.yaml and run the whole workflow
-    there on 2 cores; fail with the end of Snakemake's output."""
+def run_workflow(workdir: Path, config: dict, *targets: str, timeout: int = 900) -> None:
+    """Write ``config`` as the workdir's config/config.yaml and run the workflow there on
+    2 cores, to ``targets`` (a test that reads only the database need not pay for the
+    report) or the whole of it; fail with the end of Snakemake's output."""
     import subprocess
     import sys
 
@@ -260,6 +261,7 @@ def run_workflow(workdir: Path, config: dict, timeout: int = 900) -> None:
         str(workdir),
         "--cores",
         "2",
+        *targets,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]

@@ -120,16 +120,21 @@ def test_blip_attention_is_a_distribution_independent_of_the_batch(blip_path):
     assert batch[1] == pytest.approx(alone, abs=1e-6)
 
 
-@pytest.mark.parametrize("which", ["vilt", "blip", "cnn-bow"])
+@pytest.mark.parametrize("which", ["vilt", "blip", "llava", "cnn-bow"])
 def test_attention_maps_job_gives_zero_shift_on_identical_images(
     which, checkpoints, blip_path, easy_vqa_eval, tmp_path
 ):
     import shutil
 
+    from tests.tiny_checkpoints import tiny_llava
     from vqarobust.materialize.images import corrupt_subset
 
-    path = blip_path if which == "blip" else checkpoints[which]
-    family = "blip" if which == "blip" else "vqa-classifier"
+    if which == "blip":
+        path, family = blip_path, "blip"
+    elif which == "llava":
+        path, family = tiny_llava(tmp_path / "llava"), "llava"
+    else:
+        path, family = checkpoints[which], "vqa-classifier"
     copy = tmp_path / "copy"
     shutil.copytree(easy_vqa_eval["images"], copy)
     corrupt_subset(easy_vqa_eval["images"], tmp_path / "noise", "gaussian_noise", 5)

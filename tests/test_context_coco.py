@@ -4,6 +4,7 @@ image space, tested on a generated VQAv2 miniature with COCO-format instances.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -225,8 +226,12 @@ def test_coco_context_runs_through_the_workflow(mini, checkpoints, tmp_path):
             "images": str(paths["images"]),
             "n_images": 8,
         },
+        # The swaps are what this test reads: no blank control, no attention maps, and
+        # the database as the target, not the report (each read by other tests).
         "corruptions": ["gaussian_noise"],
         "severities": [2],
+        "controls": [],
+        "diagnostics": {"attention": {"n": 0}},
         "threads": {"infer": 1},
         "context": {
             "perturbations": ["swap_class", "swap_attribute"],
@@ -242,10 +247,9 @@ def test_coco_context_runs_through_the_workflow(mini, checkpoints, tmp_path):
             }
         },
     }
-    run_workflow(tmp_path, config)
-    with duckdb.connect(
-        str(tmp_path / "results" / "mini" / "robustness.duckdb"), read_only=True
-    ) as con:
+    database = Path("results", "mini", "robustness.duckdb")
+    run_workflow(tmp_path, config, str(database))
+    with duckdb.connect(str(tmp_path / database), read_only=True) as con:
         rows = con.sql("SELECT perturbation FROM context_reliance WHERE model = 'vilt'").fetchall()
         assert sorted(p for (p,) in rows) == ["all", "swap_attribute", "swap_class"]
         n_swaps = con.execute("SELECT count(*) FROM context_swaps").fetchone()[0]

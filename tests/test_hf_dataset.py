@@ -196,6 +196,7 @@ def test_the_workflow_runs_on_both_layouts(sets, checkpoints, tmp_path):
         },
         "corruptions": ["gaussian_noise"],
         "severities": [1],
+        "controls": [],  # the blank control is the workflow test's
         "text": {"perturbations": []},
         "basic_questions": {"rankers": []},
         "diagnostics": {"attention": {"n": 0}},

@@ -49,6 +49,9 @@ def paper_run(tmp_path_factory, checkpoints):
         "corruptions": ["gaussian_noise"],
         "severities": [1, 3],
         "threads": {"infer": 1},
+        # No attention maps: nothing here reads them; the job itself is tested for each
+        # family that has them in tests/test_attention.py, the rule in the workflow test.
+        "diagnostics": {"attention": {"n": 0}},
         "models": {
             "vilt": {"path_or_id": str(checkpoints["vilt"]), **cpu},
             "blip": {"path_or_id": str(blip), **cpu},

@@ -140,6 +140,9 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     # The shipped profile unedited, then the user-level one with the account and the
     # partitions (docs/paper.md, "SLURM").
     site = site_profile(tmp_path / "site", partitions)
+    # The database, which this test reads, is the target: the report is a local rule's
+    # (render_report), read by the workflow test.
+    database = Path("results", "easy-vqa", "robustness.duckdb")
     out = run(
         workdir,
         env,
@@ -152,6 +155,7 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
         "squeue",
         "--slurm-init-seconds-before-status-checks",
         "1",
+        str(database),
     )
     # The site profile's account reached the plugin, which cannot check it here (no
     # accounting database) and submits with it; it guessed none.
@@ -160,7 +164,7 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     submitted = re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", out)
     # prepare x2, train, run_model x6 (clean, 3 corruptions, blank, keyboard),
     # image_attention, one group job for the seven corruption jobs and one for
-    # perturb_questions; the analyses, load_duckdb, render_report and all are local rules.
+    # perturb_questions; the analyses and load_duckdb are local rules.
     assert len(submitted) == 12, (len(submitted), out[-6000:])
     assert "--gpus=1" in out or "gpu=1" in out, out[-6000:]
     # Each job went to the partition its resources fit: the GPU jobs (inference and the
@@ -176,7 +180,6 @@ def test_tiny_workflow_on_slurm_equals_a_local_run(partitions, tmp_path, request
     # The local run: the tiny config, whose vilt-tiny trains and answers as here, run once
     # for the session (asked for only now, so that the other worker builds it meanwhile).
     local, _ = request.getfixturevalue("workflow_run")
-    database = Path("results", "easy-vqa", "robustness.duckdb")
     cluster = {}
     for table, keys in TABLES.items():
         cluster[table], theirs = rows(workdir / database, local / database, table, keys)
