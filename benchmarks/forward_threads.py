@@ -87,6 +87,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--text", type=int, default=12, help="text positions per question")
     args = parser.parse_args()
+    if args.batches < 2:
+        parser.error("--batches must be at least 2: the two Python threads take half each")
     model = AutoModelForVisualQuestionAnswering.from_pretrained(CHECKPOINT).eval()
     inputs = batch(model, args.batch_size, args.text)
     ways = {
