@@ -3,14 +3,19 @@ reference model answers a few subsets of a finished default study (the clean ima
 severities of ``gaussian_noise`` and of the ``keyboard`` question set) in a fresh
 process per (threads, batch size), as a ``run_model`` job does, its imports and its
 weight load included (after one warm-up job), and the answers are checked equal across
-thread counts and batch sizes. Only torch's intra-op threads are set: the thread
-variables (``OMP_NUM_THREADS`` and the like) are the caller's.
+thread counts, ways and batch sizes. Two ways to use the threads: ``torch``, one batch at
+a time on that many torch (intra-op) threads; ``chunks``, as a ``run_model`` job of that
+many threads does (``vqarobust.inference.job_workers``: that many chunks at once, each on
+its own thread with one torch thread, for an adapter that allows it). The thread variables
+(``OMP_NUM_THREADS`` and the like) are the caller's.
 
     .venv/bin/python benchmarks/job_threads.py CHECKOUT [--model vilt-tiny]
-        [--threads 1 2] [--batch-sizes 64 256 1024] [--severities 1 2]
+        [--threads 1 2] [--ways torch chunks] [--batch-sizes 64 256 1024]
+        [--severities 1 2]
 
 CHECKOUT is a checkout whose default study has finished (``.venv/bin/snakemake``
-there). Prints a Markdown table: threads, batch size, questions, wall and CPU seconds.
+there). Prints a Markdown table: threads, way, batch size, questions, wall and CPU
+seconds.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ texts = [Subset("keyboard", s, data + "/images", "text",
          for s in args["severities"]]
 out = args["out"]
 run_model_job(ref, data + "/questions.parquet",
-              [(images, out + "/images.parquet"), (texts, out + "/texts.parquet")])
+              [(images, out + "/images.parquet"), (texts, out + "/texts.parquet")],
+              threads=args["threads"] if args["way"] == "chunks" else 1)
 answers = [pq.read_table(out + f"/{n}.parquet").column("answer").to_pylist()
            for n in ("images", "texts")]
 print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
@@ -54,7 +60,7 @@ print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time()
 
 
 def run_job(
-    checkout: Path, model: str, threads: int, batch_size: int, severities: list[int]
+    checkout: Path, model: str, threads: int, way: str, batch_size: int, severities: list[int]
 ) -> dict[str, Any]:
     """One job's wall and CPU seconds and its answers."""
     with tempfile.TemporaryDirectory(prefix="job-threads-") as out:
@@ -62,6 +68,7 @@ def run_job(
             "checkout": str(checkout.resolve()),
             "model": model,
             "threads": threads,
+            "way": way,
             "batch_size": batch_size,
             "severities": severities,
             "out": out,
@@ -70,7 +77,7 @@ def run_job(
             [sys.executable, "-c", JOB, json.dumps(args)], capture_output=True, text=True
         )
     if done.returncode:
-        raise SystemExit(f"the job failed ({threads} threads):\n{done.stderr[-3000:]}")
+        raise SystemExit(f"the job failed ({threads} threads, {way}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -79,22 +86,31 @@ def main() -> None:
     parser.add_argument("checkout", type=Path)
     parser.add_argument("--model", default="vilt-tiny")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--ways", nargs="+", choices=["torch", "chunks"], default=["torch", "chunks"]
+    )
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--severities", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     print(f"{args.model}: `gaussian_noise` and `keyboard` at severities {args.severities}\n")
-    print("| threads | batch size | questions | wall s | CPU s |\n|---|---|---|---|---|")
+    print("| threads | way | batch size | questions | wall s | CPU s |")
+    print("|---|---|---|---|---|---|")
     # Not reported: the first process reads torch's libraries from disk.
     reference = run_job(
-        args.checkout, args.model, args.threads[0], args.batch_sizes[0], args.severities
+        args.checkout, args.model, 1, "torch", args.batch_sizes[0], args.severities
     )["answers"]
     for batch_size in args.batch_sizes:
         for threads in args.threads:
-            job = run_job(args.checkout, args.model, threads, batch_size, args.severities)
-            if job["answers"] != reference:
-                raise SystemExit(f"answers differ with {threads} threads, batch {batch_size}")
-            n = sum(len(a) for a in job["answers"])
-            print(f"| {threads} | {batch_size} | {n:,} | {job['wall']:.1f} | {job['cpu']:.1f} |")
+            # One thread is the same job either way.
+            for way in args.ways if threads > 1 else args.ways[:1]:
+                job = run_job(args.checkout, args.model, threads, way, batch_size, args.severities)
+                if job["answers"] != reference:
+                    raise SystemExit(
+                        f"answers differ with {threads} threads ({way}), batch {batch_size}"
+                    )
+                n = sum(len(a) for a in job["answers"])
+                wall, cpu = job["wall"], job["cpu"]
+                print(f"| {threads} | {way} | {batch_size} | {n:,} | {wall:.1f} | {cpu:.1f} |")
 
 
 if __name__ == "__main__":

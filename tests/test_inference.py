@@ -1,3 +1,5 @@
+import logging
+
 import polars as pl
 import pytest
 
@@ -554,9 +556,12 @@ def test_a_job_logs_its_progress_per_subset(easy_vqa_eval, tmp_path, caplog):
     assert all("ETA" in line for line in lines[:-1])
 
 
-def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_vqa_eval, tmp_path):
+def test_classifier_answers_do_not_depend_on_batch_or_threads(
+    checkpoints, easy_vqa_eval, tmp_path, caplog
+):
     """Batch size and CPU threads travel in the runtime channel (they rerun nothing,
-    docs/workflow.md): the answers, and so their scores, are the same for any of them."""
+    docs/workflow.md): the answers, and so their scores, are the same for any of them,
+    whether the threads are torch's or chunks answered at once on threads of the job."""
     import torch
 
     clean = [Subset("clean", 0, str(easy_vqa_eval["images"]))]
@@ -564,21 +569,30 @@ def test_classifier_answers_do_not_depend_on_batch_or_threads(checkpoints, easy_
     for key in ("vilt", "cnn-bow"):
         spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints[key])}
         runs = []
-        for batch, n_threads in ((1, 1), (16, 2)):
+        # (batch size, torch threads, the job's threads): the last answers two chunks at
+        # once, one torch thread each.
+        for batch, n_threads, job_threads in ((1, 1, 1), (16, 2, 1), (4, 1, 2)):
             out = tmp_path / f"{key}-{batch}.parquet"
             torch.set_num_threads(n_threads)
+            caplog.clear()
             try:
-                run_inference(
-                    ModelRef(key, spec, options={"batch_size": batch}),
-                    easy_vqa_eval["questions"],
-                    clean,
-                    out,
-                    device="cpu",
-                )
+                with caplog.at_level(logging.INFO, logger="vqarobust.inference"):
+                    run_inference(
+                        ModelRef(key, spec, options={"batch_size": batch}),
+                        easy_vqa_eval["questions"],
+                        clean,
+                        out,
+                        device="cpu",
+                        chunk_size=8,
+                        threads=job_threads,
+                    )
             finally:
                 torch.set_num_threads(threads)
+            if job_threads == 2:
+                assert "2 chunk(s) at once on 1 torch thread(s) each" in caplog.text
             runs.append(pl.read_parquet(out).sort("question_id"))
         assert runs[0]["answer"].to_list() == runs[1]["answer"].to_list()
+        assert runs[0]["answer"].to_list() == runs[2]["answer"].to_list()
 
 
 @pytest.mark.parametrize("key", ["vilt", "cnn-bow", "cnn-film"])

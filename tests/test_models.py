@@ -126,7 +126,8 @@ class Cached(SharesImageFeatures):
 
     def answer(self, images, questions):
         features = self.image_features(images, self._encode)
-        self.held.append(set(self._features.values()) if self._in_call else set())
+        call = self._calls.current
+        self.held.append(set(call.features.values()) if call is not None else set())
         return features
 
     def _encode(self, images):
@@ -149,7 +150,7 @@ def test_a_shared_image_leaves_the_cache_after_its_last_request():
     assert answers == ["a", "b", "a", "c"]
     assert model.encoded == [["a"], ["b"], ["c"]]
     assert model.held == [{"a"}, {"a"}, set(), set()]
-    assert model._features == {} and not model._in_call
+    assert model._calls.current is None
 
 
 class RunsOutOnce(Cached):

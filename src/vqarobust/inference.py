@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -245,10 +248,12 @@ def run_inference(
     out_path: str | os.PathLike[str],
     device: str | None = None,
     chunk_size: int = 1024,
+    threads: int = 1,
 ) -> int:
     """:func:`run_model_job` with one output: every severity of one subset in one file.
     Returns the number of predictions."""
-    return run_model_job(ref, questions_path, [(subsets, out_path)], device, chunk_size)[0]
+    outputs = [(subsets, out_path)]
+    return run_model_job(ref, questions_path, outputs, device, chunk_size, threads)[0]
 
 
 def run_model_job(
@@ -257,10 +262,12 @@ def run_model_job(
     outputs: Sequence[tuple[Sequence[Subset], str | os.PathLike[str]]],
     device: str | None = None,
     chunk_size: int = 1024,
+    threads: int = 1,
 ) -> list[int]:
     """Load the model at most once, answer every question on every subset of every output,
     and write each output's Parquet file (a run_model job: one model on all its subsets,
-    or on one).
+    or on one). ``threads``: the job's CPU threads (:func:`batch_threads` says how they
+    are used).
 
     ``ref.spec`` is what can change answers (it fingerprints finished work);
     ``ref.options`` (batch size, ...) only how the model runs. Questions are taken in chunks of
@@ -280,15 +287,17 @@ def run_model_job(
     if device is None:
         policy = ref.spec.get("device", "auto")
         with lease_device(policy=policy, who=f"model {ref.name!r}") as leased:
-            return run_model_job(ref, questions_path, outputs, leased, chunk_size)
+            return run_model_job(ref, questions_path, outputs, leased, chunk_size, threads)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
     # Image order keeps a chunk's questions on few images (and few row groups).
     questions = store.read_questions(questions_path).sort_by(
         [("image_id", "ascending"), ("question_id", "ascending")]
     )
     digest = Digests()
-    loader, job = _prepare_job(ref, device, digest(questions_path), chunk_size)
+    loader, job = _prepare_job(ref, device, digest(questions_path), chunk_size, threads)
     job_key = text_sha256(json.dumps(job, sort_keys=True, default=str))[:KEY_LENGTH]
     planned = []
     for subsets, out_path in outputs:
@@ -299,12 +308,12 @@ def run_model_job(
         # Whichever output loads the model counts its parameters for every output.
         loader.counted.append(chunks.parameters(job_key))
         planned.append(_Output(list(subsets), out_path, parts, keys, chunks))
-    run = _Run(questions, job, job_key, loader, chunk_size)
-    return [_write_output(output, run) for output in planned]
+    run = _Run(questions, job, job_key, loader, chunk_size, threading.local())
+    return _write_outputs(planned, run)
 
 
 def _prepare_job(
-    ref: ModelRef, device: str, questions: str | None, chunk_size: int
+    ref: ModelRef, device: str, questions: str | None, chunk_size: int, threads: int = 1
 ) -> tuple[_Loader, dict[str, Any]]:
     """The job's loader and fingerprint. The weights are resolved (downloaded if allowed)
     before they are fingerprinted, and the adapter loads the resolved files: the recorded
@@ -314,7 +323,7 @@ def _prepare_job(
     resolved = replace(resolved, identity=workflow_identity(resolved.identity))
     code = family_code_digest(ref.spec.get("family"))
     precision = resolved_precision(ref.spec, device)
-    loader = _Loader(replace(ref, spec=resolved.entry), device, precision, [])
+    loader = _Loader(replace(ref, spec=resolved.entry), device, precision, [], threads)
     if ref.spec.get("family") == "openai-chat":
         # Which model the server answers as keys its chunks: another model behind the same
         # name and address reuses none of them.
@@ -355,30 +364,146 @@ class _Run:
     job_key: str
     loader: _Loader
     chunk_size: int
+    # Each thread's image readers (a Parquet file is read by one thread at a time).
+    readers: threading.local
 
 
-def _write_output(output: _Output, run: _Run) -> int:
-    """Answer what is missing of one output, write it with its record; its row count."""
-    started = time.time()
-    # One reader per folder and output: a context output's severities share one feature
-    # table and one swap table; the next output's folders replace them.
-    readers: dict[tuple, Any] = {}
-    files, costs = [], []
-    for subset, key in zip(output.subsets, output.keys, strict=True):
-        asked = subset_questions(run.questions, subset)
-        mine = _answer_subset(
-            subset, asked, output.chunks, key, run.loader, readers, run.chunk_size
-        )
-        files += mine
-        cost = total_cost(mine)
+@dataclass
+class _SubsetWork:
+    """One subset of an output: the questions asked, its chunks' files in order, those
+    still to answer, and the progress of answering them."""
+
+    subset: Subset
+    output: int
+    asked: pa.Table
+    files: list[Path]
+    todo: list[tuple[int, pa.Table]]  # (index in files, the chunk's questions)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _progress: Progress | None = None
+
+    def begin(self, model: str, shards: Any) -> Progress:
+        """The subset's progress, started by its first chunk to run, which also checks
+        that every image the subset asks about is there."""
+        with self.lock:
+            if self._progress is None:
+                wanted = set(self.asked.column("image_id").to_pylist())
+                missing = sorted(i for i in wanted if i not in shards)
+                if missing:
+                    raise ValueError(
+                        f"{self.subset.images_dir}: {len(missing)} images asked about are "
+                        f"missing, e.g. {missing[:10]}"
+                    )
+                n = sum(chunk.num_rows for _, chunk in self.todo)
+                name = f"{model} {self.subset.perturbation}/{self.subset.severity}"
+                self._progress = Progress(name, n, "questions", log)
+            return self._progress
+
+
+def _write_outputs(planned: list[_Output], run: _Run) -> list[int]:
+    """Answer what is missing of every output and write each with its record, in order;
+    each output's row count. The chunks to answer run one after the other, or as many at
+    once as the job has workers (:func:`job_workers`), each output written as soon as its
+    own are done."""
+    work = [
+        [
+            _subset_work(i, output, subset, key, run)
+            for subset, key in zip(output.subsets, output.keys, strict=True)
+        ]
+        for i, output in enumerate(planned)
+    ]
+    if any(w.todo for subsets in work for w in subsets):
+        run.loader()  # once, before any worker starts
+    workers = run.loader.workers
+    if workers == 1:
+        return [
+            _finish_output(output, subsets, run, _answer_inline(subsets, run))
+            for output, subsets in zip(planned, work, strict=True)
+        ]
+    with _one_torch_thread(), ThreadPoolExecutor(workers, thread_name_prefix="chunks") as pool:
+        try:
+            futures = [
+                [
+                    [pool.submit(_answer_chunk, w, k, chunk, run) for k, chunk in w.todo]
+                    for w in subsets
+                ]
+                for subsets in work
+            ]
+            return [
+                _finish_output(output, subsets, run, [[f.result() for f in fs] for fs in done])
+                for output, subsets, done in zip(planned, work, futures, strict=True)
+            ]
+        except BaseException:
+            # Chunks already running finish and are kept (a rerun reuses them).
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+@contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Torch's own threads set to one while chunks run on threads, then set back."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _answer_inline(subsets: list[_SubsetWork], run: _Run) -> list[list[tuple[Path, float]]]:
+    return [[_answer_chunk(w, k, chunk, run) for k, chunk in w.todo] for w in subsets]
+
+
+def _subset_work(index: int, output: _Output, subset: Subset, key: str, run: _Run) -> _SubsetWork:
+    """The chunks of one subset and which of them are still to answer."""
+    asked = subset_questions(run.questions, subset)
+    starts = range(0, asked.num_rows, run.chunk_size)
+    files = [output.chunks.chunk(key, k) for k in starts]
+    todo = [
+        (i, asked.slice(k, run.chunk_size))
+        for i, (k, f) in enumerate(zip(starts, files, strict=True))
+        if not f.exists()
+    ]
+    if len(todo) < len(files):
+        name = f"{run.loader.ref.name} {subset.perturbation}/{subset.severity}"
+        log.info("%s: reusing %d of %d finished chunks", name, len(files) - len(todo), len(files))
+    return _SubsetWork(subset, index, asked, files, todo)
+
+
+def _reader(run: _Run, output: int, subset: Subset) -> Any:
+    """This thread's reader of the subset's images. One reader per folder and output: a
+    context output's severities share one feature table and one swap table; the next
+    output's folders replace them."""
+    mine = run.readers
+    if getattr(mine, "output", None) != output:
+        mine.output, mine.by_folder = output, {}
+    key = (subset.inputs, subset.images_dir, subset.swaps_path)
+    if key not in mine.by_folder:
+        mine.by_folder[key] = open_inputs(subset)
+    return mine.by_folder[key]
+
+
+def _finish_output(
+    output: _Output, work: list[_SubsetWork], run: _Run, answered: list[list[tuple[Path, float]]]
+) -> int:
+    """Write one output, its chunks answered, with its record; its row count."""
+    files, costs, starts = [], [], []
+    for w, done in zip(work, answered, strict=True):
+        for (k, _), (path, started) in zip(w.todo, done, strict=True):
+            w.files[k] = path
+            starts.append(started)
+        files += w.files
+        cost = total_cost(w.files)
         if cost is not None:  # a chunk kept from before costs were recorded: unknown
-            cell = {"modality": subset.modality, "perturbation": subset.perturbation}
-            costs.append({**cell, "severity": subset.severity, **cost})
+            cell = {"modality": w.subset.modality, "perturbation": w.subset.perturbation}
+            costs.append({**cell, "severity": w.subset.severity, **cost})
     counted = output.chunks.parameters(run.job_key)
+    finished = time.time()
     record = {
         "inputs": {**run.job, "subsets": output.parts},
-        "started": started,
-        "finished": time.time(),
+        "started": min(starts, default=finished),
+        "finished": finished,
         "parameters": json.loads(counted.read_text()) if counted.exists() else None,
         "machine": machine(),
         "costs": costs,
@@ -412,8 +537,10 @@ class _Loader:
     device: str
     precision: dict[str, str]
     counted: list[Path]
+    threads: int = 1
     model: VQAModel | None = None
     load_s: float | None = None
+    workers: int = 1
 
     def served_as(self) -> list[list[str | None]]:
         """The (model, system_fingerprint) pairs a served model's replies named; one pair
@@ -453,64 +580,38 @@ class _Loader:
             for path in self.counted:
                 with store.atomic_path(path) as tmp:
                     tmp.write_text(count)
+            self.workers, torch_threads = job_workers(self.model, self.device, self.threads)
+            if self.threads > 1:
+                log.info(
+                    "%s: %d chunk(s) at once on %d torch thread(s) each",
+                    self.ref.name,
+                    self.workers,
+                    torch_threads,
+                )
         return self.model
 
 
-def _answer_subset(
-    subset: Subset,
-    asked: pa.Table,
-    chunks: ChunkStore,
-    key: str,
-    loader: _Loader,
-    readers: dict[tuple, Any],
-    chunk_size: int,
-) -> list[Path]:
-    """Answer the chunks of one subset that are not finished yet; every chunk's file.
-
-    A chunk some of whose requests failed is kept as partial: a rerun asks only those
-    again. ``readers`` holds one image reader per folder (a context job's severities share
-    one feature table and one swap table: read them once)."""
-    name = f"{loader.ref.name} {subset.perturbation}/{subset.severity}"
-    starts = range(0, asked.num_rows, chunk_size)
-    files = [chunks.chunk(key, k) for k in starts]
-    todo = [(k, f) for k, f in zip(starts, files, strict=True) if not f.exists()]
-    if len(todo) < len(files):
-        log.info("%s: reusing %d of %d finished chunks", name, len(files) - len(todo), len(files))
-    if not todo:
-        return files
-    reader_key = (subset.inputs, subset.images_dir, subset.swaps_path)
-    if reader_key not in readers:
-        readers[reader_key] = open_inputs(subset)
-    shards = readers[reader_key]
-    wanted = set(asked.column("image_id").to_pylist())
-    missing = sorted(i for i in wanted if i not in shards)
-    if missing:
-        raise ValueError(
-            f"{subset.images_dir}: {len(missing)} images asked about are missing, "
-            f"e.g. {missing[:10]}"
-        )
-    loader()  # the model loads before the progress count starts
-    n = sum(min(chunk_size, asked.num_rows - k) for k, _ in todo)
-    progress = Progress(name, n, "questions", log)
-    for start, path in todo:
-        chunk = asked.slice(start, chunk_size)
-        kept = _answer_chunk(chunk, chunks.partial(path), path, subset, loader, shards, progress)
-        files[files.index(path)] = kept
-    return files
+def job_workers(model: VQAModel, device: str, threads: int) -> tuple[int, int]:
+    """How a job of ``threads`` CPU threads runs its model: (chunks at once, torch
+    threads each). On the CPU a ``thread_safe`` adapter answers ``threads`` chunks at
+    once, each on its own thread with one torch thread (vilt-tiny's forward gains more so
+    than on torch's own threads: docs/performance.md); any other model, or a GPU, one
+    chunk at a time on ``threads`` torch threads."""
+    if threads > 1 and device.startswith("cpu") and model.thread_safe:
+        return threads, 1
+    return 1, threads
 
 
-def _answer_chunk(
-    chunk: pa.Table,
-    partial: Path,
-    path: Path,
-    subset: Subset,
-    loader: _Loader,
-    shards: Any,
-    progress: Progress,
-) -> Path:
+def _answer_chunk(work: _SubsetWork, index: int, chunk: pa.Table, run: _Run) -> tuple[Path, float]:
     """Answer one chunk (of a partial chunk, only its failed requests) and keep it with
-    its cost: as finished, or as partial while requests of it failed. Its file."""
+    its cost: as finished, or as partial while requests of it failed. Its file, and when
+    it started. A chunk some of whose requests failed is kept as partial: a rerun asks
+    only those again."""
+    started = time.time()
+    loader, subset = run.loader, work.subset
     model = loader()
+    path = work.files[index]
+    partial = ChunkStore.partial(path)
     before = pq.read_table(partial) if partial.exists() else None
     if before is not None:
         # Only the failed requests are asked again; the answered rows stay.
@@ -518,7 +619,10 @@ def _answer_chunk(
         redo = set(before.filter(failed).column("question_id").to_pylist())
         log.info("%s: asking the %d failed requests of a partial chunk again", partial, len(redo))
         chunk = chunk.filter(pc.is_in(chunk.column("question_id"), pa.array(sorted(redo))))
-    meter = CostMeter(model, loader.device)
+    # Chunks on threads each count their own thread's CPU time.
+    meter = CostMeter(model, loader.device, per_thread=loader.workers > 1)
+    shards = _reader(run, work.output, subset)
+    progress = work.begin(loader.ref.name, shards)
     images = shards.read(chunk.column("image_id").unique().to_pylist())
     answered = predict_subset(model, chunk, subset, loader.ref.name, images, progress.advance)
     loader.check_identity()
@@ -529,10 +633,10 @@ def _answer_chunk(
     answered = answered.replace_schema_metadata({COST_KEY: json.dumps(cost).encode()})
     if pc.any(pc.equal(answered.column("status"), FAILED)).as_py():
         store.write_table(answered, partial)
-        return partial
+        return partial, started
     store.write_table(answered, path)
     partial.unlink(missing_ok=True)
-    return path
+    return path, started
 
 
 def _replace_rows(before: pa.Table, again: pa.Table) -> pa.Table:

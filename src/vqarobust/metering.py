@@ -23,21 +23,24 @@ SUMMED = ("questions", "wall_s", "cpu_s", "gpu_s", *SERVED_FIELDS)
 
 
 class CostMeter:
-    """Started before a chunk's requests, stopped after: the chunk's cost."""
+    """Started before a chunk's requests, stopped after: the chunk's cost. ``per_thread``:
+    the chunk runs on its own thread beside others (one torch thread each), so its CPU
+    time is its thread's, not the process's."""
 
-    def __init__(self, model: VQAModel, device: str) -> None:
+    def __init__(self, model: VQAModel, device: str, per_thread: bool = False) -> None:
         self.model, self.device = model, device
+        self.cpu_clock = time.thread_time if per_thread else time.process_time
         self.cuda = device.startswith("cuda") and _cuda_available()
         if self.cuda:
             import torch
 
             torch.cuda.reset_peak_memory_stats(device)
         self.usage = model.usage()
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.wall, self.cpu = time.perf_counter(), self.cpu_clock()
 
     def stop(self, questions: int) -> dict[str, Any]:
         wall = time.perf_counter() - self.wall
-        cpu = time.process_time() - self.cpu
+        cpu = self.cpu_clock() - self.cpu
         peak = None
         if self.cuda:
             import torch

@@ -7,6 +7,7 @@ tenth keeps it readable for any size (a 60-question subset or a 16,000-question 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,24 +48,28 @@ class Progress:
             raise ValueError(f"step must be in (0, 1], got {self.step}")
         self._started = self.clock()
         self._next = 1  # the next tenth (as a count of steps) to report
+        # Chunks of one subset answered on threads at once count into one progress.
+        self._lock = threading.Lock()
 
     def advance(self, n: int = 1) -> None:
         """Count ``n`` more items; log once if that crosses one or more tenths."""
         if n < 0:
             raise ValueError(f"cannot advance by {n}")
-        self.done = min(self.total, self.done + n)
-        if not self.total:
-            return
-        crossed = int(self.done / self.total / self.step + 1e-9)
-        if crossed < self._next:
-            return
-        self._next = crossed + 1
+        with self._lock:
+            self.done = min(self.total, self.done + n)
+            if not self.total:
+                return
+            crossed = int(self.done / self.total / self.step + 1e-9)
+            if crossed < self._next:
+                return
+            self._next = crossed + 1
+            done = self.done
         elapsed = self.clock() - self._started
-        rate = self.done / elapsed if elapsed > 0 else float("inf")
-        share = self.done / self.total
-        line = f"{self.what}: {share:.0%} ({self.done:,}/{self.total:,} {self.unit})"
+        rate = done / elapsed if elapsed > 0 else float("inf")
+        share = done / self.total
+        line = f"{self.what}: {share:.0%} ({done:,}/{self.total:,} {self.unit})"
         if rate != float("inf"):
             line += f", {rate:.1f} {self.unit}/s"
-        if self.done < self.total and rate not in (0, float("inf")):
-            line += f", ETA {_duration((self.total - self.done) / rate)}"
+        if done < self.total and rate not in (0, float("inf")):
+            line += f", ETA {_duration((self.total - done) / rate)}"
         self.logger.info("%s", line)

@@ -40,4 +40,4 @@ else:
     # Batch size and the like: the runtime channel, since they never change answers.
     options = dict(snakemake.params.runtime.values)
     model = ModelRef(snakemake.wildcards.model, spec, options=options)
-    run_model_job(model, snakemake.input.questions, outputs)
+    run_model_job(model, snakemake.input.questions, outputs, threads=snakemake.threads)

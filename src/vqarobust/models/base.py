@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from PIL import Image
@@ -27,7 +29,13 @@ class VQAModel(ABC):
     batches them and restores the input order. A batch that runs out of memory is halved
     and retried. Other exceptions propagate: an empty answer would be a silently wrong
     score.
+
+    An adapter that may answer on several threads at once, one :meth:`respond` call each,
+    sets ``thread_safe`` (it guards what is not thread-safe itself): a job on the CPU
+    then answers several chunks at once (:func:`vqarobust.inference.job_workers`).
     """
+
+    thread_safe: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -207,6 +215,11 @@ class SharesImageFeatures(VQAModel):
 
     share_image_features: bool = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A respond call's cache belongs to its thread: calls on threads share nothing.
+        self._calls = threading.local()
+
     def respond(
         self,
         images: Sequence[Image.Image],
@@ -214,35 +227,42 @@ class SharesImageFeatures(VQAModel):
         progress: Callable[[int], None] | None = None,
     ) -> Responses:
         """As :meth:`VQAModel.respond`, with image features shared across batches."""
-        self._features: dict[int, Any] = {}
-        self._pending: Counter[int] = Counter(map(id, images))
-        self._in_call = True
+        self._calls.current = _CallCache({}, Counter(map(id, images)))
         try:
             return super().respond(images, questions, progress)
         finally:
-            self._features, self._pending, self._in_call = {}, Counter(), False
+            self._calls.current = None
 
     def image_features(self, images: Sequence[Image.Image], encode: Any) -> list[Any]:
         """Per request, the features ``encode(list_of_images)`` gives its image (row i)."""
         if not self.share_image_features:
             encoded = encode(list(images))
             return [encoded[i] for i in range(len(images))]
-        in_call = getattr(self, "_in_call", False)
-        cache = self._features if in_call else {}
+        call = getattr(self._calls, "current", None)
+        cache = call.features if call is not None else {}
         distinct, _ = distinct_images(images)
         missing = [im for im in distinct if id(im) not in cache]
         if missing:
             encoded = encode(missing)
             cache.update({id(im): encoded[i] for i, im in enumerate(missing)})
         features = [cache[id(im)] for im in images]
-        if in_call:
+        if call is not None:
             # A batch retried after running out of memory counts twice: its images then
             # leave early and are encoded again, never answered from the wrong features.
-            self._pending.subtract(map(id, images))
+            call.pending.subtract(map(id, images))
             for im in distinct:
-                if self._pending[id(im)] <= 0:
+                if call.pending[id(im)] <= 0:
                     cache.pop(id(im), None)
         return features
+
+
+@dataclass
+class _CallCache:
+    """One :meth:`SharesImageFeatures.respond` call's features by image object id, and
+    how many of its requests about each image are still to be answered."""
+
+    features: dict[int, Any]
+    pending: Counter[int]
 
 
 def distinct_images(images: Sequence[Image.Image]) -> tuple[list[Image.Image], Any]:

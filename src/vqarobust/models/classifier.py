@@ -10,6 +10,7 @@ depend on which other images share its batch.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,11 +25,18 @@ from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.hf import HFVQAModel
 from vqarobust.models.replies import Reply, argmax_labels
 
+# ViLT draws its patches from torch's one global generator, which _visual_embed seeds per
+# image: answers on threads take turns at it.
+_GLOBAL_GENERATOR = threading.Lock()
+
 
 class ClassifierVQA(SharesImageFeatures, HFVQAModel):
-    """A classifier over a fixed answer vocabulary."""
+    """A classifier over a fixed answer vocabulary. It answers on threads at once: the
+    tokenizer (a call sets its padding settings) and ViLT's seeded patch choice are taken
+    in turn, the rest (images, the forward) at once."""
 
     model_class = AutoModelForVisualQuestionAnswering
+    thread_safe = True
 
     def __init__(
         self,
@@ -44,13 +52,15 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
         self.max_text_length = int(limit) if limit else None
         # Late fusion (the CNN+BoW): image features that no question changes.
         self._encodes_images = bool(getattr(self.model, "image_features_shared", False))
+        self._tokenizer_lock = threading.Lock()
 
     def truncated(self, questions: Sequence[str]) -> list[bool]:
         """Questions longer than the text encoder's positions (special tokens included)."""
         if self.max_text_length is None:
             return [False] * len(questions)
-        tokenizer = self.processor.tokenizer
-        ids = tokenizer(list(questions), truncation=False, verbose=False)["input_ids"]
+        with self._tokenizer_lock:
+            tokenizer = self.processor.tokenizer
+            ids = tokenizer(list(questions), truncation=False, verbose=False)["input_ids"]
         return [len(x) > self.max_text_length for x in ids]
 
     def answer(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[str | Reply]:
@@ -60,16 +70,17 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
     def logits(self, images: Sequence[Image.Image], questions: Sequence[str]) -> torch.Tensor:
         """The answer logits of one batch, one row per request; within
         :meth:`respond_all`, each distinct image's side is computed once."""
-        text = self.processor.tokenizer(
-            list(questions),
-            padding="longest",
-            truncation=self.max_text_length is not None,
-            max_length=self.max_text_length,
-            return_tensors="pt",
-            # Without a position limit nothing is cut: the tokenizer's "longer than the
-            # specified maximum" warning would be false (truncated() counts what is cut).
-            verbose=self.max_text_length is not None,
-        )
+        with self._tokenizer_lock:
+            text = self.processor.tokenizer(
+                list(questions),
+                padding="longest",
+                truncation=self.max_text_length is not None,
+                max_length=self.max_text_length,
+                return_tensors="pt",
+                # Without a position limit nothing is cut: the tokenizer's "longer than the
+                # specified maximum" warning would be false (truncated() counts what is cut).
+                verbose=self.max_text_length is not None,
+            )
         inputs = {k: v.to(self.device) for k, v in text.items()}
         with torch.inference_mode():
             if self._is_vilt:
@@ -140,7 +151,7 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
         # ViLT draws on the CPU generator whatever the device; seeding only that one skips
         # torch.manual_seed's deferred CUDA seeding, which records a stack trace per call
         # (a fifth of a ViLT job's time on the CPU).
-        with torch.random.fork_rng(devices=[]):
+        with _GLOBAL_GENERATOR, torch.random.fork_rng(devices=[]):
             torch.random.default_generator.manual_seed(seed)
             return self.model.vilt.embeddings.visual_embed(
                 pixel_values.to(self.device, self.model.dtype),
