@@ -31,3 +31,15 @@ class Slow(Counting):
     def answer(self, images: list, questions: list[str]) -> list[str]:
         time.sleep(0.3)
         return super().answer(images, questions)
+
+
+def count_image_encodes(model, encoded: list[int]) -> None:
+    """Make a classifier adapter append, per call of its image side, the number of images
+    it encoded: ViLT's patch embedding (one image a call), the late-fusion CNN's
+    features."""
+    if model._is_vilt:
+        embed = model._visual_embed
+        model._visual_embed = lambda *a: encoded.append(1) or embed(*a)
+    else:
+        encode = model.model.encode_images
+        model.model.encode_images = lambda pixels: encoded.append(len(pixels)) or encode(pixels)

@@ -3,7 +3,7 @@ import logging
 import polars as pl
 import pytest
 
-from tests.counting_models import Counting
+from tests.counting_models import Counting, count_image_encodes
 from vqarobust import store
 from vqarobust.inference import Subset, run_inference
 from vqarobust.materialize.images import corrupt_subset
@@ -634,12 +634,7 @@ def test_a_classifier_encodes_each_image_once_per_chunk(checkpoints, key):
         {"family": "vqa-classifier", "path_or_id": str(checkpoints[key]), "batch_size": 2}
     )
     encoded = []
-    if key == "vilt":
-        embed = model._visual_embed
-        model._visual_embed = lambda *a: encoded.append(1) or embed(*a)
-    else:
-        encode = model.model.encode_images
-        model.model.encode_images = lambda pixels: encoded.append(len(pixels)) or encode(pixels)
+    count_image_encodes(model, encoded)
     answers = model.answer_all([im for im, _ in requests], [q for _, q in requests])
     assert sum(encoded) == 2
     one_by_one = load_model(

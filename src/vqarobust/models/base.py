@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image
 
 from vqarobust.models import DEFAULT_BATCH_SIZE
+from vqarobust.models.feature_memory import FeatureMemory, content_key
 from vqarobust.models.replies import ANSWERED, Reply, Responses
 
 log = logging.getLogger(__name__)
@@ -219,6 +220,7 @@ class SharesImageFeatures(VQAModel):
         super().__init__(*args, **kwargs)
         # A respond call's cache belongs to its thread: calls on threads share nothing.
         self._calls = threading.local()
+        self._memory = FeatureMemory()
 
     def respond(
         self,
@@ -243,8 +245,7 @@ class SharesImageFeatures(VQAModel):
         distinct, _ = distinct_images(images)
         missing = [im for im in distinct if id(im) not in cache]
         if missing:
-            encoded = encode(missing)
-            cache.update({id(im): encoded[i] for i, im in enumerate(missing)})
+            cache.update(self._encoded(missing, encode))
         features = [cache[id(im)] for im in images]
         if call is not None:
             # A batch retried after running out of memory counts twice: its images then
@@ -254,6 +255,25 @@ class SharesImageFeatures(VQAModel):
                 if call.pending[id(im)] <= 0:
                     cache.pop(id(im), None)
         return features
+
+    def _encoded(self, images: list[Image.Image], encode: Any) -> dict[int, Any]:
+        """Features by image object id: kept ones of the same pixels (PIL images on the
+        CPU, :mod:`vqarobust.models.feature_memory`), the rest encoded and kept."""
+        on_cpu = str(getattr(self, "device", "cpu")).startswith("cpu")
+        if not on_cpu or not all(isinstance(im, Image.Image) for im in images):
+            encoded = encode(images)
+            return {id(im): encoded[i] for i, im in enumerate(images)}
+        # The encoder is part of the key: an adapter may encode images in more than one way.
+        encoder = getattr(encode, "__func__", encode)
+        keys = {id(im): (encoder, content_key(im)) for im in images}
+        found = {i: self._memory.get(key) for i, key in keys.items()}
+        todo = [im for im in images if found[id(im)] is None]
+        if todo:
+            encoded = encode(todo)
+            for i, im in enumerate(todo):
+                found[id(im)] = encoded[i]
+                self._memory.put(keys[id(im)], encoded[i])
+        return found
 
 
 @dataclass

@@ -1,0 +1,91 @@
+"""Image features kept across a job's chunks by the image's content
+(vqarobust.models.feature_memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from vqarobust.models.feature_memory import FeatureMemory, content_key, nbytes
+
+
+def _image(value: int, size: tuple[int, int] = (4, 4), mode: str = "RGB") -> Image.Image:
+    return Image.new(mode, size, value if mode == "L" else (value, value, value))
+
+
+def test_equal_pixels_share_a_key_and_mode_size_or_pixels_part_them():
+    assert content_key(_image(7)) == content_key(_image(7))
+    assert content_key(_image(7)) != content_key(_image(8))
+    assert content_key(_image(7)) != content_key(_image(7, size=(2, 8)))  # same bytes
+    assert content_key(_image(7, mode="L")) != content_key(_image(7))
+
+
+def test_nbytes_counts_whole_storages_of_nested_tensors():
+    row = torch.zeros(10, 4)[0]  # a row keeps its batch's 160 bytes alive
+    assert nbytes(row) == 160
+    assert nbytes({"a": torch.zeros(2, dtype=torch.float64), "b": (torch.zeros(3),)}) == 16 + 12
+    assert nbytes([np.zeros(5, dtype=np.uint8)]) == 5
+    assert nbytes("no tensor") == 0
+
+
+def test_the_least_recently_used_leave_past_the_budget():
+    """Budget 100 bytes, items of 40: the third put drops the least recently used (a,
+    unless a was read since b was put)."""
+    memory = FeatureMemory(budget=100)
+    a, b, c = (torch.zeros(10) for _ in range(3))  # 40 bytes each
+    memory.put(("f", b"a"), a)
+    memory.put(("f", b"b"), b)
+    assert memory.get(("f", b"a")) is a  # a is now the most recently used
+    memory.put(("f", b"c"), c)
+    assert memory.get(("f", b"b")) is None
+    assert memory.get(("f", b"a")) is a and memory.get(("f", b"c")) is c
+    assert memory.used == 80 and len(memory) == 2
+    memory.put(("f", b"big"), torch.zeros(26))  # 104 bytes: never kept
+    assert memory.get(("f", b"big")) is None and memory.used == 80
+    assert memory.get(("g", b"a")) is None  # another encoder's key
+
+
+@pytest.mark.parametrize("key", ["vilt", "cnn-bow"])
+def test_a_job_encodes_each_clean_image_once_across_question_subsets(
+    checkpoints, easy_vqa_eval, tmp_path, key
+):
+    """Two question subsets ask about the same clean images in chunks of 8: each distinct
+    image is encoded once in the job, and the answers equal a run that keeps nothing."""
+    import polars as pl
+
+    from tests.counting_models import count_image_encodes
+    from vqarobust import store
+    from vqarobust.inference import Subset, run_model_job
+    from vqarobust.materialize.questions import perturb_question_set
+    from vqarobust.models import ModelRef, load_model
+
+    paths = {severity: tmp_path / f"keyboard-{severity}.parquet" for severity in (1, 2)}
+    perturb_question_set(easy_vqa_eval["questions"], paths, "keyboard")
+    images = str(easy_vqa_eval["images"])
+    sets = [Subset("keyboard", s, images, "text", str(path)) for s, path in paths.items()]
+    spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints[key])}
+    encoded: list[int] = []
+
+    def counting(budget: int):
+        def load(*args, **kwargs):
+            model = load_model(*args, **kwargs)
+            model._memory.budget = budget
+            count_image_encodes(model, encoded)
+            return model
+
+        return load
+
+    outs = {}
+    for budget in (256 * 2**20, 0):
+        encoded.clear()
+        out = tmp_path / f"pred-{budget}.parquet"
+        ref = ModelRef(key, spec, loader=counting(budget))
+        run_model_job(ref, easy_vqa_eval["questions"], [(sets, out)], "cpu", chunk_size=8)
+        outs[budget] = (pl.read_parquet(out).sort("severity", "question_id"), sum(encoded))
+    distinct = store.read_questions(easy_vqa_eval["questions"]).column("image_id").unique()
+    kept, none = outs[256 * 2**20], outs[0]
+    assert kept[1] == len(distinct)  # once each in the job
+    assert none[1] > kept[1]  # each chunk encodes its own images again
+    assert kept[0]["answer"].to_list() == none[0]["answer"].to_list()
