@@ -30,20 +30,20 @@ def test_nbytes_counts_whole_storages_of_nested_tensors():
     assert nbytes("no tensor") == 0
 
 
-def test_the_least_recently_used_leave_past_the_budget():
-    """Budget 100 bytes, items of 40: the third put drops the least recently used (a,
-    unless a was read since b was put)."""
+def test_features_are_kept_when_encoded_a_second_time_while_the_budget_lasts():
+    """Budget 100 bytes, items of 40: a first offer only remembers the key, a second keeps
+    the features; a third item's 40 bytes would pass 100, so it is not kept, and nothing
+    kept is dropped."""
     memory = FeatureMemory(budget=100)
     a, b, c = (torch.zeros(10) for _ in range(3))  # 40 bytes each
-    memory.put(("f", b"a"), a)
-    memory.put(("f", b"b"), b)
-    assert memory.get(("f", b"a")) is a  # a is now the most recently used
-    memory.put(("f", b"c"), c)
-    assert memory.get(("f", b"b")) is None
-    assert memory.get(("f", b"a")) is a and memory.get(("f", b"c")) is c
+    memory.offer(("f", b"a"), a)
+    assert memory.get(("f", b"a")) is None and memory.used == 0
+    for key, features in ((b"a", a), (b"b", b), (b"c", c)):
+        memory.offer(("f", key), features)
+        memory.offer(("f", key), features)
+    assert memory.get(("f", b"a")) is a and memory.get(("f", b"b")) is b
+    assert memory.get(("f", b"c")) is None
     assert memory.used == 80 and len(memory) == 2
-    memory.put(("f", b"big"), torch.zeros(26))  # 104 bytes: never kept
-    assert memory.get(("f", b"big")) is None and memory.used == 80
     assert memory.get(("g", b"a")) is None  # another encoder's key
 
 
@@ -51,8 +51,9 @@ def test_the_least_recently_used_leave_past_the_budget():
 def test_a_job_encodes_each_clean_image_once_across_question_subsets(
     checkpoints, easy_vqa_eval, tmp_path, key
 ):
-    """Two question subsets ask about the same clean images in chunks of 8: each distinct
-    image is encoded once in the job, and the answers equal a run that keeps nothing."""
+    """Three question subsets ask about the same clean images in chunks of 8: each
+    distinct image is encoded twice in the job (the second time its features are kept),
+    not once per subset, and the answers equal a run that keeps nothing."""
     import polars as pl
 
     from tests.counting_models import count_image_encodes
@@ -61,7 +62,7 @@ def test_a_job_encodes_each_clean_image_once_across_question_subsets(
     from vqarobust.materialize.questions import perturb_question_set
     from vqarobust.models import ModelRef, load_model
 
-    paths = {severity: tmp_path / f"keyboard-{severity}.parquet" for severity in (1, 2)}
+    paths = {severity: tmp_path / f"keyboard-{severity}.parquet" for severity in (1, 2, 3)}
     perturb_question_set(easy_vqa_eval["questions"], paths, "keyboard")
     images = str(easy_vqa_eval["images"])
     sets = [Subset("keyboard", s, images, "text", str(path)) for s, path in paths.items()]
@@ -84,8 +85,12 @@ def test_a_job_encodes_each_clean_image_once_across_question_subsets(
         ref = ModelRef(key, spec, loader=counting(budget))
         run_model_job(ref, easy_vqa_eval["questions"], [(sets, out)], "cpu", chunk_size=8)
         outs[budget] = (pl.read_parquet(out).sort("severity", "question_id"), sum(encoded))
-    distinct = store.read_questions(easy_vqa_eval["questions"]).column("image_id").unique()
+    asked = store.read_questions(easy_vqa_eval["questions"]).sort_by(
+        [("image_id", "ascending"), ("question_id", "ascending")]
+    )
+    ids = asked.column("image_id").to_pylist()
+    per_chunk = sum(len(set(ids[k : k + 8])) for k in range(0, len(ids), 8))
     kept, none = outs[256 * 2**20], outs[0]
-    assert kept[1] == len(distinct)  # once each in the job
-    assert none[1] > kept[1]  # each chunk encodes its own images again
+    assert kept[1] == 2 * len(set(ids))
+    assert none[1] == 3 * per_chunk  # each chunk encodes its images again
     assert kept[0]["answer"].to_list() == none[0]["answer"].to_list()

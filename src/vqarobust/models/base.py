@@ -258,7 +258,8 @@ class SharesImageFeatures(VQAModel):
 
     def _encoded(self, images: list[Image.Image], encode: Any) -> dict[int, Any]:
         """Features by image object id: kept ones of the same pixels (PIL images on the
-        CPU, :mod:`vqarobust.models.feature_memory`), the rest encoded and kept."""
+        CPU, :mod:`vqarobust.models.feature_memory`), the rest encoded and offered to
+        the memory."""
         on_cpu = str(getattr(self, "device", "cpu")).startswith("cpu")
         if not on_cpu or not all(isinstance(im, Image.Image) for im in images):
             encoded = encode(images)
@@ -272,7 +273,7 @@ class SharesImageFeatures(VQAModel):
             encoded = encode(todo)
             for i, im in enumerate(todo):
                 found[id(im)] = encoded[i]
-                self._memory.put(keys[id(im)], encoded[i])
+                self._memory.offer(keys[id(im)], encoded[i])
         return found
 
 

@@ -4,22 +4,24 @@ A model's job asks about the clean images once per question perturbation (66 sub
 the default study): the image side of a model that shares image features
 (:class:`vqarobust.models.base.SharesImageFeatures`) depends on the image alone, so
 what one chunk computed serves every later chunk that shows the same pixels. Features
-are kept up to a byte budget, least recently used first out, and only on the CPU (a GPU
-job keeps its memory for its batches).
+of an image encoded a second time are kept, up to a byte budget, and only on the CPU (a
+GPU job keeps its memory for its batches).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from typing import Any
 
 from PIL import Image
 
 # What a job keeps at most: the clean images' features of a study like the default (200
-# images, ViLT's patch embeddings) many times over; a large model's features of a few.
+# images) many times over; a large model's features of a few hundred images.
 BUDGET_BYTES = 256 * 2**20
+# Images remembered as encoded once (16-byte digests): the full benchmark's 70 corrupted
+# subsets of 3,000 images fit.
+MAX_SEEN = 1_000_000
 
 
 def content_key(image: Image.Image) -> bytes:
@@ -45,35 +47,34 @@ def nbytes(features: Any) -> int:
 
 
 class FeatureMemory:
-    """Features by (encoder, image content), least recently used dropped past
-    ``budget`` bytes; safe to share between threads."""
+    """Features by (encoder, image content), safe to share between threads. Features are
+    kept the second time they are encoded: an image a job asks about in one subset only
+    (a corrupted one) is never kept, the clean images of the question subsets are. What
+    is kept stays; past ``budget`` bytes nothing more is (a least-recently-used memory
+    smaller than the images a subset asks about would drop each before its next use)."""
 
     def __init__(self, budget: int = BUDGET_BYTES) -> None:
         self.budget = budget
         self.used = 0
-        self._kept: OrderedDict[tuple[Any, bytes], tuple[Any, int]] = OrderedDict()
+        self._kept: dict[tuple[Any, bytes], Any] = {}
+        self._seen: set[tuple[Any, bytes]] = set()
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, bytes]) -> Any | None:
         with self._lock:
-            found = self._kept.get(key)
-            if found is None:
-                return None
-            self._kept.move_to_end(key)
-            return found[0]
+            return self._kept.get(key)
 
-    def put(self, key: tuple[Any, bytes], features: Any) -> None:
+    def offer(self, key: tuple[Any, bytes], features: Any) -> None:
+        """Keep ``features`` if they were encoded before and fit in the budget."""
         size = nbytes(features)
-        if size > self.budget:
-            return
         with self._lock:
-            if key in self._kept:
+            if key not in self._seen:
+                if len(self._seen) < MAX_SEEN:
+                    self._seen.add(key)
                 return
-            self._kept[key] = (features, size)
-            self.used += size
-            while self.used > self.budget:
-                _, (_, dropped) = self._kept.popitem(last=False)
-                self.used -= dropped
+            if key not in self._kept and self.used + size <= self.budget:
+                self._kept[key] = features
+                self.used += size
 
     def __len__(self) -> int:
         return len(self._kept)
