@@ -73,7 +73,7 @@ rule image_attention:
         "logs/{dataset}/image_attention/{model}.log",
     benchmark:
         "benchmarks/out/{dataset}/image_attention/{model}.tsv"
-    threads: PLAN.models.model_threads
+    threads: PLAN.models.attention_threads
     resources:
         gpu=PLAN.models.model_gpus,
         _gpus=PLAN.models.model_gpus,

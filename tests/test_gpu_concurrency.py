@@ -45,6 +45,25 @@ def test_a_gpu_jobs_threads_are_its_share_of_the_cores():
     assert gpu_job_threads(4, None) == 4
 
 
+def test_an_attention_job_takes_one_thread_on_the_cpu_and_a_gpu_jobs_share_on_a_gpu():
+    """The default study (threads.infer 2): a model's inference job takes 2 threads, its
+    attention job 1 on the CPU; on a GPU of a run with 2 cores per GPU, both take 2."""
+    from types import SimpleNamespace
+
+    from vqarobust.config import validate_config
+    from vqarobust.plan import StudyPlan
+
+    config = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    plan = StudyPlan.build(config)
+    cpu = SimpleNamespace(dataset=plan.dataset, model="vilt-tiny")
+    assert plan.models.model_threads(cpu) == 2
+    assert plan.models.attention_threads(cpu) == 1
+    config["models"]["vilt-tiny"]["device"] = "cuda"
+    plan = StudyPlan.build(config)
+    plan.models.cores_per_gpu = 2
+    assert plan.models.attention_threads(cpu) == plan.models.model_threads(cpu) == 2
+
+
 def _snakemake(work: Path, env: dict[str, str], *args: str) -> str:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work)]
     proc = subprocess.run(

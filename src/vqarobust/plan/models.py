@@ -131,6 +131,12 @@ class ModelsStage:
             gpu_job_threads(threads, self.cores_per_gpu) if self.model_gpus(wildcards) else threads
         )
 
+    def attention_threads(self, wildcards: Any) -> int:
+        """CPU threads of a model's attention job: on the CPU one, since it maps one request
+        at a time, which a second thread does not speed up (docs/performance.md), so the
+        other core runs another job; a GPU job's as :meth:`model_threads`."""
+        return self.model_threads(wildcards) if self.model_gpus(wildcards) else 1
+
     def model_gpu_model(self, wildcards: Any) -> str:
         """The GPU model a GPU job asks the scheduler for ("" for any, or on the CPU)."""
         entry = self._entry(wildcards.model)
