@@ -19,7 +19,17 @@ from vqarobust.models.base import SharesImageFeatures
 
 
 class ThreadSafe(Counting):
+    """Counting, its counts taken under a lock (its chunks run on two threads)."""
+
     thread_safe = True
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        super().__init__(fail_after)
+        self.lock = threading.Lock()
+
+    def answer(self, images, questions):
+        with self.lock:
+            return super().answer(images, questions)
 
 
 class Meeting(ThreadSafe):
@@ -31,7 +41,6 @@ class Meeting(ThreadSafe):
         self.barrier = threading.Barrier(2, timeout=20)
         self.threads: set[str] = set()
         self.calls = 0
-        self.lock = threading.Lock()
 
     def respond(self, images, questions, progress=None):
         with self.lock:

@@ -8,6 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
+from vqarobust.models.base import SharesImageFeatures
 from vqarobust.models.feature_memory import FeatureMemory, content_key, nbytes
 
 
@@ -45,6 +46,37 @@ def test_features_are_kept_when_encoded_a_second_time_while_the_budget_lasts():
     assert memory.get(("f", b"c")) is None
     assert memory.used == 80 and len(memory) == 2
     assert memory.get(("g", b"a")) is None  # another encoder's key
+
+
+class Encoding(SharesImageFeatures):
+    """Answers with each image's encoding, counting the images it encodes."""
+
+    def __init__(self, keeps: bool, bound: bool = True) -> None:
+        super().__init__(batch_size=2)
+        self.keeps_features, self.bound, self.encoded = keeps, bound, 0
+
+    def encode(self, images):
+        self.encoded += len(images)
+        return [str(im.getpixel((0, 0))) for im in images]
+
+    def answer(self, images, questions):
+        encode = self.encode if self.bound else lambda ims: self.encode(ims)
+        return self.image_features(images, encode)
+
+
+@pytest.mark.parametrize(
+    ("keeps", "bound", "encoded"),
+    [(True, True, 4), (False, True, 6), (True, False, 6)],
+)
+def test_only_an_adapter_that_keeps_features_keeps_them_for_a_bound_encoder(keeps, bound, encoded):
+    """Three calls about the same two images (new objects each time, same pixels): kept
+    from the second encoding on, 2 + 2 encodes; otherwise 2 a call. A lambda encoder is
+    no method of the adapter's, so nothing says which weights it reads: not kept."""
+    model = Encoding(keeps, bound)
+    for _ in range(3):
+        images = [_image(1), _image(2)]
+        assert model.answer_all(images, ["q", "q"]) == ["(1, 1, 1)", "(2, 2, 2)"]
+    assert model.encoded == encoded
 
 
 @pytest.mark.parametrize("key", ["vilt", "cnn-bow"])

@@ -266,7 +266,7 @@ def run_model_job(
 ) -> list[int]:
     """Load the model at most once, answer every question on every subset of every output,
     and write each output's Parquet file (a run_model job: one model on all its subsets,
-    or on one). ``threads``: the job's CPU threads (:func:`batch_threads` says how they
+    or on one). ``threads``: the job's CPU threads (:func:`job_workers` says how they
     are used).
 
     ``ref.spec`` is what can change answers (it fingerprints finished work);
@@ -411,30 +411,56 @@ def _write_outputs(planned: list[_Output], run: _Run) -> list[int]:
         ]
         for i, output in enumerate(planned)
     ]
-    if any(w.todo for subsets in work for w in subsets):
+    todo = sum(len(w.todo) for subsets in work for w in subsets)
+    if todo:
         run.loader()  # once, before any worker starts
-    workers = run.loader.workers
+    # Fewer chunks to answer than threads: one chunk on all of torch's threads.
+    workers = run.loader.workers = min(run.loader.workers, max(todo, 1))
+    if todo and run.loader.threads > 1:
+        torch_threads = 1 if workers > 1 else run.loader.threads
+        name = run.loader.ref.name
+        log.info("%s: %d chunk(s) at once on %d torch thread(s) each", name, workers, torch_threads)
     if workers == 1:
         return [
             _finish_output(output, subsets, run, _answer_inline(subsets, run))
             for output, subsets in zip(planned, work, strict=True)
         ]
-    with _one_torch_thread(), ThreadPoolExecutor(workers, thread_name_prefix="chunks") as pool:
+    return _answer_on_threads(planned, work, run, workers)
+
+
+def _answer_on_threads(
+    planned: list[_Output], work: list[list[_SubsetWork]], run: _Run, workers: int
+) -> list[int]:
+    """:func:`_write_outputs` with the chunks on ``workers`` threads, one torch thread
+    each (set in each thread too: a library may read its thread's own setting)."""
+    import torch
+
+    with (
+        _one_torch_thread(),
+        ThreadPoolExecutor(
+            workers, thread_name_prefix="chunks", initializer=torch.set_num_threads, initargs=(1,)
+        ) as pool,
+    ):
+        futures = [
+            [[pool.submit(_answer_chunk, w, k, chunk, run) for k, chunk in w.todo] for w in subsets]
+            for subsets in work
+        ]
         try:
-            futures = [
-                [
-                    [pool.submit(_answer_chunk, w, k, chunk, run) for k, chunk in w.todo]
-                    for w in subsets
-                ]
-                for subsets in work
-            ]
             return [
                 _finish_output(output, subsets, run, [[f.result() for f in fs] for fs in done])
                 for output, subsets, done in zip(planned, work, futures, strict=True)
             ]
         except BaseException:
-            # Chunks already running finish and are kept (a rerun reuses them).
+            # Chunks already running finish and are kept (a rerun reuses them); the
+            # first failure is raised, the others logged.
             pool.shutdown(cancel_futures=True)
+            failed = [
+                f.exception()
+                for f in (f for done in futures for fs in done for f in fs)
+                if f.done() and not f.cancelled() and f.exception() is not None
+            ]
+            for error in failed[1:]:
+                log.error("another chunk failed too: %r", error)
             raise
 
 
@@ -580,14 +606,8 @@ class _Loader:
             for path in self.counted:
                 with store.atomic_path(path) as tmp:
                     tmp.write_text(count)
-            self.workers, torch_threads = job_workers(self.model, self.device, self.threads)
-            if self.threads > 1:
-                log.info(
-                    "%s: %d chunk(s) at once on %d torch thread(s) each",
-                    self.ref.name,
-                    self.workers,
-                    torch_threads,
-                )
+            # The most chunks at once; the job uses fewer when fewer are left to answer.
+            self.workers, _ = job_workers(self.model, self.device, self.threads)
         return self.model
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from abc import ABC, abstractmethod
@@ -210,11 +211,17 @@ class SharesImageFeatures(VQAModel):
     the images, that is, within one call (the inference loop passes a chunk of questions
     whose images it keeps alive). An image's features leave the cache with its call's last
     request about it, so the cache holds the images that are half answered, not the
-    chunk's. A bare :meth:`answer` call caches nothing. Adapters call
+    chunk's. A bare :meth:`answer` call shares nothing between batches. Adapters call
     :meth:`image_features` once per batch.
+
+    An adapter whose encoders take one image at a time (an image's features then do not
+    depend on the other images of a call) sets ``keeps_features``: on the CPU its features
+    are also kept across calls by the image's content
+    (:mod:`vqarobust.models.feature_memory`).
     """
 
     share_image_features: bool = True
+    keeps_features: ClassVar[bool] = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -261,11 +268,13 @@ class SharesImageFeatures(VQAModel):
         CPU, :mod:`vqarobust.models.feature_memory`), the rest encoded and offered to
         the memory."""
         on_cpu = str(getattr(self, "device", "cpu")).startswith("cpu")
-        if not on_cpu or not all(isinstance(im, Image.Image) for im in images):
+        kept = self.keeps_features and on_cpu and inspect.ismethod(encode)
+        if not kept or not all(isinstance(im, Image.Image) for im in images):
             encoded = encode(images)
             return {id(im): encoded[i] for i, im in enumerate(images)}
-        # The encoder is part of the key: an adapter may encode images in more than one way.
-        encoder = getattr(encode, "__func__", encode)
+        # The encoder is part of the key: an adapter may encode images in more than one way
+        # (a bound method: its function, and the object whose weights it reads).
+        encoder = (encode.__func__, id(encode.__self__))
         keys = {id(im): (encoder, content_key(im)) for im in images}
         found = {i: self._memory.get(key) for i, key in keys.items()}
         todo = [im for im in images if found[id(im)] is None]

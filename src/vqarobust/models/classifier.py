@@ -37,6 +37,7 @@ class ClassifierVQA(SharesImageFeatures, HFVQAModel):
 
     model_class = AutoModelForVisualQuestionAnswering
     thread_safe = True
+    keeps_features = True  # each encoder below takes one image at a time
 
     def __init__(
         self,

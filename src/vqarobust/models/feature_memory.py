@@ -1,26 +1,29 @@
 """Image features kept across a job's chunks, by the image's content.
 
 A model's job asks about the clean images once per question perturbation (66 subsets in
-the default study): the image side of a model that shares image features
-(:class:`vqarobust.models.base.SharesImageFeatures`) depends on the image alone, so
-what one chunk computed serves every later chunk that shows the same pixels. Features
-of an image encoded a second time are kept, up to a byte budget, and only on the CPU (a
-GPU job keeps its memory for its batches).
+the default study): the image side of an adapter that encodes each image on its own
+(``keeps_features`` of :class:`vqarobust.models.base.SharesImageFeatures`) depends on
+the image alone, so what one chunk computed serves every later chunk that shows the
+same pixels. Features of an image encoded a second time are kept, up to a byte budget,
+and only on the CPU (a GPU job keeps its memory for its batches).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from typing import Any
 
 from PIL import Image
 
+log = logging.getLogger(__name__)
+
 # What a job keeps at most: the clean images' features of a study like the default (200
 # images) many times over; a large model's features of a few hundred images.
 BUDGET_BYTES = 256 * 2**20
-# Images remembered as encoded once (16-byte digests): the full benchmark's 70 corrupted
-# subsets of 3,000 images fit.
+# Images remembered as encoded once (about 150 bytes each with the set's overhead): the
+# full benchmark's 70 corrupted subsets of 3,000 images fit.
 MAX_SEEN = 1_000_000
 
 
@@ -58,6 +61,7 @@ class FeatureMemory:
         self.used = 0
         self._kept: dict[tuple[Any, bytes], Any] = {}
         self._seen: set[tuple[Any, bytes]] = set()
+        self._full = False
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, bytes]) -> Any | None:
@@ -72,9 +76,18 @@ class FeatureMemory:
                 if len(self._seen) < MAX_SEEN:
                     self._seen.add(key)
                 return
-            if key not in self._kept and self.used + size <= self.budget:
+            if key in self._kept:
+                return
+            if self.used + size <= self.budget:
                 self._kept[key] = features
                 self.used += size
+            elif not self._full:
+                self._full = True
+                log.info(
+                    "image features kept: %d images, %.0f MiB: no more are kept",
+                    len(self._kept),
+                    self.used / 2**20,
+                )
 
     def __len__(self) -> int:
         return len(self._kept)
