@@ -414,7 +414,8 @@ def _write_outputs(planned: list[_Output], run: _Run) -> list[int]:
     todo = sum(len(w.todo) for subsets in work for w in subsets)
     if todo:
         run.loader()  # once, before any worker starts
-    # Fewer chunks to answer than threads: one chunk on all of torch's threads.
+    # Fewer chunks to answer than threads: as many workers as chunks; a single chunk runs
+    # on all of torch's threads (the job's script set them).
     workers = run.loader.workers = min(run.loader.workers, max(todo, 1))
     if todo and run.loader.threads > 1:
         torch_threads = 1 if workers > 1 else run.loader.threads
