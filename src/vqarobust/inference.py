@@ -416,7 +416,8 @@ def _write_outputs(planned: list[_Output], run: _Run) -> list[int]:
         run.loader()  # once, before any worker starts
     # Fewer chunks to answer than threads: as many workers as chunks; a single chunk runs
     # on all of torch's threads (the job's script set them).
-    workers = run.loader.workers = min(run.loader.workers, max(todo, 1))
+    most = job_workers(run.loader.model, run.loader.device, run.loader.threads)[0] if todo else 1
+    workers = run.loader.workers = min(most, max(todo, 1))
     if todo and run.loader.threads > 1:
         torch_threads = 1 if workers > 1 else run.loader.threads
         name = run.loader.ref.name
@@ -567,7 +568,7 @@ class _Loader:
     threads: int = 1
     model: VQAModel | None = None
     load_s: float | None = None
-    workers: int = 1
+    workers: int = 1  # chunks answered at once: set by _write_outputs once loaded
 
     def served_as(self) -> list[list[str | None]]:
         """The (model, system_fingerprint) pairs a served model's replies named; one pair
@@ -607,8 +608,6 @@ class _Loader:
             for path in self.counted:
                 with store.atomic_path(path) as tmp:
                     tmp.write_text(count)
-            # The most chunks at once; the job uses fewer when fewer are left to answer.
-            self.workers, _ = job_workers(self.model, self.device, self.threads)
         return self.model
 
 
