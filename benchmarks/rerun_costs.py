@@ -2,19 +2,23 @@
 jobs Snakemake plans and the wall time of the rerun, per change (docs/workflow.md, "What
 reruns when").
 
-    .venv/bin/python benchmarks/rerun_costs.py CHECKOUT
+    .venv/bin/python benchmarks/rerun_costs.py CHECKOUT [--only TEXT]
 
 CHECKOUT is a checkout whose default study has finished (``.venv/bin/snakemake`` there).
 Each change runs on its own copy of it (the finished run included), so the changes do not
 add up: editing one model's entry (vilt-tiny's ``dtype`` from ``auto`` to ``float32``,
 which is what ``auto`` resolves to on the CPU: every job of the model reruns, and its
 finished chunks are reused by content), adding one corruption (``glass_blur``), adding
-one severity (the corruptions at 1-4 first, then 5 added), and changing one metric
-setting (``rscore.tolerance``). Prints a Markdown table: change, jobs by rule, wall time.
+one severity (the corruptions at 1-4 first, then 5 added), changing one metric setting
+(``rscore.tolerance``) and the attention maps' sample (``diagnostics.attention.n``).
+``--only`` keeps the changes whose label contains TEXT. Run it with the Python of the
+checkout's own environment, whose ``snakemake`` it runs. Prints a Markdown table: change,
+jobs by rule, wall time.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -47,11 +51,16 @@ def _metric(c: Config) -> None:
     c["rscore"]["tolerance"] = 0.1
 
 
+def _attention(c: Config) -> None:
+    c.setdefault("diagnostics", {}).setdefault("attention", {})["n"] = 20
+
+
 CHANGES: list[tuple[str, Callable[[Config], None]]] = [
     ("one model's entry (vilt-tiny `dtype: float32`)", _model_entry),
     ("one corruption added (`glass_blur`)", _corruption),
     ("one severity added (5, to 1-4)", _severity),
     ("one metric setting (`rscore.tolerance: 0.1`)", _metric),
+    ("the attention maps' sample (`diagnostics.attention.n: 20`)", _attention),
 ]
 
 
@@ -70,12 +79,14 @@ def _snakemake(workdir: Path) -> tuple[Counter, float]:
     return Counter(re.findall(r"^(?:local)?rule (\w+):", done.stderr, flags=re.M)), wall
 
 
-def main(checkout: str) -> None:
+def main(checkout: str, only: str = "") -> None:
     source = Path(checkout).resolve()
     if not (source / "results" / "easy-vqa" / "robustness.duckdb").is_file():
         raise SystemExit(f"{source}: run the default study there first")
     rows = []
     for label, change in CHANGES:
+        if only not in label:
+            continue
         with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
             copy = Path(tmp) / "copy"
             shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv"))
@@ -99,4 +110,8 @@ def main(checkout: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout")
+    parser.add_argument("--only", default="", help="the changes whose label contains this")
+    args = parser.parse_args()
+    main(args.checkout, args.only)

@@ -1,12 +1,18 @@
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
 
 from tests.tiny_checkpoints import random_images, tiny_blip
 from vqarobust import store
-from vqarobust.attention import attention_maps, attention_questions
+from vqarobust.attention import (
+    NO_ATTENTION,
+    attention_maps,
+    attention_questions,
+    attention_writer,
+)
 from vqarobust.metrics.attention import attention_shift_table, attention_shifts, js_divergence
 from vqarobust.models import ModelRef, load_model
 
@@ -253,3 +259,74 @@ def test_vilt_depends_on_the_item_alone_not_on_the_random_state(checkpoints):
     assert all(np.array_equal(a, b) for a, b in zip(maps_a, maps_b, strict=True))
     assert answers_a == answers_b
     assert model.answer(images[:1], questions[:1]) == answers_a[:1]
+
+
+@pytest.mark.parametrize("which", ["vilt", "cnn-bow"])
+def test_a_model_job_draws_its_maps_with_its_one_load_and_keeps_them_by_content(
+    which, checkpoints, easy_vqa_eval, tmp_path
+):
+    """A per-model run_model job draws the attention maps with the weights its answers
+    loaded: one load, the same maps as an attention job of its own. Its maps are kept per
+    subset by content: a rerun with everything kept loads nothing; one with a subset added
+    draws that subset's alone; another n draws them all again."""
+    from vqarobust.inference import Subset, run_model_job
+    from vqarobust.materialize.images import corrupt_subset
+    from vqarobust.models import load_model
+
+    loads: list[str] = []
+
+    def counted(*args, **kwargs):
+        loads.append(which)
+        return load_model(*args, **kwargs)
+
+    spec = {"family": "vqa-classifier", "path_or_id": str(checkpoints[which]), "device": "cpu"}
+    clean = easy_vqa_eval["images"]
+    corrupt_subset(clean, tmp_path / "noise", "gaussian_noise", 5)
+    corrupt_subset(clean, tmp_path / "blur", "defocus_blur", 3)
+    folders = {("clean", 0): clean, ("gaussian_noise", 5): tmp_path / "noise"}
+    out, maps = tmp_path / "clean.parquet", tmp_path / "maps.parquet"
+
+    def job(pairs: dict, n: int = 5) -> pl.DataFrame:
+        loads.clear()
+        params = {"n": n, "seed": 0, "subsets": [list(pair) for pair in pairs]}
+        draw = attention_writer(
+            which, easy_vqa_eval["questions"], params, list(pairs.values()), maps
+        )
+        ref = ModelRef(which, spec, loader=counted)
+        sets = [Subset("clean", 0, str(clean))]
+        run_model_job(ref, easy_vqa_eval["questions"], [(sets, out)], "cpu", then=draw)
+        return pl.read_parquet(maps)
+
+    first = job(folders)
+    assert loads == [which]  # answers and maps from one load
+    alone = tmp_path / "alone.parquet"
+    subsets = [(p, s, f) for (p, s), f in folders.items()]
+    attention_maps(ModelRef(which, spec), easy_vqa_eval["questions"], subsets, alone, n=5)
+    assert first.equals(pl.read_parquet(alone))
+    assert first.height == (0 if which == "cnn-bow" else 8 * 2)
+    assert not pq.read_schema(maps).metadata  # drawn: no family-without-attention mark
+    assert job(folders).equals(first) and loads == []  # answers and maps kept
+    more = job({**folders, ("defocus_blur", 3): tmp_path / "blur"})
+    assert loads == [which] and more.head(first.height).equals(first)
+    if which == "vilt":
+        assert set(more["perturbation"]) == {"clean", "gaussian_noise", "defocus_blur"}
+        files = sorted((tmp_path / "maps.parquet.chunks").glob("*.parquet"))
+        assert len(files) == 3
+    fewer = job(folders, n=2)
+    assert loads == [which] and fewer.height == (0 if which == "cnn-bow" else 5 * 2)
+    # The folder keeps the maps of the last job's subsets only.
+    assert len(list((tmp_path / "maps.parquet.chunks").glob("*.parquet"))) == 2
+
+
+def test_a_model_without_attention_gets_the_empty_table_without_a_load(easy_vqa_eval, tmp_path):
+
+    out = tmp_path / "maps.parquet"
+    draw = attention_writer("chat", easy_vqa_eval["questions"], None, [], out)
+    assert draw(None) == 0
+    assert pl.read_parquet(out).columns == store.ATTENTION_SCHEMA.names
+    # Marked, so that a cloud plan does not count it as an image_attention job's output.
+    assert pq.read_schema(out).metadata == NO_ATTENTION
+    with pytest.raises(ValueError, match="2 attention subsets but 1 image folders"):
+        attention_writer(
+            "m", "q", {"n": 1, "seed": 0, "subsets": [["clean", 0], ["snow", 1]]}, ["a"], out
+        )

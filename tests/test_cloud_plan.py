@@ -159,6 +159,10 @@ def test_on_the_tiny_run_the_plan_is_its_own_jobs_and_bytes(workflow_run, tmp_pa
     assert slurm.returncode == 0, slurm.stderr
     table = _table(slurm.stdout)
     recorded = cp.pilot_outputs(source)
+    # The pilot's model jobs wrote the attention tables: vilt-tiny's counts as the
+    # image_attention job of the SLURM plan's per-subset inference; the trained cnn-bow's
+    # architecture has no attention, so its empty one counts as no job.
+    assert recorded["image_attention"][0] == 1
     assert f"Storage: {sum(b for _, b in recorded.values()):,} bytes" in slurm.stdout
     assert table["analyze"][1:3] == ["locally", "0"]
     # Five corruption jobs, ten to a group job (group-components); the question jobs'

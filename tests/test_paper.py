@@ -146,22 +146,22 @@ def test_paper_plan_at_3000_images(tmp_path):
     out = snakemake(tmp_path, override, "-n", "--cores", "8", "--resources", "gpu=4")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
     # 70 corrupted subsets + the blank control; one job for each of 6 models (clean + 14 +
-    # blank); the attention maps of the 4 models that expose them (ViLT, BLIP, both LLaVAs).
+    # blank), which also draws the attention maps of the 4 that expose them (ViLT, BLIP,
+    # both LLaVAs) with the same weights.
     expected = {
         "prepare_dataset": "1",
         "corrupt_images": "71",
         "run_model": "6",
-        "image_attention": "4",
         "analyze": "13",
         "load_duckdb": "1",
         "render_report": "1",
         "all": "1",
-        "total": "98",
+        "total": "94",
     }
     assert counts == expected
     # Each GPU job's threads are its share of the cores, 8 / 4, not threads.infer's 4:
     # the four GPUs are busy at once (tests/test_gpu_concurrency.py runs it).
     jobs = out.split("\nrule ")[1:]
-    gpu_jobs = [j for j in jobs if j.startswith(("run_model:", "image_attention:"))]
-    assert len(gpu_jobs) == 10
+    gpu_jobs = [j for j in jobs if j.startswith("run_model:")]
+    assert len(gpu_jobs) == 6
     assert all(re.search(r"^    threads: 2$", j, flags=re.MULTILINE) for j in gpu_jobs)

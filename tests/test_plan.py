@@ -79,6 +79,37 @@ def test_inputs_follow_the_subset_kind(plans):
     assert got["question_sets"] == [f"results/{scenes.dataset}/context/{swap}.parquet"]
 
 
+def test_a_models_job_draws_its_attention_maps_unless_its_subsets_are_split(plans):
+    """Per model, the attention table is the job's last output and its maps' folders are
+    the clean and every corrupted one (no control, no resizing corruption); a model
+    without attention writes the empty table; per subset, image_attention draws them."""
+    plan = plans["config"]
+    outputs = plan.infer.model_outputs()
+    assert list(outputs)[-1] == "attention"
+    assert outputs["attention"] == "results/{dataset}/attention/{model}.parquet"
+    vilt = SimpleNamespace(model="vilt-tiny", dataset="easy-vqa")
+    params = plan.infer.attention_params(vilt)
+    assert (params["n"], params["seed"]) == (50, 0)
+    assert params["subsets"][0] == ["clean", 0] and len(params["subsets"]) == 1 + 15 * 5 - 4
+    assert ["blank", 1] not in params["subsets"]
+    folders = plan.infer.job_input(vilt)["attention_images"]
+    assert folders[0] == "resources/datasets/easy-vqa/eval/images"
+    assert folders[1:] == [f"results/easy-vqa/images/{p}/{s}" for p, s in params["subsets"][1:]]
+    config = copy.deepcopy(plan.config)
+    config["models"]["chat"] = {"family": "image-text-to-text", "path_or_id": "org/chat"}
+    with_chat = StudyPlan.build(validate_config(config))
+    chat = SimpleNamespace(model="chat", dataset="easy-vqa")
+    assert with_chat.infer.attention_params(chat) is None
+    assert "attention_images" not in with_chat.infer.job_input(chat)
+    config["inference_jobs"] = "subset"
+    split = StudyPlan.build(validate_config(config))
+    assert "attention" not in split.infer.model_outputs()
+    assert split.infer.attention_params(vilt) is None
+    config["inference_jobs"], config["diagnostics"]["attention"]["n"] = "model", 0
+    off = StudyPlan.build(validate_config(config))
+    assert "attention" not in off.infer.model_outputs() and off.infer.attention_params(vilt) is None
+
+
 def test_a_plan_that_reads_what_no_job_makes_fails_naming_the_key(plans, monkeypatch):
     config = study_config("config")
     model = next(iter(config["models"]))

@@ -168,7 +168,17 @@ HF = {
     },
     "models": {"blip": {"family": "blip", "path_or_id": "Salesforce/blip-vqa-base"}},
 }
-SCENARIOS = {"tiny": TINY, "scenes": SCENES, "gqa": GQA, "vqav2": VQAV2, "hf": HF}
+# Per-subset inference, whose attention maps are image_attention's jobs (a per-model job
+# draws its own): its graph keeps that rule's declared inputs checked.
+TINY_PER_SUBSET = {**TINY, "inference_jobs": "subset"}
+SCENARIOS = {
+    "tiny": TINY,
+    "tiny-per-subset": TINY_PER_SUBSET,
+    "scenes": SCENES,
+    "gqa": GQA,
+    "vqav2": VQAV2,
+    "hf": HF,
+}
 FILES = (
     "data/words.txt",
     "data/q.json",

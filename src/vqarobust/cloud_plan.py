@@ -212,9 +212,24 @@ def _size(path: Path) -> int | None:
     return None
 
 
+def _attention_rule(workdir: Path, path: str, rule: str) -> str | None:
+    """The rule a pilot's output counts for: a per-model run_model job's attention table
+    counts as the image_attention job that writes it under per-subset inference (so that
+    a pilot of either layout plans the other), and is left out when its model's family
+    exposes no attention (vqarobust.attention.NO_ATTENTION: no such job would write it)."""
+    if rule != "run_model" or not re.fullmatch(r"results/[^/]+/attention/[^/]+\.parquet", path):
+        return rule
+    import pyarrow.parquet as pq
+
+    from vqarobust.attention import NO_ATTENTION
+
+    metadata = pq.read_schema(workdir / path).metadata or {}
+    return None if NO_ATTENTION.keys() & metadata.keys() else "image_attention"
+
+
 def pilot_outputs(workdir: str | Path) -> dict[str, tuple[int, int]]:
     """Per rule of the pilot run in ``workdir``, (outputs, bytes) of the outputs that
-    Snakemake recorded and that still exist."""
+    Snakemake recorded and that still exist (:func:`_attention_rule`)."""
     folder = Path(workdir) / ".snakemake" / "metadata"
     if not folder.is_dir():
         raise ValueError(
@@ -231,6 +246,9 @@ def pilot_outputs(workdir: str | Path) -> dict[str, tuple[int, int]]:
             continue  # a record being written, or another version's
         size = _size(Path(workdir) / path)
         if size is not None:
+            rule = _attention_rule(Path(workdir), path, rule)
+            if rule is None:
+                continue
             n, total = out.get(rule, (0, 0))
             out[rule] = (n + 1, total + size)
     if not out:

@@ -263,6 +263,7 @@ def run_model_job(
     device: str | None = None,
     chunk_size: int = 1024,
     threads: int = 1,
+    then: Callable[[JobModel], object] | None = None,
 ) -> list[int]:
     """Load the model at most once, answer every question on every subset of every output,
     and write each output's Parquet file (a run_model job: one model on all its subsets,
@@ -283,11 +284,16 @@ def run_model_job(
     Without ``device``, the job leases one as the entry's ``device`` asks (see
     :func:`vqarobust.devices.lease_device`): ``cuda`` fails without a free GPU rather
     than running on the CPU. Returns each output's number of predictions.
+
+    ``then``, if given, is called once the outputs are written, in the same lease, with the
+    job's fingerprint and its model (:class:`JobModel`): what else the job draws from the
+    weights (its attention maps) costs no second load, and loads them only if it needs
+    them.
     """
     if device is None:
         policy = ref.spec.get("device", "auto")
         with lease_device(policy=policy, who=f"model {ref.name!r}") as leased:
-            return run_model_job(ref, questions_path, outputs, leased, chunk_size, threads)
+            return run_model_job(ref, questions_path, outputs, leased, chunk_size, threads, then)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if threads < 1:
@@ -309,7 +315,21 @@ def run_model_job(
         loader.counted.append(chunks.parameters(job_key))
         planned.append(_Output(list(subsets), out_path, parts, keys, chunks))
     run = _Run(questions, job, job_key, loader, chunk_size, threading.local())
-    return _write_outputs(planned, run)
+    counts = _write_outputs(planned, run)
+    if then is not None:
+        then(JobModel(job, digest, loader))
+    return counts
+
+
+@dataclass(frozen=True)
+class JobModel:
+    """What a run_model job's ``then`` step gets: the job's fingerprint (what its answers
+    depend on: :func:`vqarobust.resume.job_fingerprint`), its file digests, and its model,
+    loaded by the first call to ``load`` unless the answers already loaded it."""
+
+    fingerprint: dict[str, Any]
+    digest: Digests
+    load: Callable[[], VQAModel]
 
 
 def _prepare_job(

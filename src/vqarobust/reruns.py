@@ -204,9 +204,19 @@ RULES: dict[str, Stage] = {
     ),
     # A per-model job's outputs are its model's subsets: skipping a perturbation
     # (missing_weights) changes them. inference_jobs cuts the jobs another way. Either
-    # way each job reruns, answering what it already answered from its chunks.
+    # way each job reruns, answering what it already answered from its chunks. A
+    # per-model job also draws its model's attention maps (image_attention draws them
+    # with per-subset jobs), so their settings rerun it, and everything its predictions
+    # feed: the price of one weight load per model.
     "run_model": Stage(
-        (*_ANSWERS, *_LEVELS, "inference_jobs", "missing_weights"),
+        (
+            *_ANSWERS,
+            *_LEVELS,
+            "inference_jobs",
+            "missing_weights",
+            "seed",
+            "diagnostics.attention.n",
+        ),
         (
             "prepare_dataset",
             "train_model",
@@ -221,8 +231,16 @@ RULES: dict[str, Stage] = {
             "chain_questions",
         ),
     ),
+    # Per-subset inference's attention jobs (inference_jobs makes or removes them).
     "image_attention": Stage(
-        (*_ANSWERS, "seed", "corruptions", "severities", "diagnostics.attention.n"),
+        (
+            *_ANSWERS,
+            "seed",
+            "corruptions",
+            "severities",
+            "diagnostics.attention.n",
+            "inference_jobs",
+        ),
         ("prepare_dataset", "train_model", "corrupt_images"),
     ),
 }
@@ -241,7 +259,7 @@ INPUT_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "images": ("prepare_dataset", "corrupt_images"),
     "lpips": ("score_lpips",),
-    "attention": ("image_attention",),
+    "attention": ("run_model", "image_attention"),
     "context": ("prepare_dataset", "swap_context", "swap_features"),
     "vqabq_rankings": ("rank_basic_questions",),
 }

@@ -1,6 +1,10 @@
 """The infer stage: input functions and params of rules/infer.smk (run_model,
 image_attention), and the prediction and attention tables the analysis reads.
 
+A per-model run_model job also draws its model's attention maps after its answers, with
+the same weights (:meth:`InferStage.attention_params`); image_attention is the rule of
+per-subset inference, where no one job holds a model's weights for all of its subsets.
+
 Where a subset's inputs come from is decided by its kind in the plan's catalogue
 (:meth:`StudyPlan.subset`), once for pixel models and once for feature models. A run_model
 job answers every subset of its model (``inference_jobs: model``, one weight load) or one
@@ -18,6 +22,10 @@ from vqarobust.models import exposes_attention
 
 if TYPE_CHECKING:
     from vqarobust.plan.study import StudyPlan
+
+# A per-model run_model job's attention table: an output beside its subsets' predictions.
+ATTENTION_OUTPUT = "attention"
+ATTENTION_PATTERN = "results/{dataset}/attention/{model}.parquet"
 
 # Kinds whose images are the clean eval split's: the question is what is perturbed.
 _QUESTION_KINDS = ("clean", "text", "sentence", "ranker")
@@ -48,22 +56,33 @@ class InferStage:
 
     def model_outputs(self) -> dict[str, str]:
         """A per-model job's outputs, named by subset, as patterns over ``{dataset}`` and
-        ``{model}`` (every model answers the same subsets)."""
+        ``{model}`` (every model answers the same subsets); then, when the study draws
+        attention maps, the model's attention table (:meth:`attention_params`)."""
         names = {tuple(self.model_subsets(m)) for m in self.plan.model_names}
         assert len(names) == 1, "every model answers the same subsets"
+        subsets = next(iter(names))
+        assert ATTENTION_OUTPUT not in subsets, f"a subset may not be named {ATTENTION_OUTPUT}"
         pattern = "results/{{dataset}}/predictions/{{model}}/{}.parquet"
-        return {s: pattern.format(s) for s in next(iter(names))}
+        out = {s: pattern.format(s) for s in subsets}
+        if self.per_model and self.attention_models:
+            out[ATTENTION_OUTPUT] = ATTENTION_PATTERN
+        return out
 
     def job_input(self, wildcards: Any) -> dict[str, Any]:
         """A run_model job's inputs: the questions and the model's checkpoint, and each
         subset's files named ``<kind>__<subset>`` (images, question_sets, features,
-        swaps), which the script reads back by name."""
+        swaps), which the script reads back by name; a per-model job that draws attention
+        maps, the image folders of :meth:`attention_subsets` as ``attention_images``."""
         out: dict[str, Any] = {}
         for subset in self.job_subsets(wildcards):
             one = SimpleNamespace(dataset=self.plan.dataset, model=wildcards.model, subset=subset)
             for key, value in self.infer_input(one).items():
                 shared = key in ("questions", "model", "logs")
                 out[key if shared else f"{key}__{subset}"] = value
+        if self.attention_params(wildcards) is not None:
+            plan = self.plan
+            folders = [plan.image_folder(p, s) for p, s in self.attention_subsets(wildcards)]
+            out["attention_images"] = folders
         return out
 
     def job_params(self, wildcards: Any) -> dict[str, dict[str, Any]]:
@@ -169,6 +188,21 @@ class InferStage:
         models = self.config["models"]
         return [m for m in self.plan.model_names if exposes_attention(models[m])]
 
+    def attention_params(self, wildcards: Any) -> dict[str, Any] | None:
+        """What a per-model run_model job needs to draw its model's attention maps once it
+        has answered, with the same weights (one load per model and run): the number of
+        sampled questions, the seed and the (perturbation, severity) of each folder of
+        ``attention_images``. None for a job that draws none: a per-subset job (the
+        image_attention rule draws them), a study without maps, or a model whose family
+        exposes no attention (its job writes the empty table)."""
+        if not self.per_model or wildcards.model not in self.attention_models:
+            return None
+        return {
+            "n": self.config["diagnostics"]["attention"]["n"],
+            "seed": self.config["seed"],
+            "subsets": [list(pair) for pair in self.attention_subsets(wildcards)],
+        }
+
     def attention_subsets(self, wildcards: Any) -> list[tuple[str, int]]:
         """(perturbation, severity) of the clean and every corrupted image folder (no
         controls; no resizing corruption, whose token grid need not be the clean image's)."""
@@ -189,7 +223,7 @@ class InferStage:
     def attention_files(self, wildcards: Any) -> list[str]:
         """The attention table of every attention model (the analysis reads them)."""
         dataset = self.plan.dataset
-        return [f"results/{dataset}/attention/{m}.parquet" for m in self.attention_models]
+        return [ATTENTION_PATTERN.format(dataset=dataset, model=m) for m in self.attention_models]
 
     def prediction_files(self, wildcards: Any) -> list[str]:
         """Every model's predictions on every subset, then the chain's of each chain model."""
