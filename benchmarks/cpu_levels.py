@@ -173,12 +173,16 @@ def study(checkout: Path, level: str | None, threads: int | None) -> int:
     with tempfile.TemporaryDirectory(dir=checkout.parent) as tmp:
         copy = Path(tmp) / "copy"
         shutil.copytree(checkout, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv"))
-        # Finished inference chunks are reused by content, and the kernel level is not
-        # part of that content: without this, the forced rerun would answer nothing.
-        kept = sorted((copy / "results").glob("*/predictions/*/*.chunks"))
+        # Finished inference chunks and attention maps are reused by content, and the
+        # kernel level is not part of that content: without this, the forced rerun would
+        # answer and draw nothing.
+        results = copy / "results"
+        kept = sorted(
+            [*results.glob("*/predictions/*/*.chunks"), *results.glob("*/attention/*.chunks")]
+        )
         for folder in kept:
             shutil.rmtree(folder)
-        print(f"removed {len(kept)} folders of finished inference chunks from the copy")
+        print(f"removed {len(kept)} folders of finished inference chunks and maps from the copy")
         env = {**os.environ, **(LEVELS[level] if level else {})}
         command = [
             str(Path(sys.executable).parent / "snakemake"),
@@ -192,15 +196,20 @@ def study(checkout: Path, level: str | None, threads: int | None) -> int:
             "rank_basic_questions",
             "noise_questions",
             "run_model",
-            "image_attention",
             "analyze",
             "load_duckdb",
         ]
+        if (copy / "logs" / "easy-vqa" / "image_attention").is_dir():
+            # Per-subset inference (inference_jobs: subset): the maps are a job of their
+            # own. Snakemake takes a rule it does not know for a file name, silently.
+            command.insert(command.index("analyze"), "image_attention")
         if threads:
             command += ["--config", f"threads={{infer: {threads}}}"]
         subprocess.run(command, cwd=copy, env=env, check=True, capture_output=True)
         reused = [
-            p.name for p in (copy / "logs").rglob("run_model/*/*.log") if "reusing" in p.read_text()
+            p.name
+            for p in (copy / "logs").rglob("run_model/**/*.log")
+            if "reusing" in p.read_text()
         ]
         if reused:
             raise SystemExit(f"inference reused finished chunks in {reused}")

@@ -1,8 +1,8 @@
 # run_model: one model answers every severity of its subsets, loading its weights once per
 # job. A job per model by default, which then draws the model's attention maps with the
 # same weights; per (model, subset) with inference_jobs: subset, which a cluster spreads
-# over GPUs, and image_attention draws the maps (docs/workflow.md, "Inference jobs"). Either way a subset's
-# finished chunks are reused by content. GPUs, memory and time come from the model entry;
+# over GPUs, and image_attention draws the maps (docs/workflow.md, "Inference jobs").
+# Either way a subset's finished chunks are reused by content. GPUs, memory and time come from the model entry;
 # threads from threads.infer, a GPU job's capped at its share of a local run's cores
 # (vqarobust.plan.models.gpu_job_threads), so that --resources gpu=N runs N at once.
 # _gpus repeats gpu for AWS Batch's plugin, which reads only that name (docs/cloud.md).

@@ -330,3 +330,33 @@ def test_a_model_without_attention_gets_the_empty_table_without_a_load(easy_vqa_
         attention_writer(
             "m", "q", {"n": 1, "seed": 0, "subsets": [["clean", 0], ["snow", 1]]}, ["a"], out
         )
+
+
+def test_maps_that_run_out_of_memory_are_drawn_in_halved_batches(easy_vqa_eval):
+    """As answering does: a batch that runs out of memory is halved and drawn again, the
+    same maps in the same order; at batch size 1 the error is raised."""
+    from vqarobust.attention import attention_table
+    from vqarobust.models.base import VQAModel
+
+    class Tight(VQAModel):
+        def __init__(self, fits: int) -> None:
+            super().__init__(batch_size=8)
+            self.fits, self.calls = fits, []
+
+        def answer(self, images: list, questions: list[str]) -> list[str]:
+            return ["x"] * len(questions)
+
+        def image_attention(self, images: list, questions: list[str]) -> list[np.ndarray]:
+            self.calls.append(len(questions))
+            if len(questions) > self.fits:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return [np.full((2, 2), len(q) / 4.0) for q in questions]
+
+    subsets = [("clean", 0, easy_vqa_eval["images"])]
+    model = Tight(fits=3)
+    table = attention_table(model, "m", easy_vqa_eval["questions"], subsets, n=5)
+    assert model.calls == [8, 4, 2, 2, 2, 2] and model.batch_size == 2
+    ample = attention_table(Tight(fits=8), "m", easy_vqa_eval["questions"], subsets, n=5)
+    assert table.num_rows == 8 and table.equals(ample)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        attention_table(Tight(fits=0), "m", easy_vqa_eval["questions"], subsets, n=5)

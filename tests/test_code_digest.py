@@ -225,6 +225,10 @@ def _rule_modules(plan: StudyPlan) -> dict[str, set[str]]:
             modules.append(perturbations.entry(entries[rule]).origin)
         if rule in ("run_model", "image_attention"):
             modules.append(family.tags.get("module", family.origin))
+        if rule == "run_model":
+            # The default study's model jobs draw attention maps, with the module their
+            # script imports by name (vqarobust.inference.ATTENTION_MODULE).
+            modules.append("vqarobust.attention")
         out[rule] = {
             p.relative_to(PACKAGE.parent).as_posix() for m in modules for p in cd.module_files(m)
         }

@@ -156,8 +156,14 @@ def test_an_imported_model_holding_vilts_answers_is_vilt_in_every_table(round_tr
     rewritten log reruns its import alone."""
     planned = round_trip["planned"]
     assert planned["run_model"] == 2, planned  # qwen-lmms and vilt-import
-    assert "image_attention" not in planned and "train_model" not in planned
+    assert "train_model" not in planned
     workdir = round_trip["workdir"]
+    # An imported model has no attention: its job writes the marked empty table.
+    from vqarobust.attention import NO_ATTENTION
+
+    for model in ("qwen-lmms", "vilt-import"):
+        table = pq.read_table(workdir / "results" / "easy-vqa" / "attention" / f"{model}.parquet")
+        assert table.num_rows == 0 and table.schema.metadata == NO_ATTENTION
     db = workdir / "results" / "easy-vqa" / "robustness.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         for table, columns in (

@@ -58,7 +58,8 @@ def test_modern_plan_at_3000_images_requests_the_estimated_gpu_memory(tmp_path, 
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
     assert counts["corrupt_images"] == "71"
     assert counts["run_model"] == "8"  # one job per model, its 16 subsets in it
-    assert "image_attention" not in counts  # no chat architecture exposes its attention
+    # No chat architecture exposes its attention: no model's job has an attention table.
+    assert "/attention/" not in out and "image_attention" not in counts
     expected = math.ceil(estimate_checkpoint(str(tiny), batch_size=16).total_gb)
     requested = set(re.findall(r"gpu_memory_gb=(\d+)", out))
     assert requested == {str(expected), "0"}

@@ -105,6 +105,17 @@ def test_a_models_job_draws_its_attention_maps_unless_its_subsets_are_split(plan
     split = StudyPlan.build(validate_config(config))
     assert "attention" not in split.infer.model_outputs()
     assert split.infer.attention_params(vilt) is None
+    # The attention code is in the per-model jobs' code param, not the per-subset ones'.
+    from vqarobust.code_digest import code_digest
+    from vqarobust.models import family_code_digest
+    from vqarobust.plan.code import job_digest
+
+    script = plan.scripts_dir / "run_model.py"
+    family = family_code_digest(plan.config["models"]["vilt-tiny"]["family"])
+    one = SimpleNamespace(model="vilt-tiny", subset="snow")
+    assert split.code("run_model")(one) == job_digest(script, [family])
+    attention = code_digest("vqarobust.attention")
+    assert plan.code("run_model")(one) == job_digest(script, [family, attention])
     config["inference_jobs"], config["diagnostics"]["attention"]["n"] = "model", 0
     off = StudyPlan.build(validate_config(config))
     assert "attention" not in off.infer.model_outputs() and off.infer.attention_params(vilt) is None

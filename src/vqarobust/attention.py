@@ -138,9 +138,16 @@ def _subset_maps(
     image_ids = chosen["image_id"].to_list()
     images = decode_images(store.ImageShards(folder), sorted(set(image_ids)))
     maps: list[np.ndarray] = []
-    for start in range(0, len(texts), model.batch_size):
-        batch = slice(start, start + model.batch_size)
-        got = model.image_attention([images[i] for i in image_ids[batch]], texts[batch])
+    while len(maps) < len(texts):
+        batch = slice(len(maps), len(maps) + model.batch_size)
+        try:
+            got = model.image_attention([images[i] for i in image_ids[batch]], texts[batch])
+        except Exception as exc:
+            # As answering does: in a model's job, a failure here would cost the
+            # answers it has just written too.
+            if not model.halve_batch_after(exc):
+                raise
+            continue
         if got is None:
             log.info("%s exposes no attention over the image: no attention maps", name)
             return None
@@ -181,6 +188,7 @@ def write_attention(
         log.info("%s exposes no attention over the image: no attention maps", name)
         empty = store.ATTENTION_SCHEMA.empty_table().replace_schema_metadata(NO_ATTENTION)
         store.write_table(empty, out_path)
+        ChunkStore(out_path).prune([], job_key="attention")  # maps of an earlier config
         return 0
     settings = {"n": n, "seed": seed, "code": module_digest(__name__)}
     fingerprint = {**job.fingerprint, "attention": settings}

@@ -215,8 +215,10 @@ def _size(path: Path) -> int | None:
 def _attention_rule(workdir: Path, path: str, rule: str) -> str | None:
     """The rule a pilot's output counts for: a per-model run_model job's attention table
     counts as the image_attention job that writes it under per-subset inference (so that
-    a pilot of either layout plans the other), and is left out when its model's family
-    exposes no attention (vqarobust.attention.NO_ATTENTION: no such job would write it)."""
+    a local per-model pilot plans the per-subset target every shipped cluster profile
+    sets; a per-model target counts its tables as run_model outputs), and is left out when
+    its model's family exposes no attention (vqarobust.attention.NO_ATTENTION: no such
+    job would write it)."""
     if rule != "run_model" or not re.fullmatch(r"results/[^/]+/attention/[^/]+\.parquet", path):
         return rule
     import pyarrow.parquet as pq

@@ -321,6 +321,12 @@ def run_model_job(
     return counts
 
 
+# The module a per-model run_model job draws its attention maps with, once it has
+# answered. Its script imports it by name, and the plan adds its code to the digest of
+# only those jobs (vqarobust.plan.study), so that an edit of it reruns no per-subset job.
+ATTENTION_MODULE = "vqarobust.attention"
+
+
 @dataclass(frozen=True)
 class JobModel:
     """What a run_model job's ``then`` step gets: the job's fingerprint (what its answers

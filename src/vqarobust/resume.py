@@ -143,8 +143,10 @@ def changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         "precision": "the device type or dtype",
         "code": "the code of the model's family (adapter, inference.py)",
         "image_backend": "the image backend (torchvision)",
+        "attention": "the attention maps' settings or code (n, seed, vqarobust.attention)",
     }
-    for key in ("model", "spec", "code", "precision", "questions", "chunk_size", "image_backend"):
+    keys = ("model", "spec", "code", "precision", "questions", "chunk_size", "image_backend")
+    for key in (*keys, "attention"):
         if old_job.get(key) != new_job.get(key):
             detail = ""
             if key == "precision":

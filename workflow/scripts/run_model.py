@@ -9,8 +9,7 @@ import importlib
 
 import torch
 
-from vqarobust.attention import attention_writer
-from vqarobust.inference import job_subsets, run_model_job
+from vqarobust.inference import ATTENTION_MODULE, job_subsets, run_model_job
 from vqarobust.jobs import start_job
 from vqarobust.models import FAMILIES, ModelRef
 
@@ -28,8 +27,9 @@ outputs = [
 ]
 assert len(snakemake.output) == len(subsets) + (attention_out is not None)
 # A per-model job's attention maps, drawn with the weights its answers loaded (a model
-# whose family exposes none gets the empty table, loading nothing).
-draw = attention_out and attention_writer(
+# whose family exposes none gets the empty table, loading nothing). Imported by name
+# (vqarobust.inference.ATTENTION_MODULE says why).
+draw = attention_out and importlib.import_module(ATTENTION_MODULE).attention_writer(
     snakemake.wildcards.model,
     snakemake.input.questions,
     snakemake.params.get("attention"),

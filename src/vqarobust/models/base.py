@@ -150,13 +150,9 @@ class VQAModel(ABC):
                     [images[i] for i in idx], [questions[i] for i in idx]
                 )
             except Exception as exc:
-                if not is_out_of_memory(exc) or self.batch_size == 1:
+                if not self.halve_batch_after(exc):
                     raise
-                # Halve and retry the same requests; later batches keep the smaller size.
-                self.batch_size = max(1, self.batch_size // 2)
-                log.warning("out of memory; batch size halved to %d", self.batch_size)
-                _empty_cache()
-                continue
+                continue  # the same requests, in a smaller batch
             if len(batch) != len(idx) or len(replies) != len(idx):
                 raise RuntimeError(
                     f"{type(self).__name__}.answer_batch returned {len(batch)} answers and "
@@ -168,6 +164,17 @@ class VQAModel(ABC):
             if progress is not None:
                 progress(len(idx))
         return out
+
+    def halve_batch_after(self, exc: BaseException) -> bool:
+        """Whether a batch that raised ``exc`` is to be tried again: on running out of
+        memory with more than one request in it, the batch size is halved (later batches
+        keep the smaller size) and the allocator's cache given back."""
+        if not is_out_of_memory(exc) or self.batch_size == 1:
+            return False
+        self.batch_size = max(1, self.batch_size // 2)
+        log.warning("out of memory; batch size halved to %d", self.batch_size)
+        _empty_cache()
+        return True
 
 
 class GeneratesReplies(VQAModel):
@@ -345,6 +352,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def _empty_cache() -> None:
+    """Give the CUDA allocator's cached blocks back after an out-of-memory error (nothing
+    on the CPU)."""
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency

@@ -61,7 +61,14 @@ class InferStage:
         names = {tuple(self.model_subsets(m)) for m in self.plan.model_names}
         assert len(names) == 1, "every model answers the same subsets"
         subsets = next(iter(names))
-        assert ATTENTION_OUTPUT not in subsets, f"a subset may not be named {ATTENTION_OUTPUT}"
+        if ATTENTION_OUTPUT in subsets:
+            from vqarobust.plan.study import PlanError
+
+            # A plugin may register a perturbation of that name: say which key to change.
+            raise PlanError(
+                f"corruptions / text.perturbations: a subset named {ATTENTION_OUTPUT!r} "
+                "would clash with the attention table of each model's job; rename it"
+            )
         pattern = "results/{{dataset}}/predictions/{{model}}/{}.parquet"
         out = {s: pattern.format(s) for s in subsets}
         if self.per_model and self.attention_models:

@@ -62,6 +62,18 @@ def _family(plan: StudyPlan, wildcards: Any) -> list[str]:
     return [] if digest is None else [digest]
 
 
+def _model_job(plan: StudyPlan, wildcards: Any) -> list[str]:
+    # A per-model job with an attention table runs vqarobust.attention, which its script
+    # imports by name: a per-subset job, which never draws maps, is not rerun by its edits.
+    parts = _family(plan, wildcards)
+    if plan.infer.per_model and plan.infer.attention_models:
+        from vqarobust.code_digest import code_digest
+        from vqarobust.inference import ATTENTION_MODULE
+
+        parts.append(code_digest(ATTENTION_MODULE))
+    return parts
+
+
 def _registered(name: str) -> list[str]:
     # A sentence rewrite named in the config but not registered runs the rewrite code
     # its script imports, nothing of its own.
@@ -84,7 +96,7 @@ _CODE_PARTS: dict[str, Callable[[StudyPlan, Any], list[str]]] = {
     "swap_features": lambda plan, wc: [
         d for p in plan.context_perturbations for d in _registered(p)
     ],
-    "run_model": _family,
+    "run_model": _model_job,
     "image_attention": _family,
 }
 
