@@ -259,6 +259,8 @@ def test_vilt_depends_on_the_item_alone_not_on_the_random_state(checkpoints):
     assert all(np.array_equal(a, b) for a, b in zip(maps_a, maps_b, strict=True))
     assert answers_a == answers_b
     assert model.answer(images[:1], questions[:1]) == answers_a[:1]
+    # Nor does its map depend on the batch (a model's job keeps maps without its size).
+    assert model.image_attention(images[1:], questions[1:])[0] == pytest.approx(maps_a[1], abs=1e-5)
 
 
 @pytest.mark.parametrize("which", ["vilt", "cnn-bow"])
