@@ -202,6 +202,7 @@ def plan():
 
 
 def _digests(plan: StudyPlan) -> dict[str, str]:
+    plan.refresh_code()  # the files may have been edited since the plan last asked
     return {rule: plan.code(rule)(SimpleNamespace(**wc)) for rule, wc in JOBS.items()}
 
 
@@ -310,6 +311,8 @@ def test_editing_one_perturbation_reruns_its_jobs_alone(plan, tmp_path, monkeypa
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cd, "_package_dir", lambda package: copy)
 
+    plan.refresh_code()
+
     def code(rule: str, **wildcards: str) -> str:
         return plan.code(rule)(SimpleNamespace(**wildcards))
 
@@ -323,6 +326,7 @@ def test_editing_one_perturbation_reruns_its_jobs_alone(plan, tmp_path, monkeypa
     first = snow.body[0]  # its docstring: the statement goes after it
     lines.insert(first.end_lineno, " " * first.col_offset + "_ = 1\n")
     weather.write_text("".join(lines))
+    plan.refresh_code()
     after = {(rule, json.dumps(wc)): code(rule, **wc) for rule, wc in jobs}
     changed = {key for key in before if before[key] != after[key]}
     assert changed == {("corrupt_images", json.dumps({"corruption": "snow", "severity": "1"}))}
@@ -358,3 +362,19 @@ def test_every_definition_cut_out_of_a_module_belongs_to_a_registered_perturbati
             if (module, name) not in applied:
                 orphans.append(f"{module}.{name}")
     assert not orphans, orphans
+
+
+def test_a_plan_digests_the_code_once_until_refreshed(plan, tmp_path, monkeypatch):
+    """A plan is a snapshot of the code: every job of one run gets the digests of the
+    files as they were when first asked, and refresh_code reads them again."""
+    copy = tmp_path / "vqarobust"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cd, "_package_dir", lambda package: copy)
+    plan.refresh_code()
+    snow = SimpleNamespace(corruption="snow", severity="1")
+    before = plan.code("corrupt_images")(snow)
+    weather = copy / "corruptions" / "weather.py"
+    weather.write_text(weather.read_text() + "\n_rerun_probe = 1\n")
+    assert plan.code("corrupt_images")(snow) == before
+    plan.refresh_code()
+    assert plan.code("corrupt_images")(snow) != before

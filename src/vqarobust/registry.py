@@ -116,11 +116,21 @@ class RegistryView(Registry[T]):
 
     @property
     def _entries(self) -> dict[str, Entry[T]]:  # type: ignore[override]
-        return {
-            name: e
-            for name, e in self.parent._entries.items()
-            if all(e.tags.get(k) == v for k, v in self.tags.items())
-        }
+        return {name: e for name, e in self.parent._entries.items() if self._holds(e)}
+
+    def _holds(self, entry: Entry[T]) -> bool:
+        return all(entry.tags.get(k) == v for k, v in self.tags.items())
+
+    # A look-up by name goes to the parent's dict: a plan asks thousands of times.
+    def entry(self, name: str) -> Entry[T]:
+        found = self.parent._entries.get(name)
+        if found is not None and self._holds(found):
+            return found
+        return super().entry(name)  # raises, naming this view's entries
+
+    def __contains__(self, name: object) -> bool:
+        found = self.parent._entries.get(name)  # type: ignore[call-overload]
+        return found is not None and self._holds(found)
 
     def register(self, name: str | None = None, **tags: Any) -> Callable[[T], T]:
         """Register in the parent registry with this view's tags added."""

@@ -57,8 +57,12 @@ def perturbation_digest(name: str) -> str:
 
 def job_digest(script: Path, parts: Iterable[str] = ()) -> str:
     """A job's ``code`` param: its script's digest and those of the entries it runs."""
+    return combine(script_digest(script), parts)
+
+
+def combine(digest: str, parts: Iterable[str] = ()) -> str:
+    """A script's ``digest`` with the digests of the entries a job runs (alone: itself)."""
     parts = list(parts)
-    digest = script_digest(script)
     if not parts:
         return digest
     return text_sha256("\n".join([digest, *parts]) + "\n")

@@ -15,17 +15,23 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 from vqarobust import perturbations, text
 from vqarobust.config import ConfigError, lpips_missing, missing_weights
 from vqarobust.corruptions import family, max_severity
 from vqarobust.models import family_code_digest, feature_families
-from vqarobust.plan.code import default_scripts_dir, job_digest, perturbation_digest
+from vqarobust.plan.code import (
+    combine,
+    default_scripts_dir,
+    perturbation_digest,
+    script_digest,
+)
 from vqarobust.runtime import Runtime, shard_bytes
 
 # The kinds of subset; each decides where a subset's inputs come from.
 KINDS = ("clean", "corruption", "control", "text", "sentence", "ranker", "context", "chain")
+R = TypeVar("R")
 
 
 class PlanError(ConfigError):
@@ -58,7 +64,8 @@ def _no_parts(plan: StudyPlan, wildcards: Any) -> list[str]:
 
 
 def _family(plan: StudyPlan, wildcards: Any) -> list[str]:
-    digest = family_code_digest(plan.config["models"][wildcards.model]["family"])
+    family = plan.config["models"][wildcards.model]["family"]
+    digest = plan.once(("family", family), family_code_digest, family)
     return [] if digest is None else [digest]
 
 
@@ -70,31 +77,31 @@ def _model_job(plan: StudyPlan, wildcards: Any) -> list[str]:
         from vqarobust.code_digest import code_digest
         from vqarobust.inference import ATTENTION_MODULE
 
-        parts.append(code_digest(ATTENTION_MODULE))
+        parts.append(plan.once(("module", ATTENTION_MODULE), code_digest, ATTENTION_MODULE))
     return parts
 
 
-def _registered(name: str) -> list[str]:
+def _registered(plan: StudyPlan, name: str) -> list[str]:
     # A sentence rewrite named in the config but not registered runs the rewrite code
     # its script imports, nothing of its own.
     known = name in perturbations.names() or name in text.names(level="sentence")
-    return [perturbation_digest(name)] if known else []
+    return [plan.once(("entry", name), perturbation_digest, name)] if known else []
 
 
 # Rules whose script is named for another rule.
 _SCRIPTS = {"extract_image_features": "extract_features"}
 # The registered entries each job applies, beyond the code its script imports.
 _CODE_PARTS: dict[str, Callable[[StudyPlan, Any], list[str]]] = {
-    "corrupt_images": lambda plan, wc: _registered(wc.corruption),
-    "perturb_questions": lambda plan, wc: _registered(wc.perturbation),
-    "rewrite_questions": lambda plan, wc: _registered(wc.sentence),
-    "rank_basic_questions": lambda plan, wc: _registered(wc.ranker),
-    "chain_questions": lambda plan, wc: _registered(plan.chain),
+    "corrupt_images": lambda plan, wc: _registered(plan, wc.corruption),
+    "perturb_questions": lambda plan, wc: _registered(plan, wc.perturbation),
+    "rewrite_questions": lambda plan, wc: _registered(plan, wc.sentence),
+    "rank_basic_questions": lambda plan, wc: _registered(plan, wc.ranker),
+    "chain_questions": lambda plan, wc: _registered(plan, plan.chain),
     "swap_context": lambda plan, wc: [
-        d for p in plan.context_perturbations for d in _registered(p)
+        d for p in plan.context_perturbations for d in _registered(plan, p)
     ],
     "swap_features": lambda plan, wc: [
-        d for p in plan.context_perturbations for d in _registered(p)
+        d for p in plan.context_perturbations for d in _registered(plan, p)
     ],
     "run_model": _model_job,
     "image_attention": _family,
@@ -114,6 +121,9 @@ class StudyPlan:
         # to the working directory, never under a module's prefix.
         self.config = config
         self.user_path = user_path
+        # The code digests, each computed once: a plan is a snapshot of the code, and
+        # Snakemake asks for the same script's and entry's digests at every job.
+        self._once: dict[tuple[str, Any], Any] = {}
         self.scripts_dir = Path(scripts_dir) if scripts_dir else default_scripts_dir()
         self.dataset: str = config["dataset"]["name"]
         self.shards: Runtime = shard_bytes(config["storage"])
@@ -368,9 +378,21 @@ class StudyPlan:
         parts = _CODE_PARTS.get(rule, _no_parts)
 
         def digest(wildcards: Any) -> str:
-            return job_digest(script, parts(self, wildcards))
+            own = self.once(("script", script), script_digest, script)
+            return combine(own, parts(self, wildcards))
 
         return digest
+
+    def once(self, key: tuple[str, Any], compute: Callable[..., R], *args: Any) -> R:
+        """``compute(*args)``, computed the first time ``key`` is asked for in this plan."""
+        if key not in self._once:
+            self._once[key] = compute(*args)
+        return self._once[key]
+
+    def refresh_code(self) -> None:
+        """Forget the code digests: the next job asked for digests the package's files as
+        they are then (a notebook or test that edits code and keeps its plan)."""
+        self._once.clear()
 
     def wildcard_constraints(self) -> dict[str, str]:
         """Each wildcard's alternatives: only the names this study plans."""
