@@ -372,9 +372,15 @@ def test_a_plan_digests_the_code_once_until_refreshed(plan, tmp_path, monkeypatc
     monkeypatch.setattr(cd, "_package_dir", lambda package: copy)
     plan.refresh_code()
     snow = SimpleNamespace(corruption="snow", severity="1")
-    before = plan.code("corrupt_images")(snow)
-    weather = copy / "corruptions" / "weather.py"
-    weather.write_text(weather.read_text() + "\n_rerun_probe = 1\n")
-    assert plan.code("corrupt_images")(snow) == before
+    accuracy = SimpleNamespace(analysis="accuracy")
+
+    def digests() -> tuple[str, str]:
+        return plan.code("corrupt_images")(snow), plan.analyze.analysis_code(accuracy)
+
+    before = digests()
+    for path in (copy / "corruptions" / "weather.py", copy / "analyses" / "accuracy.py"):
+        path.write_text(path.read_text() + "\n_rerun_probe = 1\n")
+    assert digests() == before
     plan.refresh_code()
-    assert plan.code("corrupt_images")(snow) != before
+    after = digests()
+    assert after[0] != before[0] and after[1] != before[1]

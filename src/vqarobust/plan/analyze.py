@@ -182,16 +182,12 @@ class AnalyzeStage:
         """An analysis's frozen settings, as params."""
         return settings_params(self.analyses[wildcards.analysis].settings(self.run_options))
 
-    @functools.cached_property
-    def analysis_codes(self) -> dict[str, str]:
-        """Each analysis's code digest, computed once per run: the digest walks the
-        package's import graph. A plugin's analysis: the digest of its own source
-        (:mod:`vqarobust.plugins`)."""
-        return {name: plugins.module_digest(a.module) for name, a in self.analyses.items()}
-
     def analysis_code(self, wildcards: Any) -> str:
-        """The code digest of one analysis job."""
-        return self.analysis_codes[wildcards.analysis]
+        """The code digest of one analysis job, computed once per plan
+        (:meth:`StudyPlan.once`): the digest walks the package's import graph. A plugin's
+        analysis: the digest of its own source (:mod:`vqarobust.plugins`)."""
+        module = self.analyses[wildcards.analysis].module
+        return self.plan.once(("analysis", module), plugins.module_digest, module)
 
     def database_inputs(self) -> DatabaseInputs:
         """The files every analysis reads, for :func:`vqarobust.db.build_database` in a
