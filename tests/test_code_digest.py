@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -196,9 +197,18 @@ JOBS = {
 
 
 @pytest.fixture(scope="module")
-def plan():
+def default_plan() -> StudyPlan:
     config = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
     return StudyPlan.build(config, scripts_dir=SCRIPTS)
+
+
+@pytest.fixture
+def plan(default_plan: StudyPlan) -> Iterator[StudyPlan]:
+    """The default study's plan, built once for the module; its digests are forgotten
+    before and after each test, which may point the package at an edited copy."""
+    default_plan.refresh_code()
+    yield default_plan
+    default_plan.refresh_code()
 
 
 def _digests(plan: StudyPlan) -> dict[str, str]:
@@ -311,8 +321,6 @@ def test_editing_one_perturbation_reruns_its_jobs_alone(plan, tmp_path, monkeypa
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cd, "_package_dir", lambda package: copy)
 
-    plan.refresh_code()
-
     def code(rule: str, **wildcards: str) -> str:
         return plan.code(rule)(SimpleNamespace(**wildcards))
 
@@ -370,7 +378,6 @@ def test_a_plan_digests_the_code_once_until_refreshed(plan, tmp_path, monkeypatc
     copy = tmp_path / "vqarobust"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cd, "_package_dir", lambda package: copy)
-    plan.refresh_code()
     snow = SimpleNamespace(corruption="snow", severity="1")
     accuracy = SimpleNamespace(analysis="accuracy")
 

@@ -119,16 +119,20 @@ class RegistryView(Registry[T]):
         return {name: e for name, e in self.parent._entries.items() if self._holds(e)}
 
     def _holds(self, entry: Entry[T]) -> bool:
+        """Whether ``entry`` carries this view's tags."""
         return all(entry.tags.get(k) == v for k, v in self.tags.items())
 
-    # A look-up by name goes to the parent's dict: a plan asks thousands of times.
     def entry(self, name: str) -> Entry[T]:
+        """The entry registered under ``name`` with this view's tags; others raise
+        ``KeyError`` naming this view's entries."""
+        # Straight to the parent's dict: a plan asks thousands of times.
         found = self.parent._entries.get(name)
         if found is not None and self._holds(found):
             return found
         return super().entry(name)  # raises, naming this view's entries
 
     def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is registered with this view's tags."""
         found = self.parent._entries.get(name)  # type: ignore[call-overload]
         return found is not None and self._holds(found)
 

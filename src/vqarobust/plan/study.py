@@ -31,6 +31,7 @@ from vqarobust.runtime import Runtime, shard_bytes
 
 # The kinds of subset; each decides where a subset's inputs come from.
 KINDS = ("clean", "corruption", "control", "text", "sentence", "ranker", "context", "chain")
+# What a value kept by StudyPlan.once is.
 R = TypeVar("R")
 
 
@@ -64,8 +65,8 @@ def _no_parts(plan: StudyPlan, wildcards: Any) -> list[str]:
 
 
 def _family(plan: StudyPlan, wildcards: Any) -> list[str]:
-    family = plan.config["models"][wildcards.model]["family"]
-    digest = plan.once(("family", family), family_code_digest, family)
+    name = plan.config["models"][wildcards.model]["family"]
+    digest = plan.once(("family", name), family_code_digest, name)
     return [] if digest is None else [digest]
 
 
@@ -82,10 +83,14 @@ def _model_job(plan: StudyPlan, wildcards: Any) -> list[str]:
 
 
 def _registered(plan: StudyPlan, name: str) -> list[str]:
+    return list(plan.once(("entry", name), _entry_parts, name))
+
+
+def _entry_parts(name: str) -> tuple[str, ...]:
     # A sentence rewrite named in the config but not registered runs the rewrite code
     # its script imports, nothing of its own.
     known = name in perturbations.names() or name in text.names(level="sentence")
-    return [plan.once(("entry", name), perturbation_digest, name)] if known else []
+    return (perturbation_digest(name),) if known else ()
 
 
 # Rules whose script is named for another rule.
